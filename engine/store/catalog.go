@@ -1,0 +1,349 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Database is a database that was created explicitly (Cosmos CreateDatabase).
+// Databases otherwise exist while they hold collections, as in MongoDB.
+type Database struct {
+	Name    string    `bson:"name"`
+	Created time.Time `bson:"created"`
+	// Options holds database-level settings (throughput) as given.
+	Options bson.Raw `bson:"options,omitempty"`
+}
+
+// Collection is one collection's catalog entry. Entries are immutable once
+// published: changes replace the entry.
+type Collection struct {
+	DB      string    `bson:"db"`
+	Name    string    `bson:"name"`
+	ID      uint32    `bson:"id"`
+	UUID    []byte    `bson:"uuid"`
+	Created time.Time `bson:"created"`
+	// Options are the validated create options, as listCollections shows them.
+	Options bson.Raw `bson:"options,omitempty"`
+}
+
+// Namespace is "db.coll".
+func (c *Collection) Namespace() string { return c.DB + "." + c.Name }
+
+func dbKey(name string) []byte { return append([]byte("m/db/"), name...) }
+
+func collKey(db, name string) []byte {
+	k := append([]byte("m/coll/"), db...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+var (
+	seqKey  = []byte("m/seq/coll")
+	bootKey = []byte("m/boot")
+)
+
+func (s *Store) loadCatalog() error {
+	s.dbs = map[string]*Database{}
+	s.colls = map[string]*Collection{}
+	err := s.update(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("m/")})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			k := item.Key()
+			err := item.Value(func(v []byte) error {
+				switch {
+				case hasPrefix(k, "m/db/"):
+					var d Database
+					if err := bson.Unmarshal(v, &d); err != nil {
+						return fmt.Errorf("%w: database entry %q: %v", ErrCorrupted, k, err)
+					}
+					s.dbs[d.Name] = &d
+				case hasPrefix(k, "m/coll/"):
+					var c Collection
+					if err := bson.Unmarshal(v, &c); err != nil {
+						return fmt.Errorf("%w: collection entry %q: %v", ErrCorrupted, k, err)
+					}
+					s.colls[c.Namespace()] = &c
+				case string(k) == string(seqKey):
+					s.lastCID = u32(v)
+				case string(k) == string(bootKey):
+					s.boot = binary.BigEndian.Uint64(v)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		s.boot++
+		return txn.Set(bootKey, binary.BigEndian.AppendUint64(nil, s.boot))
+	})
+	if err != nil {
+		return fmt.Errorf("load catalog: %w", err)
+	}
+	return nil
+}
+
+func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
+
+// Collection returns the collection db.name, or nil.
+func (s *Store) Collection(db, name string) *Collection {
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	return s.colls[db+"."+name]
+}
+
+// Collections returns db's collections sorted by name.
+func (s *Store) Collections(db string) []*Collection {
+	s.catMu.RLock()
+	var out []*Collection
+	for _, c := range s.colls {
+		if c.DB == db {
+			out = append(out, c)
+		}
+	}
+	s.catMu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Databases returns the names of databases that have collections or were
+// created explicitly, sorted.
+func (s *Store) Databases() []string {
+	s.catMu.RLock()
+	set := map[string]bool{}
+	for name := range s.dbs {
+		set[name] = true
+	}
+	for _, c := range s.colls {
+		set[c.DB] = true
+	}
+	s.catMu.RUnlock()
+	out := make([]string, 0, len(set))
+	for name := range set {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Database returns the explicit entry for db, or nil.
+func (s *Store) Database(db string) *Database {
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	return s.dbs[db]
+}
+
+// CreateDatabase records db explicitly with options. ErrExists if recorded.
+func (s *Store) CreateDatabase(name string, options bson.Raw) (*Database, error) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if s.dbs[name] != nil {
+		return nil, fmt.Errorf("database %s: %w", name, ErrExists)
+	}
+	d := &Database{Name: name, Created: time.Now().UTC(), Options: options}
+	return d, s.putDatabase(d)
+}
+
+// SetDatabaseOptions replaces the options of an explicit database entry,
+// creating the entry if needed.
+func (s *Store) SetDatabaseOptions(name string, options bson.Raw) (*Database, error) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	d := &Database{Name: name, Created: time.Now().UTC(), Options: options}
+	if old := s.dbs[name]; old != nil {
+		d.Created = old.Created
+	}
+	return d, s.putDatabase(d)
+}
+
+func (s *Store) putDatabase(d *Database) error {
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if err := s.update(func(txn *badger.Txn) error { return txn.Set(dbKey(d.Name), raw) }); err != nil {
+		return fmt.Errorf("create database %s: %w", d.Name, err)
+	}
+	s.dbs[d.Name] = d
+	return nil
+}
+
+// CreateCollection creates db.name with the given (already validated)
+// options. ErrExists if it exists.
+func (s *Store) CreateCollection(db, name string, options bson.Raw) (*Collection, error) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if s.colls[db+"."+name] != nil {
+		return nil, fmt.Errorf("collection %s.%s: %w", db, name, ErrExists)
+	}
+	return s.createLocked(db, name, options)
+}
+
+// EnsureCollection returns db.name, creating it with default options if
+// it does not exist; created says which.
+func (s *Store) EnsureCollection(db, name string) (c *Collection, created bool, err error) {
+	if c := s.Collection(db, name); c != nil {
+		return c, false, nil
+	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if c := s.colls[db+"."+name]; c != nil {
+		return c, false, nil
+	}
+	c, err = s.createLocked(db, name, nil)
+	return c, err == nil, err
+}
+
+func (s *Store) createLocked(db, name string, options bson.Raw) (*Collection, error) {
+	uuid := make([]byte, 16)
+	_, _ = rand.Read(uuid)
+	uuid[6] = uuid[6]&0x0f | 0x40 // version 4
+	uuid[8] = uuid[8]&0x3f | 0x80 // RFC 4122 variant
+	c := &Collection{DB: db, Name: name, ID: s.lastCID + 1, UUID: uuid, Created: time.Now().UTC(), Options: options}
+	raw, err := bson.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	err = s.update(func(txn *badger.Txn) error {
+		if err := txn.Set(seqKey, binary.BigEndian.AppendUint32(nil, c.ID)); err != nil {
+			return err
+		}
+		return txn.Set(collKey(db, name), raw)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create collection %s.%s: %w", db, name, err)
+	}
+	s.lastCID = c.ID
+	s.colls[c.Namespace()] = c
+	return c, nil
+}
+
+// DropCollection removes db.name and its documents. ErrNotFound if absent.
+func (s *Store) DropCollection(db, name string) error {
+	s.catMu.Lock()
+	c := s.colls[db+"."+name]
+	if c == nil {
+		s.catMu.Unlock()
+		return fmt.Errorf("collection %s.%s: %w", db, name, ErrNotFound)
+	}
+	err := s.update(func(txn *badger.Txn) error { return txn.Delete(collKey(db, name)) })
+	if err == nil {
+		delete(s.colls, c.Namespace())
+	}
+	s.catMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("drop collection %s.%s: %w", db, name, err)
+	}
+	return s.purge(c.ID)
+}
+
+// DropDatabase removes db's explicit entry and all its collections.
+func (s *Store) DropDatabase(db string) error {
+	for _, c := range s.Collections(db) {
+		if err := s.DropCollection(db, c.Name); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if s.dbs[db] == nil {
+		return nil
+	}
+	if err := s.update(func(txn *badger.Txn) error { return txn.Delete(dbKey(db)) }); err != nil {
+		return fmt.Errorf("drop database %s: %w", db, err)
+	}
+	delete(s.dbs, db)
+	return nil
+}
+
+// RenameCollection moves fromDB.from to toDB.to without copying documents:
+// documents are keyed by collection id, which the entry keeps. If the
+// target exists it is dropped when dropTarget is set, else ErrExists.
+func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
+	s.catMu.Lock()
+	src := s.colls[fromDB+"."+from]
+	if src == nil {
+		s.catMu.Unlock()
+		return fmt.Errorf("source collection %s.%s: %w", fromDB, from, ErrNotFound)
+	}
+	dst := s.colls[toDB+"."+to]
+	if dst != nil && !dropTarget {
+		s.catMu.Unlock()
+		return fmt.Errorf("target collection %s.%s: %w", toDB, to, ErrExists)
+	}
+	moved := *src
+	moved.DB, moved.Name = toDB, to
+	raw, err := bson.Marshal(&moved)
+	if err != nil {
+		s.catMu.Unlock()
+		return err
+	}
+	err = s.update(func(txn *badger.Txn) error {
+		if err := txn.Delete(collKey(fromDB, from)); err != nil {
+			return err
+		}
+		return txn.Set(collKey(toDB, to), raw)
+	})
+	if err == nil {
+		delete(s.colls, src.Namespace())
+		s.colls[moved.Namespace()] = &moved
+	}
+	s.catMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("rename %s.%s to %s.%s: %w", fromDB, from, toDB, to, err)
+	}
+	if dst != nil {
+		return s.purge(dst.ID)
+	}
+	return nil
+}
+
+// purge deletes every document and counter of a collection id that is no
+// longer in the catalog.
+func (s *Store) purge(id uint32) error {
+	for _, space := range []byte{'d', 'c'} {
+		prefix := []byte{space, '/', 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(prefix[2:], id)
+		if err := s.deletePrefix(prefix); err != nil {
+			return fmt.Errorf("purge collection %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) deletePrefix(prefix []byte) error {
+	for {
+		var keys [][]byte
+		err := s.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			defer it.Close()
+			for it.Rewind(); it.Valid() && len(keys) < 10000; it.Next() {
+				keys = append(keys, it.Item().KeyCopy(nil))
+			}
+			return nil
+		})
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		wb := s.db.NewWriteBatch()
+		for _, k := range keys {
+			if err := wb.Delete(k); err != nil {
+				wb.Cancel()
+				return err
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return err
+		}
+		s.dirty.Store(true)
+	}
+}

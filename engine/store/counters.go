@@ -1,0 +1,119 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+func counterPrefix(id uint32) []byte {
+	k := make([]byte, 6, 6+1+16)
+	k[0], k[1] = 'c', '/'
+	binary.BigEndian.PutUint32(k[2:], id)
+	return k
+}
+
+func counterBaseKey(id uint32) []byte { return append(counterPrefix(id), 'b') }
+
+func (s *Store) deltaKey(id uint32) []byte {
+	k := append(counterPrefix(id), 'd')
+	k = binary.BigEndian.AppendUint64(k, s.boot)
+	return binary.BigEndian.AppendUint64(k, s.deltaSeq.Add(1))
+}
+
+func encodeCounts(c Counts) []byte {
+	b := make([]byte, 0, 16)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Docs))
+	return binary.BigEndian.AppendUint64(b, uint64(c.Bytes))
+}
+
+func decodeCounts(b []byte) (Counts, error) {
+	if len(b) != 16 {
+		return Counts{}, fmt.Errorf("%w: counter of %d bytes", ErrCorrupted, len(b))
+	}
+	return Counts{Docs: int64(binary.BigEndian.Uint64(b)), Bytes: int64(binary.BigEndian.Uint64(b[8:]))}, nil
+}
+
+// readCounts sums the base and every delta of collection id and says how
+// many deltas there were.
+func readCounts(txn *badger.Txn, id uint32) (Counts, int, error) {
+	var total Counts
+	deltas := 0
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id), PrefetchValues: true, PrefetchSize: 256})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		if item.KeySize() > 7 {
+			deltas++
+		}
+		err := item.Value(func(v []byte) error {
+			c, err := decodeCounts(v)
+			total.Docs += c.Docs
+			total.Bytes += c.Bytes
+			return err
+		})
+		if err != nil {
+			return Counts{}, 0, err
+		}
+	}
+	return total, deltas, nil
+}
+
+// fold sums collection id's deltas into its base and deletes them, in one
+// transaction. Deltas committed meanwhile are not read and so not deleted;
+// two folds at once conflict on the base key and one is retried.
+func (s *Store) fold(id uint32) error {
+	s.foldMu.Lock()
+	if s.folding[id] {
+		s.foldMu.Unlock()
+		return nil
+	}
+	s.folding[id] = true
+	s.foldMu.Unlock()
+	defer func() {
+		s.foldMu.Lock()
+		delete(s.folding, id)
+		s.foldMu.Unlock()
+	}()
+	for {
+		more := false
+		err := s.update(func(txn *badger.Txn) error {
+			var total Counts
+			var dead [][]byte
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id), PrefetchValues: true})
+			for it.Rewind(); it.Valid(); it.Next() {
+				item := it.Item()
+				if item.KeySize() > 7 {
+					if len(dead) >= 10000 { // keep the transaction small
+						more = true
+						break
+					}
+					dead = append(dead, item.KeyCopy(nil))
+				}
+				if err := item.Value(func(v []byte) error {
+					c, err := decodeCounts(v)
+					total.Docs += c.Docs
+					total.Bytes += c.Bytes
+					return err
+				}); err != nil {
+					it.Close()
+					return err
+				}
+			}
+			it.Close()
+			if len(dead) == 0 {
+				return nil
+			}
+			for _, k := range dead {
+				if err := txn.Delete(k); err != nil {
+					return err
+				}
+			}
+			return txn.Set(counterBaseKey(id), encodeCounts(total))
+		})
+		if err != nil || !more {
+			return err
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Options configure Open.
+type Options struct {
+	Dir      string // data directory; ignored when InMemory
+	InMemory bool
+	Logger   *slog.Logger
+	// SyncInterval is how often written data is fsynced in the background;
+	// 0 means 100ms, negative disables the loop.
+	SyncInterval time.Duration
+}
+
+// Store is one node's Badger database with Parsec's catalog on top.
+type Store struct {
+	db     *badger.DB
+	logger *slog.Logger
+	dir    string
+	inMem  bool
+
+	boot     uint64        // this open's boot number, part of every delta key
+	deltaSeq atomic.Uint64 // per-boot delta sequence
+	dirty    atomic.Bool   // written since the last background sync
+
+	syncMu      sync.Mutex
+	syncCond    *sync.Cond
+	syncStarted uint64
+	syncDone    uint64
+	syncRunning bool
+	syncErr     error
+
+	catMu   sync.RWMutex
+	dbs     map[string]*Database
+	colls   map[string]*Collection // by namespace "db.coll"
+	lastCID uint32
+
+	foldMu  sync.Mutex
+	folding map[uint32]bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Open opens (creating if needed) the store. A directory already held by
+// another process gives ErrLocked.
+func Open(opts Options) (*Store, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	bo := badger.DefaultOptions(opts.Dir).
+		WithLogger(badgerLogger{logger}).
+		WithNumCompactors(2).
+		WithNumVersionsToKeep(1).
+		WithMetricsEnabled(false)
+	if opts.InMemory {
+		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithMemTableSize(32 << 20).WithBlockCacheSize(16 << 20)
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("open %s: %w (%v)", opts.Dir, ErrLocked, err)
+		}
+		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
+	}
+	s := &Store{db: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, folding: map[uint32]bool{}, stop: make(chan struct{})}
+	s.syncCond = sync.NewCond(&s.syncMu)
+	if err := s.loadCatalog(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	interval := opts.SyncInterval
+	if interval == 0 {
+		interval = 100 * time.Millisecond
+	}
+	if interval > 0 && !opts.InMemory {
+		s.wg.Add(1)
+		go s.syncLoop(interval)
+	}
+	s.wg.Add(1)
+	go s.gcLoop()
+	return s, nil
+}
+
+// Close folds counters, syncs and closes Badger. It is safe to call once.
+func (s *Store) Close() error {
+	close(s.stop)
+	s.wg.Wait()
+	s.catMu.RLock()
+	ids := make([]uint32, 0, len(s.colls))
+	for _, c := range s.colls {
+		ids = append(ids, c.ID)
+	}
+	s.catMu.RUnlock()
+	for _, id := range ids {
+		if err := s.fold(id); err != nil {
+			s.logger.Warn("folding counters on close", "collection", id, "err", err)
+		}
+	}
+	if !s.inMem {
+		_ = s.db.Sync()
+	}
+	return s.db.Close()
+}
+
+// Dir is the data directory ("" in memory).
+func (s *Store) Dir() string { return s.dir }
+
+// InMemory reports whether nothing is kept on disk.
+func (s *Store) InMemory() bool { return s.inMem }
+
+// Sync makes every transaction committed before the call durable on disk.
+// Concurrent callers share fsyncs.
+func (s *Store) Sync() error {
+	if s.inMem {
+		return nil
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	ticket := s.syncStarted + 1 // a sync that starts after our commit
+	for s.syncDone < ticket {
+		if s.syncRunning {
+			s.syncCond.Wait()
+			continue
+		}
+		s.syncRunning = true
+		s.syncStarted++
+		gen := s.syncStarted
+		s.dirty.Store(false)
+		s.syncMu.Unlock()
+		err := s.db.Sync()
+		s.syncMu.Lock()
+		s.syncRunning = false
+		s.syncDone = gen
+		s.syncErr = err
+		s.syncCond.Broadcast()
+	}
+	return s.syncErr
+}
+
+func (s *Store) syncLoop(every time.Duration) {
+	defer s.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if s.dirty.Load() {
+				if err := s.Sync(); err != nil {
+					s.logger.Error("background sync", "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (s *Store) gcLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if !s.inMem {
+				for s.db.RunValueLogGC(0.5) == nil {
+				}
+			}
+		}
+	}
+}
+
+// Size returns the bytes Badger uses on disk (LSM and value log).
+func (s *Store) Size() int64 {
+	lsm, vlog := s.db.Size()
+	return lsm + vlog
+}
+
+// update runs fn in a read-write transaction, retrying on conflicts.
+func (s *Store) update(fn func(txn *badger.Txn) error) error {
+	for attempt := 0; ; attempt++ {
+		txn := s.db.NewTransaction(true)
+		err := fn(txn)
+		if err == nil {
+			err = txn.Commit()
+		}
+		txn.Discard()
+		if errors.Is(err, badger.ErrConflict) && attempt < 100 {
+			continue
+		}
+		if err == nil {
+			s.dirty.Store(true)
+		}
+		return mapBadgerErr(err)
+	}
+}
+
+func mapBadgerErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, badger.ErrConflict):
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	case errors.Is(err, badger.ErrDBClosed):
+		return ErrClosed
+	}
+	return err
+}
+
+func u32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) { b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger") }
+func (b badgerLogger) Warningf(f string, a ...any) {
+	b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+}
+func (b badgerLogger) Infof(f string, a ...any) {
+	b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+}
+func (b badgerLogger) Debugf(f string, a ...any) {}
