@@ -70,10 +70,13 @@ func decompress(id CompressorID, payload []byte, size int) ([]byte, error) {
 		}
 		out = make([]byte, size)
 		if _, err = io.ReadFull(r, out); err == nil {
-			// the stream must end exactly here
+			// The stream must end exactly here, and its Adler-32 checksum,
+			// read and verified only at the end, must match.
 			var one [1]byte
-			if n, _ := r.Read(one[:]); n != 0 {
+			if n, rerr := io.ReadFull(r, one[:]); n != 0 {
 				err = fmt.Errorf("zlib payload inflates past %d bytes", size)
+			} else if rerr != io.EOF {
+				err = fmt.Errorf("zlib: %w", rerr)
 			}
 		}
 	case CompressorZstd:

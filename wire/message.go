@@ -321,13 +321,17 @@ func Decode(frame []byte) (Message, error) {
 // decodeBody decodes the part of a message after its header. frame, when
 // not nil, is the whole frame (needed to verify an OP_MSG checksum).
 func decodeBody(h Header, body, frame []byte) (Message, error) {
+	// The decoders return concrete pointer types: on error, return a nil
+	// Message, not an interface holding a nil pointer.
+	var m Message
+	var err error
 	switch h.OpCode {
 	case OpMsg:
-		return decodeMsg(h, body, frame)
+		m, err = decodeMsg(h, body, frame)
 	case OpQuery:
-		return decodeQuery(h, body)
+		m, err = decodeQuery(h, body)
 	case OpReply:
-		return decodeReply(h, body)
+		m, err = decodeReply(h, body)
 	case OpCompressed:
 		if len(body) < 9 {
 			return nil, protoErr(true, "OP_COMPRESSED of %d bytes is too short", len(body))
@@ -339,8 +343,13 @@ func decodeBody(h Header, body, frame []byte) (Message, error) {
 			CompressorID:     CompressorID(body[8]),
 			Payload:          body[9:],
 		}, nil
+	default:
+		return nil, protoErr(false, "unsupported opcode %d", int32(h.OpCode))
 	}
-	return nil, protoErr(false, "unsupported opcode %d", int32(h.OpCode))
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func decodeMsg(h Header, body, frame []byte) (*Msg, error) {

@@ -178,6 +178,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			_ = tc.SetKeepAlive(true)
 		}
 		c := &serverConn{srv: s, nc: nc, conn: &Conn{id: s.nextID.Add(1), remote: nc.RemoteAddr(), local: nc.LocalAddr()}}
+		c.ctx, c.cancel = context.WithCancel(context.Background())
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
@@ -213,6 +214,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.conns {
+			c.cancel() // let handlers blocked on their context return
 			_ = c.nc.Close()
 		}
 		s.mu.Unlock()
@@ -228,9 +230,11 @@ func (s *Server) isClosing() bool {
 }
 
 type serverConn struct {
-	srv  *Server
-	nc   net.Conn
-	conn *Conn
+	srv    *Server
+	nc     net.Conn
+	conn   *Conn
+	ctx    context.Context // passed to the Handler; canceled when the connection ends
+	cancel context.CancelFunc
 
 	mu   sync.Mutex
 	busy bool
@@ -256,11 +260,11 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16*
 func (c *serverConn) serve() {
 	s := c.srv
 	h := s.handler.Connect(c.conn)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := c.ctx
 	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(c.nc)
 	defer func() {
-		cancel()
+		c.cancel()
 		h.Close()
 		_ = c.nc.Close()
 		br.Reset(nil)
@@ -312,16 +316,17 @@ func (c *serverConn) handleFrame(ctx context.Context, h ConnHandler, frame, out 
 	m, err := Decode(frame)
 	var compressor CompressorID
 	compressed, checksum := false, false
+	hdr, _ := ParseHeader(frame)
 	if err == nil {
 		if cm, ok := m.(*Compressed); ok {
 			compressor, compressed = cm.CompressorID, true
+			hdr.OpCode = cm.OriginalOpCode // answer in the framing of the inner message even if it fails to decode
 			m, err = cm.Open()
 		}
 	}
 	if err != nil && IsFatal(err) {
 		return out, err
 	}
-	hdr, _ := ParseHeader(frame)
 	req := &Request{Err: err}
 	if m != nil {
 		hdr = *m.Hdr()
@@ -353,6 +358,11 @@ func (c *serverConn) handleFrame(ctx context.Context, h ConnHandler, frame, out 
 		req.Err = protoErr(false, "clients may not send OP_REPLY")
 	case nil:
 		req.OpCode = hdr.OpCode
+		// An OP_MSG that failed to decode still says whether the client
+		// waits for a reply: an unexpected reply would desynchronize it.
+		if hdr.OpCode == OpMsg && !compressed && len(frame) >= HeaderSize+4 {
+			req.MoreToCome = binary.LittleEndian.Uint32(frame[HeaderSize:])&FlagMoreToCome != 0
+		}
 	}
 	reply := h.Handle(ctx, req)
 	if req.MoreToCome {

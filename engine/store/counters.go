@@ -23,16 +23,27 @@ func (s *Store) deltaKey(id uint32) []byte {
 }
 
 func encodeCounts(c Counts) []byte {
-	b := make([]byte, 0, 16)
+	b := make([]byte, 0, 24)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.Docs))
-	return binary.BigEndian.AppendUint64(b, uint64(c.Bytes))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Bytes))
+	return binary.BigEndian.AppendUint64(b, uint64(c.KeyBytes))
 }
 
 func decodeCounts(b []byte) (Counts, error) {
-	if len(b) != 16 {
+	if len(b) != 24 {
 		return Counts{}, fmt.Errorf("%w: counter of %d bytes", ErrCorrupted, len(b))
 	}
-	return Counts{Docs: int64(binary.BigEndian.Uint64(b)), Bytes: int64(binary.BigEndian.Uint64(b[8:]))}, nil
+	return Counts{
+		Docs:     int64(binary.BigEndian.Uint64(b)),
+		Bytes:    int64(binary.BigEndian.Uint64(b[8:])),
+		KeyBytes: int64(binary.BigEndian.Uint64(b[16:])),
+	}, nil
+}
+
+func (c *Counts) add(o Counts) {
+	c.Docs += o.Docs
+	c.Bytes += o.Bytes
+	c.KeyBytes += o.KeyBytes
 }
 
 // readCounts sums the base and every delta of collection id and says how
@@ -49,8 +60,7 @@ func readCounts(txn *badger.Txn, id uint32) (Counts, int, error) {
 		}
 		err := item.Value(func(v []byte) error {
 			c, err := decodeCounts(v)
-			total.Docs += c.Docs
-			total.Bytes += c.Bytes
+			total.add(c)
 			return err
 		})
 		if err != nil {
@@ -93,8 +103,7 @@ func (s *Store) fold(id uint32) error {
 				}
 				if err := item.Value(func(v []byte) error {
 					c, err := decodeCounts(v)
-					total.Docs += c.Docs
-					total.Bytes += c.Bytes
+					total.add(c)
 					return err
 				}); err != nil {
 					it.Close()

@@ -17,13 +17,13 @@
 //	m/seq/coll                        -> last collection id handed out (uint32 BE)
 //	m/boot                            -> boot counter (uint64 BE), +1 per open
 //	d/<collID:4><hash:8><shardKey><id> -> document (raw BSON)
-//	c/<collID:4>b                     -> counter base: docs, bytes (2 x int64 BE)
+//	c/<collID:4>b                     -> counter base (3 x int64 BE: docs, data bytes, key bytes)
 //	c/<collID:4>d<boot:8><seq:8>      -> counter delta written by one transaction
 //
 // collID is a uint32, big endian, never reused, so a dropped collection's
 // leftovers can never be mistaken for a new one's. hash is the 64-bit hash of
 // the document's shard-key value (0 for unsharded collections, whose
-// shardKey part is empty). shardKey and id are encoded by EncodeKey: order
+// shardKey part is empty). shardKey and id are encoded by value.EncodeKey: order
 // preserving and self-delimiting, so documents of a collection sort by
 // (hash, shard key, _id) and a prefix scan over d/<collID> visits them in
 // that order.

@@ -39,10 +39,13 @@ type Txn struct {
 	deltas  map[uint32]*Counts
 }
 
-// Counts are a collection's document count and data bytes.
+// Counts are a collection's document count, data bytes (the sum of its
+// documents' BSON sizes) and key bytes (the sum of its document keys'
+// sizes: the primary _id index).
 type Counts struct {
-	Docs  int64
-	Bytes int64
+	Docs     int64
+	Bytes    int64
+	KeyBytes int64
 }
 
 // Update runs fn in a read-write transaction and commits it. Conflicts with
@@ -75,7 +78,7 @@ func (s *Store) View(fn func(*Txn) error) error {
 
 func (t *Txn) commit() error {
 	for id, d := range t.deltas {
-		if d.Docs == 0 && d.Bytes == 0 {
+		if *d == (Counts{}) {
 			continue
 		}
 		if err := t.t.Set(t.s.deltaKey(id), encodeCounts(*d)); err != nil {
@@ -160,6 +163,7 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	d := t.delta(c.ID)
 	d.Docs++
 	d.Bytes += int64(len(doc))
+	d.KeyBytes += int64(len(key))
 	return nil
 }
 
@@ -187,6 +191,7 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	d := t.delta(c.ID)
 	d.Docs--
 	d.Bytes -= int64(oldSize)
+	d.KeyBytes -= int64(len(key))
 	return nil
 }
 

@@ -228,7 +228,9 @@ func u32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 
 type badgerLogger struct{ l *slog.Logger }
 
-func (b badgerLogger) Errorf(f string, a ...any) { b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger") }
+func (b badgerLogger) Errorf(f string, a ...any) {
+	b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+}
 func (b badgerLogger) Warningf(f string, a ...any) {
 	b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
 }

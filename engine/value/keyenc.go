@@ -1,4 +1,4 @@
-package store
+package value
 
 import (
 	"encoding/binary"
@@ -79,7 +79,7 @@ func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 		}
 		return appendNumber(dst, f, rem)
 	case bsoncore.TypeDecimal128:
-		return appendNumber(dst, decimalToFloat(v), 0)
+		return appendNumber(dst, DecimalFloat(v), 0)
 	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
 		s, _ := v.StringValueOK()
 		if v.Type == bsoncore.TypeSymbol {
@@ -173,7 +173,8 @@ func appendEscaped(dst, s []byte) []byte {
 	return append(dst, 0, 1)
 }
 
-func decimalToFloat(v bsoncore.Value) float64 {
+// DecimalFloat is the float64 nearest a Decimal128 value.
+func DecimalFloat(v bsoncore.Value) float64 {
 	d := bson.NewDecimal128(v.Decimal128())
 	bi, exp, err := d.BigInt()
 	if err != nil {

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// cmdCollStats reports a collection's counts and sizes. Sizes are the
+// exact sums kept by the store: data is the BSON size of the documents,
+// the _id index is the size of their keys. A missing collection reports
+// zeros, as mongod does.
+func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, name); err != nil {
+		return nil, err
+	}
+	scale, err := scaleArg(req)
+	if err != nil {
+		return nil, err
+	}
+	var count, size, idx int64
+	if c := e.store.Collection(req.db, name); c != nil {
+		counts, err := e.store.Counts(c)
+		if err != nil {
+			return nil, err
+		}
+		count, size, idx = counts.Docs, counts.Bytes, counts.KeyBytes
+	}
+	fields := []bson.E{
+		{Key: "ns", Value: namespaceOf(req.db, name)},
+		{Key: "size", Value: size / scale},
+		{Key: "count", Value: count},
+	}
+	if count > 0 {
+		fields = append(fields, bson.E{Key: "avgObjSize", Value: size / count})
+	}
+	fields = append(fields,
+		bson.E{Key: "storageSize", Value: size / scale},
+		bson.E{Key: "freeStorageSize", Value: int64(0)},
+		bson.E{Key: "capped", Value: false},
+		bson.E{Key: "nindexes", Value: int32(1)},
+		bson.E{Key: "indexBuilds", Value: bson.A{}},
+		bson.E{Key: "totalIndexSize", Value: idx / scale},
+		bson.E{Key: "totalSize", Value: (size + idx) / scale},
+		bson.E{Key: "indexSizes", Value: bson.D{{Key: "_id_", Value: idx / scale}}},
+		bson.E{Key: "scaleFactor", Value: int32(scale)},
+		bson.E{Key: "sharded", Value: false},
+	)
+	return okReply(fields...)
+}
+
+// scaleArg reads the optional positive scale divisor.
+func scaleArg(req *request) (int64, error) {
+	v, err := req.body.LookupErr("scale")
+	if err != nil {
+		return 1, nil
+	}
+	scale, err := int64Arg(req.name, "scale", v)
+	if err != nil {
+		return 0, err
+	}
+	if scale < 1 {
+		return 0, errorf(ErrBadValue, "Scale factor must be greater than zero")
+	}
+	return scale, nil
+}

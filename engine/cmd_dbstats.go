@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// cmdDBStats sums collStats over a database's collections.
+func (e *Engine) cmdDBStats(_ context.Context, req *request) ([]byte, error) {
+	if err := validateDBName(req.db); err != nil {
+		return nil, err
+	}
+	scale, err := scaleArg(req)
+	if err != nil {
+		return nil, err
+	}
+	colls := e.store.Collections(req.db)
+	var objects, data, idx int64
+	for _, c := range colls {
+		counts, err := e.store.Counts(c)
+		if err != nil {
+			return nil, err
+		}
+		objects += counts.Docs
+		data += counts.Bytes
+		idx += counts.KeyBytes
+	}
+	avg := 0.0
+	if objects > 0 {
+		avg = float64(data) / float64(objects)
+	}
+	return okReply(
+		bson.E{Key: "db", Value: req.db},
+		bson.E{Key: "collections", Value: int64(len(colls))},
+		bson.E{Key: "views", Value: int64(0)},
+		bson.E{Key: "objects", Value: objects},
+		bson.E{Key: "avgObjSize", Value: avg},
+		bson.E{Key: "dataSize", Value: float64(data / scale)},
+		bson.E{Key: "storageSize", Value: float64(data / scale)},
+		bson.E{Key: "indexes", Value: int64(len(colls))},
+		bson.E{Key: "indexSize", Value: float64(idx / scale)},
+		bson.E{Key: "totalSize", Value: float64((data + idx) / scale)},
+		bson.E{Key: "scaleFactor", Value: scale},
+	)
+}

@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, name); err != nil {
+		return nil, err
+	}
+	ordered := true
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "ordered":
+			if ordered, err = boolArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "let":
+			if _, err := docArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "deletes":
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	wc, err := parseWriteConcern(req)
+	if err != nil {
+		return nil, err
+	}
+	stmts, err := statements(req, "deletes")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBatchSize(len(stmts)); err != nil {
+		return nil, err
+	}
+	var n int64
+	var errs []writeError
+	for i, raw := range stmts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		removed, err := e.deleteOne(ctx, req.db, name, i, raw)
+		n += removed
+		if err != nil {
+			ce := toCommandError(err)
+			if ce.Code == ErrInternalError {
+				return nil, err
+			}
+			errs = append(errs, writeError{index: i, code: ce.Code, msg: ce.Msg})
+			if ordered {
+				break
+			}
+		}
+	}
+	if wc.journal && n > 0 {
+		if err := e.store.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	return writeReply(n, errs)
+}
+
+// deleteOne runs one delete statement {q, limit, hint, collation}.
+func (e *Engine) deleteOne(ctx context.Context, db, coll string, i int, stmt bsoncore.Document) (int64, error) {
+	field := "delete.deletes." + strconv.Itoa(i)
+	var filter bsoncore.Document
+	limit := int64(-1)
+	elems, err := stmt.Elements()
+	if err != nil {
+		return 0, errorf(ErrFailedToParse, "%s: %v", field, err)
+	}
+	for _, el := range elems {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "q":
+			if filter, err = docArg(field, k, v); err != nil {
+				return 0, err
+			}
+		case "limit":
+			if limit, err = int64Arg(field, k, v); err != nil {
+				return 0, err
+			}
+			if limit != 0 && limit != 1 {
+				return 0, errorf(ErrFailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
+			}
+		case "hint":
+			if v.Type != bsoncore.TypeString && v.Type != bsoncore.TypeEmbeddedDocument {
+				return 0, wrongTypes(field, k, v, "string, object")
+			}
+		case "collation":
+			return 0, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
+		default:
+			return 0, unknownField(field, k)
+		}
+	}
+	if filter == nil {
+		return 0, missingField(field, "q")
+	}
+	if limit < 0 {
+		return 0, missingField(field, "limit")
+	}
+	f, err := compileFilter(filter)
+	if err != nil {
+		return 0, err
+	}
+	c := e.store.Collection(db, coll)
+	if c == nil {
+		return 0, nil
+	}
+	return e.deleteMatching(ctx, c, f, limit == 1)
+}
+
+// deleteMatching removes the documents of c matching f (the first only,
+// when justOne), in transactions of at most chunkDocs deletions.
+func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *query.Filter, justOne bool) (int64, error) {
+	var point []byte
+	if id, ok := f.IDEquality(); ok {
+		point = idKey(c, id)
+	}
+	var total int64
+	var resume []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		var more bool
+		var next []byte
+		err := e.store.Update(func(tx *store.Txn) error {
+			n, more, next = 0, false, nil
+			if point != nil {
+				doc, err := tx.Get(point)
+				if errors.Is(err, store.ErrNotFound) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if f.Match(doc) {
+					n = 1
+					return tx.Delete(c, point, len(doc))
+				}
+				return nil
+			}
+			type victim struct {
+				key  []byte
+				size int
+			}
+			var victims []victim
+			err := tx.Scan(c, resume, func(key, doc []byte) (bool, error) {
+				if len(victims) >= chunkDocs {
+					more = true
+					next = append([]byte(nil), key...)
+					return false, nil
+				}
+				if f.Match(doc) {
+					victims = append(victims, victim{append([]byte(nil), key...), len(doc)})
+					if justOne {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, v := range victims {
+				if err := tx.Delete(c, v.key, v.size); err != nil {
+					return err
+				}
+			}
+			n = int64(len(victims))
+			return nil
+		})
+		if errors.Is(err, store.ErrCollectionChanged) {
+			return total, nil // dropped meanwhile: nothing left to delete
+		}
+		if err != nil {
+			return total, fmt.Errorf("delete from %s: %w", c.Namespace(), err)
+		}
+		total += n
+		resume = next
+		if !more || (justOne && total > 0) {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,29 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// cmdDrop drops a collection. As in MongoDB 7.0, dropping a collection that
+// does not exist succeeds.
+func (e *Engine) cmdDrop(_ context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, name); err != nil {
+		return nil, err
+	}
+	if err := e.store.DropCollection(req.db, name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return okReply()
+		}
+		return nil, err
+	}
+	e.cursors.closeForNamespace(namespaceOf(req.db, name))
+	return okReply(bson.E{Key: "nIndexesWas", Value: int32(1)}, bson.E{Key: "ns", Value: namespaceOf(req.db, name)})
+}

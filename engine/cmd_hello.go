@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/parsecdb/parsec/wire"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Wire versions: 21 is MongoDB 7.0.
+const (
+	minWireVersion = 0
+	maxWireVersion = 21
+)
+
+// cmdHello answers hello and isMaster/ismaster. Parsec presents itself as
+// a router (msg: "isdbgrid"): drivers then enable sessions and retryable
+// writes, and mongosh's sh.* helpers work. No topologyVersion is sent, so
+// drivers poll instead of streaming hello.
+func (e *Engine) cmdHello(_ context.Context, req *request) ([]byte, error) {
+	var compression []string
+	helloOK := false
+	if v, err := req.body.LookupErr("compression"); err == nil {
+		arr, ok := v.ArrayOK()
+		if !ok {
+			return nil, wrongType(req.name, "compression", v, "array")
+		}
+		vals, _ := arr.Values()
+		offered := make([]string, 0, len(vals))
+		for _, x := range vals {
+			s, ok := x.StringValueOK()
+			if !ok {
+				return nil, wrongType(req.name, "compression", x, "string")
+			}
+			offered = append(offered, s)
+		}
+		compression = req.c.wc.NegotiateCompression(offered)
+	}
+	if v, err := req.body.LookupErr("helloOk"); err == nil {
+		helloOK, _ = boolArg(req.name, "helloOk", v)
+	}
+	d := bson.D{}
+	if req.name == "hello" {
+		d = append(d, bson.E{Key: "isWritablePrimary", Value: true})
+	} else {
+		d = append(d, bson.E{Key: "ismaster", Value: true})
+	}
+	d = append(d,
+		bson.E{Key: "msg", Value: "isdbgrid"},
+		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
+		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},
+		bson.E{Key: "maxWriteBatchSize", Value: int32(maxWriteBatchSize)},
+		bson.E{Key: "localTime", Value: bson.NewDateTimeFromTime(e.now())},
+		bson.E{Key: "logicalSessionTimeoutMinutes", Value: int32(30)},
+		bson.E{Key: "connectionId", Value: req.c.wc.ID()},
+		bson.E{Key: "minWireVersion", Value: int32(minWireVersion)},
+		bson.E{Key: "maxWireVersion", Value: int32(maxWireVersion)},
+		bson.E{Key: "readOnly", Value: false},
+	)
+	if compression != nil {
+		d = append(d, bson.E{Key: "compression", Value: compression})
+	}
+	if helloOK {
+		d = append(d, bson.E{Key: "helloOk", Value: true})
+	}
+	return okReply(d...)
+}

@@ -1,0 +1,214 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/value"
+	"github.com/parsecdb/parsec/wire"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Documents per transaction, and bytes: large batches commit in chunks so
+// one transaction stays well inside Badger's batch limit.
+const (
+	chunkDocs  = 1000
+	chunkBytes = 4 << 20
+)
+
+func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, name); err != nil {
+		return nil, err
+	}
+	ordered := true
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "ordered":
+			if ordered, err = boolArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "bypassDocumentValidation":
+			if _, err := boolArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "documents":
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	wc, err := parseWriteConcern(req)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := statements(req, "documents")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBatchSize(len(raw)); err != nil {
+		return nil, err
+	}
+	docs := make([]insertDoc, len(raw))
+	for i, d := range raw {
+		docs[i] = prepareInsert(d)
+	}
+	coll, _, err := e.store.EnsureCollection(req.db, name)
+	if err != nil {
+		return nil, err
+	}
+	n, errs, err := e.insertDocs(ctx, coll, docs, ordered)
+	if err != nil {
+		return nil, err
+	}
+	if wc.journal && n > 0 {
+		if err := e.store.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	return writeReply(n, errs)
+}
+
+// insertDoc is a document ready to store, or the reason it cannot be.
+type insertDoc struct {
+	doc []byte
+	id  bsoncore.Value
+	err *CommandError
+}
+
+// prepareInsert gives a document an ObjectId _id when it has none, moves
+// _id to the front, and checks _id's type and the document's size.
+func prepareInsert(doc bsoncore.Document) insertDoc {
+	elems, err := doc.Elements()
+	if err != nil {
+		return insertDoc{err: errorf(ErrBadValue, "invalid document: %v", err)}
+	}
+	idAt := -1
+	for i, el := range elems {
+		if el.Key() == "_id" {
+			if idAt >= 0 {
+				return insertDoc{err: errorf(ErrBadValue, "can't have multiple _id fields in one document")}
+			}
+			idAt = i
+		}
+	}
+	out := []byte(doc)
+	var id bsoncore.Value
+	switch {
+	case idAt < 0:
+		oid := bson.NewObjectID()
+		start, b := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)+17))
+		b = bsoncore.AppendObjectIDElement(b, "_id", oid)
+		for _, el := range elems {
+			b = append(b, el...)
+		}
+		out, _ = bsoncore.AppendDocumentEnd(b, start)
+		id = bsoncore.Value{Type: bsoncore.TypeObjectID, Data: oid[:]}
+	case idAt > 0:
+		start, b := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)))
+		b = append(b, elems[idAt]...)
+		for i, el := range elems {
+			if i != idAt {
+				b = append(b, el...)
+			}
+		}
+		out, _ = bsoncore.AppendDocumentEnd(b, start)
+		id = bsoncore.Element(out[4:]).Value()
+	default:
+		id = elems[0].Value()
+	}
+	switch id.Type {
+	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeUndefined:
+		return insertDoc{err: errorf(ErrInvalidIDField, "The '_id' value cannot be of type %s", TypeName(id.Type))}
+	}
+	if len(out) > wire.MaxBSONObjectSize {
+		return insertDoc{err: errorf(ErrBSONObjectTooLarge, "object to insert too large. size in bytes: %d, max size: %d", len(out), wire.MaxBSONObjectSize)}
+	}
+	return insertDoc{doc: out, id: id}
+}
+
+// idKey is the storage key of a document in an unsharded collection.
+func idKey(c *store.Collection, id bsoncore.Value) []byte {
+	return store.DocKey(c.ID, 0, nil, value.EncodeKey(nil, id))
+}
+
+// insertDocs stores docs in chunked transactions. Ordered inserts stop at
+// the first failing document; unordered ones go on. It returns how many
+// were inserted and the per-document errors.
+func (e *Engine) insertDocs(ctx context.Context, coll *store.Collection, docs []insertDoc, ordered bool) (int64, []writeError, error) {
+	var inserted int64
+	var errs []writeError
+	for i := 0; i < len(docs); {
+		if err := ctx.Err(); err != nil {
+			return inserted, errs, err
+		}
+		var chunkErrs []writeError
+		var chunkN int64
+		var next int
+		var stop bool
+		err := e.store.Update(func(tx *store.Txn) error {
+			chunkErrs, chunkN, stop = nil, 0, false
+			bytes := 0
+			j := i
+		docs:
+			for ; j < len(docs) && j-i < chunkDocs && bytes < chunkBytes; j++ {
+				d := docs[j]
+				if d.err != nil {
+					chunkErrs = append(chunkErrs, writeError{index: j, code: d.err.Code, msg: d.err.Msg})
+					if ordered {
+						stop = true
+						j++
+						break docs
+					}
+					continue
+				}
+				err := tx.Insert(coll, idKey(coll, d.id), d.doc)
+				var dup *store.DuplicateKeyError
+				switch {
+				case errors.As(err, &dup):
+					chunkErrs = append(chunkErrs, dupKeyError(j, coll.Namespace(), d.id))
+					if ordered {
+						stop = true
+						j++
+						break docs
+					}
+				case errors.Is(err, store.ErrTooLarge) && j > i:
+					break docs // the transaction is full: commit it, go on in the next
+				case err != nil:
+					return err
+				default:
+					chunkN++
+					bytes += len(d.doc)
+				}
+			}
+			next = j
+			return nil
+		})
+		if errors.Is(err, store.ErrCollectionChanged) {
+			// dropped or renamed under us: insert into the collection now under this name
+			if coll, _, err = e.store.EnsureCollection(coll.DB, coll.Name); err != nil {
+				return inserted, errs, err
+			}
+			continue
+		}
+		if err != nil {
+			return inserted, errs, fmt.Errorf("insert into %s: %w", coll.Namespace(), err)
+		}
+		inserted += chunkN
+		errs = append(errs, chunkErrs...)
+		if stop {
+			break
+		}
+		i = next
+	}
+	return inserted, errs, nil
+}

@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func (e *Engine) cmdKillCursors(_ context.Context, req *request) ([]byte, error) {
+	coll, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, coll); err != nil {
+		return nil, err
+	}
+	v, err := req.body.LookupErr("cursors")
+	if err != nil {
+		return nil, missingField(req.name, "cursors")
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, wrongType(req.name, "cursors", v, "array")
+	}
+	vals, _ := arr.Values()
+	ns := namespaceOf(req.db, coll)
+	killed := bsoncore.NewArrayBuilder()
+	notFound := bsoncore.NewArrayBuilder()
+	for _, x := range vals {
+		id, ok := x.Int64OK()
+		if !ok {
+			return nil, wrongType(req.name, "cursors", x, "long")
+		}
+		if e.cursors.kill(id, ns) {
+			killed.AppendInt64(id)
+		} else {
+			notFound.AppendInt64(id)
+		}
+	}
+	b := bsoncore.NewDocumentBuilder().
+		AppendArray("cursorsKilled", killed.Build()).
+		AppendArray("cursorsNotFound", notFound.Build()).
+		AppendArray("cursorsAlive", emptyArray).
+		AppendArray("cursorsUnknown", emptyArray).
+		AppendDouble("ok", 1)
+	return b.Build(), nil
+}

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/parsecdb/parsec/engine/query"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// cmdListCollections lists a database's collections as a cursor whose
+// first batch holds them all.
+func (e *Engine) cmdListCollections(_ context.Context, req *request) ([]byte, error) {
+	if err := validateDBName(req.db); err != nil {
+		return nil, err
+	}
+	var filter *query.Filter
+	nameOnly := false
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "filter":
+			d, err := docArg(req.name, k, v)
+			if err != nil {
+				return nil, err
+			}
+			if filter, err = compileFilter(d); err != nil {
+				return nil, err
+			}
+		case "nameOnly":
+			var err error
+			if nameOnly, err = boolArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "authorizedCollections":
+			if _, err := boolArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "cursor":
+			if _, err := docArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	batch := bsoncore.NewArrayBuilder()
+	for _, c := range e.store.Collections(req.db) {
+		opts := bson.Raw(c.Options)
+		if opts == nil {
+			opts = emptyDoc
+		}
+		entry := bson.D{
+			{Key: "name", Value: c.Name},
+			{Key: "type", Value: "collection"},
+			{Key: "options", Value: opts},
+			{Key: "info", Value: bson.D{
+				{Key: "readOnly", Value: false},
+				{Key: "uuid", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: c.UUID}},
+			}},
+			{Key: "idIndex", Value: idIndexSpec()},
+		}
+		raw, err := bson.Marshal(entry)
+		if err != nil {
+			return nil, err
+		}
+		// The filter sees the full entry, as in MongoDB, even when
+		// nameOnly trims what is returned.
+		if filter != nil && !filter.Match(bsoncore.Document(raw)) {
+			continue
+		}
+		if nameOnly {
+			if raw, err = bson.Marshal(entry[:2]); err != nil {
+				return nil, err
+			}
+		}
+		batch.AppendDocument(raw)
+	}
+	return cursorReply(0, req.db+".$cmd.listCollections", "firstBatch", batch.Build()), nil
+}
+
+var emptyDoc = bson.Raw(bsoncore.NewDocumentBuilder().Build())
+
+// idIndexSpec describes the _id index every collection has.
+func idIndexSpec() bson.D {
+	return bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}
+}

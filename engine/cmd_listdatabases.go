@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/parsecdb/parsec/engine/query"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// cmdListDatabases lists databases with sizeOnDisk (their data and _id key
+// bytes) and empty, filtered by filter; nameOnly leaves the sizes out.
+func (e *Engine) cmdListDatabases(_ context.Context, req *request) ([]byte, error) {
+	var filter *query.Filter
+	nameOnly := false
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "filter":
+			d, err := docArg(req.name, k, v)
+			if err != nil {
+				return nil, err
+			}
+			if filter, err = compileFilter(d); err != nil {
+				return nil, err
+			}
+		case "nameOnly":
+			var err error
+			if nameOnly, err = boolArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "authorizedDatabases":
+			if _, err := boolArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	dbs := bson.A{}
+	var total int64
+	for _, name := range e.store.Databases() {
+		var size, docs int64
+		for _, c := range e.store.Collections(name) {
+			counts, err := e.store.Counts(c)
+			if err != nil {
+				return nil, err
+			}
+			size += counts.Bytes + counts.KeyBytes
+			docs += counts.Docs
+		}
+		entry := bson.D{{Key: "name", Value: name}}
+		if !nameOnly {
+			entry = append(entry, bson.E{Key: "sizeOnDisk", Value: size}, bson.E{Key: "empty", Value: docs == 0})
+		}
+		if filter != nil {
+			raw, err := bson.Marshal(entry)
+			if err != nil {
+				return nil, err
+			}
+			if !filter.Match(bsoncore.Document(raw)) {
+				continue
+			}
+		}
+		total += size
+		dbs = append(dbs, entry)
+	}
+	if nameOnly {
+		return okReply(bson.E{Key: "databases", Value: dbs})
+	}
+	return okReply(
+		bson.E{Key: "databases", Value: dbs},
+		bson.E{Key: "totalSize", Value: total},
+		bson.E{Key: "totalSizeMb", Value: total >> 20},
+	)
+}

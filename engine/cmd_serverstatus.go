@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"runtime"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
+	now := e.now()
+	up := now.Sub(e.started)
+	var conns bson.D
+	if e.cfg.ConnStats != nil {
+		st := e.cfg.ConnStats()
+		available := int64(1_000_000) - st.Current
+		if e.cfg.MaxConnections > 0 {
+			available = int64(e.cfg.MaxConnections) - st.Current
+		}
+		conns = bson.D{
+			{Key: "current", Value: int32(st.Current)},
+			{Key: "available", Value: int32(available)},
+			{Key: "totalCreated", Value: int32(st.TotalCreated)},
+			{Key: "rejected", Value: int32(st.Rejected)},
+			{Key: "active", Value: int32(st.Current)},
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return okReply(
+		bson.E{Key: "host", Value: e.host},
+		bson.E{Key: "version", Value: MongoVersion},
+		bson.E{Key: "process", Value: "mongos"},
+		bson.E{Key: "pid", Value: int64(os.Getpid())},
+		bson.E{Key: "uptime", Value: up.Seconds()},
+		bson.E{Key: "uptimeMillis", Value: up.Milliseconds()},
+		bson.E{Key: "uptimeEstimate", Value: int64(up.Seconds())},
+		bson.E{Key: "localTime", Value: bson.NewDateTimeFromTime(now)},
+		bson.E{Key: "connections", Value: conns},
+		bson.E{Key: "opcounters", Value: bson.D{
+			{Key: "insert", Value: e.ops.insert.Load()},
+			{Key: "query", Value: e.ops.query.Load()},
+			{Key: "update", Value: e.ops.update.Load()},
+			{Key: "delete", Value: e.ops.delete.Load()},
+			{Key: "getmore", Value: e.ops.getmore.Load()},
+			{Key: "command", Value: e.ops.command.Load()},
+		}},
+		bson.E{Key: "mem", Value: bson.D{
+			{Key: "bits", Value: int32(64)},
+			{Key: "resident", Value: int32(ms.Sys >> 20)},
+			{Key: "virtual", Value: int32(ms.Sys >> 20)},
+			{Key: "supported", Value: true},
+			{Key: "heapInUseMB", Value: int32(ms.HeapInuse >> 20)},
+		}},
+		bson.E{Key: "metrics", Value: bson.D{
+			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(e.cursors.count())}}}}},
+		}},
+		bson.E{Key: "storageEngine", Value: bson.D{
+			{Key: "name", Value: "badger"},
+			{Key: "persistent", Value: !e.store.InMemory()},
+		}},
+	)
+}

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// command is one entry of the dispatch table.
+type command struct {
+	name      string // canonical name (aliases share it)
+	help      string
+	adminOnly bool
+	run       func(e *Engine, ctx context.Context, req *request) ([]byte, error)
+}
+
+// newCommandTable maps every accepted command name (aliases included) to
+// its handler. An Engine builds it once and never changes it.
+func newCommandTable() map[string]command {
+	return buildCommandTable([]command{
+		// handshake and server
+		{name: "hello", help: "describe this server and the connection's options", run: (*Engine).cmdHello},
+		{name: "isMaster", help: "legacy name of hello", run: (*Engine).cmdHello},
+		{name: "ping", help: "check the server answers", run: (*Engine).cmdPing},
+		{name: "buildInfo", help: "version and build facts", run: (*Engine).cmdBuildInfo},
+		{name: "getParameter", help: "read server parameters", adminOnly: true, run: (*Engine).cmdGetParameter},
+		{name: "getCmdLineOpts", help: "the command line the server started with", adminOnly: true, run: (*Engine).cmdGetCmdLineOpts},
+		{name: "getLog", help: "recent log lines ('global', 'startupWarnings' or '*')", adminOnly: true, run: (*Engine).cmdGetLog},
+		{name: "hostInfo", help: "facts about the host machine", run: (*Engine).cmdHostInfo},
+		{name: "whatsmyuri", help: "the client's address as the server sees it", run: (*Engine).cmdWhatsMyURI},
+		{name: "connectionStatus", help: "authentication state of the connection", run: (*Engine).cmdConnectionStatus},
+		{name: "serverStatus", help: "uptime, connections, operation counters, memory", run: (*Engine).cmdServerStatus},
+		{name: "listCommands", help: "every command with its help", run: (*Engine).cmdListCommands},
+		{name: "endSessions", help: "end logical sessions", run: (*Engine).cmdEndSessions},
+		{name: "killSessions", help: "kill logical sessions and their cursors", run: (*Engine).cmdKillSessions},
+		{name: "killAllSessions", help: "kill all logical sessions and their cursors", run: (*Engine).cmdKillAllSessions},
+
+		// catalog
+		{name: "create", help: "create a collection", run: (*Engine).cmdCreate},
+		{name: "drop", help: "drop a collection", run: (*Engine).cmdDrop},
+		{name: "dropDatabase", help: "drop the current database", run: (*Engine).cmdDropDatabase},
+		{name: "listDatabases", help: "list databases with their sizes", adminOnly: true, run: (*Engine).cmdListDatabases},
+		{name: "listCollections", help: "list the collections of a database", run: (*Engine).cmdListCollections},
+		{name: "renameCollection", help: "rename a collection, within or across databases", adminOnly: true, run: (*Engine).cmdRenameCollection},
+		{name: "collStats", help: "storage statistics of a collection", run: (*Engine).cmdCollStats},
+		{name: "dbStats", help: "storage statistics of a database", run: (*Engine).cmdDBStats},
+
+		// CRUD
+		{name: "insert", help: "insert documents", run: (*Engine).cmdInsert},
+		{name: "find", help: "query documents", run: (*Engine).cmdFind},
+		{name: "getMore", help: "next batch of a cursor", run: (*Engine).cmdGetMore},
+		{name: "killCursors", help: "close cursors", run: (*Engine).cmdKillCursors},
+		{name: "delete", help: "delete documents", run: (*Engine).cmdDelete},
+	}, map[string]string{"ismaster": "isMaster", "buildinfo": "buildInfo", "dbstats": "dbStats", "collstats": "collStats"})
+}
+
+func buildCommandTable(cmds []command, aliases map[string]string) map[string]command {
+	t := make(map[string]command, len(cmds)+len(aliases))
+	for _, c := range cmds {
+		t[c.name] = c
+	}
+	for alias, name := range aliases {
+		t[alias] = t[name]
+	}
+	return t
+}
+
+// marshal encodes a reply built as bson.D.
+func marshal(d bson.D) ([]byte, error) { return bson.Marshal(d) }
+
+// okReply is {ok: 1} plus fields.
+func okReply(fields ...bson.E) ([]byte, error) {
+	return marshal(append(bson.D(fields), bson.E{Key: "ok", Value: 1.0}))
+}

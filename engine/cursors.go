@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// batchSource produces a cursor's documents batch by batch.
+type batchSource interface {
+	// nextBatch returns up to max documents (no count limit when max <= 0)
+	// whose sizes add up to at most maxBytes (at least one document is
+	// always returned when any remain), and whether the source is done.
+	nextBatch(ctx context.Context, max, maxBytes int) (docs [][]byte, done bool, err error)
+}
+
+// cursor is an open server-side cursor.
+type cursor struct {
+	id      int64
+	ns      string
+	connID  int64
+	session string // lsid key; "" when opened outside a session
+	source  batchSource
+
+	lastUsed time.Time
+	inUse    bool
+}
+
+// cursorRegistry holds open cursors. Ids are random, positive and unique
+// among open cursors.
+type cursorRegistry struct {
+	now     func() time.Time
+	timeout time.Duration
+
+	mu      sync.Mutex
+	cursors map[int64]*cursor
+}
+
+func newCursorRegistry(now func() time.Time, timeout time.Duration) *cursorRegistry {
+	return &cursorRegistry{now: now, timeout: timeout, cursors: map[int64]*cursor{}}
+}
+
+// open registers a cursor and returns its id.
+func (r *cursorRegistry) open(ns string, connID int64, session string, src batchSource) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		id := rand.Int64N(1<<62) + 1
+		if _, taken := r.cursors[id]; taken {
+			continue
+		}
+		r.cursors[id] = &cursor{id: id, ns: ns, connID: connID, session: session, source: src, lastUsed: r.now()}
+		return id
+	}
+}
+
+// errCursorInUse is returned by checkout for a cursor another request holds.
+var errCursorInUse = errorf(292, "cursor is already in use")
+
+// checkout takes the cursor for one getMore; release must follow.
+func (r *cursorRegistry) checkout(id int64, ns string) (*cursor, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.cursors[id]
+	if c == nil {
+		return nil, errorf(ErrCursorNotFound, "cursor id %d not found", id)
+	}
+	if c.ns != ns {
+		return nil, errorf(ErrUnauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
+	}
+	if c.inUse {
+		return nil, errCursorInUse
+	}
+	c.inUse = true
+	return c, nil
+}
+
+// release returns a checked-out cursor, or removes it when done.
+func (r *cursorRegistry) release(c *cursor, done bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.inUse = false
+	c.lastUsed = r.now()
+	if done {
+		delete(r.cursors, c.id)
+	}
+}
+
+// kill removes the cursor and reports whether it existed.
+func (r *cursorRegistry) kill(id int64, ns string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.cursors[id]
+	if c == nil || c.ns != ns {
+		return false
+	}
+	delete(r.cursors, id)
+	return true
+}
+
+func (r *cursorRegistry) removeIf(pred func(*cursor) bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for id, c := range r.cursors {
+		if pred(c) {
+			delete(r.cursors, id)
+			n++
+		}
+	}
+	return n
+}
+
+// closeForConn closes the cursors a connection opened outside sessions.
+func (r *cursorRegistry) closeForConn(connID int64) {
+	r.removeIf(func(c *cursor) bool { return c.connID == connID && c.session == "" })
+}
+
+func (r *cursorRegistry) closeForSession(session string) {
+	r.removeIf(func(c *cursor) bool { return c.session == session })
+}
+
+func (r *cursorRegistry) closeAllSessions() {
+	r.removeIf(func(c *cursor) bool { return c.session != "" })
+}
+
+func (r *cursorRegistry) closeAll() { r.removeIf(func(*cursor) bool { return true }) }
+
+// reapIdle closes cursors unused for longer than the timeout.
+func (r *cursorRegistry) reapIdle() int {
+	deadline := r.now().Add(-r.timeout)
+	return r.removeIf(func(c *cursor) bool { return !c.inUse && c.lastUsed.Before(deadline) })
+}
+
+func (r *cursorRegistry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.cursors)
+}
+
+// closeForNamespace closes the cursors over a dropped collection.
+func (r *cursorRegistry) closeForNamespace(ns string) {
+	r.removeIf(func(c *cursor) bool { return c.ns == ns })
+}

@@ -1,0 +1,295 @@
+// Package engine is Parsec's command layer: it receives command documents
+// from wire, dispatches them by name to one handler per command
+// (cmd_<name>.go, registered in commands.go), and runs them against store
+// and the language packages (query, and later update and agg).
+//
+// Contract: engine is the only package that speaks MongoDB error codes.
+// Every reply is a BSON document; failures are {ok: 0, errmsg, code,
+// codeName}, built from a CommandError. Handlers never panic on client
+// input; a panic that escapes anyway is turned into an InternalError reply
+// and logged, and the server keeps serving.
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/wire"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Version is Parsec's version; main overrides it at link time.
+var Version = "0.1.0-dev"
+
+// MongoVersion is the MongoDB version Parsec answers as.
+const MongoVersion = "7.0.0"
+
+// Config is what an Engine needs from outside.
+type Config struct {
+	Store  *store.Store
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// CursorTimeout closes idle cursors; 0 means 10 minutes.
+	CursorTimeout time.Duration
+	// ConnStats reports connection counts for serverStatus (may be nil).
+	ConnStats func() wire.Stats
+	// MaxConnections is reported by serverStatus (0: none).
+	MaxConnections int
+	// CmdLine is what getCmdLineOpts reports: argv and parsed options.
+	Argv    []string
+	Options map[string]any
+	// StartupWarnings appear in getLog: "startupWarnings".
+	StartupWarnings []string
+}
+
+// Engine runs commands. It implements wire.Handler.
+type Engine struct {
+	cfg     Config
+	store   *store.Store
+	logger  *slog.Logger
+	now     func() time.Time
+	started time.Time
+	host    string
+
+	commands map[string]command
+	cursors  *cursorRegistry
+	ops      opCounters
+	logs     *logRing
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type opCounters struct {
+	insert, query, update, delete, getmore, command atomic.Int64
+}
+
+// New makes an Engine and starts its background work (cursor reaping).
+func New(cfg Config) *Engine {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	timeout := cfg.CursorTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	host, _ := os.Hostname()
+	e := &Engine{
+		cfg:      cfg,
+		store:    cfg.Store,
+		logger:   logger,
+		now:      now,
+		started:  now(),
+		host:     host,
+		commands: newCommandTable(),
+		cursors:  newCursorRegistry(now, timeout),
+		logs:     newLogRing(256),
+		stop:     make(chan struct{}),
+	}
+	for _, w := range cfg.StartupWarnings {
+		e.logs.add(w)
+	}
+	e.wg.Add(1)
+	go e.reapCursors(timeout)
+	return e
+}
+
+// Close stops background work and closes every cursor.
+func (e *Engine) Close() {
+	close(e.stop)
+	e.wg.Wait()
+	e.cursors.closeAll()
+}
+
+func (e *Engine) reapCursors(timeout time.Duration) {
+	defer e.wg.Done()
+	t := time.NewTicker(min(timeout/4, time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			if n := e.cursors.reapIdle(); n > 0 {
+				e.logger.Debug("closed idle cursors", "count", n)
+			}
+		}
+	}
+}
+
+// Connect implements wire.Handler.
+func (e *Engine) Connect(c *wire.Conn) wire.ConnHandler {
+	return &conn{e: e, wc: c}
+}
+
+// conn is one client connection's state.
+type conn struct {
+	e  *Engine
+	wc *wire.Conn
+
+	mu      sync.Mutex
+	lastCmd string
+	lastDur time.Duration
+}
+
+// request is one command being run.
+type request struct {
+	name string // command name as sent (first field)
+	db   string
+	body bsoncore.Document
+	seqs []wire.Section
+	c    *conn
+}
+
+// sequence returns the documents of kind-1 section id, if present.
+func (r *request) sequence(id string) ([][]byte, bool) {
+	for _, s := range r.seqs {
+		if s.Identifier == id {
+			return s.Documents, true
+		}
+	}
+	return nil, false
+}
+
+// Close implements wire.ConnHandler: cursors the connection opened outside
+// a session die with it.
+func (c *conn) Close() {
+	c.e.cursors.closeForConn(c.wc.ID())
+}
+
+// Handle implements wire.ConnHandler.
+func (c *conn) Handle(ctx context.Context, wr *wire.Request) []byte {
+	start := c.e.now()
+	reply, name := c.run(ctx, wr)
+	c.mu.Lock()
+	c.lastCmd, c.lastDur = name, c.e.now().Sub(start)
+	c.mu.Unlock()
+	return reply
+}
+
+func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name string) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.e.logger.Error("command panicked", "command", name, "panic", p, "stack", string(debug.Stack()))
+			reply = errorReply(errorf(ErrInternalError, "internal error in %s: %v", name, p))
+		}
+	}()
+	if wr.Err != nil {
+		return errorReply(errorf(ErrInvalidOptions, "invalid %s message: %v", wr.OpCode, wr.Err)), ""
+	}
+	body := bsoncore.Document(wr.Body)
+	first, err := body.IndexErr(0)
+	if err != nil {
+		return errorReply(errorf(ErrFailedToParse, "empty command document")), ""
+	}
+	name = first.Key()
+	req := &request{name: name, body: body, seqs: wr.Sequences, c: c, db: wr.DB}
+	if v, err := body.LookupErr("$db"); err == nil {
+		db, ok := v.StringValueOK()
+		if !ok {
+			return errorReply(wrongType(name, "$db", v, "string")), name
+		}
+		req.db = db
+	}
+	if req.db == "" {
+		return errorReply(errorf(ErrFailedToParse, "command %s has no $db", name)), name
+	}
+	cmd, ok := c.e.commands[name]
+	if !ok {
+		return errorReply(errorf(ErrCommandNotFound, "no such command: '%s'", name)), name
+	}
+	if cmd.adminOnly && req.db != "admin" {
+		return errorReply(errorf(ErrUnauthorized, "%s may only be run against the admin database.", name)), name
+	}
+	if v, err := body.LookupErr("maxTimeMS"); err == nil && cmd.name != "getMore" {
+		ms, err := int64Arg(name, "maxTimeMS", v)
+		if err != nil {
+			return errorReply(toCommandError(err)), name
+		}
+		if ms < 0 {
+			return errorReply(errorf(ErrBadValue, "%d value for maxTimeMS is out of range", ms)), name
+		}
+		if ms > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+			defer cancel()
+		}
+	}
+	c.e.countOp(cmd.name)
+	out, err := cmd.run(c.e, ctx, req)
+	if err != nil {
+		ce := toCommandError(err)
+		if ce.Code == ErrInternalError {
+			c.e.logger.Error("command failed", "command", name, "err", err)
+		}
+		return errorReply(ce), name
+	}
+	return out, name
+}
+
+func (e *Engine) countOp(name string) {
+	switch name {
+	case "insert":
+		e.ops.insert.Add(1)
+	case "find", "count", "aggregate", "distinct":
+		e.ops.query.Add(1)
+	case "update", "findAndModify":
+		e.ops.update.Add(1)
+	case "delete":
+		e.ops.delete.Add(1)
+	case "getMore":
+		e.ops.getmore.Add(1)
+	default:
+		e.ops.command.Add(1)
+	}
+}
+
+// errorReply builds {ok: 0, errmsg, code, codeName}.
+func errorReply(ce *CommandError) []byte {
+	return bsoncore.NewDocumentBuilder().
+		AppendDouble("ok", 0).
+		AppendString("errmsg", ce.Msg).
+		AppendInt32("code", int32(ce.Code)).
+		AppendString("codeName", ce.Code.Name()).
+		Build()
+}
+
+// logRing keeps recent log lines for getLog.
+type logRing struct {
+	mu    sync.Mutex
+	lines []string
+	max   int
+	total int
+}
+
+func newLogRing(max int) *logRing { return &logRing{max: max} }
+
+func (r *logRing) add(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total++
+	r.lines = append(r.lines, line)
+	if len(r.lines) > r.max {
+		r.lines = r.lines[len(r.lines)-r.max:]
+	}
+}
+
+func (r *logRing) snapshot() ([]string, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.lines...), r.total
+}
+
+func namespaceOf(db, coll string) string { return db + "." + coll }

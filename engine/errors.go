@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parsecdb/parsec/engine/store"
+)
+
+// Code is a MongoDB error code.
+type Code int32
+
+// MongoDB error codes Parsec uses, with the codeName MongoDB gives each.
+const (
+	ErrInternalError           Code = 1
+	ErrBadValue                Code = 2
+	ErrNoSuchKey               Code = 4
+	ErrFailedToParse           Code = 9
+	ErrUnauthorized            Code = 13
+	ErrTypeMismatch            Code = 14
+	ErrIllegalOperation        Code = 20
+	ErrNamespaceNotFound       Code = 26
+	ErrIndexNotFound           Code = 27
+	ErrCursorNotFound          Code = 43
+	ErrNamespaceExists         Code = 48
+	ErrMaxTimeMSExpired        Code = 50
+	ErrCommandNotFound         Code = 59
+	ErrShardKeyNotFound        Code = 61
+	ErrImmutableField          Code = 66
+	ErrInvalidOptions          Code = 72
+	ErrInvalidNamespace        Code = 73
+	ErrNotImplemented          Code = 238
+	ErrWriteConflict           Code = 112
+	ErrCommandNotSupported     Code = 115
+	ErrExceededTimeLimit       Code = 262
+	ErrInterrupted             Code = 11601
+	ErrDuplicateKey            Code = 11000
+	ErrBSONObjectTooLarge      Code = 10334
+	ErrTooManyRequests         Code = 16500
+	ErrUnknownField            Code = 40415
+	ErrMissingField            Code = 40414
+	ErrInvalidIDField          Code = 53
+	ErrInvalidLength           Code = 16755
+	ErrOperationFailed         Code = 96
+	ErrInvalidPipelineOperator Code = 168
+)
+
+var codeNames = map[Code]string{
+	ErrInternalError:           "InternalError",
+	ErrBadValue:                "BadValue",
+	ErrNoSuchKey:               "NoSuchKey",
+	ErrFailedToParse:           "FailedToParse",
+	ErrUnauthorized:            "Unauthorized",
+	ErrTypeMismatch:            "TypeMismatch",
+	ErrIllegalOperation:        "IllegalOperation",
+	ErrNamespaceNotFound:       "NamespaceNotFound",
+	ErrIndexNotFound:           "IndexNotFound",
+	ErrCursorNotFound:          "CursorNotFound",
+	ErrNamespaceExists:         "NamespaceExists",
+	ErrMaxTimeMSExpired:        "MaxTimeMSExpired",
+	ErrCommandNotFound:         "CommandNotFound",
+	ErrShardKeyNotFound:        "ShardKeyNotFound",
+	ErrImmutableField:          "ImmutableField",
+	ErrInvalidOptions:          "InvalidOptions",
+	ErrInvalidNamespace:        "InvalidNamespace",
+	ErrNotImplemented:          "NotImplemented",
+	ErrWriteConflict:           "WriteConflict",
+	ErrCommandNotSupported:     "CommandNotSupported",
+	ErrExceededTimeLimit:       "ExceededTimeLimit",
+	ErrInterrupted:             "Interrupted",
+	ErrDuplicateKey:            "DuplicateKey",
+	ErrBSONObjectTooLarge:      "BSONObjectTooLarge",
+	ErrTooManyRequests:         "TooManyRequests",
+	ErrInvalidIDField:          "InvalidIdField",
+	ErrOperationFailed:         "OperationFailed",
+	ErrInvalidPipelineOperator: "InvalidPipelineOperator",
+}
+
+// Name is the codeName MongoDB reports for c.
+func (c Code) Name() string {
+	if n, ok := codeNames[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("Location%d", int32(c))
+}
+
+// CommandError is the one error type commands return to clients.
+type CommandError struct {
+	Code Code
+	Msg  string
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("%s (%d): %s", e.Code.Name(), e.Code, e.Msg)
+}
+
+// errorf makes a CommandError.
+func errorf(code Code, format string, args ...any) *CommandError {
+	return &CommandError{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// toCommandError turns any error into what the client sees: command errors
+// pass through, storage errors map to their codes, anything else is an
+// InternalError.
+func toCommandError(err error) *CommandError {
+	var ce *CommandError
+	switch {
+	case errors.As(err, &ce):
+		return ce
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorf(ErrMaxTimeMSExpired, "operation exceeded time limit")
+	case errors.Is(err, context.Canceled):
+		return errorf(ErrInterrupted, "operation was interrupted")
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrCollectionChanged):
+		return errorf(ErrWriteConflict, "%v", err)
+	case errors.Is(err, store.ErrTooLarge):
+		return errorf(ErrBSONObjectTooLarge, "%v", err)
+	case errors.Is(err, store.ErrClosed):
+		return errorf(ErrInterrupted, "server is shutting down")
+	}
+	return errorf(ErrInternalError, "%v", err)
+}

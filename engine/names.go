@@ -1,0 +1,58 @@
+package engine
+
+import "strings"
+
+// maxNamespaceBytes is MongoDB's limit on "db.collection".
+const maxNamespaceBytes = 255
+
+// validateDBName applies MongoDB's database name rules.
+func validateDBName(db string) error {
+	if db == "" {
+		return errorf(ErrInvalidNamespace, "Invalid empty database name")
+	}
+	if len(db) >= 64 {
+		return errorf(ErrInvalidNamespace, "Invalid database name: '%s': name is longer than 63 bytes", db)
+	}
+	if strings.ContainsAny(db, "/\\. \"$*<>:|?\x00") {
+		return errorf(ErrInvalidNamespace, "Invalid database name: '%s'", db)
+	}
+	return nil
+}
+
+// validateCollName applies MongoDB's collection name rules for a
+// collection a user creates or writes to.
+func validateCollName(db, coll string) error {
+	if err := validateDBName(db); err != nil {
+		return err
+	}
+	ns := db + "." + coll
+	switch {
+	case coll == "":
+		return errorf(ErrInvalidNamespace, "Invalid namespace specified '%s'", ns)
+	case strings.ContainsAny(coll, "$\x00"), strings.HasPrefix(coll, "."):
+		return errorf(ErrInvalidNamespace, "Invalid collection name: %s", coll)
+	case len(ns) > maxNamespaceBytes:
+		return errorf(ErrInvalidNamespace, "Fully qualified namespace is too long. Namespace: %s Max: %d", ns, maxNamespaceBytes)
+	case strings.HasPrefix(coll, "system.") && !allowedSystemCollection(coll):
+		return errorf(ErrInvalidNamespace, "Invalid system namespace: %s", ns)
+	}
+	return nil
+}
+
+func allowedSystemCollection(coll string) bool {
+	switch coll {
+	case "system.js", "system.views", "system.profile":
+		return true
+	}
+	return false
+}
+
+// collectionArg reads the collection name that is the first field's value.
+func collectionArg(req *request) (string, error) {
+	v := req.body.Index(0).Value()
+	name, ok := v.StringValueOK()
+	if !ok {
+		return "", errorf(ErrInvalidNamespace, "collection name has invalid type %s", TypeName(v.Type))
+	}
+	return name, nil
+}

@@ -1,0 +1,206 @@
+package value
+
+import (
+	"bytes"
+	"math"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Compare orders a and b as MongoDB does: first by TypeRank, then within
+// the type. Numbers compare by value across int32, int64, double and
+// decimal128, with NaN below every other number and equal to itself.
+func Compare(a, b bsoncore.Value) int {
+	ra, rb := TypeRank(a.Type), TypeRank(b.Type)
+	if ra != rb {
+		return cmpInt(int64(ra), int64(rb))
+	}
+	switch ra {
+	case 1, 5, 127: // MinKey, null/undefined, MaxKey
+		return 0
+	case 10:
+		return compareNumbers(a, b)
+	case 15:
+		return strings.Compare(stringOf(a), stringOf(b))
+	case 20, 25:
+		return compareDocs(a.Data, b.Data, ra == 20)
+	case 30:
+		sa, da := a.Binary()
+		sb, db := b.Binary()
+		if len(da) != len(db) {
+			return cmpInt(int64(len(da)), int64(len(db)))
+		}
+		if sa != sb {
+			return cmpInt(int64(sa), int64(sb))
+		}
+		return bytes.Compare(da, db)
+	case 35:
+		oa, ob := a.ObjectID(), b.ObjectID()
+		return bytes.Compare(oa[:], ob[:])
+	case 40:
+		return cmpBool(a.Boolean(), b.Boolean())
+	case 45:
+		return cmpInt(a.DateTime(), b.DateTime())
+	case 47:
+		ta, ia := a.Timestamp()
+		tb, ib := b.Timestamp()
+		if ta != tb {
+			return cmpInt(int64(ta), int64(tb))
+		}
+		return cmpInt(int64(ia), int64(ib))
+	case 50:
+		pa, oa := a.Regex()
+		pb, ob := b.Regex()
+		if c := strings.Compare(pa, pb); c != 0 {
+			return c
+		}
+		return strings.Compare(oa, ob)
+	case 55:
+		na, oa := a.DBPointer()
+		nb, ob := b.DBPointer()
+		if c := strings.Compare(na, nb); c != 0 {
+			return c
+		}
+		return bytes.Compare(oa[:], ob[:])
+	case 60:
+		return strings.Compare(a.JavaScript(), b.JavaScript())
+	case 65:
+		ca, sa := a.CodeWithScope()
+		cb, sb := b.CodeWithScope()
+		if c := strings.Compare(ca, cb); c != 0 {
+			return c
+		}
+		return compareDocs(sa, sb, true)
+	}
+	return bytes.Compare(a.Data, b.Data)
+}
+
+// Equal reports whether Compare(a, b) == 0.
+func Equal(a, b bsoncore.Value) bool { return Compare(a, b) == 0 }
+
+func stringOf(v bsoncore.Value) string {
+	if v.Type == bsoncore.TypeSymbol {
+		return v.Symbol()
+	}
+	return v.StringValue()
+}
+
+func compareDocs(a, b []byte, withNames bool) int {
+	ea, _ := bsoncore.Document(a).Elements()
+	eb, _ := bsoncore.Document(b).Elements()
+	for i := 0; i < len(ea) && i < len(eb); i++ {
+		va, vb := ea[i].Value(), eb[i].Value()
+		if ra, rb := TypeRank(va.Type), TypeRank(vb.Type); ra != rb {
+			return cmpInt(int64(ra), int64(rb))
+		}
+		if withNames {
+			if c := strings.Compare(ea[i].Key(), eb[i].Key()); c != 0 {
+				return c
+			}
+		}
+		if c := Compare(va, vb); c != 0 {
+			return c
+		}
+	}
+	return cmpInt(int64(len(ea)), int64(len(eb)))
+}
+
+// compareNumbers compares exactly: two integers as integers, an integer and
+// a double without losing the integer's low bits.
+func compareNumbers(a, b bsoncore.Value) int {
+	ai, aInt := AsExactInt(a)
+	bi, bInt := AsExactInt(b)
+	if aInt && bInt {
+		return cmpInt(ai, bi)
+	}
+	af, bf := Float(a), Float(b)
+	switch {
+	case math.IsNaN(af) && math.IsNaN(bf):
+		return 0
+	case math.IsNaN(af):
+		return -1
+	case math.IsNaN(bf):
+		return 1
+	}
+	if aInt && !math.IsInf(bf, 0) {
+		return -compareFloatInt(bf, ai)
+	}
+	if bInt && !math.IsInf(af, 0) {
+		return compareFloatInt(af, bi)
+	}
+	switch {
+	case af < bf:
+		return -1
+	case af > bf:
+		return 1
+	}
+	return 0
+}
+
+// compareFloatInt compares a finite float with an integer exactly.
+func compareFloatInt(f float64, i int64) int {
+	if f < -9.223372036854775808e18 {
+		return -1
+	}
+	if f >= 9.223372036854775808e18 {
+		return 1
+	}
+	t := math.Trunc(f)
+	if c := cmpInt(int64(t), i); c != 0 {
+		return c
+	}
+	switch {
+	case f > t:
+		return 1
+	case f < t:
+		return -1
+	}
+	return 0
+}
+
+// AsExactInt returns v as an int64 when v is an int32 or int64.
+func AsExactInt(v bsoncore.Value) (int64, bool) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return int64(v.Int32()), true
+	case bsoncore.TypeInt64:
+		return v.Int64(), true
+	}
+	return 0, false
+}
+
+// Float converts a numeric value to float64 (0 for non-numbers).
+func Float(v bsoncore.Value) float64 {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return float64(v.Int32())
+	case bsoncore.TypeInt64:
+		return float64(v.Int64())
+	case bsoncore.TypeDouble:
+		return v.Double()
+	case bsoncore.TypeDecimal128:
+		return DecimalFloat(v)
+	}
+	return 0
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}

@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// maxWriteBatchSize is the most statements one write command may carry.
+const maxWriteBatchSize = 100_000
+
+// writeConcern is the part of a write concern Parsec acts on.
+type writeConcern struct {
+	unacknowledged bool // w: 0
+	journal        bool // j: true: fsync before replying
+}
+
+// parseWriteConcern reads writeConcern {w, j, wtimeout, fsync}.
+func parseWriteConcern(req *request) (writeConcern, error) {
+	var wc writeConcern
+	v, err := req.body.LookupErr("writeConcern")
+	if err != nil {
+		return wc, nil
+	}
+	d, ok := v.DocumentOK()
+	if !ok {
+		return wc, wrongType(req.name, "writeConcern", v, "object")
+	}
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "w":
+			switch {
+			case isNumber(v):
+				n, err := int64Arg("writeConcern", "w", v)
+				if err != nil {
+					return wc, err
+				}
+				if n < 0 {
+					return wc, errorf(ErrFailedToParse, "w has to be a non-negative number and not greater than 50; found: %d", n)
+				}
+				wc.unacknowledged = n == 0
+			case v.Type == bsoncore.TypeString:
+			default:
+				return wc, errorf(ErrFailedToParse, "w has to be a number or string; found: %s", TypeName(v.Type))
+			}
+		case "j", "fsync":
+			b, err := boolArg("writeConcern", k, v)
+			if err != nil {
+				return wc, err
+			}
+			wc.journal = wc.journal || b
+		case "wtimeout", "wtimeoutMS", "provenance", "getLastError":
+		default:
+			return wc, unknownField("writeConcern", k)
+		}
+	}
+	if wc.unacknowledged && wc.journal {
+		return wc, errorf(ErrFailedToParse, "Write concern {w: 0, j: true} is not allowed")
+	}
+	return wc, nil
+}
+
+// writeError is one entry of a write command's writeErrors.
+type writeError struct {
+	index    int
+	code     Code
+	msg      string
+	keyValue bsoncore.Value // for duplicate keys
+}
+
+func (w writeError) toD() bson.D {
+	d := bson.D{
+		{Key: "index", Value: int32(w.index)},
+		{Key: "code", Value: int32(w.code)},
+	}
+	if w.code == ErrDuplicateKey {
+		d = append(d,
+			bson.E{Key: "keyPattern", Value: bson.D{{Key: "_id", Value: int32(1)}}},
+			bson.E{Key: "keyValue", Value: bson.D{{Key: "_id", Value: bson.RawValue{Type: bson.Type(w.keyValue.Type), Value: w.keyValue.Data}}}},
+		)
+	}
+	return append(d, bson.E{Key: "errmsg", Value: w.msg})
+}
+
+func dupKeyError(index int, ns string, id bsoncore.Value) writeError {
+	return writeError{
+		index:    index,
+		code:     ErrDuplicateKey,
+		msg:      fmt.Sprintf("E11000 duplicate key error collection: %s index: _id_ dup key: { _id: %s }", ns, shellString(id)),
+		keyValue: id,
+	}
+}
+
+// writeReply builds {n, writeErrors?, ok: 1} plus extra fields.
+func writeReply(n int64, errs []writeError, extra ...bson.E) ([]byte, error) {
+	d := bson.D{{Key: "n", Value: int32(n)}}
+	d = append(d, extra...)
+	if len(errs) > 0 {
+		arr := make(bson.A, len(errs))
+		for i, we := range errs {
+			arr[i] = we.toD()
+		}
+		d = append(d, bson.E{Key: "writeErrors", Value: arr})
+	}
+	return okReply(d...)
+}
+
+// statements returns a write command's statements: the array field name in
+// the body, or the kind-1 document sequence of that name.
+func statements(req *request, field string) ([][]byte, error) {
+	seq, inSeq := req.sequence(field)
+	v, err := req.body.LookupErr(field)
+	inBody := err == nil
+	switch {
+	case inSeq && inBody:
+		return nil, errorf(ErrBadValue, "BSON field '%s.%s' is a duplicate field", req.name, field)
+	case inSeq:
+		return seq, nil
+	case !inBody:
+		return nil, missingField(req.name, field)
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, wrongType(req.name, field, v, "array")
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, errorf(ErrFailedToParse, "%s.%s: %v", req.name, field, err)
+	}
+	out := make([][]byte, len(vals))
+	for i, x := range vals {
+		d, ok := x.DocumentOK()
+		if !ok {
+			return nil, wrongType(req.name, field+"."+strconv.Itoa(i), x, "object")
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+func checkBatchSize(n int) error {
+	if n < 1 || n > maxWriteBatchSize {
+		return errorf(ErrInvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, n)
+	}
+	return nil
+}
+
+// shellString renders a value the way MongoDB error messages do.
+func shellString(v bsoncore.Value) string {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return strconv.Itoa(int(v.Int32()))
+	case bsoncore.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bsoncore.TypeDouble:
+		f := v.Double()
+		if f == math.Trunc(f) && !math.IsInf(f, 0) && math.Abs(f) < 1e15 {
+			return strconv.FormatFloat(f, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	case bsoncore.TypeString:
+		return strconv.Quote(v.StringValue())
+	case bsoncore.TypeObjectID:
+		return "ObjectId('" + bson.ObjectID(v.ObjectID()).Hex() + "')"
+	case bsoncore.TypeBoolean:
+		return strconv.FormatBool(v.Boolean())
+	case bsoncore.TypeNull:
+		return "null"
+	case bsoncore.TypeEmbeddedDocument:
+		elems, _ := v.Document().Elements()
+		parts := make([]string, len(elems))
+		for i, e := range elems {
+			parts[i] = e.Key() + ": " + shellString(e.Value())
+		}
+		if len(parts) == 0 {
+			return "{}"
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
+	case bsoncore.TypeArray:
+		vals, _ := v.Array().Values()
+		parts := make([]string, len(vals))
+		for i, x := range vals {
+			parts[i] = shellString(x)
+		}
+		return "[ " + strings.Join(parts, ", ") + " ]"
+	}
+	return v.String()
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/parsecdb/parsec/engine"
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/wire"
+	"github.com/spf13/cobra"
+)
+
+// serveOptions are the flags of `parsec serve`.
+type serveOptions struct {
+	listen         string
+	dataDir        string
+	inMemory       bool
+	logLevel       string
+	maxConnections int
+	cursorTimeout  time.Duration
+	shutdownGrace  time.Duration
+}
+
+func newServeCommand() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the server",
+		Long: `Run the Parsec server until SIGINT or SIGTERM.
+
+On a signal the server stops accepting connections, lets requests in flight
+finish (up to --shutdown-grace), and closes the store cleanly.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, o, os.Args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:27017", "address to listen on (host:port)")
+	f.StringVar(&o.dataDir, "data-dir", "./parsec-data", "directory for the data files")
+	f.BoolVar(&o.inMemory, "in-memory", false, "keep all data in memory (nothing survives a restart)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.IntVar(&o.maxConnections, "max-connections", 1_000_000, "most client connections open at once")
+	f.DurationVar(&o.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
+	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for requests in flight")
+	return cmd
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// serve runs a server until ctx is done.
+func serve(ctx context.Context, o *serveOptions, argv []string) error {
+	level, err := parseLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	dataDir := o.dataDir
+	if o.inMemory {
+		dataDir = ""
+	} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	st, err := store.Open(store.Options{Dir: dataDir, InMemory: o.inMemory, Logger: logger})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("data directory %s is already in use by another Parsec server; stop it or choose another --data-dir", dataDir)
+		}
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		_ = st.Close()
+		return fmt.Errorf("listen on %s: %w", o.listen, err)
+	}
+	var srv *wire.Server
+	var warnings []string
+	if o.inMemory {
+		warnings = append(warnings, "Parsec is running with --in-memory: data is lost when the server stops")
+	}
+	eng := engine.New(engine.Config{
+		Store:           st,
+		Logger:          logger,
+		CursorTimeout:   o.cursorTimeout,
+		ConnStats:       func() wire.Stats { return srv.Stats() },
+		MaxConnections:  o.maxConnections,
+		Argv:            argv,
+		Options:         o.asMap(),
+		StartupWarnings: warnings,
+	})
+	srv = wire.NewServer(eng, logger, o.maxConnections)
+	where := dataDir
+	if o.inMemory {
+		where = "(in memory)"
+	}
+	logger.Info("parsec started", "version", engine.Version, "address", ln.Addr().String(), "data_dir", where)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil {
+		logger.Warn("shutdown did not finish in time; open connections were closed", "err", serr)
+	}
+	eng.Close()
+	if cerr := st.Close(); cerr != nil {
+		logger.Error("closing the store", "err", cerr)
+		if err == nil {
+			err = cerr
+		}
+	}
+	if errors.Is(err, wire.ErrServerClosed) {
+		err = nil
+	}
+	logger.Info("parsec stopped")
+	return err
+}
+
+func (o *serveOptions) asMap() map[string]any {
+	return map[string]any{
+		"listen":         o.listen,
+		"dataDir":        o.dataDir,
+		"inMemory":       o.inMemory,
+		"logLevel":       o.logLevel,
+		"maxConnections": int64(o.maxConnections),
+		"cursorTimeout":  o.cursorTimeout.String(),
+	}
+}
