@@ -30,12 +30,15 @@ type predicate interface {
 }
 
 // Compile parses filter. An empty or nil filter matches every document.
+// The Filter does not alias filter.
 func Compile(filter bsoncore.Document) (*Filter, error) {
 	f := &Filter{}
 	if len(filter) == 0 {
 		return f, nil
 	}
-	preds, err := compileDoc(filter)
+	// The filter outlives the request that carried it (cursors keep it),
+	// so it must own its bytes.
+	preds, err := compileDoc(append(bsoncore.Document(nil), filter...))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,46 @@
+# Parsec — build, run and test. `make run` and `make test` are all a new
+# machine needs.
+
+export GOFLAGS ?= -mod=mod
+export GOPROXY ?= https://proxy.golang.org
+
+BIN      := bin/parsec
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/parsecdb/parsec/engine.Version=$(VERSION)
+PKGS     := ./...
+CLIENTS  := integration/clients
+
+.PHONY: all build run test test-unit test-clients bench fuzz lint clean
+
+all: build
+
+build:
+	go build -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+## run: build and start the server on 127.0.0.1:27017 with data in ./parsec-data
+run: build
+	./$(BIN) serve --listen 127.0.0.1:27017 --data-dir ./parsec-data
+
+## test: lint, then every Go test (unit and integration) with the race detector
+test: lint
+	go test -race -count=1 -timeout 15m $(PKGS)
+
+## test-clients: install mongosh and the Node.js driver, run the client scenarios
+test-clients: build
+	cd $(CLIENTS) && npm ci --no-audit --no-fund
+	PARSEC_BIN=$(CURDIR)/$(BIN) go test -count=1 -timeout 15m -run 'TestClients' ./integration/
+
+## bench: whole-system benchmarks against a server started for the run
+bench:
+	go run ./integration/bench -out bench-results.json
+
+## fuzz: a short run of every fuzz target
+fuzz:
+	go test ./wire -run '^$$' -fuzz FuzzReadMessage -fuzztime 30s
+
+lint:
+	go vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+clean:
+	rm -rf bin parsec-data bench-results.json $(CLIENTS)/node_modules
