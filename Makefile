@@ -10,7 +10,7 @@ LDFLAGS  := -X github.com/parsecdb/parsec/engine.Version=$(VERSION)
 PKGS     := ./...
 CLIENTS  := integration/clients
 
-.PHONY: all build run test test-unit test-clients bench fuzz lint clean
+.PHONY: all build run test clients bench fuzz lint clean
 
 all: build
 
@@ -21,22 +21,26 @@ build:
 run: build
 	./$(BIN) serve --listen 127.0.0.1:27017 --data-dir ./parsec-data
 
-## test: lint, then every Go test (unit and integration) with the race detector
-test: lint
-	go test -race -count=1 -timeout 15m $(PKGS)
+## test: install the client packages (mongosh, Node.js driver), lint, then
+## every Go test (unit, integration, client scenarios) with the race detector
+test: clients lint
+	go test -race -count=1 -timeout 20m $(PKGS)
 
-## test-clients: install mongosh and the Node.js driver, run the client scenarios
-test-clients: build
-	cd $(CLIENTS) && npm ci --no-audit --no-fund
-	PARSEC_BIN=$(CURDIR)/$(BIN) go test -count=1 -timeout 15m -run 'TestClients' ./integration/
+## clients: mongosh and the Node.js driver for integration/clients, from package-lock.json
+clients: $(CLIENTS)/node_modules/.installed
+
+$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
+	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 ## bench: whole-system benchmarks against a server started for the run
 bench:
 	go run ./integration/bench -out bench-results.json
 
-## fuzz: a short run of every fuzz target
+## fuzz: a short run of every fuzz target (FUZZTIME=30s by default)
+FUZZTIME ?= 30s
 fuzz:
-	go test ./wire -run '^$$' -fuzz FuzzReadMessage -fuzztime 30s
+	go test ./wire -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)
 
 lint:
 	go vet $(PKGS)

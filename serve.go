@@ -36,8 +36,13 @@ func newServeCommand() *cobra.Command {
 		Short: "Run the server",
 		Long: `Run the Parsec server until SIGINT or SIGTERM.
 
-On a signal the server stops accepting connections, lets requests in flight
-finish (up to --shutdown-grace), and closes the store cleanly.`,
+Every flag can also be set with an environment variable named PARSEC_ and
+the flag in capitals, dashes as underscores: PARSEC_LISTEN, PARSEC_DATA_DIR,
+PARSEC_IN_MEMORY, PARSEC_LOG_LEVEL, PARSEC_MAX_CONNECTIONS, ... A flag on
+the command line wins over its variable.
+
+On SIGINT or SIGTERM the server stops accepting connections, lets requests
+in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags()); err != nil {
