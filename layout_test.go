@@ -1,0 +1,97 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/parsecdb/parsec"
+
+// allowedImports lists, per package directory, the Parsec packages it may
+// import (DESIGN.md: dependency direction). Directories not listed may
+// import any Parsec package except main.
+var allowedImports = map[string][]string{
+	"wire":         {},
+	"shard":        {"engine/value"},
+	"ru":           {},
+	"engine/value": {},
+	"engine/query": {"engine/value"},
+	"engine/store": {"engine/value", "shard"},
+}
+
+// TestLayering keeps the architecture of DESIGN.md: wire imports nothing of
+// ours, shard and ru are pure, the language packages and the store never
+// import the command layer, and nothing imports main.
+func TestLayering(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if p == module {
+				t.Errorf("%s imports package main", path)
+				continue
+			}
+			ours, ok := strings.CutPrefix(p, module+"/")
+			if !ok {
+				continue
+			}
+			allowed, restricted := allowedImports[dir]
+			if !restricted {
+				continue
+			}
+			okImport := false
+			for _, a := range allowed {
+				if ours == a {
+					okImport = true
+				}
+			}
+			if !okImport {
+				t.Errorf("%s (package %s) imports %s, which DESIGN.md's layering forbids", path, dir, ours)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPackageDocs: every package states its contract in a doc comment.
+func TestPackageDocs(t *testing.T) {
+	for _, dir := range []string{".", "wire", "engine", "engine/store", "engine/query", "engine/value", "shard", "ru", "integration"} {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		documented := false
+		for _, p := range pkgs {
+			for _, f := range p.Files {
+				if f.Doc != nil && len(strings.TrimSpace(f.Doc.Text())) > 40 {
+					documented = true
+				}
+			}
+		}
+		if !documented {
+			t.Errorf("package %s has no doc comment stating its contract", dir)
+		}
+	}
+}
