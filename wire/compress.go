@@ -68,19 +68,21 @@ func decompress(id CompressorID, payload []byte, size int) ([]byte, error) {
 		if zerr != nil {
 			return nil, fmt.Errorf("zlib: %w", zerr)
 		}
-		out = make([]byte, size)
-		if _, err = io.ReadFull(r, out); err == nil {
-			// The stream must end exactly here, and its Adler-32 checksum,
-			// read and verified only at the end, must match.
-			var one [1]byte
-			if n, rerr := io.ReadFull(r, one[:]); n != 0 {
-				err = fmt.Errorf("zlib payload inflates past %d bytes", size)
-			} else if rerr != io.EOF {
-				err = fmt.Errorf("zlib: %w", rerr)
-			}
+		// Grow with what actually inflates, not with the size the client
+		// claims: a few dozen bytes must not buy a 48 MB allocation. Reading
+		// to EOF verifies the Adler-32 checksum; one byte past size shows a
+		// stream that inflates too far.
+		var buf bytes.Buffer
+		if _, rerr := buf.ReadFrom(io.LimitReader(r, int64(size)+1)); rerr != nil {
+			err = fmt.Errorf("zlib: %w", rerr)
+		} else if buf.Len() > size {
+			err = fmt.Errorf("zlib payload inflates past %d bytes", size)
 		}
+		out = buf.Bytes()
 	case CompressorZstd:
-		out, err = zstdDecoder.DecodeAll(payload, make([]byte, 0, size))
+		// nil dst: the decoder sizes its output from the frame, not from
+		// the client's claim (and is capped at MaxMessageSize).
+		out, err = zstdDecoder.DecodeAll(payload, nil)
 	default:
 		return nil, fmt.Errorf("unknown compressor id %d", id)
 	}

@@ -405,7 +405,7 @@ func decodeMsg(h Header, body, frame []byte) (*Msg, error) {
 			for len(seq) > 0 {
 				doc, n, err := readDocument(seq)
 				if err != nil {
-					return nil, protoErr(false, "OP_MSG document sequence %q: %v", id, err)
+					return nil, protoErr(false, "OP_MSG document sequence %q: %v", errorName(id), err)
 				}
 				s.Documents = append(s.Documents, doc)
 				seq = seq[n:]

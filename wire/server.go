@@ -348,7 +348,7 @@ func (c *serverConn) handleFrame(ctx context.Context, h ConnHandler, frame, out 
 		db, coll, ok := strings.Cut(mm.FullCollectionName, ".")
 		if !ok || coll != "$cmd" {
 			if req.Err == nil {
-				req.Err = protoErr(false, "OP_QUERY is supported only for commands on <db>.$cmd, not %q; use OP_MSG", mm.FullCollectionName)
+				req.Err = protoErr(false, "OP_QUERY is supported only for commands on <db>.$cmd, not %q; use OP_MSG", errorName(mm.FullCollectionName))
 			}
 		}
 		req.DB = db

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // MaxDocumentDepth bounds the nesting of documents and arrays in a request.
@@ -54,7 +55,12 @@ func validateDoc(b []byte, depth int) (int, error) {
 		p = end + 1
 		size, err := validateValue(t, b[p:n-1], depth)
 		if err != nil {
-			return 0, fmt.Errorf("field %q: %w", b[nameStart:end], err)
+			fe, ok := err.(*fieldError)
+			if !ok {
+				fe = &fieldError{err: err}
+			}
+			fe.path = append(fe.path, errorName(b[nameStart:end]))
+			return 0, fe
 		}
 		p += size
 	}
@@ -62,6 +68,38 @@ func validateDoc(b []byte, depth int) (int, error) {
 		return 0, fmt.Errorf("document elements overrun its length")
 	}
 	return n, nil
+}
+
+// fieldError is an error inside a field, with the path of field names to
+// it, innermost first. The path is collected as the recursion unwinds and
+// formatted once: wrapping the message at every level would cost depth
+// times the message size, which a deep document with long names makes huge.
+type fieldError struct {
+	path []string
+	err  error
+}
+
+func (e *fieldError) Error() string {
+	var sb strings.Builder
+	for i := len(e.path) - 1; i >= 0; i-- {
+		fmt.Fprintf(&sb, "field %q: ", e.path[i])
+	}
+	sb.WriteString(e.err.Error())
+	return sb.String()
+}
+
+func (e *fieldError) Unwrap() error { return e.err }
+
+// maxErrorName bounds a client-supplied name quoted in an error message.
+const maxErrorName = 64
+
+// errorName returns name for an error message, cut to maxErrorName bytes:
+// names come from the client and may be megabytes long.
+func errorName[T string | []byte](name T) string {
+	if len(name) > maxErrorName {
+		return string(name[:maxErrorName]) + "..."
+	}
+	return string(name)
 }
 
 // validateValue validates a value of BSON type t at the start of b and returns its size.
