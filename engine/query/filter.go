@@ -112,6 +112,9 @@ func compileField(path string, v bsoncore.Value) (predicate, error) {
 			for _, e := range elems {
 				switch e.Key() {
 				case "$eq":
+					if e.Value().Type == bsoncore.TypeUndefined {
+						return nil, badValue("cannot compare to undefined")
+					}
 					all = append(all, &eqPred{path: strings.Split(path, "."), val: e.Value()})
 				default:
 					return nil, badValue("unknown operator: %s", e.Key())
@@ -119,6 +122,9 @@ func compileField(path string, v bsoncore.Value) (predicate, error) {
 			}
 			return all, nil
 		}
+	}
+	if v.Type == bsoncore.TypeUndefined {
+		return nil, badValue("cannot compare to undefined")
 	}
 	if v.Type == bsoncore.TypeRegex {
 		return nil, badValue("regular expressions in filters are not supported yet (field %q)", path)
@@ -175,77 +181,113 @@ type eqPred struct {
 }
 
 func (p *eqPred) match(doc bsoncore.Document) bool {
-	matched, _ := walk(doc, p.path, func(v bsoncore.Value) bool {
-		if value.Equal(v, p.val) {
+	return walk(doc, p.path, func(v bsoncore.Value) bool {
+		if v.Type == missing {
+			return p.val.Type == bsoncore.TypeNull // null matches a missing field
+		}
+		return value.Equal(v, p.val)
+	})
+}
+
+// missing is the type of the value walk reports where a path reaches
+// nothing in a document (MongoDB's EOO), so {a: null} can match it.
+const missing bsoncore.Type = 0
+
+// walk calls fn with every value path reaches in doc, until fn returns
+// true, and reports whether it did. It follows MongoDB's path semantics
+// (the classic matcher's BSONElementIterator):
+//
+//   - a path part names a field of a document; a document without it, or a
+//     scalar where the path goes on, yields one missing value;
+//   - where the path goes on past an array, each element that is a
+//     document is walked with the rest of the path (nested arrays are not
+//     entered), and a numeric part also selects the element at that index
+//     (whatever its type; a scalar there yields nothing if the path goes
+//     on). An array itself yields no missing value: {"a.b": null} does not
+//     match {a: [1]} or {a: []};
+//   - a path ending at an array reached through a field name yields the
+//     array and each of its elements; one reached by index yields only the
+//     array: {"a.0": 1} does not match {a: [[1]]}.
+func walk(doc bsoncore.Document, path []string, fn func(bsoncore.Value) bool) bool {
+	v, err := doc.LookupErr(path[0])
+	if err != nil {
+		return fn(bsoncore.Value{Type: missing})
+	}
+	rest := path[1:]
+	if len(rest) == 0 {
+		if fn(v) {
 			return true
 		}
 		if v.Type == bsoncore.TypeArray {
-			vals, _ := bsoncore.Document(v.Data).Values()
-			for _, x := range vals {
-				if value.Equal(x, p.val) {
+			for rem := elementsOf(v.Data); len(rem) > 0; {
+				var e bsoncore.Element
+				if e, rem = nextElement(rem); e != nil && fn(e.Value()) {
 					return true
 				}
 			}
 		}
 		return false
-	})
-	if matched {
-		return true
 	}
-	// null matches a missing field
-	if p.val.Type == bsoncore.TypeNull {
-		return !pathExists(doc, p.path)
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument:
+		return walk(v.Data, rest, fn)
+	case bsoncore.TypeArray:
+		return walkArray(v.Data, rest, fn)
+	}
+	return fn(bsoncore.Value{Type: missing})
+}
+
+// walkArray applies path (not empty) to the elements of array arr.
+func walkArray(arr bsoncore.Document, path []string, fn func(bsoncore.Value) bool) bool {
+	index := isIndex(path[0])
+	for rem := elementsOf(arr); len(rem) > 0; {
+		var e bsoncore.Element
+		if e, rem = nextElement(rem); e == nil {
+			break
+		}
+		x := e.Value()
+		if x.Type == bsoncore.TypeEmbeddedDocument && walk(x.Data, path, fn) {
+			return true
+		}
+		if !index || string(e.KeyBytes()) != path[0] {
+			continue
+		}
+		rest := path[1:]
+		switch {
+		case len(rest) == 0:
+			if fn(x) {
+				return true
+			}
+		case x.Type == bsoncore.TypeEmbeddedDocument:
+			if walk(x.Data, rest, fn) {
+				return true
+			}
+		case x.Type == bsoncore.TypeArray:
+			if walkArray(x.Data, rest, fn) {
+				return true
+			}
+		}
 	}
 	return false
 }
 
-// walk calls fn with every value the path reaches, descending into arrays
-// as MongoDB does (a path part either indexes an array or applies to each
-// of its documents). It stops at the first true and reports whether one was found.
-func walk(doc bsoncore.Document, path []string, fn func(bsoncore.Value) bool) (bool, bool) {
-	v, err := doc.LookupErr(path[0])
-	if err != nil {
-		return false, false
+// elementsOf returns the elements part of a document or array, to be
+// consumed with nextElement; unlike Elements it does not allocate.
+func elementsOf(doc []byte) []byte {
+	if len(doc) < 5 {
+		return nil
 	}
-	if len(path) == 1 {
-		return fn(v), true
-	}
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		return walk(v.Data, path[1:], fn)
-	case bsoncore.TypeArray:
-		arr := bsoncore.Document(v.Data)
-		found := false
-		if ev, err := arr.LookupErr(path[1]); err == nil && isIndex(path[1]) {
-			found = true
-			if len(path) == 2 {
-				if fn(ev) {
-					return true, true
-				}
-			} else if ev.Type == bsoncore.TypeEmbeddedDocument || ev.Type == bsoncore.TypeArray {
-				if m, _ := walk(ev.Data, path[2:], fn); m {
-					return true, true
-				}
-			}
-		}
-		vals, _ := arr.Values()
-		for _, x := range vals {
-			if x.Type == bsoncore.TypeEmbeddedDocument {
-				m, ok := walk(x.Data, path[1:], fn)
-				found = found || ok
-				if m {
-					return true, true
-				}
-			}
-		}
-		return false, found
-	}
-	return false, false
+	return doc[4 : len(doc)-1]
 }
 
-func pathExists(doc bsoncore.Document, path []string) bool {
-	_, found := walk(doc, path, func(bsoncore.Value) bool { return false })
-	return found
+// nextElement returns the first element of rem and the rest, or nil at the
+// end or on malformed input.
+func nextElement(rem []byte) (bsoncore.Element, []byte) {
+	e, rest, ok := bsoncore.ReadElement(rem)
+	if !ok {
+		return nil, nil
+	}
+	return e, rest
 }
 
 func isIndex(s string) bool {

@@ -269,6 +269,10 @@ func (s *Store) DropDatabase(db string) error {
 // documents are keyed by collection id, which the entry keeps. If the
 // target exists it is dropped when dropTarget is set, else ErrExists.
 func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
+	if fromDB == toDB && from == to {
+		// With dropTarget this would purge the collection being renamed.
+		return fmt.Errorf("rename %s.%s to itself: %w", fromDB, from, ErrExists)
+	}
 	s.catMu.Lock()
 	src := s.colls[fromDB+"."+from]
 	if src == nil {

@@ -40,6 +40,12 @@
 //  3. Every document write reads its collection's catalog key, so a write
 //     racing a drop or rename of its collection fails with a conflict and
 //     is retried against the new catalog instead of leaving orphans.
+//  4. Replace and Delete read the key they write and fail with ErrNotFound
+//     when it holds no document, so counters cannot be decremented for a
+//     document that is not there, and two transactions deleting the same
+//     document conflict instead of both counting the deletion.
+//  5. Background folds (started by Counts) are waited for by Close, which
+//     then folds every collection once more.
 //
 // # Durability
 //

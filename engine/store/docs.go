@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -52,6 +53,9 @@ type Counts struct {
 // concurrent transactions rerun fn (up to a bound), so fn must have no
 // effects outside the transaction.
 func (s *Store) Update(fn func(*Txn) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	for attempt := 0; ; attempt++ {
 		tx := &Txn{s: s, t: s.db.NewTransaction(true)}
 		err := fn(tx)
@@ -71,6 +75,9 @@ func (s *Store) Update(fn func(*Txn) error) error {
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(*Txn) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	tx := &Txn{s: s, t: s.db.NewTransaction(false)}
 	defer tx.t.Discard()
 	return mapBadgerErr(fn(tx))
@@ -167,10 +174,24 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	return nil
 }
 
+// exists fails with ErrNotFound unless key holds a document. Reading the
+// key also makes the transaction conflict with a concurrent write of it, so
+// two transactions cannot both delete one document and count it twice.
+func (t *Txn) exists(key []byte) error {
+	_, err := t.t.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return fmt.Errorf("document %x: %w", key, ErrNotFound)
+	}
+	return err
+}
+
 // Replace overwrites the document at key, whose current version has
-// oldSize bytes.
+// oldSize bytes. ErrNotFound if there is no document at key.
 func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
+		return err
+	}
+	if err := t.exists(key); err != nil {
 		return err
 	}
 	if err := t.t.Set(key, doc); err != nil {
@@ -180,9 +201,13 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	return nil
 }
 
-// Delete removes the document at key, whose current version has oldSize bytes.
+// Delete removes the document at key, whose current version has oldSize
+// bytes. ErrNotFound if there is no document at key.
 func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
+		return err
+	}
+	if err := t.exists(key); err != nil {
 		return err
 	}
 	if err := t.t.Delete(key); err != nil {
@@ -202,7 +227,7 @@ func (t *Txn) Scan(c *Collection, start []byte, fn func(key, doc []byte) (bool, 
 	prefix := DocPrefix(c.ID)
 	it := t.t.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
 	defer it.Close()
-	if start == nil {
+	if bytes.Compare(start, prefix) < 0 { // nil, or before c's documents
 		start = prefix
 	}
 	for it.Seek(start); it.Valid(); it.Next() {
@@ -225,6 +250,9 @@ func (t *Txn) Scan(c *Collection, start []byte, fn func(key, doc []byte) (bool, 
 
 // Counts returns c's document count and data bytes, exact as of now.
 func (s *Store) Counts(c *Collection) (Counts, error) {
+	if s.closed.Load() {
+		return Counts{}, ErrClosed
+	}
 	var total Counts
 	deltas := 0
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -235,12 +263,26 @@ func (s *Store) Counts(c *Collection) (Counts, error) {
 	if err != nil {
 		return Counts{}, fmt.Errorf("counts of %s: %w", c.Namespace(), err)
 	}
-	if deltas > 256 {
-		go func() {
-			if err := s.fold(c.ID); err != nil {
-				s.logger.Debug("folding counters", "collection", c.Namespace(), "err", err)
-			}
-		}()
+	if deltas > foldThreshold {
+		s.foldInBackground(c)
 	}
 	return total, nil
+}
+
+// foldThreshold is how many deltas make Counts fold a collection's counters.
+const foldThreshold = 256
+
+func (s *Store) foldInBackground(c *Collection) {
+	s.foldMu.Lock()
+	defer s.foldMu.Unlock()
+	if s.closing || s.folding[c.ID] {
+		return
+	}
+	s.folds.Add(1)
+	go func() {
+		defer s.folds.Done()
+		if err := s.fold(c.ID); err != nil {
+			s.logger.Debug("folding counters", "collection", c.Namespace(), "err", err)
+		}
+	}()
 }

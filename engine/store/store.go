@@ -48,6 +48,10 @@ type Store struct {
 
 	foldMu  sync.Mutex
 	folding map[uint32]bool
+	closing bool           // set by Close under foldMu: no new background folds
+	folds   sync.WaitGroup // background folds started by Counts
+
+	closed atomic.Bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -94,10 +98,20 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close folds counters, syncs and closes Badger. It is safe to call once.
+// Close folds counters, syncs and closes Badger. Later calls to Close,
+// Update, View and Counts give ErrClosed.
 func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
 	close(s.stop)
 	s.wg.Wait()
+	// A background fold must not outlive Badger, and while it runs, Close's
+	// own fold of that collection would be skipped.
+	s.foldMu.Lock()
+	s.closing = true
+	s.foldMu.Unlock()
+	s.folds.Wait()
 	s.catMu.RLock()
 	ids := make([]uint32, 0, len(s.colls))
 	for _, c := range s.colls {

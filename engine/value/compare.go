@@ -2,6 +2,7 @@ package value
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"strings"
 
@@ -22,12 +23,12 @@ func Compare(a, b bsoncore.Value) int {
 	case 10:
 		return compareNumbers(a, b)
 	case 15:
-		return strings.Compare(stringOf(a), stringOf(b))
+		return bytes.Compare(stringBytes(a), stringBytes(b))
 	case 20, 25:
 		return compareDocs(a.Data, b.Data, ra == 20)
 	case 30:
-		sa, da := a.Binary()
-		sb, db := b.Binary()
+		sa, da := binaryParts(a)
+		sb, db := binaryParts(b)
 		if len(da) != len(db) {
 			return cmpInt(int64(len(da)), int64(len(db)))
 		}
@@ -64,7 +65,7 @@ func Compare(a, b bsoncore.Value) int {
 		}
 		return bytes.Compare(oa[:], ob[:])
 	case 60:
-		return strings.Compare(a.JavaScript(), b.JavaScript())
+		return bytes.Compare(stringBytes(a), stringBytes(b))
 	case 65:
 		ca, sa := a.CodeWithScope()
 		cb, sb := b.CodeWithScope()
@@ -76,26 +77,75 @@ func Compare(a, b bsoncore.Value) int {
 	return bytes.Compare(a.Data, b.Data)
 }
 
+// binaryParts returns a BinData value's subtype and payload as MongoDB
+// orders them: by the length in the value's header, then subtype, then
+// bytes. For the old binary subtype 2 the payload therefore keeps its inner
+// length prefix (bsoncore's Binary strips it).
+func binaryParts(v bsoncore.Value) (byte, []byte) {
+	if len(v.Data) < 5 {
+		return 0, nil
+	}
+	data := v.Data[5:]
+	if n := binary.LittleEndian.Uint32(v.Data); uint64(n) < uint64(len(data)) {
+		data = data[:n]
+	}
+	return v.Data[4], data
+}
+
 // Equal reports whether Compare(a, b) == 0.
 func Equal(a, b bsoncore.Value) bool { return Compare(a, b) == 0 }
 
-func stringOf(v bsoncore.Value) string {
-	if v.Type == bsoncore.TypeSymbol {
-		return v.Symbol()
+// stringBytes returns the bytes of a string, symbol or JavaScript value
+// without copying them (the length prefix and terminating zero removed).
+func stringBytes(v bsoncore.Value) []byte {
+	if len(v.Data) < 5 {
+		return nil
 	}
-	return v.StringValue()
+	n := binary.LittleEndian.Uint32(v.Data)
+	if n < 1 || uint64(n) > uint64(len(v.Data)-4) {
+		return nil
+	}
+	return v.Data[4 : 4+n-1]
+}
+
+// elements iterates over the elements of a BSON document or array without
+// allocating: next returns false at the end (or on malformed input).
+type elements struct{ rem []byte }
+
+func elementsOf(doc []byte) elements {
+	if len(doc) < 5 {
+		return elements{}
+	}
+	return elements{rem: doc[4 : len(doc)-1]}
+}
+
+func (it *elements) next() (bsoncore.Element, bool) {
+	if len(it.rem) == 0 {
+		return nil, false
+	}
+	e, rem, ok := bsoncore.ReadElement(it.rem)
+	if !ok {
+		it.rem = nil
+		return nil, false
+	}
+	it.rem = rem
+	return e, true
 }
 
 func compareDocs(a, b []byte, withNames bool) int {
-	ea, _ := bsoncore.Document(a).Elements()
-	eb, _ := bsoncore.Document(b).Elements()
-	for i := 0; i < len(ea) && i < len(eb); i++ {
-		va, vb := ea[i].Value(), eb[i].Value()
+	ia, ib := elementsOf(a), elementsOf(b)
+	for {
+		ea, okA := ia.next()
+		eb, okB := ib.next()
+		if !okA || !okB {
+			return cmpBool(okA, okB)
+		}
+		va, vb := ea.Value(), eb.Value()
 		if ra, rb := TypeRank(va.Type), TypeRank(vb.Type); ra != rb {
 			return cmpInt(int64(ra), int64(rb))
 		}
 		if withNames {
-			if c := strings.Compare(ea[i].Key(), eb[i].Key()); c != 0 {
+			if c := bytes.Compare(ea.KeyBytes(), eb.KeyBytes()); c != 0 {
 				return c
 			}
 		}
@@ -103,7 +153,6 @@ func compareDocs(a, b []byte, withNames bool) int {
 			return c
 		}
 	}
-	return cmpInt(int64(len(ea)), int64(len(eb)))
 }
 
 // compareNumbers compares exactly: two integers as integers, an integer and

@@ -3,7 +3,7 @@ package value
 import (
 	"encoding/binary"
 	"math"
-	"math/big"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -81,27 +81,21 @@ func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 	case bsoncore.TypeDecimal128:
 		return appendNumber(dst, DecimalFloat(v), 0)
 	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
-		s, _ := v.StringValueOK()
-		if v.Type == bsoncore.TypeSymbol {
-			s, _ = v.SymbolOK()
-		} else if v.Type == bsoncore.TypeJavaScript {
-			s, _ = v.JavaScriptOK()
-		}
-		return appendEscaped(dst, []byte(s))
+		return appendEscaped(dst, stringBytes(v))
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
-		elems, _ := bsoncore.Document(v.Data).Elements()
-		for _, e := range elems {
+		it := elementsOf(v.Data)
+		for e, ok := it.next(); ok; e, ok = it.next() {
 			ev := e.Value()
 			// Within a document the element's type rank leads, then its name.
 			dst = append(dst, TypeRank(ev.Type))
 			if v.Type == bsoncore.TypeEmbeddedDocument {
-				dst = appendEscaped(dst, []byte(e.Key()))
+				dst = appendEscaped(dst, e.KeyBytes())
 			}
 			dst = EncodeKey(dst, ev)
 		}
 		return append(dst, endOfDoc)
 	case bsoncore.TypeBinary:
-		sub, data := v.Binary()
+		sub, data := binaryParts(v)
 		// MongoDB orders binary by length, then subtype, then bytes.
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(data)))
 		dst = append(dst, sub)
@@ -173,36 +167,26 @@ func appendEscaped(dst, s []byte) []byte {
 	return append(dst, 0, 1)
 }
 
-// DecimalFloat is the float64 nearest a Decimal128 value.
+// DecimalFloat is the float64 nearest a Decimal128 value (rounded once:
+// rounding to an intermediate precision first is wrong about once in 2^11).
 func DecimalFloat(v bsoncore.Value) float64 {
 	d := bson.NewDecimal128(v.Decimal128())
 	bi, exp, err := d.BigInt()
-	if err != nil {
-		s := d.String()
-		switch s {
-		case "Infinity":
-			return math.Inf(1)
-		case "-Infinity":
-			return math.Inf(-1)
-		}
-		return math.NaN()
-	}
-	f := new(big.Float).SetInt(bi)
-	if exp != 0 {
-		scale := new(big.Float).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(exp))), nil))
-		if exp > 0 {
-			f.Mul(f, scale)
-		} else {
-			f.Quo(f, scale)
+	if err == nil && bi.IsInt64() && exp >= -22 && exp <= 22 {
+		// Both the coefficient and 10^|exp| are exact float64s, so one
+		// multiplication or division rounds correctly.
+		if c := bi.Int64(); c > -1<<53 && c < 1<<53 {
+			if exp < 0 {
+				return float64(c) / pow10[-exp]
+			}
+			return float64(c) * pow10[exp]
 		}
 	}
-	out, _ := f.Float64()
-	return out
+	// Infinity, NaN and everything else: strconv rounds correctly and
+	// returns ±Inf or 0 when the value is out of float64's range.
+	f, _ := strconv.ParseFloat(d.String(), 64)
+	return f
 }
 
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}

@@ -1,0 +1,485 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// TestCountsExactUnderConcurrentWriters runs 8 writers of 500 operations
+// each (inserts, replaces and deletes) against one collection.
+func TestCountsExactUnderConcurrentWriters(t *testing.T) {
+	s := openMem(t)
+	c := mustCreate(t, s, "db", "c")
+	const writers, ops = 8, 500
+	var live atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			var mine []int32 // ids this writer inserted and has not deleted
+			next := int32(w * 1_000_000)
+			for i := 0; i < ops; i++ {
+				switch op := r.IntN(10); {
+				case op < 6 || len(mine) == 0: // insert
+					id := next
+					next++
+					if err := s.Update(func(tx *Txn) error { return tx.Insert(c, idKey(c, id), mkDoc(id, r.IntN(200))) }); err != nil {
+						t.Error(err)
+						return
+					}
+					mine = append(mine, id)
+					live.Add(1)
+				case op < 8: // replace with a document of another size
+					id := mine[r.IntN(len(mine))]
+					pad := r.IntN(200)
+					err := s.Update(func(tx *Txn) error {
+						old, err := tx.Get(idKey(c, id))
+						if err != nil {
+							return err
+						}
+						return tx.Replace(c, idKey(c, id), mkDoc(id, pad), len(old))
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				default: // delete
+					j := r.IntN(len(mine))
+					id := mine[j]
+					err := s.Update(func(tx *Txn) error {
+						old, err := tx.Get(idKey(c, id))
+						if err != nil {
+							return err
+						}
+						return tx.Delete(c, idKey(c, id), len(old))
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mine = append(mine[:j], mine[j+1:]...)
+					live.Add(-1)
+				}
+				if i%100 == 0 {
+					// Readers fold while writers write.
+					if _, err := s.Counts(c); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	checkExact(t, s, c, live.Load())
+	if err := s.fold(c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := deltaKeys(t, s, c.ID); n != 0 {
+		t.Errorf("%d deltas left after a fold with no writers", n)
+	}
+	checkExact(t, s, c, live.Load())
+}
+
+// TestCountsFold makes more than 256 deltas so that Counts starts a fold,
+// and checks the counters stay exact while and after it runs.
+func TestCountsFold(t *testing.T) {
+	s := openMem(t)
+	c := mustCreate(t, s, "db", "c")
+	const n = 300
+	for i := int32(0); i < n; i++ {
+		insert(t, s, c, i, int(i%50))
+	}
+	if d := deltaKeys(t, s, c.ID); d != n {
+		t.Fatalf("%d deltas after %d single-document transactions", d, n)
+	}
+	checkExact(t, s, c, n) // this Counts call starts a fold
+	deadline := time.Now().Add(5 * time.Second)
+	for deltaKeys(t, s, c.ID) > 256 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Counts did not fold %d deltas", deltaKeys(t, s, c.ID))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	checkExact(t, s, c, n)
+	if rawKeys(t, s, counterBaseKey(c.ID)) != 1 {
+		t.Errorf("fold wrote no base")
+	}
+}
+
+// TestFoldRacesWriters runs folds while writers add deltas.
+func TestFoldRacesWriters(t *testing.T) {
+	s := openMem(t)
+	c := mustCreate(t, s, "db", "c")
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := s.fold(c.ID); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var writers sync.WaitGroup
+	for w := int32(0); w < 4; w++ {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for i := int32(0); i < 200; i++ {
+				id := w*1000 + i
+				if err := s.Update(func(tx *Txn) error { return tx.Insert(c, idKey(c, id), mkDoc(id, int(i))) }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	writers.Wait()
+	close(stop)
+	wg.Wait()
+	checkExact(t, s, c, 800)
+}
+
+// TestFoldManyDeltas folds more deltas than one fold transaction takes.
+func TestFoldManyDeltas(t *testing.T) {
+	s := openMem(t)
+	c := mustCreate(t, s, "db", "c")
+	const n = 10_500
+	for done := 0; done < n; {
+		err := s.update(func(txn *badger.Txn) error {
+			for i := 0; i < 1500 && done+i < n; i++ {
+				if err := txn.Set(s.deltaKey(c.ID), encodeCounts(Counts{Docs: 1, Bytes: 3, KeyBytes: 2})); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done += 1500
+	}
+	want := Counts{Docs: n, Bytes: 3 * n, KeyBytes: 2 * n}
+	if got := mustCounts(t, s, c); got != want {
+		t.Errorf("before fold: %+v, want %+v", got, want)
+	}
+	if err := s.fold(c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d := deltaKeys(t, s, c.ID); d != 0 {
+		t.Errorf("%d deltas left after fold", d)
+	}
+	if got := mustCounts(t, s, c); got != want {
+		t.Errorf("after fold: %+v, want %+v", got, want)
+	}
+}
+
+func TestCorruptCounter(t *testing.T) {
+	s := openMem(t)
+	c := mustCreate(t, s, "db", "c")
+	if err := s.update(func(txn *badger.Txn) error { return txn.Set(counterBaseKey(c.ID), []byte("short")) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Counts(c); !errors.Is(err, ErrCorrupted) {
+		t.Errorf("Counts over a corrupted base: err = %v, want ErrCorrupted", err)
+	}
+}
+
+// TestCountersPersist closes and reopens a store on disk: the catalog and
+// counters are kept, and the boot number increases.
+func TestCountersPersist(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	c := mustCreate(t, s, "db", "c")
+	for i := int32(0); i < 40; i++ {
+		insert(t, s, c, i, int(i))
+	}
+	for i := int32(0); i < 40; i += 3 {
+		if err := s.Update(func(tx *Txn) error { return tx.Delete(c, idKey(c, i), len(mkDoc(i, int(i)))) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := mustCounts(t, s, c)
+	boot := s.boot
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openDir(t, dir)
+	defer s.Close()
+	if s.boot <= boot {
+		t.Errorf("boot number %d after reopen, was %d", s.boot, boot)
+	}
+	c2 := s.Collection("db", "c")
+	if c2 == nil || c2.ID != c.ID {
+		t.Fatalf("collection after reopen = %+v", c2)
+	}
+	if got := mustCounts(t, s, c2); got != want {
+		t.Errorf("counts after reopen = %+v, want %+v", got, want)
+	}
+	checkExact(t, s, c2, 26)
+	insert(t, s, c2, 1000, 1)
+	checkExact(t, s, c2, 27)
+}
+
+// crash closes Badger without the folding and syncing of Close, as if the
+// process had died after its last commit.
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	close(s.stop)
+	s.wg.Wait()
+	s.foldMu.Lock()
+	s.closing = true
+	s.foldMu.Unlock()
+	s.folds.Wait()
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeltasSurviveCrash: deltas left unfolded by a crash are still counted
+// after reopening, and the new boot's deltas never overwrite them.
+func TestDeltasSurviveCrash(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	c := mustCreate(t, s, "db", "c")
+	for i := int32(0); i < 20; i++ {
+		insert(t, s, c, i, 10)
+	}
+	oldBoot := s.boot
+	crash(t, s)
+
+	s = openDir(t, dir)
+	if s.boot <= oldBoot {
+		t.Fatalf("boot %d after crash, was %d", s.boot, oldBoot)
+	}
+	if d := deltaKeys(t, s, c.ID); d != 20 {
+		t.Errorf("%d deltas after the crash, want the 20 unfolded ones", d)
+	}
+	checkExact(t, s, c, 20)
+	// New deltas start their sequence at 1 again; with the new boot number
+	// their keys differ from the surviving ones.
+	for i := int32(100); i < 120; i++ {
+		insert(t, s, c, i, 10)
+	}
+	if d := deltaKeys(t, s, c.ID); d != 40 {
+		t.Errorf("%d deltas, want 40: new deltas overwrote old ones", d)
+	}
+	checkExact(t, s, c, 40)
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(c.ID)})
+		defer it.Close()
+		boots := map[uint64]int{}
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if len(k) == 7+16 {
+				boots[binary.BigEndian.Uint64(k[7:])]++
+			}
+		}
+		if boots[oldBoot] != 20 || boots[s.boot] != 20 {
+			t.Errorf("deltas by boot = %v, want 20 of boot %d and 20 of boot %d", boots, oldBoot, s.boot)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	s = openDir(t, dir)
+	defer s.Close()
+	checkExact(t, s, s.Collection("db", "c"), 40)
+}
+
+// TestCloseWhileFolding closes the store right after Counts started a
+// background fold.
+func TestCloseWhileFolding(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	c := mustCreate(t, s, "db", "c")
+	for i := int32(0); i < 300; i++ {
+		insert(t, s, c, i, 1)
+	}
+	if _, err := s.Counts(c); err != nil { // starts a fold
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openDir(t, dir)
+	defer s.Close()
+	c = s.Collection("db", "c")
+	checkExact(t, s, c, 300)
+	if d := deltaKeys(t, s, c.ID); d != 0 {
+		t.Errorf("%d deltas after a clean close", d)
+	}
+}
+
+// TestWriteRacingDrop: an insert racing DropCollection either lands before
+// the drop (and is purged with the collection) or fails with
+// ErrCollectionChanged; nothing is left counted in the dead collection.
+func TestWriteRacingDrop(t *testing.T) {
+	s := openMem(t)
+	for round := 0; round < 5; round++ {
+		c := mustCreate(t, s, "db", "c")
+		var wg sync.WaitGroup
+		var landed, refused atomic.Int64
+		started := make(chan struct{}, 4)
+		for w := int32(0); w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int32(0); ; i++ {
+					if i == 5 {
+						started <- struct{}{}
+					}
+					id := w*100000 + i
+					err := s.Update(func(tx *Txn) error { return tx.Insert(c, idKey(c, id), mkDoc(id, 20)) })
+					switch {
+					case err == nil:
+						landed.Add(1)
+					case isChanged(err):
+						refused.Add(1)
+						return
+					default:
+						t.Errorf("insert racing a drop: %v", err)
+						return
+					}
+				}
+			}()
+		}
+		for i := 0; i < 4; i++ {
+			<-started
+		}
+		if err := s.DropCollection("db", "c"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if refused.Load() != 4 || landed.Load() < 20 {
+			t.Fatalf("landed %d, refused %d", landed.Load(), refused.Load())
+		}
+		checkPurged(t, s, c.ID)
+		if got := mustCounts(t, s, c); got != (Counts{}) {
+			t.Errorf("dropped collection still counts %+v", got)
+		}
+	}
+}
+
+// TestWriteRacingRename: inserts through the old handle land before the
+// rename (and are counted in the renamed collection) or fail.
+func TestWriteRacingRename(t *testing.T) {
+	s := openMem(t)
+	c := mustCreate(t, s, "db", "c")
+	var wg sync.WaitGroup
+	var landed atomic.Int64
+	started := make(chan struct{}, 4)
+	for w := int32(0); w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int32(0); ; i++ {
+				if i == 5 {
+					started <- struct{}{}
+				}
+				id := w*100000 + i
+				err := s.Update(func(tx *Txn) error { return tx.Insert(c, idKey(c, id), mkDoc(id, 20)) })
+				if err != nil {
+					if !isChanged(err) {
+						t.Errorf("insert racing a rename: %v", err)
+					}
+					return
+				}
+				landed.Add(1)
+			}
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		<-started
+	}
+	if err := s.RenameCollection("db", "c", "db2", "d", false); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	checkExact(t, s, s.Collection("db2", "d"), landed.Load())
+}
+
+func TestOpenLocked(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	if s2, err := Open(Options{Dir: dir}); !errors.Is(err, ErrLocked) {
+		if s2 != nil {
+			_ = s2.Close()
+		}
+		t.Fatalf("opening a directory in use: err = %v, want ErrLocked", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openDir(t, dir) // free again once closed
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSync(t *testing.T) {
+	s := openDir(t, t.TempDir())
+	defer s.Close()
+	c := mustCreate(t, s, "db", "c")
+	var wg sync.WaitGroup
+	for i := int32(0); i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			insert(t, s, c, i, 1)
+			if err := s.Sync(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if s.Dir() == "" || s.InMemory() || s.Size() < 0 {
+		t.Errorf("Dir %q, InMemory %v", s.Dir(), s.InMemory())
+	}
+	m := openMem(t)
+	if err := m.Sync(); err != nil || !m.InMemory() {
+		t.Errorf("in-memory Sync = %v", err)
+	}
+}
+
+func TestUseAfterClose(t *testing.T) {
+	s, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustCreate(t, s, "db", "c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second Close: %v, want ErrClosed", err)
+	}
+	if err := s.Update(func(tx *Txn) error { return tx.Insert(c, idKey(c, 1), mkDoc(1, 1)) }); !errors.Is(err, ErrClosed) {
+		t.Errorf("Update after Close: %v, want ErrClosed", err)
+	}
+	if err := s.View(func(tx *Txn) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Errorf("View after Close: %v, want ErrClosed", err)
+	}
+	if _, err := s.Counts(c); !errors.Is(err, ErrClosed) {
+		t.Errorf("Counts after Close: %v, want ErrClosed", err)
+	}
+}

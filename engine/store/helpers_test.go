@@ -1,0 +1,155 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/value"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func openMem(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatalf("open in memory: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// openDir opens a store on dir; the caller closes it.
+func openDir(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(Options{Dir: dir, SyncInterval: -1})
+	if err != nil {
+		t.Fatalf("open %s: %v", dir, err)
+	}
+	return s
+}
+
+func mustCreate(t *testing.T, s *Store, db, name string) *Collection {
+	t.Helper()
+	c, err := s.CreateCollection(db, name, nil)
+	if err != nil {
+		t.Fatalf("create %s.%s: %v", db, name, err)
+	}
+	return c
+}
+
+func i32v(i int32) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, i)}
+}
+
+func idKey(c *Collection, id int32) []byte {
+	return DocKey(c.ID, 0, nil, value.EncodeKey(nil, i32v(id)))
+}
+
+// mkDoc is {_id: id, pad: "xxx…"} with pad bytes of padding.
+func mkDoc(id int32, pad int) []byte {
+	return bsoncore.BuildDocument(nil,
+		bsoncore.AppendInt32Element(nil, "_id", id),
+		bsoncore.AppendStringElement(nil, "pad", strings.Repeat("x", pad)))
+}
+
+func insert(t *testing.T, s *Store, c *Collection, id int32, pad int) {
+	t.Helper()
+	if err := s.Update(func(tx *Txn) error { return tx.Insert(c, idKey(c, id), mkDoc(id, pad)) }); err != nil {
+		t.Fatalf("insert %d into %s: %v", id, c.Namespace(), err)
+	}
+}
+
+// truth computes c's counts from its documents, the way the counters are
+// supposed to add up.
+func truth(t *testing.T, s *Store, c *Collection) Counts {
+	t.Helper()
+	var want Counts
+	err := s.View(func(tx *Txn) error {
+		return tx.Scan(c, nil, func(key, doc []byte) (bool, error) {
+			want.Docs++
+			want.Bytes += int64(len(doc))
+			want.KeyBytes += int64(len(key))
+			return true, nil
+		})
+	})
+	if err != nil {
+		t.Fatalf("scan %s: %v", c.Namespace(), err)
+	}
+	return want
+}
+
+func mustCounts(t *testing.T, s *Store, c *Collection) Counts {
+	t.Helper()
+	got, err := s.Counts(c)
+	if err != nil {
+		t.Fatalf("counts of %s: %v", c.Namespace(), err)
+	}
+	return got
+}
+
+// checkExact asserts that c's counters equal what its documents add up to
+// and that there are docs documents.
+func checkExact(t *testing.T, s *Store, c *Collection, docs int64) {
+	t.Helper()
+	want := truth(t, s, c)
+	if got := mustCounts(t, s, c); got != want {
+		t.Errorf("counts of %s = %+v, documents add up to %+v", c.Namespace(), got, want)
+	}
+	if want.Docs != docs {
+		t.Errorf("%s holds %d documents, want %d", c.Namespace(), want.Docs, docs)
+	}
+}
+
+// rawKeys counts the keys under prefix, bypassing the catalog.
+func rawKeys(t *testing.T, s *Store, prefix []byte) int {
+	t.Helper()
+	n := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// deltaKeys counts collection id's counter deltas (keys longer than the base key).
+func deltaKeys(t *testing.T, s *Store, id uint32) int {
+	t.Helper()
+	n := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if !bytes.Equal(it.Item().Key(), counterBaseKey(id)) {
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// checkPurged asserts that nothing of collection id is left in Badger.
+func checkPurged(t *testing.T, s *Store, id uint32) {
+	t.Helper()
+	if n := rawKeys(t, s, DocPrefix(id)); n != 0 {
+		t.Errorf("%d document keys of dropped collection %d remain", n, id)
+	}
+	if n := rawKeys(t, s, counterPrefix(id)); n != 0 {
+		t.Errorf("%d counter keys of dropped collection %d remain", n, id)
+	}
+}
+
+func isChanged(err error) bool { return errors.Is(err, ErrCollectionChanged) }
