@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,11 +29,34 @@ func (e *Engine) cmdCreate(_ context.Context, req *request) ([]byte, error) {
 	}
 	if _, err := e.store.CreateCollection(req.db, name, opts); err != nil {
 		if errors.Is(err, store.ErrExists) {
-			return nil, errorf(ErrNamespaceExists, "Collection %s.%s already exists.", req.db, name)
+			// As in MongoDB 7.0, creating a collection that exists with the
+			// same options succeeds; other options are a conflict.
+			c := e.store.Collection(req.db, name)
+			if c != nil && bytes.Equal(c.Options, opts) {
+				return okReply()
+			}
+			return nil, existsWithOtherOptions(req.db, name, c)
 		}
 		return nil, err
 	}
 	return okReply()
+}
+
+// existsWithOtherOptions is create's error for a collection that exists
+// with options other than those asked for.
+func existsWithOtherOptions(db, name string, c *store.Collection) *CommandError {
+	var parts []string
+	if c != nil {
+		u := c.UUID
+		if len(u) == 16 {
+			parts = append(parts, fmt.Sprintf(`uuid: UUID("%x-%x-%x-%x-%x")`, u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]))
+		}
+		elems, _ := bsoncore.Document(c.Options).Elements()
+		for _, el := range elems {
+			parts = append(parts, el.Key()+": "+shellString(el.Value()))
+		}
+	}
+	return errorf(ErrNamespaceExists, "namespace %s already exists, but with different options: { %s }", namespaceOf(db, name), strings.Join(parts, ", "))
 }
 
 // createOptions validates create's options and returns those to keep.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
@@ -50,13 +49,23 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 	if err := checkBatchSize(len(stmts)); err != nil {
 		return nil, err
 	}
+	// Statements are parsed before any runs, as MongoDB's IDL does: a
+	// malformed statement fails the whole command. Errors of a statement's
+	// filter are write errors of that statement.
+	parsed := make([]deleteStmt, len(stmts))
+	for i, raw := range stmts {
+		if parsed[i], err = parseDeleteStmt(raw); err != nil {
+			return nil, err
+		}
+	}
+	e.ops.delete.Add(int64(len(parsed)))
 	var n int64
 	var errs []writeError
-	for i, raw := range stmts {
+	for i, st := range parsed {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		removed, err := e.deleteOne(ctx, req.db, name, i, raw)
+		removed, err := e.deleteOne(ctx, req.db, name, st)
 		n += removed
 		if err != nil {
 			ce := toCommandError(err)
@@ -77,46 +86,59 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 	return writeReply(n, errs)
 }
 
-// deleteOne runs one delete statement {q, limit, hint, collation}.
-func (e *Engine) deleteOne(ctx context.Context, db, coll string, i int, stmt bsoncore.Document) (int64, error) {
-	field := "delete.deletes." + strconv.Itoa(i)
-	var filter bsoncore.Document
-	limit := int64(-1)
+// deleteStmt is one parsed delete statement.
+type deleteStmt struct {
+	filter  bsoncore.Document
+	justOne bool
+}
+
+// parseDeleteStmt parses {q, limit, hint, collation}.
+func parseDeleteStmt(stmt bsoncore.Document) (deleteStmt, error) {
+	const field = "delete.deletes"
+	var st deleteStmt
+	hasLimit := false
 	elems, err := stmt.Elements()
 	if err != nil {
-		return 0, errorf(ErrFailedToParse, "%s: %v", field, err)
+		return st, errorf(ErrFailedToParse, "%s: %v", field, err)
 	}
 	for _, el := range elems {
 		k, v := el.Key(), el.Value()
 		switch k {
 		case "q":
-			if filter, err = docArg(field, k, v); err != nil {
-				return 0, err
+			if st.filter, err = docArg(field, k, v); err != nil {
+				return st, err
 			}
 		case "limit":
-			if limit, err = int64Arg(field, k, v); err != nil {
-				return 0, err
+			limit, err := int64Arg(field, k, v)
+			if err != nil {
+				return st, err
 			}
 			if limit != 0 && limit != 1 {
-				return 0, errorf(ErrFailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
+				return st, errorf(ErrFailedToParse, "The limit field in delete objects must be 0 or 1. Got limit: %s", shellString(v))
 			}
+			st.justOne, hasLimit = limit == 1, true
 		case "hint":
 			if v.Type != bsoncore.TypeString && v.Type != bsoncore.TypeEmbeddedDocument {
-				return 0, wrongTypes(field, k, v, "string, object")
+				return st, wrongTypes(field, k, v, "string, object")
 			}
 		case "collation":
-			return 0, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
+			return st, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
 		default:
-			return 0, unknownField(field, k)
+			return st, unknownField(field, k)
 		}
 	}
-	if filter == nil {
-		return 0, missingField(field, "q")
+	if st.filter == nil {
+		return st, missingField(field, "q")
 	}
-	if limit < 0 {
-		return 0, missingField(field, "limit")
+	if !hasLimit {
+		return st, missingField(field, "limit")
 	}
-	f, err := compileFilter(filter)
+	return st, nil
+}
+
+// deleteOne runs one parsed delete statement.
+func (e *Engine) deleteOne(ctx context.Context, db, coll string, st deleteStmt) (int64, error) {
+	f, err := compileFilter(st.filter)
 	if err != nil {
 		return 0, err
 	}
@@ -124,7 +146,7 @@ func (e *Engine) deleteOne(ctx context.Context, db, coll string, i int, stmt bso
 	if c == nil {
 		return 0, nil
 	}
-	return e.deleteMatching(ctx, c, f, limit == 1)
+	return e.deleteMatching(ctx, c, f, st.justOne)
 }
 
 // deleteMatching removes the documents of c matching f (the first only,

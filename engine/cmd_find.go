@@ -81,15 +81,17 @@ func parseFind(req *request) (*findArgs, error) {
 			}
 		case "skip":
 			if a.skip, err = int64Arg(req.name, k, v); err == nil && a.skip < 0 {
-				err = errorf(ErrBadValue, "SkipValue must be non-negative, but received: %d", a.skip)
+				err = negativeValue(k, a.skip)
 			}
 		case "limit":
+			// Drivers turn a negative limit into {limit: n, singleBatch:
+			// true}; the command itself refuses one, as MongoDB does.
 			if a.limit, err = int64Arg(req.name, k, v); err == nil && a.limit < 0 {
-				a.limit, a.singleBatch = -a.limit, true
+				err = negativeValue(k, a.limit)
 			}
 		case "batchSize":
 			if a.batchSize, err = int64Arg(req.name, k, v); err == nil && a.batchSize < 0 {
-				err = errorf(ErrBadValue, "BatchSize value must be non-negative, but received: %d", a.batchSize)
+				err = negativeValue(k, a.batchSize)
 			}
 		case "singleBatch":
 			var b bool
@@ -131,6 +133,11 @@ func parseFind(req *request) (*findArgs, error) {
 	}
 	a.filter = f
 	return a, nil
+}
+
+// negativeValue is the IDL's error for a negative count.
+func negativeValue(field string, n int64) *CommandError {
+	return errorf(ErrValueNegative, "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
 }
 
 var emptyArray = bsoncore.NewArrayBuilder().Build()

@@ -24,5 +24,5 @@ func (e *Engine) cmdGetLog(_ context.Context, req *request) ([]byte, error) {
 		warnings := append([]string{}, e.cfg.StartupWarnings...)
 		return okReply(bson.E{Key: "totalLinesWritten", Value: int32(len(warnings))}, bson.E{Key: "log", Value: warnings})
 	}
-	return nil, errorf(ErrOperationFailed, "No log named '%s'", name)
+	return nil, errorf(ErrOperationFailed, "no RamLog named: %s", name)
 }

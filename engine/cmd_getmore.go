@@ -22,7 +22,7 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 			coll, err = stringArg(req.name, k, v)
 		case "batchSize":
 			if batchSize, err = int64Arg(req.name, k, v); err == nil && batchSize < 0 {
-				err = errorf(ErrBadValue, "BatchSize value must be non-negative, but received: %d", batchSize)
+				err = negativeValue(k, batchSize)
 			}
 		case "maxTimeMS":
 			// bounds the wait of an awaitData cursor; Parsec has none, so

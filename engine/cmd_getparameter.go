@@ -26,7 +26,7 @@ func (e *Engine) serverParameters() bson.D {
 
 // cmdGetParameter answers getParameter: '*' (all), or {getParameter: 1,
 // <name>: 1, ...}; {allParameters: true} in the first field's document
-// form is treated as '*'.
+// form is treated as '*'. Parameters are listed in the server's order.
 func (e *Engine) cmdGetParameter(_ context.Context, req *request) ([]byte, error) {
 	params := e.serverParameters()
 	first := req.body.Index(0).Value()
@@ -42,23 +42,12 @@ func (e *Engine) cmdGetParameter(_ context.Context, req *request) ([]byte, error
 	if all {
 		return okReply(params...)
 	}
+	// As in MongoDB, names the server does not know are ignored; only a
+	// request that names no known parameter fails.
 	var out bson.D
-	elems, _ := req.body.Elements()
-	for _, el := range elems[1:] {
-		k := el.Key()
-		if genericFields[k] {
-			continue
-		}
-		found := false
-		for _, p := range params {
-			if p.Key == k {
-				out = append(out, p)
-				found = true
-				break
-			}
-		}
-		if !found {
-			return nil, errorf(ErrInvalidOptions, "no option found to get")
+	for _, p := range params {
+		if _, err := req.body.LookupErr(p.Key); err == nil {
+			out = append(out, p)
 		}
 	}
 	if len(out) == 0 {

@@ -36,8 +36,13 @@ func (e *Engine) cmdHello(_ context.Context, req *request) ([]byte, error) {
 		}
 		compression = req.c.wc.NegotiateCompression(offered)
 	}
+	// As in MongoDB, a request that carries helloOk (whatever its value)
+	// learns that this server supports hello.
 	if v, err := req.body.LookupErr("helloOk"); err == nil {
-		helloOK, _ = boolArg(req.name, "helloOk", v)
+		if _, err := boolArg(req.name, "helloOk", v); err != nil {
+			return nil, err
+		}
+		helloOK = true
 	}
 	d := bson.D{}
 	if req.name == "hello" {

@@ -58,6 +58,7 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 	if err := checkBatchSize(len(raw)); err != nil {
 		return nil, err
 	}
+	e.ops.insert.Add(int64(len(raw)))
 	docs := make([]insertDoc, len(raw))
 	for i, d := range raw {
 		docs[i] = prepareInsert(d)

@@ -14,6 +14,12 @@ func (e *Engine) cmdKillCursors(_ context.Context, req *request) ([]byte, error)
 	if err := validateCollName(req.db, coll); err != nil {
 		return nil, err
 	}
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		if k := el.Key(); k != "cursors" && !genericFields[k] {
+			return nil, unknownField(req.name, k)
+		}
+	}
 	v, err := req.body.LookupErr("cursors")
 	if err != nil {
 		return nil, missingField(req.name, "cursors")

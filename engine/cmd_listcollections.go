@@ -63,19 +63,17 @@ func (e *Engine) cmdListCollections(_ context.Context, req *request) ([]byte, er
 			}},
 			{Key: "idIndex", Value: idIndexSpec()},
 		}
+		// As in MongoDB, the filter sees the entry that is returned: with
+		// nameOnly, just {name, type}.
+		if nameOnly {
+			entry = entry[:2]
+		}
 		raw, err := bson.Marshal(entry)
 		if err != nil {
 			return nil, err
 		}
-		// The filter sees the full entry, as in MongoDB, even when
-		// nameOnly trims what is returned.
 		if filter != nil && !filter.Match(bsoncore.Document(raw)) {
 			continue
-		}
-		if nameOnly {
-			if raw, err = bson.Marshal(entry[:2]); err != nil {
-				return nil, err
-			}
 		}
 		batch.AppendDocument(raw)
 	}

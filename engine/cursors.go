@@ -55,10 +55,8 @@ func (r *cursorRegistry) open(ns string, connID int64, session string, src batch
 	}
 }
 
-// errCursorInUse is returned by checkout for a cursor another request holds.
-var errCursorInUse = errorf(292, "cursor is already in use")
-
-// checkout takes the cursor for one getMore; release must follow.
+// checkout takes the cursor for one getMore; release must follow. A
+// cursor another request holds is CursorInUse.
 func (r *cursorRegistry) checkout(id int64, ns string) (*cursor, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -70,7 +68,7 @@ func (r *cursorRegistry) checkout(id int64, ns string) (*cursor, error) {
 		return nil, errorf(ErrUnauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
 	}
 	if c.inUse {
-		return nil, errCursorInUse
+		return nil, errorf(ErrCursorInUse, "Cursor already in use (namespace: '%s', id: %d).", ns, id)
 	}
 	c.inUse = true
 	return c, nil

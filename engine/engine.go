@@ -239,16 +239,16 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 	return out, name
 }
 
+// countOp counts a command in serverStatus.opcounters. As in MongoDB,
+// insert and delete count their documents and statements, not the
+// command: their handlers add those once the command has parsed.
 func (e *Engine) countOp(name string) {
 	switch name {
-	case "insert":
-		e.ops.insert.Add(1)
+	case "insert", "delete":
 	case "find", "count", "aggregate", "distinct":
 		e.ops.query.Add(1)
 	case "update", "findAndModify":
 		e.ops.update.Add(1)
-	case "delete":
-		e.ops.delete.Add(1)
 	case "getMore":
 		e.ops.getmore.Add(1)
 	default:

@@ -23,6 +23,7 @@ const (
 	ErrNamespaceNotFound       Code = 26
 	ErrIndexNotFound           Code = 27
 	ErrCursorNotFound          Code = 43
+	ErrCursorInUse             Code = 143
 	ErrNamespaceExists         Code = 48
 	ErrMaxTimeMSExpired        Code = 50
 	ErrCommandNotFound         Code = 59
@@ -41,9 +42,11 @@ const (
 	ErrUnknownField            Code = 40415
 	ErrMissingField            Code = 40414
 	ErrInvalidIDField          Code = 53
-	ErrInvalidLength           Code = 16755
+	ErrInvalidLength           Code = 16
 	ErrOperationFailed         Code = 96
 	ErrInvalidPipelineOperator Code = 168
+	// ErrValueNegative is the IDL's "value must be >= 0" check (codeName Location51024).
+	ErrValueNegative Code = 51024
 )
 
 var codeNames = map[Code]string{
@@ -57,6 +60,7 @@ var codeNames = map[Code]string{
 	ErrNamespaceNotFound:       "NamespaceNotFound",
 	ErrIndexNotFound:           "IndexNotFound",
 	ErrCursorNotFound:          "CursorNotFound",
+	ErrCursorInUse:             "CursorInUse",
 	ErrNamespaceExists:         "NamespaceExists",
 	ErrMaxTimeMSExpired:        "MaxTimeMSExpired",
 	ErrCommandNotFound:         "CommandNotFound",
@@ -73,6 +77,7 @@ var codeNames = map[Code]string{
 	ErrBSONObjectTooLarge:      "BSONObjectTooLarge",
 	ErrTooManyRequests:         "TooManyRequests",
 	ErrInvalidIDField:          "InvalidIdField",
+	ErrInvalidLength:           "InvalidLength",
 	ErrOperationFailed:         "OperationFailed",
 	ErrInvalidPipelineOperator: "InvalidPipelineOperator",
 }

@@ -13,7 +13,7 @@ func validateDBName(db string) error {
 	if len(db) >= 64 {
 		return errorf(ErrInvalidNamespace, "Invalid database name: '%s': name is longer than 63 bytes", db)
 	}
-	if strings.ContainsAny(db, "/\\. \"$*<>:|?\x00") {
+	if strings.ContainsAny(db, "/\\. \"$\x00") {
 		return errorf(ErrInvalidNamespace, "Invalid database name: '%s'", db)
 	}
 	return nil

@@ -10,14 +10,16 @@ import (
 // cursorReply builds {cursor: {<batchName>: batch, id, ns}, ok: 1}; batch
 // is an encoded BSON array.
 func cursorReply(id int64, ns, batchName string, batch []byte) []byte {
-	b := bsoncore.NewDocumentBuilder()
-	b.StartDocument("cursor").
-		AppendArray(batchName, batch).
-		AppendInt64("id", id).
-		AppendString("ns", ns).
-		FinishDocument()
-	b.AppendDouble("ok", 1)
-	return b.Build()
+	// One allocation of the final size: the batch is most of the reply.
+	idx, b := bsoncore.AppendDocumentStart(make([]byte, 0, len(batch)+len(batchName)+len(ns)+64))
+	cidx, b := bsoncore.AppendDocumentElementStart(b, "cursor")
+	b = bsoncore.AppendArrayElement(b, batchName, batch)
+	b = bsoncore.AppendInt64Element(b, "id", id)
+	b = bsoncore.AppendStringElement(b, "ns", ns)
+	b, _ = bsoncore.AppendDocumentEnd(b, cidx)
+	b = bsoncore.AppendDoubleElement(b, "ok", 1)
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return b
 }
 
 // compileFilter compiles a query filter, mapping its errors to codes.

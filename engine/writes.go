@@ -99,6 +99,14 @@ func dupKeyError(index int, ns string, id bsoncore.Value) writeError {
 
 // writeReply builds {n, writeErrors?, ok: 1} plus extra fields.
 func writeReply(n int64, errs []writeError, extra ...bson.E) ([]byte, error) {
+	if len(errs) == 0 && len(extra) == 0 {
+		// The common reply, {n, ok: 1}, without bson.Marshal's reflection
+		// (same bytes).
+		idx, b := bsoncore.AppendDocumentStart(make([]byte, 0, 32))
+		b = bsoncore.AppendInt32Element(b, "n", int32(n))
+		b = bsoncore.AppendDoubleElement(b, "ok", 1)
+		return bsoncore.AppendDocumentEnd(b, idx)
+	}
 	d := bson.D{{Key: "n", Value: int32(n)}}
 	d = append(d, extra...)
 	if len(errs) > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -14,14 +15,7 @@ import (
 // it may keep per-worker state (buffers, random source) in the closure.
 type opFunc func(ctx context.Context) error
 
-// limits bound one measured run: it stops at whichever comes first.
-type limits struct {
-	warmup   time.Duration
-	duration time.Duration
-	maxOps   int64
-}
-
-// result is one workload at one concurrency.
+// result is one workload at one concurrency, summed over its rounds.
 type result struct {
 	Workload string  `json:"workload"`
 	Kind     string  `json:"kind"` // "server" (through the driver) or "baseline-badger"
@@ -35,10 +29,73 @@ type result struct {
 	P50US    float64 `json:"p50_us"`
 	P99US    float64 `json:"p99_us"`
 	MaxUS    float64 `json:"max_us"`
-	StopBy   string  `json:"stopped_by"` // "time" or "count"
-	// Ratios, filled in once every workload has run (0: no baseline).
+	// CPUPerOpUS is this process's CPU time (user+system, all threads) per
+	// operation: client and in-process server together. Unlike ops/s it
+	// hardly moves when other tenants take the CPU.
+	CPUPerOpUS float64 `json:"cpu_per_op_us"`
+	Rounds     []round `json:"rounds"`
+	// Ratios of ops/s over all rounds (0: no baseline).
 	VsPing   float64 `json:"ratio_vs_ping,omitempty"`
 	VsBadger float64 `json:"ratio_vs_badger,omitempty"`
+
+	samples []time.Duration
+	cpu     time.Duration
+}
+
+// round is one measured slice of a workload.
+type round struct {
+	Ops     int64   `json:"ops"`
+	Seconds float64 `json:"seconds"`
+	OpsPerS float64 `json:"ops_per_sec"`
+	StopBy  string  `json:"stopped_by"` // "time", "count" or "interrupt"
+	VsPing  float64 `json:"ratio_vs_ping,omitempty"`
+}
+
+// add merges one slice into r.
+func (r *result) add(s slice) {
+	r.samples = append(r.samples, s.samples...)
+	r.Ops += int64(len(s.samples))
+	r.Errors += s.errors
+	if r.FirstErr == "" && s.firstErr != nil {
+		r.FirstErr = s.firstErr.Error()
+	}
+	r.Seconds += s.elapsed.Seconds()
+	r.cpu += s.cpu
+	rd := round{Ops: int64(len(s.samples)), Seconds: s.elapsed.Seconds(), StopBy: s.stopBy}
+	if rd.Seconds > 0 {
+		rd.OpsPerS = float64(rd.Ops) / rd.Seconds
+	}
+	r.Rounds = append(r.Rounds, rd)
+}
+
+// finish computes throughput and percentiles over all rounds.
+func (r *result) finish() {
+	all := r.samples
+	r.samples = nil
+	if len(all) == 0 {
+		return
+	}
+	slices.Sort(all)
+	var sum time.Duration
+	for _, d := range all {
+		sum += d
+	}
+	r.OpsPerS = float64(len(all)) / r.Seconds
+	r.MeanUS = us(sum / time.Duration(len(all)))
+	r.P50US = us(percentile(all, 50))
+	r.P99US = us(percentile(all, 99))
+	r.MaxUS = us(all[len(all)-1])
+	r.CPUPerOpUS = us(r.cpu / time.Duration(len(all)))
+}
+
+// slice is one measured run of a workload.
+type slice struct {
+	samples  []time.Duration // unsorted
+	errors   int64
+	firstErr error
+	elapsed  time.Duration
+	cpu      time.Duration
+	stopBy   string
 }
 
 const (
@@ -47,16 +104,14 @@ const (
 	phaseStop
 )
 
-// run drives clients workers, each calling its own op in a closed loop, for
-// lim.warmup (unmeasured) and then until lim.duration has passed or
-// lim.maxOps measured operations have completed. Every measured operation's
-// latency is a time.Since sample in the worker's preallocated slice; the
-// slices are merged at the end.
-func run(ctx context.Context, name, kind string, clients int, lim limits, mk func(worker int) opFunc) result {
-	ops := make([]opFunc, clients)
-	for i := range ops {
-		ops[i] = mk(i)
-	}
+// runSlice drives clients workers, each calling its own op in a closed
+// loop, for warmup (unmeasured) and then until duration has passed or
+// maxOps measured operations have completed, whichever comes first. Every
+// measured operation's latency is a time.Since sample appended to the
+// worker's preallocated slice; the slices are merged at the end. An
+// operation counts when it completes after the warmup; the elapsed time
+// runs until the last of them has completed.
+func runSlice(ctx context.Context, name string, clients int, warmup, duration time.Duration, maxOps int64, ops []opFunc) slice {
 	var (
 		phase    atomic.Int32
 		measured atomic.Int64
@@ -68,14 +123,14 @@ func run(ctx context.Context, name, kind string, clients int, lim limits, mk fun
 		start    = make(chan struct{})
 		wg       sync.WaitGroup
 	)
-	// Workers cannot all do more than maxOps together; twice the fair share
+	// Workers cannot do more than maxOps together; twice the fair share
 	// leaves room for uneven scheduling without regrowing in the loop.
-	perWorker := min(lim.maxOps, 2*lim.maxOps/int64(clients)+1024)
+	perWorker := min(maxOps, 2*maxOps/int64(clients)+1024)
 	samples := make([][]time.Duration, clients)
 	for w := range clients {
 		samples[w] = make([]time.Duration, 0, perWorker)
 		wg.Add(1)
-		go func() {
+		go pprof.Do(ctx, pprof.Labels("side", "client", "workload", name), func(ctx context.Context) {
 			defer wg.Done()
 			op, s := ops[w], samples[w]
 			<-start
@@ -87,6 +142,10 @@ func run(ctx context.Context, name, kind string, clients int, lim limits, mk fun
 				t0 := time.Now()
 				err := op(ctx)
 				d := time.Since(t0)
+				// An operation counts when it completes after the warmup,
+				// with its whole latency: a stall that began in the warmup
+				// must show, not vanish.
+				p = phase.Load()
 				if err != nil {
 					if nerr.Add(1) == 1 {
 						errOnce.Do(func() { firstErr = err })
@@ -96,25 +155,26 @@ func run(ctx context.Context, name, kind string, clients int, lim limits, mk fun
 					}
 					continue
 				}
-				if p == phaseMeasure {
+				if p != phaseWarmup {
 					s = append(s, d)
-					if measured.Add(1) >= lim.maxOps {
+					if measured.Add(1) >= maxOps {
 						fullOnce.Do(func() { close(full) })
 					}
 				}
 			}
 			samples[w] = s
-		}()
+		})
 	}
 	close(start)
 	select {
-	case <-time.After(lim.warmup):
+	case <-time.After(warmup):
 	case <-ctx.Done():
 	}
+	cpu0 := cpuTime()
 	measureStart := time.Now()
 	phase.Store(phaseMeasure)
 	stopBy := "time"
-	timer := time.NewTimer(lim.duration)
+	timer := time.NewTimer(duration)
 	select {
 	case <-timer.C:
 	case <-full:
@@ -125,29 +185,16 @@ func run(ctx context.Context, name, kind string, clients int, lim limits, mk fun
 	timer.Stop()
 	phase.Store(phaseStop)
 	wg.Wait()
-	elapsed := time.Since(measureStart)
-
-	var all []time.Duration
+	out := slice{elapsed: time.Since(measureStart), cpu: cpuTime() - cpu0, errors: nerr.Load(), firstErr: firstErr, stopBy: stopBy}
+	n := 0
 	for _, s := range samples {
-		all = append(all, s...)
+		n += len(s)
 	}
-	slices.Sort(all)
-	r := result{Workload: name, Kind: kind, Clients: clients, Ops: int64(len(all)), Errors: nerr.Load(), Seconds: elapsed.Seconds(), StopBy: stopBy}
-	if firstErr != nil {
-		r.FirstErr = firstErr.Error()
+	out.samples = make([]time.Duration, 0, n)
+	for _, s := range samples {
+		out.samples = append(out.samples, s...)
 	}
-	if len(all) > 0 {
-		var sum time.Duration
-		for _, d := range all {
-			sum += d
-		}
-		r.OpsPerS = float64(len(all)) / elapsed.Seconds()
-		r.MeanUS = us(sum / time.Duration(len(all)))
-		r.P50US = us(percentile(all, 50))
-		r.P99US = us(percentile(all, 99))
-		r.MaxUS = us(all[len(all)-1])
-	}
-	return r
+	return out
 }
 
 // percentile is the nearest-rank percentile of sorted samples.
@@ -159,15 +206,15 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // withCPUProfile runs fn while writing a CPU profile to path ("" runs fn
-// only). Benchmark workers run under the pprof label side=client, so in an
-// in-process run the server's share is what remains after
-// `-tagignore side=client` (or `-focus 'serverConn..serve'`).
+// only). Benchmark workers (and the driver's own goroutines) run under the
+// pprof label side=client, so in an in-process run the server's share is
+// what remains after `-tagignore side=client`.
 func withCPUProfile(path string, fn func()) error {
 	if path == "" {
 		fn()
 		return nil
 	}
-	f, err := createFile(path)
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
