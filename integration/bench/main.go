@@ -9,7 +9,16 @@
 //
 // Every figure is also reported as a ratio to those baselines, because the
 // machine it runs on is small and shared: absolute numbers drift from run
-// to run, ratios measured seconds apart much less.
+// to run, ratios measured seconds apart much less. Each workload's time is
+// split into rounds interleaved with ping's, so a burst of load from
+// another tenant lands on the workload and its baseline alike; the Badger
+// baselines run in a second phase, after the server is stopped, so that
+// neither database's background work is billed to the other. cpu/op (this
+// process's CPU time per operation) is reported too: it moves much less
+// with other tenants' load than ops/s does.
+//
+// Each workload is bounded by -duration and by -max-ops, whichever comes
+// first; the defaults keep `make bench` under a minute.
 //
 //	go run ./integration/bench -out bench-results.json
 //	go run ./integration/bench -cpuprofile /tmp/cpu.pprof   # one profile per workload
@@ -155,6 +164,12 @@ func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 }
 
+// workload is one operation shape, run by each worker through its own op.
+type workload struct {
+	name, kind string
+	mk         func(worker int) opFunc
+}
+
 func bench(ctx context.Context, cfg config) (*report, error) {
 	rep := &report{Started: time.Now().UTC(), GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), LoadBefore: loadavg(), Config: cfg}
 	var only *regexp.Regexp
@@ -165,160 +180,35 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 		}
 	}
 	want := func(name string) bool { return only == nil || only.MatchString(name) }
-	maxClients := slices.Max(cfg.Clients)
 	tmpl := newTemplate()
 
-	// The server under test.
-	uri, dbName := cfg.URI, "bench"
-	if cfg.InProcess {
-		dir, err := os.MkdirTemp("", "parsec-bench-server-")
-		if err != nil {
+	// Two phases, each with only its own database open: first the server
+	// workloads, then the raw Badger baselines. Interleaving them would
+	// bill one store's background work (memtable flushes, compactions,
+	// fsyncs) to the other's measurements.
+	server := []workload{{name: "ping"}, {name: "findById"}, {name: "insertOne"}}
+	baseline := []workload{{name: "badger-get"}, {name: "badger-insert"}}
+	if slices.ContainsFunc(server, func(w workload) bool { return want(w.name) }) {
+		if err := serverPhase(ctx, cfg, rep, want, tmpl); err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(dir)
-		srv, err := integration.Launch(integration.ServerOptions{Dir: dir})
-		if err != nil {
-			return nil, fmt.Errorf("start server: %w", err)
-		}
-		defer func() {
-			if err := srv.Stop(); err != nil {
-				progress("stop server: %v", err)
-			}
-		}()
-		uri = srv.URI()
-		progress("server on %s, data in %s", srv.Addr, dir)
-	} else {
-		// Leave nothing behind on someone else's server.
-		dbName = fmt.Sprintf("parsec_bench_%d", os.Getpid())
-		if cfg.CPUProfile != "" {
-			progress("-cpuprofile with -uri profiles this process only (the client side)")
+	}
+	if ctx.Err() == nil && slices.ContainsFunc(baseline, func(w workload) bool { return want(w.name) }) {
+		if err := badgerPhase(ctx, cfg, rep, want, tmpl); err != nil {
+			return nil, err
 		}
 	}
-
-	// The raw Badger baseline: a store of its own, opened like the server's.
-	rawDir, err := os.MkdirTemp("", "parsec-bench-raw-")
-	if err != nil {
-		return nil, err
+	order := map[string]int{}
+	for i, w := range append(server, baseline...) {
+		order[w.name] = i
 	}
-	defer os.RemoveAll(rawDir)
-	raw, err := store.Open(store.Options{Dir: rawDir, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		return nil, fmt.Errorf("open raw store: %w", err)
-	}
-	defer raw.Close()
-	rawFind, _, err := raw.EnsureCollection("bench", "find")
-	if err != nil {
-		return nil, err
-	}
-	rawIns, _, err := raw.EnsureCollection("bench", "insert")
-	if err != nil {
-		return nil, err
-	}
-
-	// Driver clients. Connecting under the client label puts the driver's
-	// background goroutines on the client side of the CPU profiles too.
-	var mcs []*mongo.Client
-	var cerr error
-	pprof.Do(ctx, pprof.Labels("side", "client"), func(context.Context) {
-		mcs, cerr = connect(cfg.ClientMode, uri, maxClients)
+	slices.SortStableFunc(rep.Results, func(a, b result) int {
+		if a.Clients != b.Clients {
+			return a.Clients - b.Clients
+		}
+		return order[a.Workload] - order[b.Workload]
 	})
-	if cerr != nil {
-		return nil, cerr
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if !cfg.InProcess {
-			_ = mcs[0].Database(dbName).Drop(dctx)
-		}
-		for _, c := range mcs {
-			_ = c.Disconnect(dctx)
-		}
-	}()
-	client := func(worker int) *mongo.Client { return mcs[worker%len(mcs)] }
-	if err := mcs[0].Ping(ctx, nil); err != nil {
-		return nil, fmt.Errorf("ping %s: %w", uri, err)
-	}
-	coll := func(worker int, name string) *mongo.Collection {
-		return client(worker).Database(dbName).Collection(name)
-	}
 
-	if want("findById") {
-		progress("preloading %d documents of %d bytes", cfg.Docs, docSize)
-		if err := preloadServer(ctx, coll(0, "find"), tmpl, cfg.Docs); err != nil {
-			return nil, err
-		}
-	}
-	if want("badger-get") {
-		if err := preloadStore(raw, rawFind, tmpl, cfg.Docs); err != nil {
-			return nil, err
-		}
-	}
-	if err := coll(0, "insert").Drop(ctx); err != nil {
-		return nil, err
-	}
-
-	type workload struct {
-		name, kind string
-		mk         func(worker int) opFunc
-	}
-	workloads := []workload{
-		{"ping", "server", func(w int) opFunc { return pingOp(client(w)) }},
-		{"findById", "server", func(w int) opFunc { return findOp(coll(w, "find"), cfg.Docs, uint64(w)+1) }},
-		{"insertOne", "server", func(w int) opFunc { return insertOp(coll(w, "insert"), tmpl) }},
-		{"badger-get", "baseline-badger", func(w int) opFunc { return rawGetOp(raw, rawFind, cfg.Docs, uint64(w)+1) }},
-		{"badger-insert", "baseline-badger", func(w int) opFunc { return rawInsertOp(raw, rawIns, tmpl) }},
-	}
-	for _, n := range cfg.Clients {
-		var todo []workload
-		for _, wl := range workloads {
-			if want(wl.name) {
-				todo = append(todo, wl)
-			}
-		}
-		res := make([]result, len(todo))
-		ops := make([][]opFunc, len(todo))
-		for i, wl := range todo {
-			res[i] = result{Workload: wl.name, Kind: wl.kind, Clients: n}
-			ops[i] = make([]opFunc, n)
-			for w := range ops[i] {
-				ops[i][w] = wl.mk(w)
-			}
-		}
-		// Rounds interleave the workloads, so that a burst of load from
-		// other tenants hits all of them rather than one.
-		for rd := range cfg.Rounds {
-			warmup := cfg.Warmup
-			if rd > 0 {
-				warmup /= 5 // connections and caches are warm already
-			}
-			for i, wl := range todo {
-				if ctx.Err() != nil {
-					break
-				}
-				var s slice
-				perr := withCPUProfile(profilePath(cfg.CPUProfile, wl.name, n), func() {
-					s = runSlice(ctx, wl.name, n, warmup, cfg.Duration/time.Duration(cfg.Rounds), max(cfg.MaxOps/int64(cfg.Rounds), 1), ops[i])
-				})
-				if perr != nil {
-					return nil, perr
-				}
-				res[i].add(s)
-				runtime.GC() // don't bill this workload's garbage to the next one
-				r := res[i].Rounds[rd]
-				line := fmt.Sprintf("%-13s c=%-3d round %d/%d  %8d ops in %.2fs (by %s)  %9.0f ops/s",
-					wl.name, n, rd+1, cfg.Rounds, r.Ops, r.Seconds, r.StopBy, r.OpsPerS)
-				if s.errors > 0 {
-					line += fmt.Sprintf("  %d ERRORS, first: %v", s.errors, s.firstErr)
-				}
-				progress("%s", line)
-			}
-		}
-		for i := range res {
-			res[i].finish()
-		}
-		rep.Results = append(rep.Results, res...)
-	}
 	rep.LoadAfter = loadavg()
 	ratios(rep)
 	printTable(os.Stdout, rep)
@@ -338,6 +228,167 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// serverPhase runs ping, findById and insertOne through the driver against
+// a server started for it (or -uri), which it stops and removes after.
+func serverPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, tmpl template) (err error) {
+	uri, dbName := cfg.URI, "bench"
+	if cfg.InProcess {
+		dir, err := os.MkdirTemp("", "parsec-bench-server-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		srv, err := integration.Launch(integration.ServerOptions{Dir: dir})
+		if err != nil {
+			return fmt.Errorf("start server: %w", err)
+		}
+		defer func() {
+			if serr := srv.Stop(); serr != nil && err == nil {
+				err = fmt.Errorf("stop server: %w", serr)
+			}
+		}()
+		uri = srv.URI()
+		progress("server on %s, data in %s", srv.Addr, dir)
+	} else {
+		// Leave nothing behind on someone else's server.
+		dbName = fmt.Sprintf("parsec_bench_%d", os.Getpid())
+		if cfg.CPUProfile != "" {
+			progress("-cpuprofile with -uri profiles this process only (the client side)")
+		}
+	}
+
+	// Connecting under the client label puts the driver's background
+	// goroutines on the client side of the CPU profiles too.
+	var mcs []*mongo.Client
+	pprof.Do(ctx, pprof.Labels("side", "client"), func(context.Context) {
+		mcs, err = connect(cfg.ClientMode, uri, slices.Max(cfg.Clients))
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if !cfg.InProcess {
+			_ = mcs[0].Database(dbName).Drop(dctx)
+		}
+		for _, c := range mcs {
+			_ = c.Disconnect(dctx)
+		}
+	}()
+	client := func(worker int) *mongo.Client { return mcs[worker%len(mcs)] }
+	coll := func(worker int, name string) *mongo.Collection {
+		return client(worker).Database(dbName).Collection(name)
+	}
+	if err := mcs[0].Ping(ctx, nil); err != nil {
+		return fmt.Errorf("ping %s: %w", uri, err)
+	}
+	if want("findById") {
+		progress("preloading %d documents of %d bytes", cfg.Docs, docSize)
+		if err := preloadServer(ctx, coll(0, "find"), tmpl, cfg.Docs); err != nil {
+			return err
+		}
+	}
+	if err := coll(0, "insert").Drop(ctx); err != nil {
+		return err
+	}
+	return runPhase(ctx, cfg, rep, want, []workload{
+		{"ping", "server", func(w int) opFunc { return pingOp(client(w)) }},
+		{"findById", "server", func(w int) opFunc { return findOp(coll(w, "find"), cfg.Docs, uint64(w)+1) }},
+		{"insertOne", "server", func(w int) opFunc { return insertOp(coll(w, "insert"), tmpl) }},
+	})
+}
+
+// badgerPhase runs the storage operations of findById and insertOne on a
+// store.Store of its own, opened like the server's.
+func badgerPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, tmpl template) error {
+	dir, err := os.MkdirTemp("", "parsec-bench-raw-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	st, err := store.Open(store.Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return fmt.Errorf("open raw store: %w", err)
+	}
+	defer st.Close()
+	find, _, err := st.EnsureCollection("bench", "find")
+	if err != nil {
+		return err
+	}
+	ins, _, err := st.EnsureCollection("bench", "insert")
+	if err != nil {
+		return err
+	}
+	if want("badger-get") {
+		if err := preloadStore(st, find, tmpl, cfg.Docs); err != nil {
+			return err
+		}
+	}
+	return runPhase(ctx, cfg, rep, want, []workload{
+		{"badger-get", "baseline-badger", func(w int) opFunc { return rawGetOp(st, find, cfg.Docs, uint64(w)+1) }},
+		{"badger-insert", "baseline-badger", func(w int) opFunc { return rawInsertOp(st, ins, tmpl) }},
+	})
+}
+
+// runPhase runs workloads at each concurrency, in rounds that interleave
+// them so that a burst of load from other tenants hits all of them rather
+// than one.
+func runPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, workloads []workload) error {
+	var todo []workload
+	for _, wl := range workloads {
+		if want(wl.name) {
+			todo = append(todo, wl)
+		}
+	}
+	for _, n := range cfg.Clients {
+		res := make([]result, len(todo))
+		ops := make([][]opFunc, len(todo))
+		for i, wl := range todo {
+			res[i] = result{Workload: wl.name, Kind: wl.kind, Clients: n}
+			ops[i] = make([]opFunc, n)
+			for w := range ops[i] {
+				ops[i][w] = wl.mk(w)
+			}
+		}
+		for rd := range cfg.Rounds {
+			warmup := cfg.Warmup
+			if rd > 0 {
+				warmup /= 5 // connections and caches are warm already
+			}
+			for i, wl := range todo {
+				if ctx.Err() != nil {
+					break
+				}
+				var s slice
+				perr := withCPUProfile(profilePath(cfg.CPUProfile, wl.name, n), func() {
+					s = runSlice(ctx, wl.name, n, warmup, cfg.Duration/time.Duration(cfg.Rounds), max(cfg.MaxOps/int64(cfg.Rounds), 1), ops[i])
+				})
+				if perr != nil {
+					return perr
+				}
+				res[i].add(s)
+				runtime.GC() // don't bill this workload's garbage to the next one
+				r := res[i].Rounds[rd]
+				line := fmt.Sprintf("%-13s c=%-3d round %d/%d  %8d ops in %.2fs (by %s)  %9.0f ops/s",
+					wl.name, n, rd+1, cfg.Rounds, r.Ops, r.Seconds, r.StopBy, r.OpsPerS)
+				if s.errors > 0 {
+					line += fmt.Sprintf("  %d ERRORS, first: %v", s.errors, s.firstErr)
+				}
+				progress("%s", line)
+			}
+		}
+		for i := range res {
+			r := &res[i]
+			r.finish()
+			progress("%-13s c=%-3d done      %8d ops in %.2fs            %9.0f ops/s  p50 %s  p99 %s  max %s",
+				r.Workload, r.Clients, r.Ops, r.Seconds, r.OpsPerS, fmtUS(r.P50US), fmtUS(r.P99US), fmtUS(r.MaxUS))
+		}
+		rep.Results = append(rep.Results, res...)
+	}
+	return nil
 }
 
 // connect makes the driver clients: by default one mongo.Client whose pool
