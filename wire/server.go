@@ -117,7 +117,7 @@ type Server struct {
 	rejected atomic.Int64
 
 	mu       sync.Mutex
-	closing  bool
+	closing  atomic.Bool // read per request without the lock; set under mu
 	listener net.Listener
 	conns    map[*serverConn]struct{}
 	wg       sync.WaitGroup
@@ -142,7 +142,7 @@ var ErrServerClosed = errors.New("wire: server closed")
 // Serve accepts connections on ln until Shutdown is called or ln fails.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	if s.closing {
+	if s.closing.Load() {
 		s.mu.Unlock()
 		return ErrServerClosed
 	}
@@ -153,7 +153,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		nc, err := ln.Accept()
 		if err != nil {
 			s.mu.Lock()
-			closing := s.closing
+			closing := s.closing.Load()
 			s.mu.Unlock()
 			if closing {
 				return ErrServerClosed
@@ -180,7 +180,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		c := &serverConn{srv: s, nc: nc, conn: &Conn{id: s.nextID.Add(1), remote: nc.RemoteAddr(), local: nc.LocalAddr()}}
 		c.ctx, c.cancel = context.WithCancel(context.Background())
 		s.mu.Lock()
-		if s.closing {
+		if s.closing.Load() {
 			s.mu.Unlock()
 			_ = nc.Close()
 			return ErrServerClosed
@@ -198,7 +198,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // after which the remaining connections are closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	s.closing = true
+	s.closing.Store(true)
 	if s.listener != nil {
 		_ = s.listener.Close()
 	}
@@ -223,11 +223,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-func (s *Server) isClosing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closing
-}
+func (s *Server) isClosing() bool { return s.closing.Load() }
 
 type serverConn struct {
 	srv    *Server

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Options configure Open.
@@ -68,9 +69,14 @@ func Open(opts Options) (*Store, error) {
 		WithLogger(badgerLogger{logger}).
 		WithNumCompactors(2).
 		WithNumVersionsToKeep(1).
-		WithMetricsEnabled(false)
+		WithMetricsEnabled(false).
+		// Documents are stored as they came: no block compression, so
+		// flushes and compactions spend no CPU on it and point reads go
+		// straight to the memory-mapped tables without a block cache.
+		WithCompression(options.None).
+		WithBlockCacheSize(0)
 	if opts.InMemory {
-		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithMemTableSize(32 << 20).WithBlockCacheSize(16 << 20)
+		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithMemTableSize(32 << 20)
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
