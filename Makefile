@@ -10,7 +10,7 @@ LDFLAGS  := -X github.com/parsecdb/parsec/engine.Version=$(VERSION)
 PKGS     := ./...
 CLIENTS  := integration/clients
 
-.PHONY: all build run test clients bench fuzz lint clean
+.PHONY: all build run test clients bench fuzz lint clean conformance conformance-baseline
 
 all: build
 
@@ -32,6 +32,14 @@ clients: $(CLIENTS)/node_modules/.installed
 $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
 	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+## conformance: the driver spec tests (../shared/specs) with every failure
+## and its reason; conformance-baseline records what passes now in
+## integration/conformance/baseline.txt (make test fails if one stops passing)
+conformance:
+	go test ./integration/ -run TestConformance -count=1 -v
+conformance-baseline:
+	go test ./integration/ -run TestConformance -count=1 -args -conformance.rewrite
 
 ## bench: whole-system benchmarks against a server started for the run
 bench:

@@ -723,6 +723,40 @@ func TestCatalog(t *testing.T) {
 		runFail(t, db, bson.D{{Key: "collStats", Value: "c"}, {Key: "scale", Value: "big"}}, 14, "TypeMismatch")
 		runFail(t, db, bson.D{{Key: "collStats", Value: "a$b"}}, 73, "InvalidNamespace")
 	})
+
+	t.Run("snapshot read concern outside a transaction", func(t *testing.T) {
+		t.Parallel()
+		db := client.Database(dbName(t))
+		runOK(t, db, bson.D{{Key: "create", Value: "c"}})
+		snapshot := bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}
+		for _, cmd := range []bson.D{
+			{{Key: "listCollections", Value: 1}, snapshot},
+			{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, snapshot},
+		} {
+			ce := runFail(t, db, cmd, 72, "InvalidOptions")
+			if !strings.Contains(ce.Message, "does not support { readConcern: { level: \"snapshot\"") {
+				t.Errorf("%s: %s", cmdName(cmd), ce.Message)
+			}
+		}
+		runFail(t, admin, bson.D{{Key: "listDatabases", Value: 1}, snapshot}, 72, "InvalidOptions")
+		runCursor(t, db, bson.D{{Key: "find", Value: "c"}, snapshot})
+		runCursor(t, db, bson.D{{Key: "listCollections", Value: 1}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "local"}}}})
+	})
+
+	t.Run("search index commands answer as outside Atlas", func(t *testing.T) {
+		t.Parallel()
+		db := client.Database(dbName(t))
+		for _, cmd := range []bson.D{
+			{{Key: "createSearchIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "definition", Value: bson.D{}}}}}},
+			{{Key: "updateSearchIndex", Value: "c"}, {Key: "name", Value: "i"}, {Key: "definition", Value: bson.D{}}},
+			{{Key: "dropSearchIndex", Value: "c"}, {Key: "name", Value: "i"}},
+		} {
+			ce := runFail(t, db, cmd, 115, "CommandNotSupported")
+			if !strings.Contains(ce.Message, "Atlas") {
+				t.Errorf("%s: %s", cmdName(cmd), ce.Message)
+			}
+		}
+	})
 }
 
 // databaseNames lists database names with listDatabases nameOnly.
