@@ -19,6 +19,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	ordered := true
+	var let bsoncore.Document
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
 		k, v := el.Key(), el.Value()
@@ -28,7 +29,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 				return nil, err
 			}
 		case "let":
-			if _, err := docArg(req.name, k, v); err != nil {
+			if let, err = docArg(req.name, k, v); err != nil {
 				return nil, err
 			}
 		case "deletes":
@@ -65,7 +66,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		removed, err := e.deleteOne(ctx, req.db, name, st)
+		removed, err := e.deleteOne(ctx, req.db, name, st, let)
 		n += removed
 		if err != nil {
 			ce := toCommandError(err)
@@ -90,6 +91,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 type deleteStmt struct {
 	filter  bsoncore.Document
 	justOne bool
+	hint    bsoncore.Value
 }
 
 // parseDeleteStmt parses {q, limit, hint, collation}.
@@ -121,6 +123,7 @@ func parseDeleteStmt(stmt bsoncore.Document) (deleteStmt, error) {
 			if v.Type != bsoncore.TypeString && v.Type != bsoncore.TypeEmbeddedDocument {
 				return st, wrongTypes(field, k, v, "string, object")
 			}
+			st.hint = v
 		case "collation":
 			return st, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
 		default:
@@ -137,14 +140,19 @@ func parseDeleteStmt(stmt bsoncore.Document) (deleteStmt, error) {
 }
 
 // deleteOne runs one parsed delete statement.
-func (e *Engine) deleteOne(ctx context.Context, db, coll string, st deleteStmt) (int64, error) {
-	f, err := compileFilter(st.filter)
+func (e *Engine) deleteOne(ctx context.Context, db, coll string, st deleteStmt, let bsoncore.Document) (int64, error) {
+	f, err := compileWriteFilter(st.filter, let, e.now())
 	if err != nil {
 		return 0, err
 	}
 	c := e.store.Collection(db, coll)
 	if c == nil {
 		return 0, nil
+	}
+	if st.hint.Type != 0 {
+		if err := checkHint(st.hint); err != nil {
+			return 0, err
+		}
 	}
 	return e.deleteMatching(ctx, c, f, st.justOne)
 }
@@ -175,7 +183,11 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 				if err != nil {
 					return err
 				}
-				if f.Match(doc) {
+				ok, err := f.MatchErr(doc)
+				if err != nil {
+					return queryError(err)
+				}
+				if ok {
 					n = 1
 					return tx.Delete(c, point, len(doc))
 				}
@@ -192,7 +204,11 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 					next = append([]byte(nil), key...)
 					return false, nil
 				}
-				if f.Match(doc) {
+				ok, err := f.MatchErr(doc)
+				if err != nil {
+					return false, queryError(err)
+				}
+				if ok {
 					victims = append(victims, victim{append([]byte(nil), key...), len(doc)})
 					if justOne {
 						return false, nil

@@ -2,10 +2,9 @@ package engine
 
 import (
 	"context"
-	"errors"
+	"time"
 
 	"github.com/parsecdb/parsec/engine/query"
-	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -19,13 +18,18 @@ const (
 
 // findArgs are the parsed options of find.
 type findArgs struct {
-	filter      *query.Filter
-	skip, limit int64
-	batchSize   int64 // -1: not given
-	singleBatch bool
+	filter, sort, projection, hint, let, min, max bsoncore.Document
+	hintName                                      string
+	hasHint                                       bool
+	skip, limit                                   int64
+	batchSize                                     int64 // -1: not given
+	singleBatch, returnKey, noCursorTimeout       bool
+	allowDiskUse                                  *bool
+	maxTimeMS                                     int64
 }
 
 func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
+	started := e.now()
 	name, err := collectionArg(req)
 	if err != nil {
 		return nil, err
@@ -33,19 +37,15 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 	if err := validateCollName(req.db, name); err != nil {
 		return nil, err
 	}
-	args, err := parseFind(req)
+	args, err := parseFind(req.name, req.body)
 	if err != nil {
 		return nil, err
 	}
-	ns := namespaceOf(req.db, name)
-	coll := e.store.Collection(req.db, name)
-	if coll == nil {
-		return cursorReply(0, ns, "firstBatch", emptyArray), nil
+	plan, err := e.planFind(req.db, name, args)
+	if err != nil {
+		return nil, err
 	}
-	src := &scanSource{store: e.store, coll: coll, filter: args.filter, skip: args.skip, limit: args.limit}
-	if id, ok := args.filter.IDEquality(); ok {
-		src.point = idKey(coll, id)
-	}
+	src := e.source(plan)
 	first := int64(defaultFirstBatch)
 	if args.batchSize >= 0 {
 		first = args.batchSize
@@ -54,180 +54,273 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 		first = args.limit
 	}
 	var docs [][]byte
-	done := false
-	if first > 0 {
+	done := plan.coll == nil
+	if first > 0 && !done {
 		if docs, done, err = src.nextBatch(ctx, int(first), maxBatchBytes); err != nil {
 			return nil, err
 		}
 	}
 	var id int64
 	if !done && !args.singleBatch {
-		id = e.cursors.open(ns, req.c.wc.ID(), requestSession(req.body), src)
+		var budget time.Duration
+		if args.maxTimeMS > 0 {
+			budget = time.Duration(args.maxTimeMS)*time.Millisecond - e.now().Sub(started)
+			if budget <= 0 {
+				return nil, errorf(ErrMaxTimeMSExpired, "operation exceeded time limit")
+			}
+		}
+		id = e.cursors.open(plan.ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{
+			budget: budget, noTimeout: args.noCursorTimeout,
+		})
 	}
-	return cursorReply(id, ns, "firstBatch", batchArray(docs)), nil
+	return cursorReply(id, plan.ns, "firstBatch", batchArray(docs)), nil
 }
 
-func parseFind(req *request) (*findArgs, error) {
+// parseFind reads find's fields (cmd names the command for messages: find,
+// or explain's inner find).
+func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 	a := &findArgs{batchSize: -1}
-	var filter bsoncore.Document
-	elems, _ := req.body.Elements()
+	tailable, awaitData := false, false
+	elems, _ := body.Elements()
 	for _, el := range elems[1:] {
 		k, v := el.Key(), el.Value()
 		var err error
 		switch k {
 		case "filter":
 			if v.Type != bsoncore.TypeNull {
-				filter, err = docArg(req.name, k, v)
+				a.filter, err = docArg(cmd, k, v)
+			}
+		case "sort", "projection", "let", "min", "max":
+			var d bsoncore.Document
+			if v.Type == bsoncore.TypeNull {
+				break
+			}
+			if d, err = docArg(cmd, k, v); err != nil {
+				break
+			}
+			switch k {
+			case "sort":
+				a.sort = d
+			case "projection":
+				a.projection = d
+			case "let":
+				a.let = d
+			case "min":
+				a.min = d
+			case "max":
+				a.max = d
+			}
+		case "hint":
+			switch v.Type {
+			case bsoncore.TypeString:
+				a.hintName, a.hasHint = stringOf(v), true
+			case bsoncore.TypeEmbeddedDocument:
+				a.hint, a.hasHint = v.Data, len(v.Data) > 5
+			default:
+				err = errorf(ErrFailedToParse, "hint must be either a string or nested object")
 			}
 		case "skip":
-			if a.skip, err = int64Arg(req.name, k, v); err == nil && a.skip < 0 {
+			if a.skip, err = int64Arg(cmd, k, v); err == nil && a.skip < 0 {
 				err = negativeValue(k, a.skip)
 			}
 		case "limit":
 			// Drivers turn a negative limit into {limit: n, singleBatch:
 			// true}; the command itself refuses one, as MongoDB does.
-			if a.limit, err = int64Arg(req.name, k, v); err == nil && a.limit < 0 {
+			if a.limit, err = int64Arg(cmd, k, v); err == nil && a.limit < 0 {
 				err = negativeValue(k, a.limit)
 			}
 		case "batchSize":
-			if a.batchSize, err = int64Arg(req.name, k, v); err == nil && a.batchSize < 0 {
+			if a.batchSize, err = int64Arg(cmd, k, v); err == nil && a.batchSize < 0 {
 				err = negativeValue(k, a.batchSize)
 			}
 		case "singleBatch":
 			var b bool
-			b, err = boolArg(req.name, k, v)
+			b, err = boolArg(cmd, k, v)
 			a.singleBatch = a.singleBatch || b
-		case "sort", "projection", "hint", "min", "max", "let":
-			var d bsoncore.Document
-			if d, err = docArg(req.name, k, v); err == nil && len(d) > 5 {
-				err = errorf(ErrCommandNotSupported, "find.%s is not supported by this Parsec version yet", k)
-			}
 		case "collation":
-			if _, err = docArg(req.name, k, v); err == nil {
-				err = errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
+			var d bsoncore.Document
+			if d, err = docArg(cmd, k, v); err == nil {
+				err = checkCollation(d)
 			}
-		case "tailable", "awaitData", "oplogReplay":
+		case "tailable":
+			tailable, err = boolArg(cmd, k, v)
+		case "awaitData":
+			awaitData, err = boolArg(cmd, k, v)
+		case "oplogReplay": // deprecated, ignored since MongoDB 4.4
+			_, err = boolArg(cmd, k, v)
+		case "returnKey":
+			a.returnKey, err = boolArg(cmd, k, v)
+		case "showRecordId":
 			var b bool
-			if b, err = boolArg(req.name, k, v); err == nil && b {
-				err = errorf(ErrBadValue, "error processing query: tailable cursor requested on non capped collection")
+			if b, err = boolArg(cmd, k, v); err == nil && b {
+				err = errorf(ErrNotImplemented, "find.showRecordId is not supported by Parsec: documents have no record ids")
 			}
-		case "returnKey", "showRecordId":
+		case "noCursorTimeout":
+			a.noCursorTimeout, err = boolArg(cmd, k, v)
+		case "allowDiskUse":
 			var b bool
-			if b, err = boolArg(req.name, k, v); err == nil && b {
-				err = errorf(ErrCommandNotSupported, "find.%s is not supported by Parsec", k)
+			if b, err = boolArg(cmd, k, v); err == nil {
+				a.allowDiskUse = &b
 			}
-		case "noCursorTimeout", "allowPartialResults", "allowDiskUse":
-			_, err = boolArg(req.name, k, v)
+		case "allowPartialResults", "isMaster", "explain":
+			_, err = boolArg(cmd, k, v)
+		case "maxTimeMS":
+			a.maxTimeMS, err = int64Arg(cmd, k, v)
+		case "readOnce", "requestResumeToken", "$_requestResumeToken", "$_resumeAfter", "resumeAfter",
+			"maxScan", "ntoreturn":
+			if k == "maxScan" || k == "ntoreturn" {
+				err = unknownField(cmd, k)
+			}
 		default:
 			if !genericFields[k] {
-				err = unknownField(req.name, k)
+				err = unknownField(cmd, k)
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	f, err := compileFilter(filter)
-	if err != nil {
-		return nil, err
+	if awaitData && !tailable {
+		return nil, errorf(ErrFailedToParse, "Cannot set 'awaitData' without also setting 'tailable'")
 	}
-	a.filter = f
+	if tailable {
+		return nil, errorf(ErrBadValue, "error processing query: tailable cursor requested on non capped collection")
+	}
+	if a.returnKey && len(a.projection) > 5 {
+		// MongoDB allows only $meta projections beside returnKey.
+		a.projection = nil
+	}
 	return a, nil
 }
 
-// negativeValue is the IDL's error for a negative count.
-func negativeValue(field string, n int64) *CommandError {
-	return errorf(ErrValueNegative, "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
-}
-
-var emptyArray = bsoncore.NewArrayBuilder().Build()
-
-// batchArray encodes documents as a BSON array.
-func batchArray(docs [][]byte) []byte {
-	b := bsoncore.NewArrayBuilder()
-	for _, d := range docs {
-		b.AppendDocument(d)
-	}
-	return b.Build()
-}
-
-// scanSource reads a collection in key order (or one key), filtering,
-// skipping and limiting. It resumes after the last key it returned, each
-// batch in its own read transaction.
-type scanSource struct {
-	store  *store.Store
-	coll   *store.Collection
-	filter *query.Filter
-	point  []byte // when set, the only key to read
-	next   []byte // resume key; nil at the start
-	skip   int64
-	limit  int64 // 0: none
-	sent   int64
-}
-
-// ctxCheckEvery is how many documents a scan examines between checks of
-// its context (deadline, client gone).
-const ctxCheckEvery = 256
-
-func (s *scanSource) nextBatch(ctx context.Context, max, maxBytes int) ([][]byte, bool, error) {
-	var docs [][]byte
-	bytes := 0
-	full := func() bool {
-		return (max > 0 && len(docs) >= max) || (s.limit > 0 && s.sent >= s.limit)
-	}
-	if s.point != nil {
-		err := s.store.View(func(tx *store.Txn) error {
-			doc, err := tx.Get(s.point)
-			if errors.Is(err, store.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if s.filter.Match(doc) && s.skip == 0 {
-				docs = append(docs, doc)
-			}
+// checkCollation accepts the simple collation (what Parsec always uses)
+// and refuses every other one.
+func checkCollation(d bsoncore.Document) error {
+	if loc, err := d.LookupErr("locale"); err == nil {
+		if s, _ := loc.StringValueOK(); s == "simple" && len(mustElements(d)) == 1 {
 			return nil
-		})
-		return docs, true, err
+		}
+	} else {
+		return errorf(ErrFailedToParse, "BSON field 'locale' is missing but a required field")
 	}
-	exhausted := true
-	examined := 0
-	err := s.store.View(func(tx *store.Txn) error {
-		return tx.Scan(s.coll, s.next, func(key, doc []byte) (bool, error) {
-			if examined++; examined%ctxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return false, err
-				}
-			}
-			if full() {
-				exhausted = s.limit > 0 && s.sent >= s.limit
-				s.next = append(s.next[:0], key...)
-				return false, nil
-			}
-			if s.filter.Match(doc) {
-				if s.skip > 0 {
-					s.skip--
-				} else {
-					if len(docs) > 0 && bytes+len(doc) > maxBytes {
-						exhausted = false
-						s.next = append(s.next[:0], key...)
-						return false, nil
-					}
-					docs = append(docs, append([]byte(nil), doc...))
-					bytes += len(doc)
-					s.sent++
-				}
-			}
-			s.next = append(append(s.next[:0], key...), 0) // successor of key
-			return true, nil
-		})
-	})
+	return errorf(ErrNotImplemented, "collation is not supported by Parsec: strings compare by their UTF-8 bytes (the simple collation)")
+}
+
+func mustElements(d bsoncore.Document) []bsoncore.Element {
+	el, _ := d.Elements()
+	return el
+}
+
+func stringOf(v bsoncore.Value) string {
+	s, _ := v.StringValueOK()
+	return s
+}
+
+// planFind compiles a find's filter, sort and projection into a plan.
+func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
+	opts := query.Options{Let: a.let, Now: e.now()}
+	filter, err := query.CompileWith(a.filter, opts)
 	if err != nil {
-		return nil, false, err
+		return nil, queryError(err)
 	}
-	if s.limit > 0 && s.sent >= s.limit {
-		exhausted = true
+	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter,
+		skip: a.skip, limit: a.limit, returnKey: a.returnKey}
+	if a.allowDiskUse != nil && !*a.allowDiskUse {
+		p.noDiskUse = true
 	}
-	return docs, exhausted, nil
+	if len(a.sort) > 5 {
+		if p.sort, err = query.CompileSort(a.sort); err != nil {
+			return nil, queryError(err)
+		}
+		if dir, ok := p.sort.Natural(); ok {
+			p.natural = dir
+		}
+	}
+	if p.proj, err = query.CompileProjection(a.projection, filter, opts); err != nil {
+		return nil, queryError(err)
+	}
+	if err := e.applyHint(p, a.hintName, a.hint, a.hasHint, a.min, a.max); err != nil {
+		return nil, err
+	}
+	if p.coll != nil && p.natural == 0 && !p.useIDIndex {
+		if id, ok := filter.IDEquality(); ok {
+			p.point = idKey(p.coll, id)
+		}
+	}
+	if p.sort != nil && p.natural == 0 && isIDAscending(a.sort) {
+		p.streamByID = true // documents of an unsharded collection are in _id order
+	}
+	return p, nil
+}
+
+// isIDAscending reports whether a sort spec is exactly {_id: 1}.
+func isIDAscending(spec bsoncore.Document) bool {
+	el := mustElements(spec)
+	if len(el) != 1 || el[0].Key() != "_id" {
+		return false
+	}
+	f, ok := numberFloat(el[0].Value())
+	return ok && f == 1
+}
+
+// applyHint checks a hint against the collection's indexes (only _id_
+// exists) and records how it shapes the plan; min and max need a hint on
+// _id and bound it.
+func (e *Engine) applyHint(p *readPlan, name string, key bsoncore.Document, has bool, minB, maxB bsoncore.Document) error {
+	if has {
+		switch {
+		case name == "_id_":
+			p.useIDIndex = true
+		case name != "":
+			if p.coll != nil {
+				return errorf(ErrBadValue, "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index", p.ns)
+			}
+		default:
+			el := mustElements(key)
+			switch {
+			case len(el) == 1 && el[0].Key() == "$natural":
+				f, ok := numberFloat(el[0].Value())
+				if !ok || (f != 1 && f != -1) {
+					return errorf(ErrBadValue, "$natural hint must be 1 or -1")
+				}
+				if p.sort != nil && !p.sort.IsEmpty() {
+					break // an explicit sort still sorts
+				}
+				p.natural = int(f)
+			case len(el) == 1 && el[0].Key() == "_id" && isOne(el[0].Value()):
+				p.useIDIndex = true
+			default:
+				if p.coll != nil {
+					return errorf(ErrBadValue, "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index", p.ns)
+				}
+			}
+		}
+	}
+	if len(minB) <= 5 && len(maxB) <= 5 {
+		return nil
+	}
+	if !p.useIDIndex {
+		return errorf(Code(51173), "When using min()/max() a hint of which index to use must be provided")
+	}
+	r := &idRange{}
+	for _, b := range []struct {
+		doc bsoncore.Document
+		dst *bsoncore.Value
+	}{{minB, &r.min}, {maxB, &r.max}} {
+		if len(b.doc) <= 5 {
+			continue
+		}
+		el := mustElements(b.doc)
+		if len(el) != 1 || el[0].Key() != "_id" {
+			return errorf(Code(51174), "The index chosen is not consistent with min/max: min/max must have the fields of the index key pattern { _id: 1 }")
+		}
+		*b.dst = el[0].Value()
+	}
+	p.idBounds = r
+	return nil
+}
+
+func isOne(v bsoncore.Value) bool {
+	f, ok := numberFloat(v)
+	return ok && f == 1
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -12,7 +13,7 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 		return nil, wrongType(req.name, req.name, idv, "long")
 	}
 	var coll string
-	var batchSize int64
+	var batchSize, getMoreMS int64
 	var err error
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
@@ -25,15 +26,14 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 				err = negativeValue(k, batchSize)
 			}
 		case "maxTimeMS":
-			// bounds the wait of an awaitData cursor; Parsec has none, so
-			// the batch is produced under the command's own context
-			var ms int64
-			if ms, err = int64Arg(req.name, k, v); err == nil && ms > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
-				defer cancel()
+			// MongoDB uses it to bound an awaitData cursor's wait; Parsec
+			// has no such cursors (no capped collections) and bounds the
+			// batch's work with it instead. Drivers send it when the
+			// operation's context has a deadline.
+			if getMoreMS, err = int64Arg(req.name, k, v); err == nil && getMoreMS < 0 {
+				err = errorf(ErrBadValue, "%d value for maxTimeMS is out of range", getMoreMS)
 			}
-		case "term", "lastKnownCommittedOpTime":
+		case "term", "lastKnownCommittedOpTime", "includeQueryStatsMetrics":
 		default:
 			if !genericFields[k] {
 				err = unknownField(req.name, k)
@@ -54,9 +54,31 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The find's maxTimeMS covers all of its cursor's work; the
+	// getMore's own maxTimeMS bounds this batch.
+	if cur.budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cur.budget)
+		defer cancel()
+	}
+	if getMoreMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(getMoreMS)*time.Millisecond)
+		defer cancel()
+	}
+	start := e.now()
 	docs, done, err := cur.source.nextBatch(ctx, int(batchSize), maxBatchBytes)
+	if cur.budget > 0 {
+		cur.budget -= e.now().Sub(start)
+		if cur.budget <= 0 && err == nil && !done {
+			err = context.DeadlineExceeded
+		}
+	}
 	e.cursors.release(cur, done || err != nil)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, errorf(ErrMaxTimeMSExpired, "Executor error during getMore :: caused by :: operation exceeded time limit")
+		}
 		return nil, err
 	}
 	if done {

@@ -44,14 +44,22 @@ func newCommandTable() map[string]command {
 		{name: "renameCollection", help: "rename a collection, within or across databases", adminOnly: true, run: (*Engine).cmdRenameCollection},
 		{name: "collStats", help: "storage statistics of a collection", run: (*Engine).cmdCollStats},
 		{name: "dbStats", help: "storage statistics of a database", run: (*Engine).cmdDBStats},
+		{name: "createSearchIndexes", help: "Atlas Search indexes (not available: answers as MongoDB outside Atlas)", run: (*Engine).cmdSearchIndexes},
+		{name: "updateSearchIndex", help: "Atlas Search indexes (not available: answers as MongoDB outside Atlas)", run: (*Engine).cmdSearchIndexes},
+		{name: "dropSearchIndex", help: "Atlas Search indexes (not available: answers as MongoDB outside Atlas)", run: (*Engine).cmdSearchIndexes},
 
 		// CRUD
 		{name: "insert", help: "insert documents", run: (*Engine).cmdInsert},
 		{name: "find", help: "query documents", run: (*Engine).cmdFind},
 		{name: "getMore", help: "next batch of a cursor", run: (*Engine).cmdGetMore},
 		{name: "killCursors", help: "close cursors", run: (*Engine).cmdKillCursors},
+		{name: "count", help: "count the documents matching a query", run: (*Engine).cmdCount},
+		{name: "distinct", help: "distinct values of a field among the documents matching a query", run: (*Engine).cmdDistinct},
+		{name: "explain", help: "describe how a find, count or distinct runs (queryPlanner, executionStats)", run: (*Engine).cmdExplain},
 		{name: "delete", help: "delete documents", run: (*Engine).cmdDelete},
-	}, map[string]string{"ismaster": "isMaster", "buildinfo": "buildInfo", "dbstats": "dbStats", "collstats": "collStats"})
+		{name: "update", help: "update documents", run: (*Engine).cmdUpdate},
+		{name: "findAndModify", help: "update or remove one document and return it", run: (*Engine).cmdFindAndModify},
+	}, map[string]string{"ismaster": "isMaster", "buildinfo": "buildInfo", "dbstats": "dbStats", "collstats": "collStats", "findandmodify": "findAndModify"})
 }
 
 func buildCommandTable(cmds []command, aliases map[string]string) map[string]command {

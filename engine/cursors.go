@@ -22,9 +22,19 @@ type cursor struct {
 	connID  int64
 	session string // lsid key; "" when opened outside a session
 	source  batchSource
+	// budget is what is left of the find's maxTimeMS, which MongoDB
+	// applies to the cursor's operations together (0: no limit).
+	budget    time.Duration
+	noTimeout bool // noCursorTimeout: never reaped for idleness
 
 	lastUsed time.Time
 	inUse    bool
+}
+
+// cursorOptions are a cursor's settings from the command that opened it.
+type cursorOptions struct {
+	budget    time.Duration
+	noTimeout bool
 }
 
 // cursorRegistry holds open cursors. Ids are random, positive and unique
@@ -42,7 +52,7 @@ func newCursorRegistry(now func() time.Time, timeout time.Duration) *cursorRegis
 }
 
 // open registers a cursor and returns its id.
-func (r *cursorRegistry) open(ns string, connID int64, session string, src batchSource) int64 {
+func (r *cursorRegistry) open(ns string, connID int64, session string, src batchSource, opts cursorOptions) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
@@ -50,7 +60,8 @@ func (r *cursorRegistry) open(ns string, connID int64, session string, src batch
 		if _, taken := r.cursors[id]; taken {
 			continue
 		}
-		r.cursors[id] = &cursor{id: id, ns: ns, connID: connID, session: session, source: src, lastUsed: r.now()}
+		r.cursors[id] = &cursor{id: id, ns: ns, connID: connID, session: session, source: src, lastUsed: r.now(),
+			budget: opts.budget, noTimeout: opts.noTimeout}
 		return id
 	}
 }
@@ -128,7 +139,7 @@ func (r *cursorRegistry) closeAll() { r.removeIf(func(*cursor) bool { return tru
 // reapIdle closes cursors unused for longer than the timeout.
 func (r *cursorRegistry) reapIdle() int {
 	deadline := r.now().Add(-r.timeout)
-	return r.removeIf(func(c *cursor) bool { return !c.inUse && c.lastUsed.Before(deadline) })
+	return r.removeIf(func(c *cursor) bool { return !c.inUse && !c.noTimeout && c.lastUsed.Before(deadline) })
 }
 
 func (r *cursorRegistry) count() int {

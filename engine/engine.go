@@ -62,6 +62,7 @@ type Engine struct {
 	cursors  *cursorRegistry
 	ops      opCounters
 	logs     *logRing
+	writes   writeState // update clock and document locks (updates.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -213,6 +214,9 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 	if cmd.adminOnly && req.db != "admin" {
 		return errorReply(errorf(ErrUnauthorized, "%s may only be run against the admin database.", name)), name
 	}
+	if ce := checkReadConcern(cmd.name, body); ce != nil {
+		return errorReply(ce), name
+	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil && cmd.name != "getMore" {
 		ms, err := int64Arg(name, "maxTimeMS", v)
 		if err != nil {
@@ -240,14 +244,14 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 }
 
 // countOp counts a command in serverStatus.opcounters. As in MongoDB,
-// insert and delete count their documents and statements, not the
+// insert, update and delete count their documents and statements, not the
 // command: their handlers add those once the command has parsed.
 func (e *Engine) countOp(name string) {
 	switch name {
-	case "insert", "delete":
+	case "insert", "delete", "update":
 	case "find", "count", "aggregate", "distinct":
 		e.ops.query.Add(1)
-	case "update", "findAndModify":
+	case "findAndModify":
 		e.ops.update.Add(1)
 	case "getMore":
 		e.ops.getmore.Add(1)

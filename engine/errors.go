@@ -45,6 +45,14 @@ const (
 	ErrInvalidLength           Code = 16
 	ErrOperationFailed         Code = 96
 	ErrInvalidPipelineOperator Code = 168
+
+	// Update errors (engine/update).
+	ErrPathNotViable              Code = 28
+	ErrConflictingUpdateOperators Code = 40
+	ErrDollarPrefixedFieldName    Code = 52
+	ErrNotSingleValueField        Code = 54
+	ErrEmptyFieldName             Code = 56
+
 	// ErrValueNegative is the IDL's "value must be >= 0" check (codeName Location51024).
 	ErrValueNegative Code = 51024
 )
@@ -80,6 +88,15 @@ var codeNames = map[Code]string{
 	ErrInvalidLength:           "InvalidLength",
 	ErrOperationFailed:         "OperationFailed",
 	ErrInvalidPipelineOperator: "InvalidPipelineOperator",
+	ErrNoQueryExecutionPlans:   "NoQueryExecutionPlans",
+	ErrConversionFailure:       "ConversionFailure",
+	ErrQueryMemoryLimit:        "QueryExceededMemoryLimitNoDiskUseAllowed",
+
+	ErrPathNotViable:              "PathNotViable",
+	ErrConflictingUpdateOperators: "ConflictingUpdateOperators",
+	ErrDollarPrefixedFieldName:    "DollarPrefixedFieldName",
+	ErrNotSingleValueField:        "NotSingleValueField",
+	ErrEmptyFieldName:             "EmptyFieldName",
 }
 
 // Name is the codeName MongoDB reports for c.

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"errors"
-
 	"github.com/parsecdb/parsec/engine/query"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -32,26 +30,29 @@ func compileFilter(d bsoncore.Document) (*query.Filter, error) {
 }
 
 // queryError maps the query package's error categories to MongoDB codes.
-func queryError(err error) error {
-	switch {
-	case errors.Is(err, query.ErrTypeMismatch):
-		return errorf(ErrTypeMismatch, "%s", trimCategory(err))
-	case errors.Is(err, query.ErrFailedToParse):
-		return errorf(ErrFailedToParse, "%s", trimCategory(err))
-	case errors.Is(err, query.ErrBadValue):
-		return errorf(ErrBadValue, "%s", trimCategory(err))
-	}
-	return err
+func queryError(err error) error { return languageError(err) }
+
+// negativeValue is the IDL's error for a negative count.
+func negativeValue(field string, n int64) *CommandError {
+	return errorf(ErrValueNegative, "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
 }
 
-// trimCategory drops the "bad value: " style prefix the query package adds.
-func trimCategory(err error) string {
-	s := err.Error()
-	for _, c := range []error{query.ErrBadValue, query.ErrTypeMismatch, query.ErrFailedToParse} {
-		p := c.Error() + ": "
-		if len(s) > len(p) && s[:len(p)] == p {
-			return s[len(p):]
-		}
+var emptyArray = bsoncore.NewArrayBuilder().Build()
+
+// batchArray encodes documents as a BSON array.
+func batchArray(docs [][]byte) []byte {
+	b := bsoncore.NewArrayBuilder()
+	for _, d := range docs {
+		b.AppendDocument(d)
 	}
-	return s
+	return b.Build()
+}
+
+// positionalError prefixes errors raised while producing results as
+// MongoDB's executor does.
+func positionalError(err error) error {
+	if ce, ok := err.(*CommandError); ok && (ce.Code == errPositionalNoMatch || ce.Code == ErrBadValue || ce.Code == ErrTypeMismatch) {
+		return errorf(ce.Code, "Executor error during find command :: caused by :: %s", ce.Msg)
+	}
+	return err
 }

@@ -565,7 +565,7 @@ func TestFind(t *testing.T) {
 			runFail(t, fdb, tc.cmd, tc.code, tc.name)
 		}
 		ce := runFail(t, fdb, bson.D{{Key: "find", Value: "docs"}, {Key: "filter", Value: bson.D{{Key: "$bogus", Value: 1}}}}, 2, "BadValue")
-		if ce.Message != "unknown top level operator: $bogus" {
+		if ce.Message != "unknown top level operator: $bogus. If you have a field name that starts with a '$' symbol, consider using $getField or $setField." {
 			t.Errorf("errmsg %q", ce.Message)
 		}
 		for _, f := range []string{"skip", "limit", "batchSize"} {
@@ -941,7 +941,7 @@ func TestDelete(t *testing.T) {
 		if idx, codes := r.errorIndexes(); r.N != 1 || !slices.Equal(idx, []int{1}) || !slices.Equal(codes, []int{2}) {
 			t.Errorf("ordered: n %d errors %v %v", r.N, idx, codes)
 		}
-		if r.WriteErrors[0].ErrMsg != "unknown top level operator: $bogus" {
+		if r.WriteErrors[0].ErrMsg != "unknown top level operator: $bogus. If you have a field name that starts with a '$' symbol, consider using $getField or $setField." {
 			t.Errorf("errmsg %q", r.WriteErrors[0].ErrMsg)
 		}
 		r = runWrite(t, db, deleteCmd("u", stmts, bson.E{Key: "ordered", Value: false}))

@@ -85,6 +85,11 @@ func Launch(opts ServerOptions) (*Server, error) {
 	return s, nil
 }
 
+// Store is the server's storage, for benchmarks that compare a command
+// with the bare storage work under it on the same data. Tests must not
+// write through it.
+func (s *Server) Store() *store.Store { return s.store }
+
 // URI is a connection string for the server.
 func (s *Server) URI() string { return "mongodb://" + s.Addr + "/" }
 

@@ -1,13 +1,37 @@
-// Package query compiles MongoDB query filters and matches documents
-// against them. Documents are raw BSON; nothing is decoded into Go values.
+// Package query compiles MongoDB query filters, sort specifications and
+// find projections, and applies them to raw BSON documents; nothing is
+// decoded into Go values.
 //
-// Contract: Compile validates a filter once and returns a Filter that is
-// safe for concurrent use. Errors wrap one of ErrBadValue, ErrTypeMismatch
-// or ErrFailedToParse so the command layer can give MongoDB's codes; this
-// package knows no codes itself.
+// API for other packages (stable; engine/update and the command layer
+// rely on it):
 //
-// Supported today: equality on field paths (implicit or $eq), with
-// MongoDB's array semantics (an array field matches when it equals the
-// value or any element does), null matching missing fields, and $and.
-// Other operators are refused with ErrBadValue naming the operator.
+//	Compile(filter bsoncore.Document) (*Filter, error)
+//	CompileWith(filter, Options{Let, Now}) (*Filter, error)  // $expr variables
+//	(*Filter).Match(doc) bool
+//	(*Filter).MatchErr(doc) (bool, error)          // $expr run-time errors
+//	(*Filter).MatchPosition(doc) (matched bool, pos int)
+//	    pos: index of the matching element in the first array the filter
+//	    traversed (MongoDB's elemMatchKey, for the positional $), -1 if none
+//	(*Filter).IDEquality() (bsoncore.Value, bool)
+//	CompileSort(spec bsoncore.Document) (*Sort, error)
+//	(*Sort).Compare(a, b bsoncore.Document) int    // MongoDB sort order
+//	(*Sort).Keys(doc) / CompareKeys(ka, kb)          // sort many documents
+//	CompileProjection(spec, filter, Options) (*Projection, error)
+//	(*Projection).Apply(doc) (bsoncore.Document, error)
+//	CompareValues(a, b) int                        // sort/index key order
+//	DistinctValues(doc, path, fn)                  // the distinct command's values
+//
+// Contract: compiled filters, sorts and projections are immutable, own
+// their bytes (they never alias the documents they were compiled from) and
+// are safe for concurrent use. Matching never panics on any well-formed
+// BSON document. Every error wraps one of the category errors of
+// errors.go, so the command layer can give MongoDB's codes; this package
+// knows no codes itself.
+//
+// Semantics are MongoDB 7.0's: path traversal through embedded documents
+// and arrays (walk in path.go), null matching missing fields, type
+// bracketing of comparisons, BSON comparison order (engine/value), NaN
+// equal only to NaN, regular expressions in PCRE syntax as far as Go's
+// RE2 allows. Aggregation expressions ($expr, computed projection fields)
+// are evaluated by engine/expr.
 package query

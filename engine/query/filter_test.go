@@ -1,13 +1,17 @@
 package query
 
 import (
+	"bytes"
 	"errors"
+	"path/filepath"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/parsecdb/parsec/engine/expr"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -25,17 +29,44 @@ import (
 //	----
 //	yes|no  <document>...
 //
+//	position                       (MatchPosition: the positional $ index)
+//	<filter>
+//	<document>...
+//	----
+//	yes <pos>|no  <document>...
+//
 //	id-equality
 //	<filter>
 //	----
 //	<value as extended JSON> | none
 //
+//	sort                           (documents in sorted order; stable)
+//	<sort spec>
+//	<document>...
+//	----
+//	<document>... | error (<category>): <message>
+//
+//	project                        (a "filter <filter>" line may follow the spec)
+//	<projection>
+//	<document>...
+//	----
+//	<projected document> | error (<category>): <message>   (one per document)
+//
 // Expected outputs are MongoDB's answers (see the comments in the files),
 // not a recording of ours: do not --rewrite without checking each change.
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.Contains(filepath.ToSlash(path), "testdata/fuzz/") {
+			return // FuzzLanguage's corpus, not a script
+		}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			lines := strings.Split(strings.TrimSpace(d.Input), "\n")
+			switch d.Cmd {
+			case "sort":
+				return runSort(t, d, lines)
+			case "project":
+				return runProject(t, d, lines)
+			}
 			f, err := Compile(parse(t, d.Pos, lines[0]))
 			switch d.Cmd {
 			case "compile":
@@ -50,10 +81,31 @@ func TestDataDriven(t *testing.T) {
 				var out strings.Builder
 				for _, line := range lines[1:] {
 					verdict := "no "
-					if f.Match(parse(t, d.Pos, line)) {
+					ok, err := f.MatchErr(parse(t, d.Pos, line))
+					switch {
+					case err != nil:
+						verdict = fmt.Sprintf("error (%s): %v", category(err), err)
+					case ok:
 						verdict = "yes"
 					}
+					if f.Match(parse(t, d.Pos, line)) != ok {
+						d.Fatalf(t, "Match and MatchErr disagree on %s", line)
+					}
 					fmt.Fprintf(&out, "%s %s\n", verdict, line)
+				}
+				return out.String()
+			case "position":
+				if err != nil {
+					d.Fatalf(t, "compile %s: %v", lines[0], err)
+				}
+				var out strings.Builder
+				for _, line := range lines[1:] {
+					ok, pos := f.MatchPosition(parse(t, d.Pos, line))
+					if ok {
+						fmt.Fprintf(&out, "yes %d %s\n", pos, line)
+					} else {
+						fmt.Fprintf(&out, "no    %s\n", line)
+					}
 				}
 				return out.String()
 			case "id-equality":
@@ -72,6 +124,85 @@ func TestDataDriven(t *testing.T) {
 	})
 }
 
+func runSort(t *testing.T, d *datadriven.TestData, lines []string) string {
+	s, err := CompileSort(parse(t, d.Pos, lines[0]))
+	if err != nil {
+		return fmt.Sprintf("error (%s): %v\n", category(err), err)
+	}
+	docs := make([]bsoncore.Document, 0, len(lines)-1)
+	for _, line := range lines[1:] {
+		docs = append(docs, parse(t, d.Pos, line))
+	}
+	byKeys := slices.Clone(docs)
+	slices.SortStableFunc(docs, s.Compare)
+	slices.SortStableFunc(byKeys, func(a, b bsoncore.Document) int { return s.CompareKeys(s.Keys(a), s.Keys(b)) })
+	var out strings.Builder
+	for i, doc := range docs {
+		if !bytes.Equal(doc, byKeys[i]) {
+			d.Fatalf(t, "Compare and CompareKeys order differently")
+		}
+		out.WriteString(relaxed(t, doc) + "\n")
+	}
+	return out.String()
+}
+
+func runProject(t *testing.T, d *datadriven.TestData, lines []string) string {
+	spec := parse(t, d.Pos, lines[0])
+	docs := lines[1:]
+	var filter *Filter
+	if len(docs) > 0 && strings.HasPrefix(docs[0], "filter ") {
+		var err error
+		if filter, err = Compile(parse(t, d.Pos, strings.TrimPrefix(docs[0], "filter "))); err != nil {
+			d.Fatalf(t, "filter: %v", err)
+		}
+		docs = docs[1:]
+	}
+	p, err := CompileProjection(spec, filter, Options{})
+	if err != nil {
+		return fmt.Sprintf("error (%s): %v\n", category(err), err)
+	}
+	var out strings.Builder
+	for _, line := range docs {
+		got, err := p.Apply(parse(t, d.Pos, line))
+		if err != nil {
+			fmt.Fprintf(&out, "error (%s): %v\n", category(err), err)
+			continue
+		}
+		out.WriteString(relaxed(t, got) + "\n")
+	}
+	return out.String()
+}
+
+// relaxed renders a document as relaxed extended JSON.
+func relaxed(t *testing.T, doc bsoncore.Document) string {
+	b, err := bson.MarshalExtJSON(bson.Raw(doc), false, false)
+	if err != nil {
+		t.Fatalf("render %v: %v", doc, err)
+	}
+	return spaced(string(b))
+}
+
+// spaced adds a space after each ':' and ',' outside strings, as the
+// testdata files are written.
+func spaced(s string) string {
+	var out strings.Builder
+	inString, escaped := false, false
+	for _, c := range s {
+		out.WriteRune(c)
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ':' || c == ','):
+			out.WriteByte(' ')
+		}
+	}
+	return out.String()
+}
+
 // parse reads one line of relaxed extended JSON into BSON.
 func parse(t *testing.T, pos, s string) bsoncore.Document {
 	t.Helper()
@@ -82,14 +213,33 @@ func parse(t *testing.T, pos, s string) bsoncore.Document {
 	return bsoncore.Document(raw)
 }
 
+// category names the error category err wraps.
 func category(err error) string {
-	switch {
-	case errors.Is(err, ErrBadValue):
-		return "BadValue"
-	case errors.Is(err, ErrTypeMismatch):
-		return "TypeMismatch"
-	case errors.Is(err, ErrFailedToParse):
-		return "FailedToParse"
+	for _, c := range []struct {
+		err  error
+		name string
+	}{
+		{ErrBadValue, "BadValue"}, {ErrTypeMismatch, "TypeMismatch"}, {ErrFailedToParse, "FailedToParse"},
+		{ErrNotImplemented, "NotImplemented"}, {ErrNeedsIndex, "NeedsIndex"}, {ErrNoPlan, "NoPlan"},
+		{ErrBadSortKey, "BadSortKey"}, {ErrBadSortOrder, "BadSortOrder"}, {ErrBadSortMeta, "BadSortMeta"},
+		{ErrFieldPathEmpty, "FieldPathEmpty"}, {ErrFieldPathEmptyPart, "FieldPathEmptyPart"},
+		{ErrFieldPathDollar, "FieldPathDollar"},
+		{ErrProjectionExclusionInInclusion, "ExclusionInInclusion"},
+		{ErrProjectionInclusionInExclusion, "InclusionInExclusion"},
+		{ErrProjectionPathCollision, "PathCollision"}, {ErrProjectionPathCollisionPrefix, "PathCollisionPrefix"},
+		{ErrProjectionPositional, "Positional"}, {ErrPositionalNoMatch, "PositionalNoMatch"},
+		{ErrProjectionElemMatchNested, "ElemMatchNested"}, {ErrProjectionSliceBad, "BadSlice"},
+		{ErrProjectionEmptyPath, "EmptyPath"}, {ErrProjectionBadMeta, "BadMeta"},
+		{expr.ErrBadValue, "expr.BadValue"}, {expr.ErrTypeMismatch, "expr.TypeMismatch"},
+		{expr.ErrFailedToParse, "expr.FailedToParse"}, {expr.ErrUnknownOperator, "expr.UnknownOperator"},
+		{expr.ErrUndefinedVariable, "expr.UndefinedVariable"}, {expr.ErrArity, "expr.Arity"},
+		{expr.ErrNotImplemented, "expr.NotImplemented"}, {expr.ErrDivideByZero, "expr.DivideByZero"},
+		{expr.ErrInvalidRegex, "InvalidRegex"}, {expr.ErrBadRegexOptions, "BadRegexOptions"},
+		{expr.ErrFieldPath, "expr.FieldPath"}, {expr.ErrExpressionSpec, "expr.ExpressionSpec"},
+	} {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
 	}
 	return "uncategorized"
 }

@@ -40,7 +40,7 @@
 //  3. Every document write reads its collection's catalog key, so a write
 //     racing a drop or rename of its collection fails with a conflict and
 //     is retried against the new catalog instead of leaving orphans.
-//  4. Replace and Delete read the key they write and fail with ErrNotFound
+//  4. Replace, Modify and Delete read the key they write and fail with ErrNotFound
 //     when it holds no document, so counters cannot be decremented for a
 //     document that is not there, and two transactions deleting the same
 //     document conflict instead of both counting the deletion.

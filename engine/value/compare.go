@@ -67,8 +67,11 @@ func Compare(a, b bsoncore.Value) int {
 	case 60:
 		return bytes.Compare(stringBytes(a), stringBytes(b))
 	case 65:
-		ca, sa := a.CodeWithScope()
-		cb, sb := b.CodeWithScope()
+		ca, sa, okA := a.CodeWithScopeOK()
+		cb, sb, okB := b.CodeWithScopeOK()
+		if !okA || !okB { // malformed: order by bytes rather than panic
+			return bytes.Compare(a.Data, b.Data)
+		}
 		if c := strings.Compare(ca, cb); c != 0 {
 			return c
 		}

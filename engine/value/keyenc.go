@@ -123,7 +123,10 @@ func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 		dst = appendEscaped(dst, []byte(ns))
 		return append(dst, oid[:]...)
 	case bsoncore.TypeCodeWithScope:
-		code, scope := v.CodeWithScope()
+		code, scope, ok := v.CodeWithScopeOK()
+		if !ok { // malformed: encode the raw bytes rather than panic
+			return appendEscaped(dst, v.Data)
+		}
 		dst = appendEscaped(dst, []byte(code))
 		return EncodeKey(dst, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: scope})
 	}

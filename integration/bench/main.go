@@ -188,6 +188,12 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	// fsyncs) to the other's measurements.
 	server := []workload{{name: "ping"}, {name: "findById"}, {name: "insertOne"}}
 	baseline := []workload{{name: "badger-get"}, {name: "badger-insert"}}
+	for _, n := range writeServerWorkloads { // writes.go
+		server = append(server, workload{name: n})
+	}
+	for _, n := range writeBadgerWorkloads {
+		baseline = append(baseline, workload{name: n})
+	}
 	if slices.ContainsFunc(server, func(w workload) bool { return want(w.name) }) {
 		if err := serverPhase(ctx, cfg, rep, want, tmpl); err != nil {
 			return nil, err
@@ -198,9 +204,23 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	if ctx.Err() == nil { // writes.go
+		if err := batchPhase(ctx, cfg, rep, want, tmpl); err != nil {
+			return nil, err
+		}
+	}
+	// The scan phase (scan.go) runs on a server and store of its own.
+	if ctx.Err() == nil && slices.ContainsFunc(scanWorkloads, want) {
+		if err := scanPhase(ctx, cfg, rep, want, tmpl); err != nil {
+			return nil, err
+		}
+	}
 	order := map[string]int{}
 	for i, w := range append(server, baseline...) {
 		order[w.name] = i
+	}
+	for i, n := range scanWorkloads {
+		order[n] = len(server) + len(baseline) + i
 	}
 	slices.SortStableFunc(rep.Results, func(a, b result) int {
 		if a.Clients != b.Clients {
@@ -211,7 +231,10 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 
 	rep.LoadAfter = loadavg()
 	ratios(rep)
+	scanGoals(rep)
 	printTable(os.Stdout, rep)
+	printWriteSummary(os.Stdout, rep)
+	printScanSummary(os.Stdout, rep)
 	if cfg.Out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -294,11 +317,14 @@ func serverPhase(ctx context.Context, cfg config, rep *report, want func(string)
 	if err := coll(0, "insert").Drop(ctx); err != nil {
 		return err
 	}
-	return runPhase(ctx, cfg, rep, want, []workload{
+	if err := setupServerWrites(ctx, cfg, want, coll, tmpl); err != nil {
+		return err
+	}
+	return runPhase(ctx, cfg, rep, want, append([]workload{
 		{"ping", "server", func(w int) opFunc { return pingOp(client(w)) }},
 		{"findById", "server", func(w int) opFunc { return findOp(coll(w, "find"), cfg.Docs, uint64(w)+1) }},
 		{"insertOne", "server", func(w int) opFunc { return insertOp(coll(w, "insert"), tmpl) }},
-	})
+	}, serverWriteWorkloads(cfg, coll, tmpl)...))
 }
 
 // badgerPhase runs the storage operations of findById and insertOne on a
@@ -327,10 +353,14 @@ func badgerPhase(ctx context.Context, cfg config, rep *report, want func(string)
 			return err
 		}
 	}
-	return runPhase(ctx, cfg, rep, want, []workload{
+	upd, err := setupBadgerWrites(st, cfg, want, tmpl)
+	if err != nil {
+		return err
+	}
+	return runPhase(ctx, cfg, rep, want, append([]workload{
 		{"badger-get", "baseline-badger", func(w int) opFunc { return rawGetOp(st, find, cfg.Docs, uint64(w)+1) }},
 		{"badger-insert", "baseline-badger", func(w int) opFunc { return rawInsertOp(st, ins, tmpl) }},
-	})
+	}, badgerWriteWorkloads(st, upd, cfg, tmpl)...))
 }
 
 // runPhase runs workloads at each concurrency, in rounds that interleave
@@ -449,6 +479,9 @@ func ratios(rep *report) {
 		return nil
 	}
 	baseline := map[string]string{"findById": "badger-get", "insertOne": "badger-insert"}
+	for w, b := range writeBaselines {
+		baseline[w] = b
+	}
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		if r.Kind != "server" {
@@ -467,7 +500,7 @@ func ratios(rep *report) {
 		}
 	}
 	rep.Goals = nil
-	for _, g := range goals {
+	for _, g := range append(slices.Clone(goals), writeGoals...) {
 		g.Name = fmt.Sprintf("%s@%d >= %.2f x ping@%d", g.Workload, g.Clients, g.Min, g.Clients)
 		g.Status = "n/a"
 		if r := find(g.Workload, g.Clients); r != nil && r.VsPing > 0 {
@@ -485,6 +518,7 @@ func ratios(rep *report) {
 		}
 		rep.Goals = append(rep.Goals, g)
 	}
+	writeRatios(rep, find)
 }
 
 func printTable(w io.Writer, rep *report) {

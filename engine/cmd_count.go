@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/parsecdb/parsec/engine/query"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// countArgs are the parsed fields of count.
+type countArgs struct {
+	query, hint bsoncore.Document
+	hintName    string
+	hasHint     bool
+	skip, limit int64
+}
+
+func (e *Engine) cmdCount(ctx context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, name); err != nil {
+		return nil, err
+	}
+	args, err := parseCount(req.name, req.body)
+	if err != nil {
+		return nil, err
+	}
+	plan, fast, err := e.planCount(req.db, name, args)
+	if err != nil {
+		return nil, err
+	}
+	n, _, err := e.runCount(ctx, plan, fast)
+	if err != nil {
+		return nil, err
+	}
+	return okReply(countField(n))
+}
+
+// countField is {n: <count>}: an int32 when it fits, as MongoDB replies.
+func countField(n int64) bson.E {
+	if n == int64(int32(n)) {
+		return bson.E{Key: "n", Value: int32(n)}
+	}
+	return bson.E{Key: "n", Value: n}
+}
+
+func parseCount(cmd string, body bsoncore.Document) (*countArgs, error) {
+	a := &countArgs{}
+	elems, _ := body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		var err error
+		switch k {
+		case "query":
+			if v.Type != bsoncore.TypeNull {
+				a.query, err = docArg(cmd, k, v)
+			}
+		case "limit":
+			// A negative limit counts like its absolute value.
+			if a.limit, err = int64Arg(cmd, k, v); err == nil && a.limit < 0 {
+				a.limit = -a.limit
+			}
+		case "skip":
+			if a.skip, err = int64Arg(cmd, k, v); err == nil && a.skip < 0 {
+				err = negativeValue(k, a.skip)
+			}
+		case "hint":
+			switch v.Type {
+			case bsoncore.TypeString:
+				a.hintName, a.hasHint = stringOf(v), true
+			case bsoncore.TypeEmbeddedDocument:
+				a.hint, a.hasHint = v.Data, len(v.Data) > 5
+			default:
+				err = wrongTypes(cmd, k, v, "string, object")
+			}
+		case "collation":
+			var d bsoncore.Document
+			if d, err = docArg(cmd, k, v); err == nil {
+				err = checkCollation(d)
+			}
+		case "fields", "query_stats", "encryptionInformation":
+		default:
+			if !genericFields[k] {
+				err = unknownField(cmd, k)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// planCount makes count's plan; fast is set when the answer comes from
+// the collection's counters (an empty query, MongoDB's
+// RECORD_STORE_FAST_COUNT).
+func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, error) {
+	filter, err := query.CompileWith(a.query, query.Options{Now: e.now()})
+	if err != nil {
+		return nil, false, queryError(err)
+	}
+	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter, skip: a.skip, limit: a.limit}
+	if err := e.applyHint(p, a.hintName, a.hint, a.hasHint, nil, nil); err != nil {
+		return nil, false, err
+	}
+	if p.coll != nil && !p.useIDIndex {
+		if id, ok := filter.IDEquality(); ok {
+			p.point = idKey(p.coll, id)
+		}
+	}
+	return p, filter.IsEmpty() && p.point == nil && !p.useIDIndex && p.natural == 0, nil
+}
+
+// runCount counts what a plan matches, after skip and limit.
+func (e *Engine) runCount(ctx context.Context, p *readPlan, fast bool) (int64, planStats, error) {
+	if p.coll == nil {
+		return 0, planStats{}, nil
+	}
+	if fast {
+		c, err := e.store.Counts(p.coll)
+		if err != nil {
+			return 0, planStats{}, err
+		}
+		n := max(c.Docs-p.skip, 0)
+		if p.limit > 0 {
+			n = min(n, p.limit)
+		}
+		return n, planStats{returned: n}, nil
+	}
+	src := &scanSource{store: e.store, plan: p}
+	for {
+		_, done, err := src.scan(ctx, 0, maxBatchBytes, false)
+		if err != nil {
+			return 0, planStats{}, err
+		}
+		if done {
+			return src.sent, src.stats, nil
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/wire"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// distinctArgs are the parsed fields of distinct.
+type distinctArgs struct {
+	key         string
+	query, hint bsoncore.Document
+	hintName    string
+	hasHint     bool
+}
+
+func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, name); err != nil {
+		return nil, err
+	}
+	args, err := parseDistinct(req.name, req.body)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := e.planDistinct(req.db, name, args)
+	if err != nil {
+		return nil, err
+	}
+	vals, _, err := e.runDistinct(ctx, plan, args.key)
+	if err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	size := 0
+	for _, v := range vals {
+		if size += len(v.Data) + 8; size > wire.MaxBSONObjectSize {
+			return nil, errorf(Code(17217), "distinct too big, 16mb cap")
+		}
+		arr.AppendValue(v)
+	}
+	b := bsoncore.NewDocumentBuilder().AppendArray("values", arr.Build()).AppendDouble("ok", 1)
+	return b.Build(), nil
+}
+
+func parseDistinct(cmd string, body bsoncore.Document) (*distinctArgs, error) {
+	a := &distinctArgs{}
+	hasKey := false
+	elems, _ := body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		var err error
+		switch k {
+		case "key":
+			a.key, err = stringArg(cmd, k, v)
+			hasKey = true
+		case "query":
+			if v.Type != bsoncore.TypeNull {
+				a.query, err = docArg(cmd, k, v)
+			}
+		case "hint":
+			switch v.Type {
+			case bsoncore.TypeString:
+				a.hintName, a.hasHint = stringOf(v), true
+			case bsoncore.TypeEmbeddedDocument:
+				a.hint, a.hasHint = v.Data, len(v.Data) > 5
+			default:
+				err = wrongTypes(cmd, k, v, "string, object")
+			}
+		case "collation":
+			var d bsoncore.Document
+			if d, err = docArg(cmd, k, v); err == nil {
+				err = checkCollation(d)
+			}
+		case "query_stats", "mirrored", "sampleId":
+		default:
+			if !genericFields[k] {
+				err = unknownField(cmd, k)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !hasKey {
+		return nil, missingField(cmd, "key")
+	}
+	if a.key == "" {
+		return nil, errorf(Code(40352), "FieldPath cannot be constructed with empty string")
+	}
+	return a, nil
+}
+
+func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, error) {
+	filter, err := query.CompileWith(a.query, query.Options{Now: e.now()})
+	if err != nil {
+		return nil, queryError(err)
+	}
+	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter}
+	if err := e.applyHint(p, a.hintName, a.hint, a.hasHint, nil, nil); err != nil {
+		return nil, err
+	}
+	if p.coll != nil && !p.useIDIndex {
+		if id, ok := filter.IDEquality(); ok {
+			p.point = idKey(p.coll, id)
+		}
+	}
+	return p, nil
+}
+
+// runDistinct collects the distinct values of key in the documents the
+// plan matches, in BSON order (the order MongoDB returns them in);
+// numerically equal values count once.
+func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bsoncore.Value, planStats, error) {
+	if p.coll == nil {
+		return nil, planStats{}, nil
+	}
+	var vals []bsoncore.Value
+	add := func(v bsoncore.Value) {
+		i, found := slices.BinarySearchFunc(vals, v, query.CompareValues)
+		if !found {
+			vals = slices.Insert(vals, i, bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)})
+		}
+	}
+	src := &scanSource{store: e.store, plan: p}
+	examined := 0
+	visit := func(doc []byte) error {
+		if examined++; examined%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		src.stats.docsExamined++
+		ok, err := src.match(doc)
+		if err != nil || !ok {
+			return err
+		}
+		src.stats.returned++
+		query.DistinctValues(doc, key, add)
+		return nil
+	}
+	err := e.store.View(func(tx *store.Txn) error {
+		if p.point != nil {
+			src.stats.keysExamined++
+			doc, err := tx.Get(p.point)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return visit(doc)
+		}
+		return tx.Scan(p.coll, nil, func(_, doc []byte) (bool, error) {
+			if p.useIDIndex {
+				src.stats.keysExamined++
+			}
+			return true, visit(doc)
+		})
+	})
+	return vals, src.stats, err
+}

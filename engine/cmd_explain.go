@@ -1,0 +1,443 @@
+package engine
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// explainShardName names this node in explain output, which Parsec gives
+// in mongos's shape: one entry under winningPlan.shards per physical
+// partition read (today each collection is one partition, "0"), each
+// with its partitionKeyRangeId as Cosmos DB names it.
+const explainShardName = "shard-0"
+
+// explainVerbosity orders explain's verbosity levels.
+type explainVerbosity int
+
+const (
+	verbosityQueryPlanner explainVerbosity = iota
+	verbosityExecutionStats
+	verbosityAllPlans
+)
+
+func (e *Engine) cmdExplain(ctx context.Context, req *request) ([]byte, error) {
+	inner, ok := req.body.Index(0).Value().DocumentOK()
+	if !ok {
+		return nil, errorf(ErrFailedToParse, "explain command requires a nested object")
+	}
+	verbosity := verbosityAllPlans
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "verbosity":
+			s, err := stringArg(req.name, k, v)
+			if err != nil {
+				return nil, err
+			}
+			switch s {
+			case "queryPlanner":
+				verbosity = verbosityQueryPlanner
+			case "executionStats":
+				verbosity = verbosityExecutionStats
+			case "allPlansExecution":
+				verbosity = verbosityAllPlans
+			default:
+				return nil, errorf(ErrBadValue, "verbosity string must be one of {'queryPlanner', 'executionStats', 'allPlansExecution'}")
+			}
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	first, err := inner.IndexErr(0)
+	if err != nil {
+		return nil, errorf(ErrFailedToParse, "explain command requires a nested object")
+	}
+	cmd := first.Key()
+	coll, ok := first.Value().StringValueOK()
+	if !ok && (cmd == "find" || cmd == "count" || cmd == "distinct") {
+		return nil, errorf(ErrInvalidNamespace, "collection name has invalid type %s", TypeName(first.Value().Type))
+	}
+	var ex *explained
+	switch cmd {
+	case "find":
+		ex, err = e.explainFind(ctx, req.db, coll, inner, verbosity)
+	case "count":
+		ex, err = e.explainCount(ctx, req.db, coll, inner, verbosity)
+	case "distinct":
+		ex, err = e.explainDistinct(ctx, req.db, coll, inner, verbosity)
+	default:
+		if _, known := e.commands[cmd]; known {
+			return nil, errorf(ErrCommandNotSupported, "explain of %s is not supported by Parsec yet", cmd)
+		}
+		return nil, errorf(ErrCommandNotFound, "Explain failed due to unknown command: %s", cmd)
+	}
+	if err != nil {
+		return nil, err
+	}
+	command := append(bson.D{}, rawToD(inner)...)
+	if _, err := inner.LookupErr("$db"); err != nil {
+		command = append(command, bson.E{Key: "$db", Value: req.db})
+	}
+	return okReply(append(ex.reply(verbosity),
+		bson.E{Key: "serverInfo", Value: e.serverInfo(req)},
+		bson.E{Key: "command", Value: command},
+	)...)
+}
+
+// explained is what explain reports about one command's plan.
+type explained struct {
+	ns         string
+	parsed     bsoncore.Document
+	plan       bson.D // the per-partition winning plan (stage tree)
+	stats      planStats
+	nReturned  int64 // what executionStats reports (count: 0)
+	millis     int64
+	partitions []string
+	executed   bool
+}
+
+func (x *explained) reply(v explainVerbosity) bson.D {
+	parsed := bson.Raw(x.parsed)
+	if len(x.parsed) == 0 {
+		parsed = bson.Raw(emptyDocument)
+	}
+	stage := "SINGLE_SHARD"
+	if len(x.partitions) > 1 {
+		stage = "SHARD_MERGE"
+	}
+	var shards bson.A
+	for _, pk := range x.partitions {
+		shards = append(shards, bson.D{
+			{Key: "shardName", Value: explainShardName},
+			{Key: "partitionKeyRangeId", Value: pk},
+			{Key: "connectionString", Value: explainShardName},
+			{Key: "namespace", Value: x.ns},
+			{Key: "indexFilterSet", Value: false},
+			{Key: "parsedQuery", Value: parsed},
+			{Key: "maxIndexedOrSolutionsReached", Value: false},
+			{Key: "maxIndexedAndSolutionsReached", Value: false},
+			{Key: "maxScansToExplodeReached", Value: false},
+			{Key: "winningPlan", Value: stripStats(x.plan)},
+			{Key: "rejectedPlans", Value: bson.A{}},
+		})
+	}
+	out := bson.D{{Key: "queryPlanner", Value: bson.D{
+		{Key: "mongosPlannerVersion", Value: int32(1)},
+		{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: stage}, {Key: "shards", Value: shards}}},
+	}}}
+	if v < verbosityExecutionStats {
+		return out
+	}
+	var shardStats bson.A
+	for _, pk := range x.partitions {
+		s := bson.D{
+			{Key: "shardName", Value: explainShardName},
+			{Key: "partitionKeyRangeId", Value: pk},
+			{Key: "executionSuccess", Value: true},
+			{Key: "nReturned", Value: x.nReturned},
+			{Key: "executionTimeMillis", Value: x.millis},
+			{Key: "totalKeysExamined", Value: x.stats.keysExamined},
+			{Key: "totalDocsExamined", Value: x.stats.docsExamined},
+			{Key: "executionStages", Value: x.plan},
+		}
+		if v == verbosityAllPlans {
+			s = append(s, bson.E{Key: "allPlansExecution", Value: bson.A{}})
+		}
+		shardStats = append(shardStats, s)
+	}
+	return append(out, bson.E{Key: "executionStats", Value: bson.D{
+		{Key: "nReturned", Value: x.nReturned},
+		{Key: "executionTimeMillis", Value: x.millis},
+		{Key: "totalKeysExamined", Value: x.stats.keysExamined},
+		{Key: "totalDocsExamined", Value: x.stats.docsExamined},
+		{Key: "executionStages", Value: bson.D{
+			{Key: "stage", Value: stage},
+			{Key: "nReturned", Value: x.nReturned},
+			{Key: "executionTimeMillis", Value: x.millis},
+			{Key: "totalKeysExamined", Value: x.stats.keysExamined},
+			{Key: "totalDocsExamined", Value: x.stats.docsExamined},
+			{Key: "totalChildMillis", Value: x.millis},
+			{Key: "shards", Value: shardStats},
+		}},
+	}})
+}
+
+// statKeys are the execution statistics a stage carries; queryPlanner
+// output leaves them out.
+var statKeys = map[string]bool{"nReturned": true, "executionTimeMillisEstimate": true, "docsExamined": true,
+	"keysExamined": true, "isEOF": true, "nCounted": true, "works": true, "advanced": true}
+
+func stripStats(d bson.D) bson.D {
+	var out bson.D
+	for _, e := range d {
+		if statKeys[e.Key] {
+			continue
+		}
+		if sub, ok := e.Value.(bson.D); ok && e.Key == "inputStage" {
+			e.Value = stripStats(sub)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func rawToD(doc bsoncore.Document) bson.D {
+	var d bson.D
+	_ = bson.Unmarshal(doc, &d)
+	return d
+}
+
+func (e *Engine) serverInfo(req *request) bson.D {
+	host, port := e.host, int32(27017)
+	if a := req.c.wc.LocalAddr(); a != nil {
+		if _, p, err := net.SplitHostPort(a.String()); err == nil {
+			if n, err := strconv.Atoi(p); err == nil {
+				port = int32(n)
+			}
+		}
+	}
+	return bson.D{{Key: "host", Value: host}, {Key: "port", Value: port}, {Key: "version", Value: MongoVersion}, {Key: "gitVersion", Value: "parsec-" + Version}}
+}
+
+// stageTree builds the per-partition plan of a find-like read, from the
+// access path up: COLLSCAN, IDHACK or FETCH+IXSCAN on _id, then SORT,
+// SKIP, LIMIT and PROJECTION as the plan needs them.
+func stageTree(p *readPlan, filter bsoncore.Document, projection bsoncore.Document, st planStats, executed bool) bson.D {
+	withStats := func(d bson.D, n int64, extra ...bson.E) bson.D {
+		if !executed {
+			return d
+		}
+		d = append(d, bson.E{Key: "nReturned", Value: n}, bson.E{Key: "executionTimeMillisEstimate", Value: int64(0)})
+		d = append(d, extra...)
+		return append(d, bson.E{Key: "isEOF", Value: int32(1)})
+	}
+	hasFilter := len(filter) > 5
+	if p.coll == nil {
+		return withStats(bson.D{{Key: "stage", Value: "EOF"}}, 0)
+	}
+	matched := st.returned // documents the access path passed on after filtering
+	var tree bson.D
+	switch {
+	case p.point != nil:
+		tree = withStats(bson.D{{Key: "stage", Value: "IDHACK"}}, matched,
+			bson.E{Key: "keysExamined", Value: st.keysExamined}, bson.E{Key: "docsExamined", Value: st.docsExamined})
+	case p.useIDIndex:
+		ix := withStats(bson.D{
+			{Key: "stage", Value: "IXSCAN"},
+			{Key: "keyPattern", Value: bson.D{{Key: "_id", Value: int32(1)}}},
+			{Key: "indexName", Value: "_id_"},
+			{Key: "isMultiKey", Value: false},
+			{Key: "multiKeyPaths", Value: bson.D{{Key: "_id", Value: bson.A{}}}},
+			{Key: "isUnique", Value: true},
+			{Key: "isSparse", Value: false},
+			{Key: "isPartial", Value: false},
+			{Key: "indexVersion", Value: int32(2)},
+			{Key: "direction", Value: "forward"},
+			{Key: "indexBounds", Value: bson.D{{Key: "_id", Value: bson.A{"[MinKey, MaxKey]"}}}},
+		}, st.keysExamined, bson.E{Key: "keysExamined", Value: st.keysExamined})
+		fetch := bson.D{{Key: "stage", Value: "FETCH"}}
+		if hasFilter {
+			fetch = append(fetch, bson.E{Key: "filter", Value: bson.Raw(filter)})
+		}
+		fetch = withStats(fetch, matched, bson.E{Key: "docsExamined", Value: st.docsExamined})
+		tree = append(fetch, bson.E{Key: "inputStage", Value: ix})
+	default:
+		scan := bson.D{{Key: "stage", Value: "COLLSCAN"}}
+		if hasFilter {
+			scan = append(scan, bson.E{Key: "filter", Value: bson.Raw(filter)})
+		}
+		dir := "forward"
+		if p.natural < 0 && (p.sort == nil || p.sort.IsEmpty()) {
+			dir = "backward"
+		}
+		scan = append(scan, bson.E{Key: "direction", Value: dir})
+		tree = withStats(scan, matched, bson.E{Key: "docsExamined", Value: st.docsExamined})
+	}
+	out := st.returned
+	if p.sort != nil && !p.sort.IsEmpty() && !p.streamByID {
+		s := bson.D{{Key: "stage", Value: "SORT"}, {Key: "sortPattern", Value: bson.Raw(sortSpecOf(p))},
+			{Key: "memLimit", Value: int64(sortMemoryLimit)}}
+		if p.limit > 0 {
+			s = append(s, bson.E{Key: "limitAmount", Value: p.limit + p.skip})
+		}
+		s = append(s, bson.E{Key: "type", Value: "simple"})
+		tree = append(withStats(s, out), bson.E{Key: "inputStage", Value: tree})
+	}
+	if p.skip > 0 {
+		tree = append(withStats(bson.D{{Key: "stage", Value: "SKIP"}, {Key: "skipAmount", Value: p.skip}}, out),
+			bson.E{Key: "inputStage", Value: tree})
+	}
+	if p.limit > 0 && (p.sort == nil || p.sort.IsEmpty() || p.streamByID) {
+		tree = append(withStats(bson.D{{Key: "stage", Value: "LIMIT"}, {Key: "limitAmount", Value: p.limit}}, out),
+			bson.E{Key: "inputStage", Value: tree})
+	}
+	if !p.proj.IsEmpty() {
+		kind := "PROJECTION_DEFAULT"
+		if simpleProjection(projection) {
+			kind = "PROJECTION_SIMPLE"
+		}
+		tree = append(withStats(bson.D{{Key: "stage", Value: kind}, {Key: "transformBy", Value: bson.Raw(projection)}}, out),
+			bson.E{Key: "inputStage", Value: tree})
+	}
+	return tree
+}
+
+// sortSpecOf is the sort pattern a plan sorts by, as given.
+func sortSpecOf(p *readPlan) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder()
+	for _, path := range p.sort.Paths() {
+		b.AppendInt32(path, 1)
+	}
+	return b.Build()
+}
+
+// simpleProjection: only top-level inclusions or exclusions.
+func simpleProjection(spec bsoncore.Document) bool {
+	for _, el := range mustElements(spec) {
+		v := el.Value()
+		if _, isNum := numberFloat(v); !isNum && v.Type != bsoncore.TypeBoolean {
+			return false
+		}
+		for _, c := range el.Key() {
+			if c == '.' || c == '$' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (e *Engine) explainFind(ctx context.Context, db, coll string, inner bsoncore.Document, v explainVerbosity) (*explained, error) {
+	if err := validateCollName(db, coll); err != nil {
+		return nil, err
+	}
+	args, err := parseFind("find", inner)
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.planFind(db, coll, args)
+	if err != nil {
+		return nil, err
+	}
+	x := &explained{ns: p.ns, parsed: args.filter, partitions: p.partitions()}
+	if v >= verbosityExecutionStats {
+		start := time.Now()
+		src := e.source(p)
+		for {
+			_, done, err := src.nextBatch(ctx, 0, maxBatchBytes)
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				break
+			}
+		}
+		switch s := src.(type) {
+		case *scanSource:
+			x.stats = s.stats
+		case *sortedSource:
+			x.stats = s.scan.stats
+		}
+		x.millis = time.Since(start).Milliseconds()
+		x.nReturned, x.executed = x.stats.returned, true
+	}
+	x.plan = stageTree(p, args.filter, args.projection, x.stats, x.executed)
+	if p.sort != nil && !p.sort.IsEmpty() {
+		replaceSortPattern(x.plan, args.sort)
+	}
+	return x, nil
+}
+
+// replaceSortPattern puts the sort as given into the SORT stage.
+func replaceSortPattern(tree bson.D, spec bsoncore.Document) {
+	for i := range tree {
+		switch tree[i].Key {
+		case "sortPattern":
+			tree[i].Value = bson.Raw(spec)
+		case "inputStage":
+			if sub, ok := tree[i].Value.(bson.D); ok {
+				replaceSortPattern(sub, spec)
+			}
+		}
+	}
+}
+
+func (e *Engine) explainCount(ctx context.Context, db, coll string, inner bsoncore.Document, v explainVerbosity) (*explained, error) {
+	if err := validateCollName(db, coll); err != nil {
+		return nil, err
+	}
+	args, err := parseCount("count", inner)
+	if err != nil {
+		return nil, err
+	}
+	p, fast, err := e.planCount(db, coll, args)
+	if err != nil {
+		return nil, err
+	}
+	x := &explained{ns: p.ns, parsed: args.query, partitions: p.partitions()}
+	var n int64
+	if v >= verbosityExecutionStats {
+		start := time.Now()
+		if n, x.stats, err = e.runCount(ctx, p, fast); err != nil {
+			return nil, err
+		}
+		x.millis, x.executed = time.Since(start).Milliseconds(), true
+	}
+	if fast && p.coll != nil {
+		x.plan = bson.D{{Key: "stage", Value: "RECORD_STORE_FAST_COUNT"}}
+		if x.executed {
+			x.plan = append(x.plan, bson.E{Key: "nReturned", Value: int64(0)}, bson.E{Key: "nCounted", Value: n})
+		}
+		return x, nil
+	}
+	scan := &readPlan{coll: p.coll, point: p.point, useIDIndex: p.useIDIndex, natural: p.natural}
+	input := stageTree(scan, args.query, nil, x.stats, x.executed)
+	count := bson.D{{Key: "stage", Value: "COUNT"}}
+	if x.executed {
+		count = append(count, bson.E{Key: "nReturned", Value: int64(0)}, bson.E{Key: "nCounted", Value: n},
+			bson.E{Key: "nSkipped", Value: min(p.skip, x.stats.returned+p.skip)})
+	}
+	if p.limit > 0 {
+		count = append(count, bson.E{Key: "limitAmount", Value: p.limit})
+	}
+	if p.skip > 0 {
+		count = append(count, bson.E{Key: "skipAmount", Value: p.skip})
+	}
+	x.plan = append(count, bson.E{Key: "inputStage", Value: input})
+	return x, nil
+}
+
+func (e *Engine) explainDistinct(ctx context.Context, db, coll string, inner bsoncore.Document, v explainVerbosity) (*explained, error) {
+	if err := validateCollName(db, coll); err != nil {
+		return nil, err
+	}
+	args, err := parseDistinct("distinct", inner)
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.planDistinct(db, coll, args)
+	if err != nil {
+		return nil, err
+	}
+	x := &explained{ns: p.ns, parsed: args.query, partitions: p.partitions()}
+	if v >= verbosityExecutionStats {
+		start := time.Now()
+		var vals []bsoncore.Value
+		if vals, x.stats, err = e.runDistinct(ctx, p, args.key); err != nil {
+			return nil, err
+		}
+		x.millis, x.executed = time.Since(start).Milliseconds(), true
+		_ = vals
+		x.nReturned = x.stats.returned
+	}
+	x.plan = stageTree(p, args.query, nil, x.stats, x.executed)
+	return x, nil
+}

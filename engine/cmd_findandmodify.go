@@ -1,0 +1,342 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/update"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// famArgs are the parsed fields of findAndModify.
+type famArgs struct {
+	query        bsoncore.Document
+	sort         bsoncore.Document
+	fields       bsoncore.Document
+	update       bsoncore.Value
+	arrayFilters []bsoncore.Document
+	let          bsoncore.Document
+	hint         bsoncore.Value
+	remove       bool
+	returnNew    bool
+	upsert       bool
+}
+
+// cmdFindAndModify finds one document (the first in sort order), then
+// removes it or updates it (upserting when asked), atomically, and
+// returns it as it was before or (new) after. The reply is
+// {lastErrorObject: {n, updatedExisting, upserted}, value, ok}.
+func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, name); err != nil {
+		return nil, err
+	}
+	a, err := parseFindAndModify(req)
+	if err != nil {
+		return nil, err
+	}
+	wc, err := parseWriteConcern(req)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	f, err := compileWriteFilter(a.query, a.let, now)
+	if err != nil {
+		return nil, err
+	}
+	sort, err := query.CompileSort(a.sort)
+	if err != nil {
+		return nil, queryError(err)
+	}
+	project, err := compileFields(a.fields, f, a.let, now)
+	if err != nil {
+		return nil, err
+	}
+	coll := e.store.Collection(req.db, name)
+	if coll != nil && a.hint.Type != 0 {
+		if err := checkHint(a.hint); err != nil {
+			return nil, err
+		}
+	}
+	sp := &updateSpec{query: a.query, filter: f, upsert: a.upsert}
+	if !a.remove {
+		if sp.upd, err = update.Parse(a.update, update.Options{ArrayFilters: a.arrayFilters, Let: a.let}); err != nil {
+			return nil, updateError(err)
+		}
+	}
+	if coll == nil {
+		if !a.upsert {
+			return famReply(a, famResult{}, project)
+		}
+		if coll, _, err = e.store.EnsureCollection(req.db, name); err != nil {
+			return nil, err
+		}
+	}
+	var res famResult
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		res, err = e.findAndModify(coll, sp, sort, a)
+		if !errors.Is(err, store.ErrCollectionChanged) {
+			break
+		}
+		if coll = e.store.Collection(req.db, name); coll == nil {
+			if !a.upsert {
+				return famReply(a, famResult{}, project)
+			}
+			if coll, _, err = e.store.EnsureCollection(req.db, name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) {
+			return nil, ce
+		}
+		return nil, fmt.Errorf("findAndModify on %s: %w", coll.Namespace(), err)
+	}
+	if wc.journal && res.wrote {
+		if err := e.store.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	return famReply(a, res, project)
+}
+
+func parseFindAndModify(req *request) (famArgs, error) {
+	var a famArgs
+	hasUpdate := false
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		var err error
+		switch k {
+		case "query":
+			if v.Type != bsoncore.TypeNull {
+				a.query, err = docArg(req.name, k, v)
+			}
+		case "sort":
+			if v.Type != bsoncore.TypeNull {
+				a.sort, err = docArg(req.name, k, v)
+			}
+		case "fields":
+			if v.Type != bsoncore.TypeNull {
+				a.fields, err = docArg(req.name, k, v)
+			}
+		case "update":
+			if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
+				err = errorf(ErrFailedToParse, "Update argument must be either an object or an array")
+			}
+			a.update, hasUpdate = v, true
+		case "remove":
+			a.remove, err = boolArg(req.name, k, v)
+		case "new":
+			a.returnNew, err = boolArg(req.name, k, v)
+		case "upsert":
+			a.upsert, err = boolArg(req.name, k, v)
+		case "bypassDocumentValidation":
+			_, err = boolArg(req.name, k, v)
+		case "arrayFilters":
+			a.arrayFilters, err = arrayFiltersArg(req.name, v)
+		case "let":
+			a.let, err = docArg(req.name, k, v)
+		case "hint":
+			if v.Type != bsoncore.TypeString && v.Type != bsoncore.TypeEmbeddedDocument {
+				err = wrongTypes(req.name, k, v, "string, object")
+			}
+			a.hint = v
+		case "collation":
+			if _, err = docArg(req.name, k, v); err == nil {
+				err = errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
+			}
+		default:
+			if !genericFields[k] {
+				err = unknownField(req.name, k)
+			}
+		}
+		if err != nil {
+			return a, err
+		}
+	}
+	switch {
+	case a.remove && hasUpdate:
+		return a, errorf(ErrFailedToParse, "Cannot specify both an update and remove=true")
+	case !a.remove && !hasUpdate:
+		return a, errorf(ErrFailedToParse, "Either an update or remove=true must be specified")
+	case a.remove && a.upsert:
+		return a, errorf(ErrFailedToParse, "Cannot specify both upsert=true and remove=true ")
+	case a.remove && a.returnNew:
+		return a, errorf(ErrFailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+	case a.remove && a.arrayFilters != nil:
+		return a, errorf(ErrFailedToParse, "Cannot specify arrayFilters and remove=true")
+	}
+	return a, nil
+}
+
+// famResult is what findAndModify did.
+type famResult struct {
+	n               int64
+	updatedExisting bool
+	upserted        bsoncore.Value
+	value           []byte // the document to return (nil: null)
+	wrote           bool
+}
+
+// findAndModify runs in one transaction: find the target, then remove,
+// update or upsert it.
+func (e *Engine) findAndModify(coll *store.Collection, sp *updateSpec, sort *query.Sort, a famArgs) (famResult, error) {
+	var res famResult
+	env := e.updateEnv()
+	err := e.store.Update(func(tx *store.Txn) error {
+		res = famResult{}
+		key, doc, err := findTarget(tx, coll, sp.filter, sort)
+		if err != nil {
+			return err
+		}
+		if doc == nil {
+			if !a.upsert {
+				return nil
+			}
+			id, err := e.upsertInTxn(tx, coll, sp, env)
+			if err != nil {
+				return err
+			}
+			res.n, res.upserted, res.wrote = 1, id, true
+			if a.returnNew {
+				res.value, err = tx.Get(idKey(coll, id))
+			}
+			return err
+		}
+		res.n = 1
+		if a.remove {
+			res.value, res.wrote = doc, true
+			return tx.Delete(coll, key, len(doc))
+		}
+		res.updatedExisting = true
+		_, denv, err := sp.matchForUpdate(doc, env)
+		if err != nil {
+			return err
+		}
+		out, changed, err := sp.upd.Apply(doc, denv)
+		if err == nil && changed {
+			err = checkUpdatedSize(out)
+		}
+		if err != nil {
+			return updateError(err)
+		}
+		res.value = doc
+		if a.returnNew {
+			res.value = out
+		}
+		if !changed {
+			return nil
+		}
+		res.wrote = true
+		return tx.Replace(coll, key, out, len(doc))
+	})
+	return res, err
+}
+
+// findTarget returns the first document matching f in sort order (in key
+// order without a sort), or nil. The slices are copies.
+func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, sort *query.Sort) ([]byte, []byte, error) {
+	if id, ok := f.IDEquality(); ok {
+		key := idKey(coll, id)
+		doc, err := tx.Get(key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		ok, err := f.MatchErr(doc)
+		if err != nil {
+			return nil, nil, queryError(err)
+		}
+		if !ok {
+			return nil, nil, nil
+		}
+		return key, doc, nil
+	}
+	var bestKey, bestDoc []byte
+	var bestKeys []bsoncore.Value
+	ordered := sort != nil && !sort.IsEmpty()
+	var matchErr error
+	err := tx.Scan(coll, nil, func(key, doc []byte) (bool, error) {
+		ok, err := f.MatchErr(doc)
+		if err != nil {
+			matchErr = queryError(err)
+			return false, nil
+		}
+		if !ok {
+			return true, nil
+		}
+		if !ordered {
+			bestKey, bestDoc = append([]byte(nil), key...), append([]byte(nil), doc...)
+			return false, nil
+		}
+		keys := sort.Keys(doc)
+		if bestDoc == nil || sort.CompareKeys(keys, bestKeys) < 0 {
+			bestKey, bestDoc = append(bestKey[:0], key...), append(bestDoc[:0], doc...)
+			// Keys alias doc: re-extract from the copy.
+			bestKeys = sort.Keys(bestDoc)
+		}
+		return true, nil
+	})
+	if err == nil {
+		err = matchErr
+	}
+	return bestKey, bestDoc, err
+}
+
+// famReply builds findAndModify's reply.
+func famReply(a famArgs, res famResult, project func([]byte) ([]byte, error)) ([]byte, error) {
+	leo := bson.D{{Key: "n", Value: int32(res.n)}}
+	if !a.remove {
+		leo = append(leo, bson.E{Key: "updatedExisting", Value: res.updatedExisting})
+		if res.upserted.Type != 0 {
+			leo = append(leo, bson.E{Key: "upserted", Value: rawValue(res.upserted)})
+		}
+	}
+	var val any = nil
+	if res.value != nil {
+		doc := res.value
+		if project != nil {
+			var err error
+			if doc, err = project(doc); err != nil {
+				return nil, err
+			}
+		}
+		val = bson.Raw(doc)
+	}
+	return okReply(bson.E{Key: "lastErrorObject", Value: leo}, bson.E{Key: "value", Value: val})
+}
+
+// compileFields compiles the fields projection applied to the returned
+// document; the positional $ in it refers to the query.
+func compileFields(d bsoncore.Document, f *query.Filter, let bsoncore.Document, now time.Time) (func([]byte) ([]byte, error), error) {
+	if len(d) <= 5 {
+		return nil, nil
+	}
+	p, err := query.CompileProjection(d, f, query.Options{Let: let, Now: now})
+	if err != nil {
+		return nil, queryError(err)
+	}
+	return func(doc []byte) ([]byte, error) {
+		out, err := p.Apply(doc)
+		if err != nil {
+			return nil, queryError(err)
+		}
+		return out, nil
+	}, nil
+}

@@ -1,0 +1,291 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/update"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// cmdUpdate runs the update command: statements {q, u, upsert, multi,
+// arrayFilters, hint, c, collation}, ordered or not. The reply counts
+// matched (n, upserts included) and changed (nModified) documents, lists
+// upserted _ids with their statement index, and reports per-statement
+// errors as writeErrors.
+func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, name); err != nil {
+		return nil, err
+	}
+	ordered := true
+	var let bsoncore.Document
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "ordered":
+			if ordered, err = boolArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "bypassDocumentValidation":
+			if _, err := boolArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "let":
+			if let, err = docArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "updates", "stmtIds", "isTimeseriesNamespace":
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	wc, err := parseWriteConcern(req)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := statements(req, "updates")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBatchSize(len(raw)); err != nil {
+		return nil, err
+	}
+	// As MongoDB's IDL does, every statement is parsed before any runs; the
+	// update language's own errors are the statement's write errors.
+	stmts := make([]updateStmt, len(raw))
+	for i, d := range raw {
+		if stmts[i], err = parseUpdateStmt(d); err != nil {
+			return nil, err
+		}
+	}
+	e.ops.update.Add(int64(len(stmts)))
+	coll := e.store.Collection(req.db, name)
+	var n, nModified int64
+	var upserted bson.A
+	var errs []writeError
+	for i, st := range stmts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		res, err := e.updateStmt(ctx, req.db, name, st, let, coll != nil)
+		n += res.matched
+		nModified += res.modified
+		if res.upserted.Type != 0 {
+			n++
+			upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: rawValue(res.upserted)}})
+		}
+		if err != nil {
+			we := writeErrorOf(i, err)
+			if we.code == ErrInternalError {
+				return nil, err
+			}
+			errs = append(errs, we)
+			if ordered {
+				break
+			}
+		}
+	}
+	if wc.journal && (nModified > 0 || len(upserted) > 0) {
+		if err := e.store.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	if len(errs) == 0 && len(upserted) == 0 {
+		// The common reply, {n, nModified, ok: 1}, without reflection.
+		idx, b := bsoncore.AppendDocumentStart(make([]byte, 0, 48))
+		b = bsoncore.AppendInt32Element(b, "n", int32(n))
+		b = bsoncore.AppendInt32Element(b, "nModified", int32(nModified))
+		b = bsoncore.AppendDoubleElement(b, "ok", 1)
+		return bsoncore.AppendDocumentEnd(b, idx)
+	}
+	extra := []bson.E{{Key: "nModified", Value: int32(nModified)}}
+	if len(upserted) > 0 {
+		extra = append(extra, bson.E{Key: "upserted", Value: upserted})
+	}
+	return writeReply(n, errs, extra...)
+}
+
+// updateStmt is one parsed statement of an update command.
+type updateStmt struct {
+	q            bsoncore.Document
+	u            bsoncore.Value
+	c            bsoncore.Document
+	upsert       bool
+	multi        bool
+	arrayFilters []bsoncore.Document
+	hint         bsoncore.Value
+}
+
+// parseUpdateStmt checks a statement's fields and their types.
+func parseUpdateStmt(stmt bsoncore.Document) (updateStmt, error) {
+	const field = "update.updates"
+	var st updateStmt
+	elems, err := stmt.Elements()
+	if err != nil {
+		return st, errorf(ErrFailedToParse, "%s: %v", field, err)
+	}
+	hasU := false
+	for _, el := range elems {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "q":
+			if st.q, err = docArg(field, k, v); err != nil {
+				return st, err
+			}
+		case "u":
+			if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
+				return st, errorf(ErrFailedToParse, "Update argument must be either an object or an array")
+			}
+			st.u, hasU = v, true
+		case "c":
+			if st.c, err = docArg(field, k, v); err != nil {
+				return st, err
+			}
+		case "upsert":
+			if st.upsert, err = boolArg(field, k, v); err != nil {
+				return st, err
+			}
+		case "multi":
+			if st.multi, err = boolArg(field, k, v); err != nil {
+				return st, err
+			}
+		case "arrayFilters":
+			if st.arrayFilters, err = arrayFiltersArg(field, v); err != nil {
+				return st, err
+			}
+		case "hint":
+			if v.Type != bsoncore.TypeString && v.Type != bsoncore.TypeEmbeddedDocument {
+				return st, wrongTypes(field, k, v, "string, object")
+			}
+			st.hint = v
+		case "collation":
+			if _, err := docArg(field, k, v); err != nil {
+				return st, err
+			}
+			return st, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
+		case "upsertSupplied", "allowShardKeyUpdatesWithoutFullShardKeyInQuery":
+			if _, err := boolArg(field, k, v); err != nil {
+				return st, err
+			}
+		case "sampleId":
+		default:
+			return st, unknownField(field, k)
+		}
+	}
+	if st.q == nil {
+		return st, missingField(field, "q")
+	}
+	if !hasU {
+		return st, missingField(field, "u")
+	}
+	return st, nil
+}
+
+// arrayFiltersArg reads arrayFilters: an array of documents.
+func arrayFiltersArg(cmd string, v bsoncore.Value) ([]bsoncore.Document, error) {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, wrongType(cmd, "arrayFilters", v, "array")
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, errorf(ErrFailedToParse, "%s.arrayFilters: %v", cmd, err)
+	}
+	out := make([]bsoncore.Document, len(vals))
+	for i, x := range vals {
+		d, ok := x.DocumentOK()
+		if !ok {
+			return nil, wrongType(cmd, "arrayFilters."+strconv.Itoa(i), x, "object")
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// compileUpdate compiles a statement's filter and update.
+func compileUpdate(q bsoncore.Document, u bsoncore.Value, arrayFilters []bsoncore.Document, let bsoncore.Document, now time.Time) (*updateSpec, error) {
+	f, err := compileWriteFilter(q, let, now)
+	if err != nil {
+		return nil, err
+	}
+	upd, err := update.Parse(u, update.Options{ArrayFilters: arrayFilters, Let: let})
+	if err != nil {
+		return nil, updateError(err)
+	}
+	return &updateSpec{query: q, filter: f, upd: upd}, nil
+}
+
+// updateStmt compiles and runs one statement; exists says whether the
+// collection existed when the command started (hints are checked only
+// against existing collections, as MongoDB plans nothing for missing ones).
+func (e *Engine) updateStmt(ctx context.Context, db, name string, st updateStmt, let bsoncore.Document, exists bool) (updateResult, error) {
+	if exists && st.hint.Type != 0 {
+		if err := checkHint(st.hint); err != nil {
+			return updateResult{}, err
+		}
+	}
+	vars := mergeVars(let, st.c)
+	sp, err := compileUpdate(st.q, st.u, st.arrayFilters, vars, e.now())
+	if err != nil {
+		return updateResult{}, err
+	}
+	if st.multi && sp.upd.Kind() == update.Replacement {
+		return updateResult{}, errorf(ErrFailedToParse, "multi update is not supported for replacement-style update")
+	}
+	sp.multi, sp.upsert = st.multi, st.upsert
+	return e.runUpdate(ctx, db, name, sp)
+}
+
+// checkHint accepts the hints a collection with only the _id index can
+// use: "_id_", {_id: ±1} and {$natural: ±1}.
+func checkHint(h bsoncore.Value) error {
+	switch h.Type {
+	case bsoncore.TypeString:
+		if h.StringValue() == "_id_" {
+			return nil
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		elems, _ := h.Document().Elements()
+		if len(elems) == 0 {
+			return nil // an empty hint is no hint
+		}
+		if len(elems) == 1 && (elems[0].Key() == "_id" || elems[0].Key() == "$natural") {
+			if f, ok := numberFloat(elems[0].Value()); ok && (f == 1 || f == -1) {
+				return nil
+			}
+		}
+	}
+	return errorf(ErrBadValue, "hint provided does not correspond to an existing index")
+}
+
+// mergeVars is let with the statement's constants c added (c wins).
+func mergeVars(let, c bsoncore.Document) bsoncore.Document {
+	if c == nil {
+		return let
+	}
+	if let == nil {
+		return c
+	}
+	start, b := bsoncore.AppendDocumentStart(nil)
+	elems, _ := let.Elements()
+	for _, e := range elems {
+		if _, err := c.LookupErr(e.Key()); err != nil {
+			b = append(b, e...)
+		}
+	}
+	celems, _ := c.Elements()
+	for _, e := range celems {
+		b = append(b, e...)
+	}
+	b, _ = bsoncore.AppendDocumentEnd(b, start)
+	return b
+}

@@ -1,0 +1,47 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error categories; every error of this package wraps one of them.
+var (
+	ErrBadValue      = errors.New("bad value")
+	ErrTypeMismatch  = errors.New("type mismatch")
+	ErrFailedToParse = errors.New("failed to parse")
+	// ErrUnknownOperator: "Unrecognized expression '$foo'".
+	ErrUnknownOperator = errors.New("unrecognized expression")
+	// ErrUndefinedVariable: $$name that no let or operator defines.
+	ErrUndefinedVariable = errors.New("undefined variable")
+	// ErrArity: an operator given the wrong number of arguments.
+	ErrArity = errors.New("wrong number of arguments")
+	// ErrInvalidRegex: a pattern the regex engine refuses.
+	ErrInvalidRegex = errors.New("invalid regex")
+	// ErrBadRegexOptions: a flag other than i, m, s, x (or u).
+	ErrBadRegexOptions = errors.New("invalid regex options")
+	// ErrNotImplemented: a MongoDB operator Parsec does not have yet.
+	ErrNotImplemented = errors.New("not implemented")
+	// ErrConversion: $convert (and $toInt, ...) cannot convert a value.
+	ErrConversion = errors.New("conversion failure")
+	// ErrFieldPath: a malformed field path or variable name.
+	ErrFieldPath = errors.New("bad field path")
+	// ErrExpressionSpec: an object with an operator and other fields.
+	ErrExpressionSpec = errors.New("bad expression specification")
+	// ErrDivideByZero: $divide or $mod by zero.
+	ErrDivideByZero = errors.New("division by zero")
+	// ErrNoSwitchBranch: $switch with no matching branch and no default.
+	ErrNoSwitchBranch = errors.New("no matching $switch branch")
+)
+
+func errorOf(category error, format string, args ...any) error {
+	return fmt.Errorf("%w: %s", category, fmt.Sprintf(format, args...))
+}
+
+func badValue(format string, args ...any) error { return errorOf(ErrBadValue, format, args...) }
+
+func typeMismatch(format string, args ...any) error {
+	return errorOf(ErrTypeMismatch, format, args...)
+}
+
+func parseError(format string, args ...any) error { return errorOf(ErrFailedToParse, format, args...) }

@@ -1,0 +1,441 @@
+package expr
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func concatFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	var b strings.Builder
+	for _, a := range args {
+		if isNullish(a) {
+			return Null, nil
+		}
+		if !isString(a) {
+			return Missing, typeMismatch("$concat only supports strings, not %s", TypeName(a))
+		}
+		b.WriteString(stringOf(a))
+	}
+	return String(b.String()), nil
+}
+
+// coerceToString is how $toLower, $toUpper and $strcasecmp read their
+// argument: null is "", numbers, dates and timestamps are formatted.
+func coerceToString(name string, v bsoncore.Value) (string, error) {
+	switch {
+	case isNullish(v):
+		return "", nil
+	case isString(v):
+		return stringOf(v), nil
+	case isNumber(v), v.Type == bsoncore.TypeDateTime, v.Type == bsoncore.TypeTimestamp:
+		s, err := convertTo(v, "string")
+		if err != nil {
+			return "", err
+		}
+		return stringOf(s), nil
+	}
+	return "", typeMismatch("can't convert from BSON type %s to String", TypeName(v))
+}
+
+func toLowerFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	s, err := coerceToString(name, a[0])
+	return String(asciiMap(s, 'A', 'Z', 'a'-'A')), err
+}
+
+func toUpperFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	s, err := coerceToString(name, a[0])
+	return String(asciiMap(s, 'a', 'z', 'A'-'a')), err
+}
+
+// asciiMap changes the case of ASCII letters only, as MongoDB does.
+func asciiMap(s string, lo, hi byte, delta int) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= lo && c <= hi {
+			b[i] = byte(int(c) + delta)
+		}
+	}
+	return string(b)
+}
+
+func strLenCPFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	if !isString(a[0]) {
+		return Missing, badValue("$strLenCP requires a string argument, found: %s", TypeName(a[0]))
+	}
+	return Int32(int32(utf8.RuneCountInString(stringOf(a[0])))), nil
+}
+
+func strLenBytesFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	if !isString(a[0]) {
+		return Missing, badValue("$strLenBytes requires a string argument, found: %s", TypeName(a[0]))
+	}
+	return Int32(int32(len(stringOf(a[0])))), nil
+}
+
+func substrBytesFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	s, err := coerceToString(name, a[0])
+	if err != nil {
+		return Missing, err
+	}
+	if !isNumber(a[1]) {
+		return Missing, badValue("%s: starting index must be a numeric type (is BSON type %s)", name, TypeName(a[1]))
+	}
+	if !isNumber(a[2]) {
+		return Missing, badValue("%s: length must be a numeric type (is BSON type %s)", name, TypeName(a[2]))
+	}
+	start, _ := exactInt(a[1])
+	n, _ := exactInt(a[2])
+	if start < 0 || start >= int64(len(s)) {
+		return String(""), nil
+	}
+	end := int64(len(s))
+	if n >= 0 && start+n < end {
+		end = start + n
+	}
+	if !utf8.RuneStart(s[start]) {
+		return Missing, badValue("%s: Invalid range, starting index is a UTF-8 continuation byte.", name)
+	}
+	if end < int64(len(s)) && !utf8.RuneStart(s[end]) {
+		return Missing, badValue("%s: Invalid range, ending index is in the middle of a UTF-8 character.", name)
+	}
+	return String(s[start:end]), nil
+}
+
+func substrCPFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	s, err := coerceToString(name, a[0])
+	if err != nil {
+		return Missing, err
+	}
+	start, ok1 := exactInt(a[1])
+	n, ok2 := exactInt(a[2])
+	if !isNumber(a[1]) || !ok1 {
+		return Missing, badValue("$substrCP: starting index must be a numeric type (is BSON type %s)", TypeName(a[1]))
+	}
+	if !isNumber(a[2]) || !ok2 {
+		return Missing, badValue("$substrCP: length must be a numeric type (is BSON type %s)", TypeName(a[2]))
+	}
+	if start < 0 {
+		return Missing, badValue("$substrCP: starting index must be non-negative (got: %d)", start)
+	}
+	if n < 0 {
+		return Missing, badValue("$substrCP: length must be a nonnegative integer.")
+	}
+	r := []rune(s)
+	if start >= int64(len(r)) {
+		return String(""), nil
+	}
+	return String(string(r[start:min(start+n, int64(len(r)))])), nil
+}
+
+func splitFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	if isNullish(a[0]) {
+		return Null, nil
+	}
+	if !isString(a[0]) {
+		return Missing, badValue("$split requires an expression that evaluates to a string as a first argument, found: %s", TypeName(a[0]))
+	}
+	if !isString(a[1]) {
+		return Missing, badValue("$split requires an expression that evaluates to a string as a second argument, found: %s", TypeName(a[1]))
+	}
+	sep := stringOf(a[1])
+	if sep == "" {
+		return Missing, badValue("$split requires a non-empty separator")
+	}
+	var out []bsoncore.Value
+	for _, p := range strings.Split(stringOf(a[0]), sep) {
+		out = append(out, String(p))
+	}
+	return Array(out), nil
+}
+
+func strcasecmpFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	x, err := coerceToString(name, a[0])
+	if err != nil {
+		return Missing, err
+	}
+	y, err := coerceToString(name, a[1])
+	if err != nil {
+		return Missing, err
+	}
+	return Int32(int32(strings.Compare(asciiMap(x, 'a', 'z', 'A'-'a'), asciiMap(y, 'a', 'z', 'A'-'a')))), nil
+}
+
+func indexOfBytesFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	return indexOfString(name, a, false)
+}
+
+func indexOfCPFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	return indexOfString(name, a, true)
+}
+
+func indexOfString(name string, a []bsoncore.Value, cp bool) (bsoncore.Value, error) {
+	if isNullish(a[0]) {
+		return Null, nil
+	}
+	if !isString(a[0]) {
+		return Missing, badValue("%s requires a string as the first argument, found: %s", name, TypeName(a[0]))
+	}
+	if !isString(a[1]) {
+		return Missing, badValue("%s requires a string as the second argument, found: %s", name, TypeName(a[1]))
+	}
+	var units []string
+	s, sub := stringOf(a[0]), stringOf(a[1])
+	if cp {
+		for _, r := range s {
+			units = append(units, string(r))
+		}
+	} else {
+		for i := range len(s) {
+			units = append(units, s[i:i+1])
+		}
+	}
+	start, end := int64(0), int64(len(units))
+	if len(a) > 2 {
+		v, ok := exactInt(a[2])
+		if !ok || v < 0 {
+			return Missing, badValue("%s starting index must be a positive integral value: %s", name, render(a[2]))
+		}
+		start = v
+	}
+	if len(a) > 3 {
+		v, ok := exactInt(a[3])
+		if !ok || v < 0 {
+			return Missing, badValue("%s ending index must be a positive integral value: %s", name, render(a[3]))
+		}
+		end = min(v, end)
+	}
+	for i := start; i <= end; i++ {
+		if strings.HasPrefix(strings.Join(units[i:end], ""), sub) {
+			return Int32(int32(i)), nil
+		}
+		if i == end {
+			break
+		}
+	}
+	return Int32(-1), nil
+}
+
+type trimExpr struct {
+	name         string
+	input, chars Expression
+}
+
+func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	in, err := e.input.Eval(ctx)
+	if err != nil {
+		return Missing, err
+	}
+	if isNullish(in) {
+		return Null, nil
+	}
+	if !isString(in) {
+		return Missing, badValue("%s requires its input to be a string, got %s (of type %s) instead.", e.name, render(in), TypeName(in))
+	}
+	cut := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+	if e.chars != nil {
+		c, err := e.chars.Eval(ctx)
+		if err != nil {
+			return Missing, err
+		}
+		if isNullish(c) {
+			return Null, nil
+		}
+		if !isString(c) {
+			return Missing, badValue("%s requires 'chars' to be a string, got %s (of type %s) instead.", e.name, render(c), TypeName(c))
+		}
+		cut = stringOf(c)
+	}
+	s := stringOf(in)
+	switch e.name {
+	case "$ltrim":
+		s = strings.TrimLeft(s, cut)
+	case "$rtrim":
+		s = strings.TrimRight(s, cut)
+	default:
+		s = strings.Trim(s, cut)
+	}
+	return String(s), nil
+}
+
+func trimOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+	m, err := namedArgs(name, arg, []string{"input", "chars"}, "input")
+	if err != nil {
+		return nil, err
+	}
+	e := &trimExpr{name: name}
+	if e.input, err = c.compile(m["input"]); err != nil {
+		return nil, err
+	}
+	if ch, ok := m["chars"]; ok {
+		if e.chars, err = c.compile(ch); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+type regexExpr struct {
+	name                  string
+	input, regex, options Expression
+	fixed                 *Regex // when regex and options are constants
+}
+
+func regexOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+	m, err := namedArgs(name, arg, []string{"input", "regex", "options"}, "input", "regex")
+	if err != nil {
+		return nil, err
+	}
+	e := &regexExpr{name: name}
+	if e.input, err = c.compile(m["input"]); err != nil {
+		return nil, err
+	}
+	if e.regex, err = c.compile(m["regex"]); err != nil {
+		return nil, err
+	}
+	if o, ok := m["options"]; ok {
+		if e.options, err = c.compile(o); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *regexExpr) compileRegex(ctx *Context) (*Regex, bool, error) {
+	rv, err := e.regex.Eval(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	var pattern, opts string
+	switch {
+	case isNullish(rv):
+		return nil, true, nil
+	case rv.Type == bsoncore.TypeRegex:
+		pattern, opts = rv.Regex()
+	case isString(rv):
+		pattern = stringOf(rv)
+	default:
+		return nil, false, badValue("%s needs 'regex' to be of type string or regex", e.name)
+	}
+	if e.options != nil {
+		ov, err := e.options.Eval(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if !isNullish(ov) {
+			if !isString(ov) {
+				return nil, false, badValue("%s needs 'options' to be of type string", e.name)
+			}
+			if opts != "" && stringOf(ov) != "" {
+				return nil, false, badValue("%s found regex option(s) specified in both 'regex' and 'option' fields", e.name)
+			}
+			opts += stringOf(ov)
+		}
+	}
+	re, err := CompileRegex(pattern, opts)
+	return re, false, err
+}
+
+func (e *regexExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	in, err := e.input.Eval(ctx)
+	if err != nil {
+		return Missing, err
+	}
+	re, null, err := e.compileRegex(ctx)
+	if err != nil {
+		return Missing, err
+	}
+	if !isNullish(in) && !isString(in) {
+		return Missing, badValue("%s needs 'input' to be of type string", e.name)
+	}
+	if null || isNullish(in) {
+		switch e.name {
+		case "$regexMatch":
+			return Bool(false), nil
+		case "$regexFindAll":
+			return Array(nil), nil
+		}
+		return Null, nil
+	}
+	s := stringOf(in)
+	switch e.name {
+	case "$regexMatch":
+		return Bool(re.MatchString(s)), nil
+	case "$regexFind":
+		m := re.Go().FindStringSubmatchIndex(s)
+		if m == nil {
+			return Null, nil
+		}
+		return regexResult(s, m), nil
+	}
+	var out []bsoncore.Value
+	for _, m := range re.Go().FindAllStringSubmatchIndex(s, -1) {
+		out = append(out, regexResult(s, m))
+	}
+	return Array(out), nil
+}
+
+// regexResult is {match, idx, captures} with idx in code points.
+func regexResult(s string, m []int) bsoncore.Value {
+	var caps []bsoncore.Value
+	for i := 2; i+1 < len(m); i += 2 {
+		if m[i] < 0 {
+			caps = append(caps, Null)
+			continue
+		}
+		caps = append(caps, String(s[m[i]:m[i+1]]))
+	}
+	return Document([]Field{
+		{"match", String(s[m[0]:m[1]])},
+		{"idx", Int32(int32(utf8.RuneCountInString(s[:m[0]])))},
+		{"captures", Array(caps)},
+	})
+}
+
+type replaceExpr struct {
+	name                     string
+	input, find, replacement Expression
+}
+
+func replaceOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+	m, err := namedArgs(name, arg, []string{"input", "find", "replacement"}, "input", "find", "replacement")
+	if err != nil {
+		return nil, err
+	}
+	e := &replaceExpr{name: name}
+	for _, p := range []struct {
+		dst *Expression
+		key string
+	}{{&e.input, "input"}, {&e.find, "find"}, {&e.replacement, "replacement"}} {
+		if *p.dst, err = c.compile(m[p.key]); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *replaceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	var vals [3]bsoncore.Value
+	for i, x := range []Expression{e.input, e.find, e.replacement} {
+		v, err := x.Eval(ctx)
+		if err != nil {
+			return Missing, err
+		}
+		if !isNullish(v) && !isString(v) {
+			what := []string{"input", "find", "replacement"}[i]
+			return Missing, badValue("%s requires that '%s' be a string, found: %s", e.name, what, render(v))
+		}
+		vals[i] = v
+	}
+	for _, v := range vals {
+		if isNullish(v) {
+			return Null, nil
+		}
+	}
+	n := -1
+	if e.name == "$replaceOne" {
+		n = 1
+	}
+	return String(strings.Replace(stringOf(vals[0]), stringOf(vals[1]), stringOf(vals[2]), n)), nil
+}

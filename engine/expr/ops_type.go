@@ -1,0 +1,510 @@
+package expr
+
+import (
+	"encoding/hex"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/value"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func typeFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	return String(TypeName(a[0])), nil
+}
+
+func isNumberFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	return Bool(isNumber(a[0])), nil
+}
+
+// toFn is $toInt, $toString, ...: $convert without onError and onNull.
+func toFn(target string) evalFn {
+	return func(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+		if isNullish(a[0]) {
+			return Null, nil
+		}
+		return convertTo(a[0], target)
+	}
+}
+
+type convertExpr struct {
+	input, to, onError, onNull Expression
+}
+
+func convertOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+	m, err := namedArgs(name, arg, []string{"input", "to", "onError", "onNull"}, "input", "to")
+	if err != nil {
+		return nil, err
+	}
+	e := &convertExpr{}
+	if e.input, err = c.compile(m["input"]); err != nil {
+		return nil, err
+	}
+	if e.to, err = c.compile(m["to"]); err != nil {
+		return nil, err
+	}
+	if v, ok := m["onError"]; ok {
+		if e.onError, err = c.compile(v); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := m["onNull"]; ok {
+		if e.onNull, err = c.compile(v); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *convertExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	in, err := e.input.Eval(ctx)
+	if err != nil {
+		return Missing, err
+	}
+	to, err := e.to.Eval(ctx)
+	if err != nil {
+		return Missing, err
+	}
+	if isNullish(to) {
+		return Null, nil
+	}
+	var target string
+	switch {
+	case isString(to):
+		target = stringOf(to)
+		if _, ok := value.TypeByAlias(target); !ok {
+			return Missing, badValue("Unknown type name: %s", target)
+		}
+	case isNumber(to):
+		n, ok := exactInt(to)
+		t, known := value.TypeByCode(n)
+		if !ok || !known {
+			return Missing, badValue("In $convert, numeric 'to' argument is not an integer")
+		}
+		target = value.TypeAlias(t)
+	default:
+		return Missing, badValue("$convert's 'to' argument must be a string or number, but is %s", TypeName(to))
+	}
+	if isNullish(in) {
+		if e.onNull != nil {
+			return e.onNull.Eval(ctx)
+		}
+		return Null, nil
+	}
+	out, err := convertTo(in, target)
+	if err != nil && e.onError != nil {
+		return e.onError.Eval(ctx)
+	}
+	return out, err
+}
+
+func conversionError(v bsoncore.Value, target string) error {
+	return errorOf(ErrConversion, "Unsupported conversion from %s to %s in $convert with no onError value", TypeName(v), target)
+}
+
+// convertTo converts a non-null value to the type named target.
+func convertTo(v bsoncore.Value, target string) (bsoncore.Value, error) {
+	if TypeName(v) == target && target != "string" {
+		return v, nil
+	}
+	switch target {
+	case "double":
+		switch {
+		case isNumber(v):
+			return Double(value.Float(v)), nil
+		case v.Type == bsoncore.TypeBoolean:
+			return Double(b2f(v.Boolean())), nil
+		case v.Type == bsoncore.TypeDateTime:
+			return Double(float64(v.DateTime())), nil
+		case isString(v):
+			f, err := strconv.ParseFloat(strings.TrimSpace(stringOf(v)), 64)
+			if err != nil && !isRangeErr(err) {
+				return Missing, errorOf(ErrConversion, "Failed to parse number '%s' in $convert with no onError value: Did not consume whole string.", stringOf(v))
+			}
+			return Double(f), nil
+		}
+	case "int", "long":
+		limit := float64(math.MaxInt32)
+		if target == "long" {
+			limit = 9.223372036854775807e18
+		}
+		var n int64
+		switch {
+		case v.Type == bsoncore.TypeInt32 || v.Type == bsoncore.TypeInt64:
+			n = asInt(v)
+		case isNumber(v):
+			f := math.Trunc(value.Float(v))
+			if math.IsNaN(f) {
+				return Missing, errorOf(ErrConversion, "Attempt to convert NaN value to integer type in $convert with no onError value")
+			}
+			if f > limit || f < -limit-1 {
+				return Missing, errorOf(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", render(v))
+			}
+			n = int64(f)
+		case v.Type == bsoncore.TypeBoolean:
+			n = int64(b2f(v.Boolean()))
+		case v.Type == bsoncore.TypeDateTime && target == "long":
+			n = v.DateTime()
+		case isString(v):
+			i, err := strconv.ParseInt(stringOf(v), 10, 64)
+			if err != nil {
+				return Missing, errorOf(ErrConversion, "Failed to parse number '%s' in $convert with no onError value: Did not consume whole string.", stringOf(v))
+			}
+			n = i
+		default:
+			return Missing, conversionError(v, target)
+		}
+		if target == "int" {
+			if n != int64(int32(n)) {
+				return Missing, errorOf(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", render(v))
+			}
+			return Int32(int32(n)), nil
+		}
+		return Int64(n), nil
+	case "decimal":
+		switch {
+		case isNumber(v):
+			return toDecimal(v), nil
+		case v.Type == bsoncore.TypeBoolean:
+			return toDecimal(Int32(int32(b2f(v.Boolean())))), nil
+		case v.Type == bsoncore.TypeDateTime:
+			return toDecimal(Int64(v.DateTime())), nil
+		case isString(v):
+			d, err := bson.ParseDecimal128(stringOf(v))
+			if err != nil {
+				return Missing, errorOf(ErrConversion, "Failed to parse number '%s' in $convert with no onError value: Failed to parse string to decimal", stringOf(v))
+			}
+			return Decimal(d), nil
+		}
+	case "bool":
+		switch v.Type {
+		case bsoncore.TypeBoolean:
+			return v, nil
+		case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+			return Bool(Truthy(v)), nil
+		default:
+			return Bool(true), nil
+		}
+	case "string":
+		switch {
+		case isString(v):
+			return String(stringOf(v)), nil
+		case v.Type == bsoncore.TypeInt32 || v.Type == bsoncore.TypeInt64:
+			return String(strconv.FormatInt(asInt(v), 10)), nil
+		case v.Type == bsoncore.TypeDouble:
+			return String(formatDouble(v.Double())), nil
+		case v.Type == bsoncore.TypeDecimal128:
+			return String(bson.NewDecimal128(v.Decimal128()).String()), nil
+		case v.Type == bsoncore.TypeBoolean:
+			return String(strconv.FormatBool(v.Boolean())), nil
+		case v.Type == bsoncore.TypeObjectID:
+			oid := v.ObjectID()
+			return String(hex.EncodeToString(oid[:])), nil
+		case v.Type == bsoncore.TypeDateTime:
+			return String(time.UnixMilli(v.DateTime()).UTC().Format("2006-01-02T15:04:05.000Z")), nil
+		}
+	case "date":
+		switch {
+		case v.Type == bsoncore.TypeInt64 || v.Type == bsoncore.TypeDouble || v.Type == bsoncore.TypeDecimal128:
+			return DateTime(truncInt64(value.Float(v))), nil
+		case v.Type == bsoncore.TypeObjectID:
+			oid := v.ObjectID()
+			secs := int64(oid[0])<<24 | int64(oid[1])<<16 | int64(oid[2])<<8 | int64(oid[3])
+			return DateTime(secs * 1000), nil
+		case v.Type == bsoncore.TypeTimestamp:
+			t, _ := v.Timestamp()
+			return DateTime(int64(t) * 1000), nil
+		case isString(v):
+			for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.000Z07:00", "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
+				if t, err := time.Parse(layout, stringOf(v)); err == nil {
+					return DateTime(t.UnixMilli()), nil
+				}
+			}
+			return Missing, errorOf(ErrConversion, "Error parsing date string '%s'", stringOf(v))
+		}
+	case "objectId":
+		if isString(v) {
+			b, err := hex.DecodeString(stringOf(v))
+			if err != nil || len(b) != 12 {
+				return Missing, errorOf(ErrConversion, "Failed to parse objectId '%s' in $convert with no onError value: Invalid string length for parsing to OID, expected 24 but found %d", stringOf(v), len(stringOf(v)))
+			}
+			var oid [12]byte
+			copy(oid[:], b)
+			return bsoncore.Value{Type: bsoncore.TypeObjectID, Data: bsoncore.AppendObjectID(nil, oid)}, nil
+		}
+	}
+	return Missing, conversionError(v, target)
+}
+
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func mergeObjectsFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	var fields []Field
+	for _, a := range args {
+		if isNullish(a) {
+			continue
+		}
+		if a.Type != bsoncore.TypeEmbeddedDocument {
+			return Missing, badValue("$mergeObjects requires object inputs, but input %s is of type %s", render(a), TypeName(a))
+		}
+	next:
+		for _, f := range Fields(a) {
+			for i := range fields {
+				if fields[i].Key == f.Key {
+					fields[i].Val = f.Val
+					continue next
+				}
+			}
+			fields = append(fields, f)
+		}
+	}
+	return Document(fields), nil
+}
+
+type getFieldExpr struct {
+	field string
+	input Expression // nil: $$CURRENT
+}
+
+func (e *getFieldExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	in := bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ctx.Root}
+	if e.input != nil {
+		v, err := e.input.Eval(ctx)
+		if err != nil {
+			return Missing, err
+		}
+		in = v
+	}
+	if isNullish(in) {
+		return Null, nil
+	}
+	if in.Type != bsoncore.TypeEmbeddedDocument {
+		return Missing, nil
+	}
+	v, _ := lookup(in.Data, e.field)
+	return v, nil
+}
+
+func getFieldOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+	if isString(arg) {
+		return &getFieldExpr{field: stringOf(arg)}, nil
+	}
+	m, err := namedArgs(name, arg, []string{"field", "input"}, "field")
+	if err != nil {
+		return nil, err
+	}
+	f := m["field"]
+	if f.Type == bsoncore.TypeEmbeddedDocument {
+		if lit, err := f.Document().LookupErr("$literal"); err == nil && len(Fields(f)) == 1 {
+			f = lit
+		}
+	} else if isString(f) && len(stringOf(f)) > 0 && stringOf(f)[0] == '$' {
+		return nil, badValue("$getField requires 'field' to evaluate to a constant, but got a non-constant argument")
+	}
+	if !isString(f) {
+		return nil, badValue("$getField requires 'field' to evaluate to type String, but got %s", TypeName(f))
+	}
+	e := &getFieldExpr{field: stringOf(f)}
+	if in, ok := m["input"]; ok {
+		if e.input, err = c.compile(in); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+type dateExpr struct {
+	name string
+	date Expression
+}
+
+func dateOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+	src := arg
+	if arg.Type == bsoncore.TypeEmbeddedDocument {
+		if d, err := arg.Document().LookupErr("date"); err == nil {
+			m, err := namedArgs(name, arg, []string{"date", "timezone"}, "date")
+			if err != nil {
+				return nil, err
+			}
+			if tz, ok := m["timezone"]; ok && !(isString(tz) && (stringOf(tz) == "UTC" || stringOf(tz) == "GMT" || stringOf(tz) == "Z")) {
+				return nil, errorOf(ErrNotImplemented, "%s with a timezone is not supported by Parsec yet", name)
+			}
+			src = d
+		}
+	} else if arg.Type == bsoncore.TypeArray {
+		ops := operands(arg)
+		if len(ops) != 1 {
+			return nil, errorOf(ErrArity, "Expression %s takes exactly 1 arguments. %d were passed in.", name, len(ops))
+		}
+		src = ops[0]
+	}
+	d, err := c.compile(src)
+	if err != nil {
+		return nil, err
+	}
+	return &dateExpr{name: name, date: d}, nil
+}
+
+// asTime reads a date, timestamp or ObjectId as a UTC time.
+func asTime(name string, v bsoncore.Value) (time.Time, error) {
+	switch v.Type {
+	case bsoncore.TypeDateTime:
+		return time.UnixMilli(v.DateTime()).UTC(), nil
+	case bsoncore.TypeTimestamp:
+		t, _ := v.Timestamp()
+		return time.Unix(int64(t), 0).UTC(), nil
+	case bsoncore.TypeObjectID:
+		d, _ := convertTo(v, "date")
+		return time.UnixMilli(d.DateTime()).UTC(), nil
+	}
+	return time.Time{}, badValue("can't convert from BSON type %s to Date", TypeName(v))
+}
+
+func (e *dateExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	v, err := e.date.Eval(ctx)
+	if err != nil {
+		return Missing, err
+	}
+	if isNullish(v) {
+		return Null, nil
+	}
+	t, err := asTime(e.name, v)
+	if err != nil {
+		return Missing, err
+	}
+	var n int
+	switch e.name {
+	case "$year":
+		n = t.Year()
+	case "$month":
+		n = int(t.Month())
+	case "$dayOfMonth":
+		n = t.Day()
+	case "$hour":
+		n = t.Hour()
+	case "$minute":
+		n = t.Minute()
+	case "$second":
+		n = t.Second()
+	case "$millisecond":
+		n = t.Nanosecond() / 1e6
+	case "$dayOfWeek":
+		n = int(t.Weekday()) + 1
+	case "$dayOfYear":
+		n = t.YearDay()
+	}
+	return Int32(int32(n)), nil
+}
+
+type dateToStringExpr struct {
+	date, format, onNull Expression
+}
+
+func dateToStringOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+	m, err := namedArgs(name, arg, []string{"date", "format", "timezone", "onNull"}, "date")
+	if err != nil {
+		return nil, err
+	}
+	if tz, ok := m["timezone"]; ok && !(isString(tz) && stringOf(tz) == "UTC") {
+		return nil, errorOf(ErrNotImplemented, "$dateToString with a timezone is not supported by Parsec yet")
+	}
+	e := &dateToStringExpr{}
+	if e.date, err = c.compile(m["date"]); err != nil {
+		return nil, err
+	}
+	if f, ok := m["format"]; ok {
+		if e.format, err = c.compile(f); err != nil {
+			return nil, err
+		}
+	}
+	if f, ok := m["onNull"]; ok {
+		if e.onNull, err = c.compile(f); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *dateToStringExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	v, err := e.date.Eval(ctx)
+	if err != nil {
+		return Missing, err
+	}
+	if isNullish(v) {
+		if e.onNull != nil {
+			return e.onNull.Eval(ctx)
+		}
+		return Null, nil
+	}
+	t, err := asTime("$dateToString", v)
+	if err != nil {
+		return Missing, err
+	}
+	format := "%Y-%m-%dT%H:%M:%S.%LZ"
+	if e.format != nil {
+		f, err := e.format.Eval(ctx)
+		if err != nil {
+			return Missing, err
+		}
+		if !isString(f) {
+			return Missing, badValue("$dateToString requires that 'format' be a string, found: %s with value %s", TypeName(f), render(f))
+		}
+		format = stringOf(f)
+	}
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			b.WriteByte(format[i])
+			continue
+		}
+		i++
+		switch format[i] {
+		case 'Y':
+			b.WriteString(strconv.Itoa(t.Year()))
+		case 'm':
+			b.WriteString(t.Format("01"))
+		case 'd':
+			b.WriteString(t.Format("02"))
+		case 'H':
+			b.WriteString(t.Format("15"))
+		case 'M':
+			b.WriteString(t.Format("04"))
+		case 'S':
+			b.WriteString(t.Format("05"))
+		case 'L':
+			b.WriteString(t.Format(".000")[1:])
+		case 'j':
+			b.WriteString(strings.Repeat("0", 3-len(strconv.Itoa(t.YearDay()))) + strconv.Itoa(t.YearDay()))
+		case 'u':
+			wd := int(t.Weekday())
+			if wd == 0 {
+				wd = 7
+			}
+			b.WriteString(strconv.Itoa(wd))
+		case 'w':
+			b.WriteString(strconv.Itoa(int(t.Weekday()) + 1))
+		case 'z':
+			b.WriteString("+0000")
+		case 'Z':
+			b.WriteString("+000")
+		case '%':
+			b.WriteByte('%')
+		default:
+			return Missing, badValue("Invalid format character '%%%c' in format string", format[i])
+		}
+	}
+	return String(b.String()), nil
+}

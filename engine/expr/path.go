@@ -1,0 +1,126 @@
+package expr
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// pathExpr is "$a.b" (from $$CURRENT) or "$$var.a.b".
+type pathExpr struct {
+	root  int // rootDoc, rootNow, rootRemove, rootClusterTime or a variable slot >= 0
+	parts []string
+}
+
+const (
+	rootDoc         = -1
+	rootNow         = -2
+	rootRemove      = -3
+	rootClusterTime = -4
+)
+
+func (c *compiler) compilePath(s string) (Expression, error) {
+	if s == "$" {
+		return nil, errorOf(ErrFieldPath, "'$' by itself is not a valid FieldPath")
+	}
+	p := &pathExpr{root: rootDoc}
+	rest := s[1:]
+	if strings.HasPrefix(rest, "$") {
+		name, tail, _ := strings.Cut(rest[1:], ".")
+		switch name {
+		case "ROOT", "CURRENT":
+		case "NOW":
+			p.root = rootNow
+		case "REMOVE":
+			p.root = rootRemove
+		case "CLUSTER_TIME":
+			p.root = rootClusterTime
+		default:
+			if err := CheckVariableName(name); err != nil {
+				return nil, err
+			}
+			slot, ok := c.scope.lookup(name)
+			if !ok {
+				return nil, errorOf(ErrUndefinedVariable, "Use of undefined variable: %s", name)
+			}
+			p.root = slot
+		}
+		if !strings.Contains(rest, ".") {
+			return p, nil
+		}
+		rest = tail
+	}
+	for _, part := range strings.Split(rest, ".") {
+		if part == "" {
+			return nil, errorOf(ErrFieldPath, "FieldPath field names may not be empty strings.")
+		}
+		if part[0] == '$' {
+			return nil, errorOf(ErrFieldPath, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+		}
+		p.parts = append(p.parts, part)
+	}
+	return p, nil
+}
+
+func (p *pathExpr) Eval(ctx *Context) (bsoncore.Value, error) {
+	var v bsoncore.Value
+	switch p.root {
+	case rootDoc:
+		v = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ctx.Root}
+	case rootNow:
+		v = DateTime(ctx.Now.UnixMilli())
+	case rootClusterTime:
+		v = bsoncore.Value{Type: bsoncore.TypeTimestamp, Data: bsoncore.AppendTimestamp(nil, uint32(ctx.Now.Unix()), 1)}
+	case rootRemove:
+		return Missing, nil
+	default:
+		if p.root < len(ctx.Vars) {
+			v = ctx.Vars[p.root]
+		}
+	}
+	return getPath(v, p.parts), nil
+}
+
+// getPath follows parts from v as aggregation field paths do: through
+// documents, and over arrays element by element (keeping nested arrays,
+// dropping elements where the path reaches nothing). Numeric parts are
+// field names, not indexes.
+func getPath(v bsoncore.Value, parts []string) bsoncore.Value {
+	for i, part := range parts {
+		switch v.Type {
+		case bsoncore.TypeEmbeddedDocument:
+			x, ok := lookup(v.Data, part)
+			if !ok {
+				return Missing
+			}
+			v = x
+		case bsoncore.TypeArray:
+			return getPathArray(v, parts[i:])
+		default:
+			return Missing
+		}
+	}
+	return v
+}
+
+func getPathArray(arr bsoncore.Value, parts []string) bsoncore.Value {
+	var out []bsoncore.Value
+	it := elems(arr.Data)
+	for e, ok := it.next(); ok; e, ok = it.next() {
+		x := e.Value()
+		switch x.Type {
+		case bsoncore.TypeEmbeddedDocument:
+			if r := getPath(x, parts); r.Type != 0 {
+				out = append(out, r)
+			}
+		case bsoncore.TypeArray:
+			out = append(out, getPathArray(x, parts))
+		}
+	}
+	return Array(out)
+}
+
+// FieldPath compiles a "$a.b" path expression by itself.
+func FieldPath(path string) (Expression, error) {
+	return (&compiler{scope: NewScope()}).compilePath(path)
+}

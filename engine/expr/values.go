@@ -1,0 +1,294 @@
+package expr
+
+import (
+	"encoding/hex"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/parsecdb/parsec/engine/value"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Missing is the value of a path that reaches nothing.
+var Missing = bsoncore.Value{}
+
+// IsMissing reports whether v is the missing value.
+func IsMissing(v bsoncore.Value) bool { return v.Type == 0 }
+
+// Null is BSON null.
+var Null = bsoncore.Value{Type: bsoncore.TypeNull}
+
+// isNullish: null, undefined or missing.
+func isNullish(v bsoncore.Value) bool {
+	return v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined
+}
+
+// Int32, Int64, Double, String, Bool, ... build values.
+func Int32(i int32) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, i)}
+}
+
+func Int64(i int64) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, i)}
+}
+
+func Double(f float64) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
+}
+
+func String(s string) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
+}
+
+func Bool(b bool) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeBoolean, Data: bsoncore.AppendBoolean(nil, b)}
+}
+
+func Decimal(d bson.Decimal128) bsoncore.Value {
+	h, l := d.GetBytes()
+	return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, h, l)}
+}
+
+func DateTime(ms int64) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, ms)}
+}
+
+// Array builds an array value; missing elements become null.
+func Array(vals []bsoncore.Value) bsoncore.Value {
+	idx, b := bsoncore.AppendArrayStart(nil)
+	for i, v := range vals {
+		if v.Type == 0 {
+			v = Null
+		}
+		b = bsoncore.AppendValueElement(b, strconv.Itoa(i), v)
+	}
+	b, _ = bsoncore.AppendArrayEnd(b, idx)
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: b}
+}
+
+// Field is one field of a document being built.
+type Field struct {
+	Key string
+	Val bsoncore.Value
+}
+
+// Document builds a document value; missing fields are left out.
+func Document(fields []Field) bsoncore.Value {
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	for _, f := range fields {
+		if f.Val.Type == 0 {
+			continue
+		}
+		b = bsoncore.AppendValueElement(b, f.Key, f.Val)
+	}
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b}
+}
+
+// Elements returns the values of an array (or a document's values).
+func Elements(v bsoncore.Value) []bsoncore.Value {
+	var out []bsoncore.Value
+	it := elems(v.Data)
+	for e, ok := it.next(); ok; e, ok = it.next() {
+		out = append(out, e.Value())
+	}
+	return out
+}
+
+// Fields returns the fields of a document value.
+func Fields(v bsoncore.Value) []Field {
+	var out []Field
+	it := elems(v.Data)
+	for e, ok := it.next(); ok; e, ok = it.next() {
+		out = append(out, Field{Key: e.Key(), Val: e.Value()})
+	}
+	return out
+}
+
+type elemIter struct{ rem []byte }
+
+func elems(doc []byte) elemIter {
+	if len(doc) < 5 {
+		return elemIter{}
+	}
+	return elemIter{rem: doc[4 : len(doc)-1]}
+}
+
+func (it *elemIter) next() (bsoncore.Element, bool) {
+	if len(it.rem) == 0 {
+		return nil, false
+	}
+	e, rem, ok := bsoncore.ReadElement(it.rem)
+	if !ok {
+		it.rem = nil
+		return nil, false
+	}
+	it.rem = rem
+	return e, true
+}
+
+// lookup finds field name in a document without allocating.
+func lookup(doc []byte, name string) (bsoncore.Value, bool) {
+	it := elems(doc)
+	for e, ok := it.next(); ok; e, ok = it.next() {
+		if string(e.KeyBytes()) == name {
+			return e.Value(), true
+		}
+	}
+	return Missing, false
+}
+
+// Truthy is how expressions read a value as a boolean: false, null,
+// undefined, missing and numeric zero are false; everything else
+// (including empty arrays and strings) is true.
+func Truthy(v bsoncore.Value) bool {
+	switch v.Type {
+	case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
+		return false
+	case bsoncore.TypeBoolean:
+		return v.Boolean()
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f := value.Float(v)
+		return f != 0 || math.IsNaN(f)
+	}
+	return true
+}
+
+// Compare orders values as aggregation does: the BSON order, with
+// missing and undefined below null.
+func Compare(a, b bsoncore.Value) int {
+	ra, rb := rank(a), rank(b)
+	if ra != rb {
+		if ra < rb {
+			return -1
+		}
+		return 1
+	}
+	if ra < 5 { // missing/undefined
+		return 0
+	}
+	return value.Compare(a, b)
+}
+
+func rank(v bsoncore.Value) int {
+	switch v.Type {
+	case 0, bsoncore.TypeUndefined:
+		return 2
+	case bsoncore.TypeMinKey:
+		return 1
+	}
+	return int(value.TypeRank(v.Type))
+}
+
+func isNumber(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		return true
+	}
+	return false
+}
+
+// TypeName is what $type returns for v ("missing" for missing).
+func TypeName(v bsoncore.Value) string {
+	if v.Type == 0 {
+		return "missing"
+	}
+	if n := value.TypeAlias(v.Type); n != "" {
+		return n
+	}
+	return "unknown"
+}
+
+func stringOf(v bsoncore.Value) string {
+	switch v.Type {
+	case bsoncore.TypeString:
+		s, _ := v.StringValueOK()
+		return s
+	case bsoncore.TypeSymbol:
+		s, _ := v.SymbolOK()
+		return s
+	}
+	return ""
+}
+
+func isString(v bsoncore.Value) bool {
+	return v.Type == bsoncore.TypeString || v.Type == bsoncore.TypeSymbol
+}
+
+// render writes v as MongoDB's messages show values.
+func render(v bsoncore.Value) string {
+	var b strings.Builder
+	writeValue(&b, v)
+	return b.String()
+}
+
+func writeValue(b *strings.Builder, v bsoncore.Value) {
+	switch v.Type {
+	case 0:
+		b.WriteString("missing")
+	case bsoncore.TypeString, bsoncore.TypeSymbol:
+		b.WriteString(strconv.Quote(stringOf(v)))
+	case bsoncore.TypeInt32:
+		b.WriteString(strconv.Itoa(int(v.Int32())))
+	case bsoncore.TypeInt64:
+		b.WriteString(strconv.FormatInt(v.Int64(), 10))
+	case bsoncore.TypeDouble:
+		b.WriteString(formatDouble(v.Double()))
+	case bsoncore.TypeDecimal128:
+		b.WriteString(bson.NewDecimal128(v.Decimal128()).String())
+	case bsoncore.TypeBoolean:
+		b.WriteString(strconv.FormatBool(v.Boolean()))
+	case bsoncore.TypeNull:
+		b.WriteString("null")
+	case bsoncore.TypeUndefined:
+		b.WriteString("undefined")
+	case bsoncore.TypeObjectID:
+		oid := v.ObjectID()
+		b.WriteString("ObjectId('" + hex.EncodeToString(oid[:]) + "')")
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+		open, close := "{", "}"
+		if v.Type == bsoncore.TypeArray {
+			open, close = "[", "]"
+		}
+		b.WriteString(open)
+		it := elems(v.Data)
+		first := true
+		for e, ok := it.next(); ok; e, ok = it.next() {
+			if first {
+				b.WriteString(" ")
+			} else {
+				b.WriteString(", ")
+			}
+			first = false
+			if v.Type == bsoncore.TypeEmbeddedDocument {
+				b.WriteString(e.Key() + ": ")
+			}
+			writeValue(b, e.Value())
+		}
+		if !first {
+			b.WriteString(" ")
+		}
+		b.WriteString(close)
+	default:
+		b.WriteString(v.String())
+	}
+}
+
+// formatDouble writes a double as MongoDB does in strings ($toString,
+// $concat of converted values): integral values without a fraction.
+func formatDouble(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'g', 17, 64)
+}

@@ -1,0 +1,337 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// readPlan is how a read (find, count, distinct, and explain of them)
+// goes through one collection: which keys it reads, in what order, what
+// it keeps and how it shapes the result. Today a collection is one
+// physical partition ("0"); the plan names the partitions it reads so
+// that fan-out fits in later.
+type readPlan struct {
+	ns         string
+	coll       *store.Collection // nil: the collection does not exist
+	filter     *query.Filter
+	sort       *query.Sort // nil: none
+	proj       *query.Projection
+	skip       int64
+	limit      int64  // 0: none
+	point      []byte // IDHACK: the only key to read
+	idBounds   *idRange
+	natural    int  // $natural direction asked for (hint or sort); 0: none
+	useIDIndex bool // hint on _id_ (or min/max): report IXSCAN on _id
+	streamByID bool // sort {_id: 1} answered by key order
+	returnKey  bool
+	noDiskUse  bool // allowDiskUse: false given explicitly
+}
+
+// idRange is min/max on the _id index: [min, max).
+type idRange struct{ min, max bsoncore.Value }
+
+// partitions are the physical partitions the plan reads.
+func (p *readPlan) partitions() []string { return []string{"0"} }
+
+// planStats count what a plan's execution did, for explain.
+type planStats struct {
+	docsExamined int64
+	keysExamined int64
+	returned     int64
+}
+
+// blockingSort reports whether the plan must read everything before its
+// first result.
+func (p *readPlan) blockingSort() bool {
+	if p.streamByID {
+		return false
+	}
+	return (p.sort != nil && !p.sort.IsEmpty()) || p.natural < 0
+}
+
+// source makes the batch source that runs the plan.
+func (e *Engine) source(p *readPlan) batchSource {
+	scan := &scanSource{store: e.store, plan: p}
+	if p.blockingSort() {
+		return &sortedSource{scan: scan}
+	}
+	return scan
+}
+
+// scanSource reads a collection in key order (or one key), filtering,
+// skipping and limiting. It resumes after the last key it returned, each
+// batch in its own read transaction.
+type scanSource struct {
+	store *store.Store
+	plan  *readPlan
+	next  []byte // resume key; nil at the start
+	done  bool
+	skip  int64 // still to skip
+	sent  int64
+	stats planStats
+	init  bool
+}
+
+// ctxCheckEvery is how many documents a scan examines between checks of
+// its context (deadline, client gone).
+const ctxCheckEvery = 32
+
+// shape applies the projection (or returnKey) to a matched document.
+func (s *scanSource) shape(doc []byte) ([]byte, error) {
+	p := s.plan
+	if p.returnKey {
+		if p.point == nil && !p.useIDIndex {
+			return emptyDocument, nil
+		}
+		id, _ := bsoncore.Document(doc).LookupErr("_id")
+		return bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build(), nil
+	}
+	if p.proj.IsEmpty() {
+		return append([]byte(nil), doc...), nil
+	}
+	out, err := p.proj.Apply(doc)
+	if err != nil {
+		return nil, positionalError(queryError(err))
+	}
+	return out, nil
+}
+
+var emptyDocument = bsoncore.NewDocumentBuilder().Build()
+
+// match tests one document against the filter and the _id bounds.
+func (s *scanSource) match(doc []byte) (bool, error) {
+	p := s.plan
+	if p.idBounds != nil {
+		id, err := bsoncore.Document(doc).LookupErr("_id")
+		if err != nil || !inIDRange(id, p.idBounds) {
+			return false, nil
+		}
+	}
+	ok, err := p.filter.MatchErr(doc)
+	if err != nil {
+		return false, queryError(err)
+	}
+	return ok, nil
+}
+
+func (s *scanSource) nextBatch(ctx context.Context, max, maxBytes int) ([][]byte, bool, error) {
+	return s.scan(ctx, max, maxBytes, true)
+}
+
+// scan produces up to max documents; with keep unset it only counts
+// them (count, explain).
+func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([][]byte, bool, error) {
+	p := s.plan
+	if !s.init {
+		s.init, s.skip = true, p.skip
+	}
+	if s.done || p.coll == nil || (p.limit > 0 && s.sent >= p.limit) {
+		return nil, true, nil
+	}
+	var docs [][]byte
+	bytes := 0
+	full := func() bool {
+		return (max > 0 && len(docs) >= max) || (p.limit > 0 && s.sent >= p.limit)
+	}
+	if p.point != nil {
+		s.done = true
+		err := s.store.View(func(tx *store.Txn) error {
+			s.stats.keysExamined++
+			doc, err := tx.Get(p.point)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			s.stats.docsExamined++
+			ok, err := s.match(doc)
+			if err != nil || !ok {
+				return err
+			}
+			if s.skip > 0 {
+				s.skip--
+				return nil
+			}
+			s.sent++
+			s.stats.returned++
+			if keep {
+				out, err := s.shape(doc)
+				if err != nil {
+					return err
+				}
+				docs = append(docs, out)
+			}
+			return nil
+		})
+		return docs, true, err
+	}
+	exhausted := true
+	examined := 0
+	err := s.store.View(func(tx *store.Txn) error {
+		return tx.Scan(p.coll, s.next, func(key, doc []byte) (bool, error) {
+			if examined++; examined%ctxCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return false, err
+				}
+			}
+			if full() {
+				exhausted = p.limit > 0 && s.sent >= p.limit
+				s.next = append(s.next[:0], key...)
+				return false, nil
+			}
+			s.stats.docsExamined++
+			if p.useIDIndex {
+				s.stats.keysExamined++
+			}
+			ok, err := s.match(doc)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				if s.skip > 0 {
+					s.skip--
+				} else {
+					var out []byte
+					if keep {
+						if out, err = s.shape(doc); err != nil {
+							return false, err
+						}
+						if len(docs) > 0 && bytes+len(out) > maxBytes {
+							exhausted = false
+							s.next = append(s.next[:0], key...)
+							return false, nil
+						}
+						docs = append(docs, out)
+						bytes += len(out)
+					}
+					s.sent++
+					s.stats.returned++
+				}
+			}
+			s.next = append(append(s.next[:0], key...), 0) // successor of key
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if p.limit > 0 && s.sent >= p.limit {
+		exhausted = true
+	}
+	s.done = exhausted
+	return docs, exhausted, nil
+}
+
+// sortedSource runs a blocking sort: at the first batch it reads every
+// matching document, sorts them, and then hands them out.
+type sortedSource struct {
+	scan   *scanSource
+	sorted bool
+	docs   [][]byte // sorted, skipped, limited; projected lazily
+	pos    int
+}
+
+// sortMemoryLimit is MongoDB's default internalQueryMaxBlockingSortMemoryUsageBytes.
+const sortMemoryLimit = 100 << 20
+
+func (s *sortedSource) load(ctx context.Context) error {
+	p := s.scan.plan
+	type entry struct {
+		doc  []byte
+		keys []bsoncore.Value
+		seq  int
+	}
+	var all []entry
+	used := 0
+	examined := 0
+	if p.coll != nil {
+		err := s.scan.store.View(func(tx *store.Txn) error {
+			return tx.Scan(p.coll, nil, func(_, doc []byte) (bool, error) {
+				if examined++; examined%ctxCheckEvery == 0 {
+					if err := ctx.Err(); err != nil {
+						return false, err
+					}
+				}
+				s.scan.stats.docsExamined++
+				ok, err := s.scan.match(doc)
+				if err != nil || !ok {
+					return err == nil, err
+				}
+				d := append([]byte(nil), doc...)
+				used += len(d)
+				if used > sortMemoryLimit && p.noDiskUse {
+					return false, errorf(ErrQueryMemoryLimit, "Executor error during find command :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", sortMemoryLimit)
+				}
+				en := entry{doc: d, seq: len(all)}
+				if p.sort != nil && !p.sort.IsEmpty() {
+					en.keys = p.sort.Keys(d)
+				}
+				all = append(all, en)
+				return true, nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case p.sort != nil && !p.sort.IsEmpty():
+		slices.SortStableFunc(all, func(a, b entry) int { return p.sort.CompareKeys(a.keys, b.keys) })
+	case p.natural < 0:
+		slices.Reverse(all)
+	}
+	start := min(p.skip, int64(len(all)))
+	end := int64(len(all))
+	if p.limit > 0 {
+		end = min(end, start+p.limit)
+	}
+	for _, en := range all[start:end] {
+		s.docs = append(s.docs, en.doc)
+	}
+	s.scan.stats.returned = int64(len(s.docs))
+	s.sorted = true
+	return nil
+}
+
+func (s *sortedSource) nextBatch(ctx context.Context, max, maxBytes int) ([][]byte, bool, error) {
+	if !s.sorted {
+		if err := s.load(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+	var out [][]byte
+	bytes := 0
+	for s.pos < len(s.docs) && (max <= 0 || len(out) < max) {
+		d, err := s.scan.shape(s.docs[s.pos])
+		if err != nil {
+			return nil, false, err
+		}
+		if len(out) > 0 && bytes+len(d) > maxBytes {
+			break
+		}
+		out = append(out, d)
+		bytes += len(d)
+		s.docs[s.pos] = nil
+		s.pos++
+	}
+	return out, s.pos >= len(s.docs), nil
+}
+
+// inIDRange reports whether id is within [min, max) of the _id index.
+func inIDRange(id bsoncore.Value, r *idRange) bool {
+	if r.min.Type != 0 && compareIndexKeys(id, r.min) < 0 {
+		return false
+	}
+	return r.max.Type == 0 || compareIndexKeys(id, r.max) < 0
+}
+
+// compareIndexKeys orders _id values as the _id index does.
+func compareIndexKeys(a, b bsoncore.Value) int {
+	return query.CompareValues(a, b)
+}
