@@ -197,6 +197,9 @@ type famResult struct {
 func (e *Engine) findAndModify(coll *store.Collection, sp *updateSpec, sort *query.Sort, a famArgs) (famResult, error) {
 	var res famResult
 	env := e.updateEnv()
+	if id, ok := sp.filter.IDEquality(); ok {
+		defer e.writes.lockKey(idKey(coll, id))()
+	}
 	err := e.store.Update(func(tx *store.Txn) error {
 		res = famResult{}
 		key, doc, err := findTarget(tx, coll, sp.filter, sort)

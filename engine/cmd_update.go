@@ -187,6 +187,9 @@ func parseUpdateStmt(stmt bsoncore.Document) (updateStmt, error) {
 	if !hasU {
 		return st, missingField(field, "u")
 	}
+	if st.c != nil && st.u.Type != bsoncore.TypeArray {
+		return st, errorf(errConstantsNotPipeline, "Constant values may only be specified for pipeline updates")
+	}
 	return st, nil
 }
 

@@ -27,6 +27,7 @@ const (
 	ErrDocumentTooLarge     Code = 17419 // an update made a document too large
 	errUnknownStage         Code = 40324 // unrecognized pipeline stage name
 	errReplaceRootNotObject Code = 40228 // $replaceRoot/$replaceWith gave no document
+	errConstantsNotPipeline Code = 51198 // update statement constants (c) without a pipeline
 )
 
 // updateSpec is one compiled update statement.
@@ -52,7 +53,7 @@ type updateResult struct {
 // locks only avoid wasted work on hot documents.
 type writeState struct {
 	clock   timestampClock
-	stripes [64]sync.Mutex
+	stripes [1024]sync.Mutex
 }
 
 // lockKey locks the stripe of a document key and returns the unlock.

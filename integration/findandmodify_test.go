@@ -278,6 +278,42 @@ func TestFindAndModify(t *testing.T) {
 		}
 	})
 
+	t.Run("a sequence: concurrent increments return distinct values", func(t *testing.T) {
+		t.Parallel()
+		coll := client.Database(dbName(t)).Collection("seq")
+		const workers, each = 8, 100
+		var mu sync.Mutex
+		seen := map[int64]bool{}
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range each {
+					var doc bson.Raw
+					err := coll.FindOneAndUpdate(testCtx(t), idIs("s"), inc("n", 1),
+						options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&doc)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					n := intOf(t, mustLookup(t, doc, "n"))
+					mu.Lock()
+					if seen[n] {
+						t.Errorf("value %d returned twice", n)
+					}
+					seen[n] = true
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(seen) != workers*each {
+			t.Errorf("%d distinct values, want %d", len(seen), workers*each)
+		}
+		wantDoc(t, coll, "s", bson.D{{Key: "_id", Value: "s"}, {Key: "n", Value: workers * each}})
+	})
+
 	t.Run("a queue: concurrent claims never take one job twice", func(t *testing.T) {
 		t.Parallel()
 		coll := client.Database(dbName(t)).Collection("jobs")

@@ -610,6 +610,7 @@ func TestUpdate(t *testing.T) {
 			{updateCmd("c", bson.A{updStmt(bson.D{}, set("a", 1))}, bson.E{Key: "bogus", Value: 1}), 40415, "Location40415"},
 			{updateCmd("c", bson.A{updStmt(bson.D{}, set("a", 1))}, bson.E{Key: "ordered", Value: "no"}), 14, "TypeMismatch"},
 			{updateCmd("c", bson.A{5}), 14, "TypeMismatch"},
+			{updateCmd("c", bson.A{updStmt(bson.D{}, set("a", 1), bson.E{Key: "c", Value: bson.D{{Key: "x", Value: 1}}})}), 51198, "Location51198"},
 		} {
 			runFail(t, db, tc.cmd, tc.code, tc.name)
 		}
@@ -705,12 +706,21 @@ func TestUpdate(t *testing.T) {
 			t.Errorf("let in $expr: %v", r.Raw)
 		}
 		wantDoc(t, coll, 2, bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: 10}, {Key: "b", Value: 1}, {Key: "sum", Value: 11}, {Key: "big", Value: true}, {Key: "hits", Value: 1}})
+		// Statement constants (c) are variables too, next to let.
+		r = runUpdate(t, db, updateCmd("c", bson.A{
+			updStmt(idIs(3), bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: bson.D{{Key: "$concat", Value: bson.A{"$$fromC", "$$fromLet"}}}}}}}},
+				bson.E{Key: "c", Value: bson.D{{Key: "fromC", Value: "c+"}}}, bson.E{Key: "upsert", Value: true}),
+		}, bson.E{Key: "let", Value: bson.D{{Key: "fromLet", Value: "let"}}}))
+		if len(r.Upserted) != 1 {
+			t.Fatalf("c and let: %v", r.Raw)
+		}
+		wantDoc(t, coll, 3, bson.D{{Key: "_id", Value: 3}, {Key: "v", Value: "c+let"}})
 		// Upsert with a pipeline: the query's equalities, then the stages.
-		res, err = coll.UpdateOne(ctx, idIs(3), mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$multiply", Value: bson.A{"$_id", 2}}}}}}}}, options.UpdateOne().SetUpsert(true))
+		res, err = coll.UpdateOne(ctx, idIs(4), mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$multiply", Value: bson.A{"$_id", 2}}}}}}}}, options.UpdateOne().SetUpsert(true))
 		if err != nil || res.UpsertedCount != 1 {
 			t.Fatalf("pipeline upsert: %+v %v", res, err)
 		}
-		wantDoc(t, coll, 3, bson.D{{Key: "_id", Value: 3}, {Key: "n", Value: 6}})
+		wantDoc(t, coll, 4, bson.D{{Key: "_id", Value: 4}, {Key: "n", Value: 8}})
 		// Errors: stages not allowed, _id changed, arrayFilters.
 		r = runUpdate(t, db, updateCmd("c", bson.A{
 			updStmt(idIs(1), bson.A{bson.D{{Key: "$match", Value: bson.D{}}}}),

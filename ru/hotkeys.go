@@ -26,26 +26,36 @@ type KeyUsage struct {
 //   - a tracked key's count overestimates its consumption by at most its
 //     error, which is at most total/k.
 //
-// Counters form a min-heap on count, indexed by a 64-bit FNV-1a hash of the
-// key, so a charge costs one map lookup and O(log k) swaps, and once the k
-// counters exist it does not allocate: a replaced counter reuses its key
-// buffer. Two keys whose hashes collide share nothing: the second is not
-// tracked (probability about k/2^64 per key). Amounts are centi-RU.
+// Counters stay in place in a slice, indexed by a 64-bit FNV-1a hash of the
+// key; a min-heap of their indexes orders them by count. A charge costs one
+// map lookup and O(log k) swaps of small integers, and once the k counters
+// exist it does not allocate: an evicted counter reuses its key buffer and
+// the map only ever holds k entries. Two keys whose hashes collide share
+// nothing: the second is not tracked (probability about k/2^64 per key).
+// Amounts are centi-RU.
 type hotKeys struct {
-	k    int
-	pos  map[uint64]int // hash -> index in heap
-	heap []counter
+	k        int
+	byHash   map[uint64]int32 // hash -> index in counters
+	counters []counter
+	heap     []heapEntry // a min-heap on count
 }
 
 type counter struct {
-	hash  uint64
-	key   []byte
-	count int64
-	err   int64
+	hash uint64
+	key  []byte
+	err  int64
+	at   int32 // position in heap, where its count is
+}
+
+// heapEntry keeps a counter's count next to the heap's links so that
+// comparisons do not chase the counter.
+type heapEntry struct {
+	count   int64
+	counter int32
 }
 
 func newHotKeys(k int) hotKeys {
-	return hotKeys{k: k, pos: make(map[uint64]int, k), heap: make([]counter, 0, k)}
+	return hotKeys{k: k, byHash: make(map[uint64]int32, k), counters: make([]counter, 0, k), heap: make([]heapEntry, 0, k)}
 }
 
 func (h *hotKeys) add(key []byte, centi int64) {
@@ -53,36 +63,38 @@ func (h *hotKeys) add(key []byte, centi int64) {
 		return
 	}
 	hash := fnv1a(key)
-	if i, ok := h.pos[hash]; ok {
-		if bytes.Equal(h.heap[i].key, key) {
-			h.heap[i].count += centi
-			h.down(i)
+	if i, ok := h.byHash[hash]; ok {
+		if c := &h.counters[i]; bytes.Equal(c.key, key) {
+			h.heap[c.at].count += centi
+			h.down(int(c.at))
 		}
 		return
 	}
-	if len(h.heap) < h.k {
-		h.heap = append(h.heap, counter{hash: hash, key: bytes.Clone(key), count: centi})
-		i := len(h.heap) - 1
-		h.pos[hash] = i
-		h.up(i)
+	if len(h.counters) < h.k {
+		i := int32(len(h.counters))
+		h.counters = append(h.counters, counter{hash: hash, key: bytes.Clone(key), at: i})
+		h.heap = append(h.heap, heapEntry{count: centi, counter: i})
+		h.byHash[hash] = i
+		h.up(int(i))
 		return
 	}
-	c := &h.heap[0]
-	delete(h.pos, c.hash)
+	least := &h.heap[0]
+	c := &h.counters[least.counter]
+	delete(h.byHash, c.hash)
+	h.byHash[hash] = least.counter
 	c.hash = hash
 	c.key = append(c.key[:0], key...)
-	c.err = c.count
-	c.count += centi
-	h.pos[hash] = 0
+	c.err = least.count
+	least.count += centi
 	h.down(0)
 }
 
 // top returns the tracked keys, largest count first (ties by key), with
 // copies of the keys.
 func (h *hotKeys) top() []KeyUsage {
-	out := make([]KeyUsage, len(h.heap))
-	for i, c := range h.heap {
-		out[i] = KeyUsage{Key: bytes.Clone(c.key), RU: float64(c.count) / 100, MaxError: float64(c.err) / 100}
+	out := make([]KeyUsage, len(h.counters))
+	for i, c := range h.counters {
+		out[i] = KeyUsage{Key: bytes.Clone(c.key), RU: float64(h.heap[c.at].count) / 100, MaxError: float64(c.err) / 100}
 	}
 	slices.SortFunc(out, func(a, b KeyUsage) int {
 		if a.RU != b.RU {
@@ -100,8 +112,8 @@ func (h *hotKeys) less(i, j int) bool { return h.heap[i].count < h.heap[j].count
 
 func (h *hotKeys) swap(i, j int) {
 	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
-	h.pos[h.heap[i].hash] = i
-	h.pos[h.heap[j].hash] = j
+	h.counters[h.heap[i].counter].at = int32(i)
+	h.counters[h.heap[j].counter].at = int32(j)
 }
 
 func (h *hotKeys) up(i int) {

@@ -148,8 +148,8 @@ func TestHotKeysFindsHeavyHitters(t *testing.T) {
 		exact[string(key)] += c
 		total += c
 	}
-	if len(h.heap) != k || len(h.pos) != k {
-		t.Fatalf("tracker holds %d counters and %d index entries, want %d", len(h.heap), len(h.pos), k)
+	if len(h.counters) != k || len(h.heap) != k || len(h.byHash) != k {
+		t.Fatalf("tracker holds %d counters, %d heap entries and %d index entries, want %d", len(h.counters), len(h.heap), len(h.byHash), k)
 	}
 	top := h.top()
 	tracked := map[string]KeyUsage{}
@@ -191,23 +191,25 @@ func TestHotKeysFindsHeavyHitters(t *testing.T) {
 }
 
 func BenchmarkPartitionTryCharge(b *testing.B) {
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(3, 4)), 1.1, 1, 99_999)
 	for _, c := range []struct {
 		name string
-		keys int
+		keys func(i int) []byte
+		n    int
 	}{
-		{"no-key", 0},
-		{"one-key", 1},
-		{"10k-keys", 10_000}, // most charges evict a counter
+		{"no-key", func(int) []byte { return nil }, 1},
+		{"one-key", func(int) []byte { return []byte("tenant-0") }, 1},
+		// Zipf over 100,000 keys: mostly charges to tracked keys.
+		{"zipf-100k-keys", func(int) []byte { return []byte("tenant-" + strconv.FormatUint(zipf.Uint64(), 10)) }, 1 << 16},
+		// Uniform over 10,000 keys: nearly every charge evicts a counter.
+		{"uniform-10k-keys", func(i int) []byte { return []byte("tenant-" + strconv.Itoa(i)) }, 10_000},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			pool := NewPool(Manual(1_000_000_000), Options{})
 			p := pool.NewPartition(at(0))
-			keys := make([][]byte, max(c.keys, 1))
+			keys := make([][]byte, c.n)
 			for i := range keys {
-				keys[i] = []byte("tenant-" + strconv.Itoa(i))
-			}
-			if c.keys == 0 {
-				keys[0] = nil
+				keys[i] = c.keys(i)
 			}
 			b.ReportAllocs()
 			i := 0

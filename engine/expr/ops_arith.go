@@ -418,36 +418,8 @@ func powFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 	}
 	k := max(kindOf(base), kindOf(exp))
 	if k <= kInt64 {
-		b, e := asInt(base), asInt(exp)
-		if e >= 0 {
-			r, ok := int64(1), true
-			for i := int64(0); i < e && ok; i++ {
-				r, ok = mulInts(r, b)
-				if b == 0 || b == 1 {
-					break
-				}
-			}
-			if b == 1 {
-				r, ok = 1, true
-			}
-			if b == -1 {
-				r, ok = 1-2*(e&1), true
-			}
-			if b == 0 && e > 0 {
-				r, ok = 0, true
-			}
-			if ok {
-				if k == kInt32 && r == int64(int32(r)) {
-					return Int32(int32(r)), nil
-				}
-				return Int64(r), nil
-			}
-		} else if b == 1 || b == -1 {
-			r := int64(1)
-			if b == -1 && e%2 != 0 {
-				r = -1
-			}
-			if k == kInt32 {
+		if r, ok := intPow(asInt(base), asInt(exp)); ok {
+			if k == kInt32 && r == int64(int32(r)) {
 				return Int32(int32(r)), nil
 			}
 			return Int64(r), nil
@@ -594,4 +566,30 @@ func extreme(vals []bsoncore.Value, sign int) bsoncore.Value {
 		}
 	}
 	return best
+}
+
+// intPow is b**e for integers when the result is an integer that fits
+// int64 (a negative exponent only for bases 1 and -1).
+func intPow(b, e int64) (int64, bool) {
+	switch {
+	case b == 1:
+		return 1, true
+	case b == -1:
+		return 1 - 2*(e&1), true
+	case e < 0:
+		return 0, false
+	case b == 0:
+		if e == 0 {
+			return 1, true
+		}
+		return 0, true
+	}
+	r := int64(1)
+	for range e { // |b| >= 2: overflows within 63 steps
+		var ok bool
+		if r, ok = mulInts(r, b); !ok {
+			return 0, false
+		}
+	}
+	return r, true
 }

@@ -180,18 +180,25 @@ func indexOfString(name string, a []bsoncore.Value, cp bool) (bsoncore.Value, er
 	if !isString(a[1]) {
 		return Missing, badValue("%s requires a string as the second argument, found: %s", name, TypeName(a[1]))
 	}
-	var units []string
 	s, sub := stringOf(a[0]), stringOf(a[1])
+	// offsets[i] is the byte offset of unit i (a byte or a code point).
+	var offsets []int
 	if cp {
-		for _, r := range s {
-			units = append(units, string(r))
-		}
-	} else {
-		for i := range len(s) {
-			units = append(units, s[i:i+1])
+		for i := range s {
+			offsets = append(offsets, i)
 		}
 	}
-	start, end := int64(0), int64(len(units))
+	n := int64(len(s))
+	if cp {
+		n = int64(len(offsets))
+	}
+	at := func(i int64) int {
+		if !cp || i >= n {
+			return int(min(i, int64(len(s))))
+		}
+		return offsets[i]
+	}
+	start, end := int64(0), n
 	if len(a) > 2 {
 		v, ok := exactInt(a[2])
 		if !ok || v < 0 {
@@ -206,15 +213,18 @@ func indexOfString(name string, a []bsoncore.Value, cp bool) (bsoncore.Value, er
 		}
 		end = min(v, end)
 	}
-	for i := start; i <= end; i++ {
-		if strings.HasPrefix(strings.Join(units[i:end], ""), sub) {
-			return Int32(int32(i)), nil
-		}
-		if i == end {
-			break
-		}
+	if start > end {
+		return Int32(-1), nil
 	}
-	return Int32(-1), nil
+	i := strings.Index(s[at(start):at(end)], sub)
+	if i < 0 {
+		return Int32(-1), nil
+	}
+	pos := int64(at(start) + i)
+	if cp {
+		pos = int64(utf8.RuneCountInString(s[:pos]))
+	}
+	return Int32(int32(pos)), nil
 }
 
 type trimExpr struct {
