@@ -3,8 +3,8 @@ package query
 import (
 	"bytes"
 	"errors"
-	"path/filepath"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
