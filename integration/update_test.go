@@ -146,6 +146,11 @@ func TestUpdate(t *testing.T) {
 		if r.N != 0 || r.NModified != 0 {
 			t.Errorf("no match: reply %v", r.Raw)
 		}
+		// Empty operators and an empty pipeline are no-ops (MongoDB 5.0+).
+		r = runUpdate(t, db, updateCmd("c", bson.A{updStmt(idIs(1), bson.D{{Key: "$set", Value: bson.D{}}}), updStmt(idIs(1), bson.A{})}))
+		if r.N != 2 || r.NModified != 0 || len(r.WriteErrors) != 0 {
+			t.Errorf("empty updates: reply %v", r.Raw)
+		}
 		// A collection that does not exist is not created without upsert.
 		r = runUpdate(t, db, updateCmd("none", bson.A{updStmt(bson.D{}, set("a", 1))}))
 		if r.N != 0 {

@@ -15,9 +15,10 @@ type node struct {
 	arr *array  // expanded array
 }
 
-// object is an expanded document: its fields in order.
+// object is an expanded document: its fields in order. Names are the
+// key bytes of the original document (or of the update), not copied.
 type object struct {
-	names []string
+	names [][]byte
 	vals  []*node
 }
 
@@ -84,7 +85,7 @@ func (n *node) value() bsoncore.Value {
 func (n *node) clone() *node {
 	switch {
 	case n.obj != nil:
-		o := &object{names: append([]string(nil), n.obj.names...), vals: make([]*node, len(n.obj.vals))}
+		o := &object{names: append([][]byte(nil), n.obj.names...), vals: make([]*node, len(n.obj.vals))}
 		for i, v := range n.obj.vals {
 			o.vals[i] = v.clone()
 		}
@@ -108,13 +109,23 @@ func parseObject(doc []byte) *object {
 		return o
 	}
 	rem := doc[4 : len(doc)-1]
-	for len(rem) > 0 {
-		e, rest, ok := bsoncore.ReadElement(rem)
+	n := 0
+	for r := rem; len(r) > 0; n++ {
+		_, rest, ok := bsoncore.ReadElement(r)
 		if !ok {
 			break
 		}
-		o.names = append(o.names, e.Key())
-		o.vals = append(o.vals, rawNode(e.Value()))
+		r = rest
+	}
+	// One allocation for all the nodes, one each for the two slices.
+	nodes := make([]node, n)
+	o.names = make([][]byte, 0, n)
+	o.vals = make([]*node, 0, n)
+	for i := 0; i < n; i++ {
+		e, rest, _ := bsoncore.ReadElement(rem)
+		o.names = append(o.names, e.KeyBytes())
+		nodes[i].raw = e.Value()
+		o.vals = append(o.vals, &nodes[i])
 		rem = rest
 	}
 	return o
@@ -122,7 +133,7 @@ func parseObject(doc []byte) *object {
 
 func (o *object) index(name string) int {
 	for i, n := range o.names {
-		if n == name {
+		if string(n) == name {
 			return i
 		}
 	}
@@ -142,7 +153,7 @@ func (o *object) set(name string, v *node) {
 		o.vals[i] = v
 		return
 	}
-	o.names = append(o.names, name)
+	o.names = append(o.names, []byte(name))
 	o.vals = append(o.vals, v)
 }
 
@@ -157,7 +168,7 @@ func (o *object) remove(name string) {
 func (o *object) encode(dst []byte) []byte {
 	start, dst := bsoncore.AppendDocumentStart(dst)
 	for i, name := range o.names {
-		dst = appendNode(dst, name, o.vals[i])
+		dst = appendNodeKey(dst, name, o.vals[i])
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, start)
 	return dst
@@ -174,16 +185,28 @@ func (a *array) encode(dst []byte) []byte {
 	return dst
 }
 
+// appendNodeKey is appendNode with the name as bytes.
+func appendNodeKey(dst []byte, name []byte, n *node) []byte {
+	dst = append(dst, byte(n.typ()))
+	dst = append(dst, name...)
+	dst = append(dst, 0)
+	return appendNodeValue(dst, n)
+}
+
 func appendNode(dst []byte, name string, n *node) []byte {
+	dst = append(dst, byte(n.typ()))
+	dst = append(dst, name...)
+	dst = append(dst, 0)
+	return appendNodeValue(dst, n)
+}
+
+func appendNodeValue(dst []byte, n *node) []byte {
 	switch {
 	case n.obj != nil:
-		dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, name)
 		return n.obj.encode(dst)
 	case n.arr != nil:
-		dst = bsoncore.AppendHeader(dst, bsoncore.TypeArray, name)
 		return n.arr.encode(dst)
 	}
-	dst = bsoncore.AppendHeader(dst, n.raw.Type, name)
 	return append(dst, n.raw.Data...)
 }
 
