@@ -10,7 +10,7 @@ LDFLAGS  := -X github.com/parsecdb/parsec/engine.Version=$(VERSION)
 PKGS     := ./...
 CLIENTS  := integration/clients
 
-.PHONY: all build run test clients bench fuzz lint clean conformance conformance-baseline
+.PHONY: all build run test clients debian-clients bench fuzz lint clean conformance conformance-baseline
 
 all: build
 
@@ -21,17 +21,30 @@ build:
 run: build
 	./$(BIN) serve --listen 127.0.0.1:27017 --data-dir ./parsec-data
 
-## test: install the client packages (mongosh, Node.js driver), lint, then
+## test: install the client packages (mongosh, Node.js driver, pymongo, tmux), lint, then
 ## every Go test (unit, integration, client scenarios) with the race detector
 test: clients lint
 	go test -race -count=1 -timeout 20m $(PKGS)
 
-## clients: mongosh and the Node.js driver for integration/clients, from package-lock.json
-clients: $(CLIENTS)/node_modules/.installed
+## clients: what the client scenarios (TestClients, TestMongosh*) need:
+## mongosh, the Node.js driver and its zstd/snappy compressors from
+## integration/clients/package-lock.json (npm ci), and from Debian, when
+## missing, pymongo for /usr/bin/python3 and tmux (apt-get, as root)
+clients: $(CLIENTS)/node_modules/.installed debian-clients
 
 $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
 	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+debian-clients:
+	@missing=""; \
+	/usr/bin/python3 -c 'import pymongo' 2>/dev/null || missing="$$missing python3-pymongo"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing with apt-get"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing; } || \
+		{ echo "could not install$$missing: install them (Debian packages) and run make again"; exit 1; }; \
+	fi
 
 ## conformance: the driver spec tests (../shared/specs) with every failure
 ## and its reason; conformance-baseline records what passes now in

@@ -25,6 +25,7 @@ var allowedImports = map[string][]string{
 	"engine/store": {"engine/value", "shard"},
 
 	"engine/update": {"engine/value", "engine/query", "engine/expr"},
+	"engine/agg":    {"engine/value", "engine/query", "engine/expr"},
 }
 
 // TestLayering keeps the architecture of DESIGN.md: wire imports nothing of

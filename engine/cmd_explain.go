@@ -65,6 +65,14 @@ func (e *Engine) cmdExplain(ctx context.Context, req *request) ([]byte, error) {
 	if !ok && (cmd == "find" || cmd == "count" || cmd == "distinct") {
 		return nil, errorf(ErrInvalidNamespace, "collection name has invalid type %s", TypeName(first.Value().Type))
 	}
+	if cmd == "aggregate" {
+		out, err := e.explainAggregateCommand(ctx, req, inner, verbosity)
+		if err != nil {
+			return nil, err
+		}
+		return okReply(append(out, bson.E{Key: "serverInfo", Value: e.serverInfo(req)},
+			bson.E{Key: "command", Value: rawToD(inner)})...)
+	}
 	var ex *explained
 	switch cmd {
 	case "find":

@@ -46,8 +46,10 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 	if coll == "" {
 		return nil, missingField(req.name, "collection")
 	}
-	if err := validateCollName(req.db, coll); err != nil {
-		return nil, err
+	if coll != "$cmd.aggregate" { // a database-level aggregate's cursor
+		if err := validateCollName(req.db, coll); err != nil {
+			return nil, err
+		}
 	}
 	ns := namespaceOf(req.db, coll)
 	cur, err := e.cursors.checkout(id, ns)

@@ -59,6 +59,7 @@ func newCommandTable() map[string]command {
 		{name: "delete", help: "delete documents", run: (*Engine).cmdDelete},
 		{name: "update", help: "update documents", run: (*Engine).cmdUpdate},
 		{name: "findAndModify", help: "update or remove one document and return it", run: (*Engine).cmdFindAndModify},
+		{name: "aggregate", help: "run an aggregation pipeline (per partition, then merged)", run: (*Engine).cmdAggregate},
 	}, map[string]string{"ismaster": "isMaster", "buildinfo": "buildInfo", "dbstats": "dbStats", "collstats": "collStats", "findandmodify": "findAndModify"})
 }
 

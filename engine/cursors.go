@@ -15,6 +15,19 @@ type batchSource interface {
 	nextBatch(ctx context.Context, max, maxBytes int) (docs [][]byte, done bool, err error)
 }
 
+// sourceCloser is a batch source that holds resources (an aggregation's
+// partition workers and spill files) to release when its cursor goes
+// away, however it goes.
+type sourceCloser interface{ close() }
+
+func closeSources(cs []*cursor) {
+	for _, c := range cs {
+		if sc, ok := c.source.(sourceCloser); ok {
+			sc.close()
+		}
+	}
+}
+
 // cursor is an open server-side cursor.
 type cursor struct {
 	id      int64
@@ -88,36 +101,51 @@ func (r *cursorRegistry) checkout(id int64, ns string) (*cursor, error) {
 // release returns a checked-out cursor, or removes it when done.
 func (r *cursorRegistry) release(c *cursor, done bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	c.inUse = false
 	c.lastUsed = r.now()
+	// A cursor killed while this request held it is gone from the map:
+	// it is closed now that the request is done with it.
+	gone := r.cursors[c.id] != c
 	if done {
 		delete(r.cursors, c.id)
+	}
+	r.mu.Unlock()
+	if done || gone {
+		closeSources([]*cursor{c})
 	}
 }
 
 // kill removes the cursor and reports whether it existed.
 func (r *cursorRegistry) kill(id int64, ns string) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	c := r.cursors[id]
 	if c == nil || c.ns != ns {
+		r.mu.Unlock()
 		return false
 	}
 	delete(r.cursors, id)
+	r.mu.Unlock()
+	if !c.inUse {
+		closeSources([]*cursor{c})
+	}
 	return true
 }
 
 func (r *cursorRegistry) removeIf(pred func(*cursor) bool) int {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	n := 0
+	var removed []*cursor
 	for id, c := range r.cursors {
 		if pred(c) {
 			delete(r.cursors, id)
 			n++
+			if !c.inUse { // a getMore running on it closes it when done
+				removed = append(removed, c)
+			}
 		}
 	}
+	r.mu.Unlock()
+	closeSources(removed)
 	return n
 }
 

@@ -47,6 +47,9 @@ type Config struct {
 	Options map[string]any
 	// StartupWarnings appear in getLog: "startupWarnings".
 	StartupWarnings []string
+	// AggMemoryLimit is what each blocking aggregation stage may hold
+	// (0: 100 MB, MongoDB's default).
+	AggMemoryLimit int64
 }
 
 // Engine runs commands. It implements wire.Handler.
@@ -62,6 +65,7 @@ type Engine struct {
 	cursors  *cursorRegistry
 	ops      opCounters
 	logs     *logRing
+	warnings []string   // startup warnings as structured log lines (cmd_getlog.go)
 	writes   writeState // update clock and document locks (updates.go)
 
 	stop chan struct{}
@@ -100,7 +104,9 @@ func New(cfg Config) *Engine {
 		stop:     make(chan struct{}),
 	}
 	for _, w := range cfg.StartupWarnings {
-		e.logs.add(w)
+		line := logLine(e.started, "W", "CONTROL", 22120, "initandlisten", w, "startupWarnings")
+		e.warnings = append(e.warnings, line)
+		e.logs.add(line)
 	}
 	e.wg.Add(1)
 	go e.reapCursors(timeout)
@@ -215,6 +221,9 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 		return errorReply(errorf(ErrUnauthorized, "%s may only be run against the admin database.", name)), name
 	}
 	if ce := checkReadConcern(cmd.name, body); ce != nil {
+		return errorReply(ce), name
+	}
+	if ce := checkTransaction(cmd.name, body); ce != nil {
 		return errorReply(ce), name
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil && cmd.name != "getMore" {

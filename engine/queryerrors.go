@@ -36,6 +36,7 @@ const (
 	errExpressionArity       Code = 16020
 	errExpressionSpec        Code = 15983
 	errNoSwitchBranch        Code = 40066
+	errBadTimezone           Code = 40485
 )
 
 // languageErrors maps the error categories of engine/query and engine/expr
@@ -80,6 +81,7 @@ var languageErrors = []struct {
 	{expr.ErrNoSwitchBranch, errNoSwitchBranch},
 	{expr.ErrInvalidRegex, errInvalidRegex},
 	{expr.ErrBadRegexOptions, errBadRegexOptions},
+	{expr.ErrTimezone, errBadTimezone},
 }
 
 // languageError turns an error of engine/query or engine/expr into a

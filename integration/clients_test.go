@@ -2,52 +2,156 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// TestClients runs every scenario in clients/ against a fresh server:
-// mongosh_*.js with mongosh, node_*.js with Node.js and the official
-// driver. The packages come from clients/package-lock.json (`make test`
-// installs them).
+// mongoshBin is mongosh as `make clients` installs it from
+// clients/package-lock.json.
+var mongoshBin = filepath.Join("clients", "node_modules", ".bin", "mongosh")
+
+// requireMongosh fails the test (never skips) when mongosh is missing.
+func requireMongosh(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(mongoshBin); err != nil {
+		t.Fatalf("mongosh is not installed in clients/node_modules: run `make clients` (npm ci in integration/clients): %v", err)
+	}
+}
+
+// clientEnv is the environment of a client program: the server's URI, no
+// update checks or telemetry, and for mongosh a HOME of its own so it
+// neither reads nor writes the user's ~/.mongodb.
+func clientEnv(uri, home string) []string {
+	env := append(os.Environ(), "PARSEC_URI="+uri, "MONGOSH_NO_UPDATE_CHECK=1", "DO_NOT_TRACK=1")
+	if home != "" {
+		env = append(env, "HOME="+home)
+	}
+	return env
+}
+
+// warningRE finds what a scenario must not print: warnings from the
+// client about the server or about the calls the scenario makes
+// (deprecations), and errors it did not catch.
+var warningRE = regexp.MustCompile(`(?i)warn|deprecat|unexpected|uncaught`)
+
+// TestClients runs every client scenario against one fresh server, two at
+// a time:
+//
+//   - clients/mongosh_*.js with mongosh --quiet --file (assertions throw);
+//   - clients/node_*.js with Node.js and the official driver;
+//   - clients/python_*.py with /usr/bin/python3 and Debian's pymongo 3.11;
+//   - govone/ (its own module, the v1 Go driver) with `go run .`.
+//
+// Each must exit 0, print "<name>: ok" and print no warning. A missing
+// client fails the test with the command that installs it. The results
+// go to clients/summary.txt, which .ci/run shows.
 func TestClients(t *testing.T) {
-	modules := filepath.Join("clients", "node_modules")
-	if _, err := os.Stat(filepath.Join(modules, ".bin", "mongosh")); err != nil {
-		t.Fatalf("mongosh is not installed in %s: run `make test` (or `npm ci` in integration/clients): %v", modules, err)
+	requireMongosh(t)
+	if out, err := exec.Command("/usr/bin/python3", "-c", "import pymongo").CombinedOutput(); err != nil {
+		t.Fatalf("pymongo is not installed for /usr/bin/python3: run `make clients` (apt-get install -y python3-pymongo): %v\n%s", err, out)
 	}
-	scripts, _ := filepath.Glob(filepath.Join("clients", "*.js"))
-	if len(scripts) == 0 {
-		t.Fatal("no client scenarios found")
+	type scenario struct {
+		name    string
+		timeout time.Duration
+		cmd     func(ctx context.Context, uri string) *exec.Cmd
 	}
-	s := StartServer(t, ServerOptions{})
-	for _, script := range scripts {
-		name := filepath.Base(script)
-		t.Run(strings.TrimSuffix(name, ".js"), func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			var cmd *exec.Cmd
+	var scenarios []scenario
+	home := t.TempDir()
+	for _, pattern := range []string{"mongosh_*.js", "node_*.js", "python_*.py"} {
+		files, _ := filepath.Glob(filepath.Join("clients", pattern))
+		for _, file := range files {
+			name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".js"), ".py")
+			sc := scenario{name: name, timeout: 2 * time.Minute}
 			switch {
 			case strings.HasPrefix(name, "mongosh_"):
-				cmd = exec.CommandContext(ctx, filepath.Join(modules, ".bin", "mongosh"), s.URI()+"test", "--quiet", "--norc", "--file", script)
+				sc.cmd = func(ctx context.Context, uri string) *exec.Cmd {
+					cmd := exec.CommandContext(ctx, mongoshBin, uri+"test", "--quiet", "--norc", "--file", file)
+					cmd.Env = clientEnv(uri, home)
+					return cmd
+				}
 			case strings.HasPrefix(name, "node_"):
-				cmd = exec.CommandContext(ctx, "node", script)
+				sc.cmd = func(ctx context.Context, uri string) *exec.Cmd {
+					cmd := exec.CommandContext(ctx, "node", file)
+					cmd.Env = clientEnv(uri, "")
+					return cmd
+				}
 			default:
-				t.Fatalf("scenario %s is neither mongosh_*.js nor node_*.js", name)
+				sc.cmd = func(ctx context.Context, uri string) *exec.Cmd {
+					cmd := exec.CommandContext(ctx, "/usr/bin/python3", file)
+					cmd.Env = clientEnv(uri, "")
+					return cmd
+				}
 			}
-			cmd.Env = append(os.Environ(), "PARSEC_URI="+s.URI(), "MONGOSH_NO_UPDATE_CHECK=1", "DO_NOT_TRACK=1")
-			out, err := cmd.CombinedOutput()
+			scenarios = append(scenarios, sc)
+		}
+	}
+	// The v1 Go driver: compiled on first use (the build cache keeps it).
+	scenarios = append(scenarios, scenario{name: "govone", timeout: 5 * time.Minute, cmd: func(ctx context.Context, uri string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, "go", "run", ".")
+		cmd.Dir = "govone"
+		cmd.Env = clientEnv(uri, "")
+		return cmd
+	}})
+	if len(scenarios) < 8 {
+		t.Fatalf("only %d client scenarios found", len(scenarios))
+	}
+
+	s := StartServer(t, ServerOptions{})
+	var mu sync.Mutex
+	results := map[string]string{}
+	t.Cleanup(func() { writeClientSummary(t, results) })
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			result := "FAIL"
+			defer func() {
+				mu.Lock()
+				results[sc.name] = fmt.Sprintf("%-4s %-16s %5.1fs", result, sc.name, time.Since(start).Seconds())
+				mu.Unlock()
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), sc.timeout)
+			defer cancel()
+			out, err := sc.cmd(ctx, s.URI()).CombinedOutput()
 			if err != nil {
-				t.Fatalf("%s failed: %v\n%s", name, err, out)
+				t.Fatalf("%s failed: %v\n%s", sc.name, err, out)
 			}
-			want := strings.TrimSuffix(name, ".js") + ": ok"
+			want := sc.name + ": ok"
 			if !strings.Contains(string(out), want) {
-				t.Fatalf("%s did not print %q:\n%s", name, want, out)
+				t.Fatalf("%s did not print %q:\n%s", sc.name, want, out)
 			}
+			for _, line := range strings.Split(string(out), "\n") {
+				if warningRE.MatchString(line) {
+					t.Fatalf("%s printed a warning: %q\n%s", sc.name, line, out)
+				}
+			}
+			result = "PASS"
 		})
 	}
+}
+
+// writeClientSummary writes clients/summary.txt: one line per scenario.
+func writeClientSummary(t *testing.T, results map[string]string) {
+	lines := make([]string, 0, len(results))
+	passed := 0
+	for _, r := range results {
+		lines = append(lines, r)
+		if strings.HasPrefix(r, "PASS") {
+			passed++
+		}
+	}
+	sort.Strings(lines)
+	text := strings.Join(lines, "\n") + fmt.Sprintf("\nclients: %d passed, %d failed\n", passed, len(results)-passed)
+	if err := os.WriteFile(filepath.Join("clients", "summary.txt"), []byte(text), 0o644); err != nil {
+		t.Errorf("write clients/summary.txt: %v", err)
+	}
+	t.Log("\n" + text)
 }

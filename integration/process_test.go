@@ -105,9 +105,9 @@ func tryStartProc(t *testing.T, env []string, args ...string) (*proc, error) {
 		p.exited <- cmd.Wait()
 	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
+		// Kill is harmless on a process that has exited; reading
+		// ProcessState here would race with the goroutine in cmd.Wait.
+		_ = cmd.Process.Kill()
 	})
 	select {
 	case p.addr = <-found:

@@ -20,6 +20,9 @@ type Context struct {
 	Root bsoncore.Document
 	Vars []bsoncore.Value
 	Now  time.Time
+	// Current is $$CURRENT, what field paths start from; nil means Root
+	// ($redact rebinds it to each embedded document it descends into).
+	Current bsoncore.Document
 }
 
 // set writes a variable slot, growing Vars if the context was made
@@ -242,14 +245,5 @@ func (c *compiler) compileOperator(name string, arg bsoncore.Value) (Expression,
 // notYet lists MongoDB expressions Parsec does not evaluate yet, so they
 // are reported as such rather than as unknown.
 var notYet = map[string]bool{
-	"$function": true, "$accumulator": true, "$dateFromString": true, "$dateToParts": true,
-	"$dateFromParts": true, "$dateAdd": true, "$dateSubtract": true, "$dateDiff": true, "$dateTrunc": true,
-	"$isoWeek": true, "$isoWeekYear": true, "$isoDayOfWeek": true, "$week": true,
-	"$sortArray": true, "$zip": true, "$bsonSize": true, "$binarySize": true, "$meta": true,
-	"$setField": true, "$unsetField": true, "$rand": true, "$sampleRate": true, "$tsSecond": true, "$tsIncrement": true,
-	"$median": true, "$percentile": true, "$firstN": true, "$lastN": true, "$maxN": true,
-	"$minN": true, "$top": true, "$topN": true, "$bottom": true, "$bottomN": true, "$stdDevPop": true, "$stdDevSamp": true,
-	"$toUUID": true, "$sin": true, "$cos": true, "$tan": true, "$asin": true, "$acos": true, "$atan": true, "$atan2": true,
-	"$sinh": true, "$cosh": true, "$tanh": true, "$asinh": true, "$acosh": true, "$atanh": true,
-	"$degreesToRadians": true, "$radiansToDegrees": true, "$bitAnd": true, "$bitOr": true, "$bitXor": true, "$bitNot": true,
+	"$function": true, "$accumulator": true, "$meta": true, "$toUUID": true,
 }

@@ -32,6 +32,9 @@ var (
 	ErrDivideByZero = errors.New("division by zero")
 	// ErrNoSwitchBranch: $switch with no matching branch and no default.
 	ErrNoSwitchBranch = errors.New("no matching $switch branch")
+	// ErrTimezone: a timezone identifier that is neither an Olson name
+	// nor a UTC offset.
+	ErrTimezone = errors.New("unrecognized time zone")
 )
 
 func errorOf(category error, format string, args ...any) error {

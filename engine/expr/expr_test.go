@@ -91,6 +91,7 @@ func category(err error) string {
 		{ErrArity, "Arity"}, {ErrNotImplemented, "NotImplemented"}, {ErrConversion, "Conversion"},
 		{ErrFieldPath, "FieldPath"}, {ErrExpressionSpec, "ExpressionSpec"}, {ErrDivideByZero, "DivideByZero"},
 		{ErrNoSwitchBranch, "NoSwitchBranch"}, {ErrInvalidRegex, "InvalidRegex"}, {ErrBadRegexOptions, "BadRegexOptions"},
+		{ErrTimezone, "Timezone"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name

@@ -55,10 +55,24 @@ func init() {
 		"$toDate": fixed(1, toFn("date")), "$toObjectId": fixed(1, toFn("objectId")),
 		// objects
 		"$mergeObjects": variadic(mergeObjectsFn), "$getField": getFieldOp,
-		// dates (UTC)
+		"$setField": setFieldOp, "$unsetField": setFieldOp, "$bsonSize": fixed(1, bsonSizeFn), "$binarySize": fixed(1, binarySizeFn),
+		// arrays and accumulators as expressions
+		"$sortArray": sortArrayOp, "$zip": zipOp, "$firstN": nArrayOp, "$lastN": nArrayOp, "$minN": nArrayOp, "$maxN": nArrayOp,
+		"$stdDevPop": variadic(stdDevFn), "$stdDevSamp": variadic(stdDevFn), "$median": percentileOp, "$percentile": percentileOp,
+		// misc
+		"$rand": randOp, "$tsSecond": fixed(1, tsPartFn), "$tsIncrement": fixed(1, tsPartFn),
+		"$sin": fixed(1, trigFn), "$cos": fixed(1, trigFn), "$tan": fixed(1, trigFn), "$asin": fixed(1, trigFn),
+		"$acos": fixed(1, trigFn), "$atan": fixed(1, trigFn), "$sinh": fixed(1, trigFn), "$cosh": fixed(1, trigFn),
+		"$tanh": fixed(1, trigFn), "$asinh": fixed(1, trigFn), "$acosh": fixed(1, trigFn), "$atanh": fixed(1, trigFn),
+		"$atan2": fixed(2, atan2Fn), "$degreesToRadians": fixed(1, trigFn), "$radiansToDegrees": fixed(1, trigFn),
+		"$bitAnd": variadic(bitFn), "$bitOr": variadic(bitFn), "$bitXor": variadic(bitFn), "$bitNot": variadic(bitFn),
+		// dates
 		"$year": dateOp, "$month": dateOp, "$dayOfMonth": dateOp, "$hour": dateOp, "$minute": dateOp,
 		"$second": dateOp, "$millisecond": dateOp, "$dayOfWeek": dateOp, "$dayOfYear": dateOp,
-		"$dateToString": dateToStringOp,
+		"$week": dateOp, "$isoWeek": dateOp, "$isoWeekYear": dateOp, "$isoDayOfWeek": dateOp,
+		"$dateToString": dateToStringOp, "$dateFromString": dateFromStringOp, "$dateToParts": dateToPartsOp,
+		"$dateFromParts": dateFromPartsOp, "$dateAdd": dateArithOp, "$dateSubtract": dateArithOp,
+		"$dateDiff": dateArithOp, "$dateTrunc": dateArithOp,
 	}
 }
 

@@ -88,37 +88,22 @@ func decimalOf(f *big.Float) bsoncore.Value {
 	return Decimal(d)
 }
 
-// decimalFromFloat converts a float64 result (NaN, ±Inf) to decimal128.
-func decimalFromFloat(f float64) bsoncore.Value {
-	switch {
-	case math.IsNaN(f):
-		d, _ := bson.ParseDecimal128("NaN")
-		return Decimal(d)
-	case math.IsInf(f, 1):
-		d, _ := bson.ParseDecimal128("Infinity")
-		return Decimal(d)
-	case math.IsInf(f, -1):
-		d, _ := bson.ParseDecimal128("-Infinity")
-		return Decimal(d)
-	}
-	return decimalOf(new(big.Float).SetPrec(decimalPrec).SetFloat64(f))
-}
+// decimalFromFloat converts a float64 result to decimal128 (15
+// significant digits, as MongoDB converts doubles).
+func decimalFromFloat(f float64) bsoncore.Value { return decOfFloat(f).value() }
 
-// ToDecimal converts any number to decimal128.
+// toDecimal converts any number to decimal128.
 func toDecimal(v bsoncore.Value) bsoncore.Value {
 	if v.Type == bsoncore.TypeDecimal128 {
 		return v
 	}
-	if b, ok := bigOf(v); ok {
-		return decimalOf(b)
-	}
-	return decimalFromFloat(value.Float(v))
+	return decOf(v).value()
 }
 
 // arith applies a binary operation to two numbers, widening as MongoDB
 // does: int32 overflow gives int64, int64 overflow gives double, any
 // double gives double, any decimal gives decimal.
-func arith(a, b bsoncore.Value, ints func(x, y int64) (int64, bool), floats func(x, y float64) float64, bigs func(z, x, y *big.Float) *big.Float) bsoncore.Value {
+func arith(a, b bsoncore.Value, ints func(x, y int64) (int64, bool), floats func(x, y float64) float64, decs func(x, y decimal) decimal) bsoncore.Value {
 	k := max(kindOf(a), kindOf(b))
 	switch k {
 	case kInt32, kInt64:
@@ -132,12 +117,11 @@ func arith(a, b bsoncore.Value, ints func(x, y int64) (int64, bool), floats func
 	case kDouble:
 		return Double(floats(value.Float(a), value.Float(b)))
 	}
-	x, okx := bigOf(a)
-	y, oky := bigOf(b)
-	if !okx || !oky {
+	x, y := decOf(a), decOf(b)
+	if x.special() || y.special() {
 		return decimalFromFloat(floats(value.Float(a), value.Float(b)))
 	}
-	return decimalOf(bigs(new(big.Float).SetPrec(decimalPrec), x, y))
+	return decs(x, y).value()
 }
 
 func addInts(x, y int64) (int64, bool) {
@@ -178,7 +162,7 @@ func addFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 			ms := a.DateTime()
 			date = &ms
 		case isNumber(a):
-			sum = arith(sum, a, addInts, func(x, y float64) float64 { return x + y }, (*big.Float).Add)
+			sum = arith(sum, a, addInts, func(x, y float64) float64 { return x + y }, decAdd)
 		default:
 			return Missing, typeMismatch("$add only supports numeric or date types, not %s", TypeName(a))
 		}
@@ -213,7 +197,7 @@ func multiplyFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, er
 		case isNullish(a):
 			return Null, nil
 		case isNumber(a):
-			prod = arith(prod, a, mulInts, func(x, y float64) float64 { return x * y }, (*big.Float).Mul)
+			prod = arith(prod, a, mulInts, func(x, y float64) float64 { return x * y }, decMul)
 		default:
 			return Missing, typeMismatch("$multiply only supports numeric types, not %s", TypeName(a))
 		}
@@ -227,7 +211,7 @@ func subtractFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 	case isNullish(x) || isNullish(y):
 		return Null, nil
 	case isNumber(x) && isNumber(y):
-		return arith(x, y, subInts, func(p, q float64) float64 { return p - q }, (*big.Float).Sub), nil
+		return arith(x, y, subInts, func(p, q float64) float64 { return p - q }, func(p, q decimal) decimal { return decAdd(p, decNeg(q)) }), nil
 	case x.Type == bsoncore.TypeDateTime && y.Type == bsoncore.TypeDateTime:
 		return Int64(x.DateTime() - y.DateTime()), nil
 	case x.Type == bsoncore.TypeDateTime && isNumber(y):
@@ -268,12 +252,7 @@ func divideFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 		return Missing, errorOf(ErrDivideByZero, "can't $divide by zero")
 	}
 	if kindOf(a[0]) == kDecimal || kindOf(a[1]) == kDecimal {
-		x, okx := bigOf(a[0])
-		y, oky := bigOf(a[1])
-		if !okx || !oky {
-			return decimalFromFloat(value.Float(a[0]) / value.Float(a[1])), nil
-		}
-		return decimalOf(new(big.Float).SetPrec(decimalPrec).Quo(x, y)), nil
+		return decDiv(decOf(a[0]), decOf(a[1])).value(), nil
 	}
 	return Double(value.Float(a[0]) / value.Float(a[1])), nil
 }
@@ -337,8 +316,9 @@ func absFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 		return Missing, badValue("can't take $abs of long long min")
 	}
 	if a[0].Type == bsoncore.TypeDecimal128 {
-		if b, ok := bigOf(a[0]); ok {
-			return decimalOf(b.Abs(b)), nil
+		if d := decOf(a[0]); !d.special() {
+			d.coef.Abs(&d.coef)
+			return d.value(), nil
 		}
 	}
 	return unaryMath(name, a[0], math.Abs, func(i int64) (int64, bool) {
@@ -514,34 +494,19 @@ func accumulate(args []bsoncore.Value) []bsoncore.Value {
 }
 
 func sumFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
-	sum := Int32(0)
+	var s Sum
 	for _, v := range accumulate(args) {
-		if isNumber(v) {
-			sum = arith(sum, v, addInts, func(x, y float64) float64 { return x + y }, (*big.Float).Add)
-		}
+		s.Add(v)
 	}
-	return sum, nil
+	return s.Total(), nil
 }
 
 func avgFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
-	sum, n := Int32(0), 0
+	var s Sum
 	for _, v := range accumulate(args) {
-		if isNumber(v) {
-			sum = arith(sum, v, addInts, func(x, y float64) float64 { return x + y }, (*big.Float).Add)
-			n++
-		}
+		s.Add(v)
 	}
-	if n == 0 {
-		return Null, nil
-	}
-	if sum.Type == bsoncore.TypeDecimal128 {
-		s, ok := bigOf(sum)
-		if !ok {
-			return sum, nil
-		}
-		return decimalOf(s.Quo(s, new(big.Float).SetInt64(int64(n)))), nil
-	}
-	return Double(value.Float(sum) / float64(n)), nil
+	return s.Average(), nil
 }
 
 func minFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, error) {

@@ -13,6 +13,7 @@ type pathExpr struct {
 }
 
 const (
+	rootCurrent     = -5
 	rootDoc         = -1
 	rootNow         = -2
 	rootRemove      = -3
@@ -23,27 +24,30 @@ func (c *compiler) compilePath(s string) (Expression, error) {
 	if s == "$" {
 		return nil, errorOf(ErrFieldPath, "'$' by itself is not a valid FieldPath")
 	}
-	p := &pathExpr{root: rootDoc}
+	p := &pathExpr{root: rootCurrent}
 	rest := s[1:]
 	if strings.HasPrefix(rest, "$") {
 		name, tail, _ := strings.Cut(rest[1:], ".")
-		switch name {
-		case "ROOT", "CURRENT":
-		case "NOW":
+		slot, declared := c.scope.lookup(name)
+		switch {
+		case declared:
+			// Variables a stage declares ($redact's DESCEND, PRUNE, KEEP)
+			// may have names users cannot give.
+			p.root = slot
+		case name == "ROOT":
+			p.root = rootDoc
+		case name == "CURRENT":
+		case name == "NOW":
 			p.root = rootNow
-		case "REMOVE":
+		case name == "REMOVE":
 			p.root = rootRemove
-		case "CLUSTER_TIME":
+		case name == "CLUSTER_TIME":
 			p.root = rootClusterTime
 		default:
 			if err := CheckVariableName(name); err != nil {
 				return nil, err
 			}
-			slot, ok := c.scope.lookup(name)
-			if !ok {
-				return nil, errorOf(ErrUndefinedVariable, "Use of undefined variable: %s", name)
-			}
-			p.root = slot
+			return nil, errorOf(ErrUndefinedVariable, "Use of undefined variable: %s", name)
 		}
 		if !strings.Contains(rest, ".") {
 			return p, nil
@@ -65,6 +69,12 @@ func (c *compiler) compilePath(s string) (Expression, error) {
 func (p *pathExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	var v bsoncore.Value
 	switch p.root {
+	case rootCurrent:
+		if ctx.Current != nil {
+			v = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ctx.Current}
+		} else {
+			v = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ctx.Root}
+		}
 	case rootDoc:
 		v = bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ctx.Root}
 	case rootNow:

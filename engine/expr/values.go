@@ -292,3 +292,6 @@ func formatDouble(f float64) string {
 	}
 	return strconv.FormatFloat(f, 'g', 17, 64)
 }
+
+// Render writes v as MongoDB's error messages show values.
+func Render(v bsoncore.Value) string { return render(v) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -19,7 +20,20 @@ type Database struct {
 	Created time.Time `bson:"created"`
 	// Options holds database-level settings (throughput) as given.
 	Options bson.Raw `bson:"options,omitempty"`
+	// Throughput is shared by the database's collections that have none
+	// of their own (zero: none).
+	Throughput Throughput `bson:"throughput,omitempty"`
 }
+
+// Throughput is provisioned request units per second: manual (RUs) or
+// autoscale (MaxRUs), at most one set; zero means none.
+type Throughput struct {
+	RUs    int `bson:"rus,omitempty"`
+	MaxRUs int `bson:"maxRUs,omitempty"`
+}
+
+// IsZero reports whether no throughput is set.
+func (t Throughput) IsZero() bool { return t == Throughput{} }
 
 // Collection is one collection's catalog entry. Entries are immutable once
 // published: changes replace the entry.
@@ -31,10 +45,87 @@ type Collection struct {
 	Created time.Time `bson:"created"`
 	// Options are the validated create options, as listCollections shows them.
 	Options bson.Raw `bson:"options,omitempty"`
+
+	// Epoch changes when the collection's documents are re-placed (when
+	// a collection that has documents is sharded): a writer holding an
+	// entry of another epoch fails with ErrCollectionChanged.
+	Epoch int64 `bson:"epoch,omitempty"`
+	// ShardKey is the hashed shard key's path; "" when unsharded.
+	ShardKey string `bson:"shardKey,omitempty"`
+	// ShardedAt is when the collection was sharded.
+	ShardedAt time.Time `bson:"shardedAt,omitempty"`
+	// Partitions is the partition map of a sharded collection (empty when
+	// unsharded: one partition "0" owns the whole hash space), and
+	// NextPartition the id the next new partition gets.
+	Partitions    []PartitionEntry `bson:"partitions,omitempty"`
+	NextPartition int              `bson:"nextPartition,omitempty"`
+	// MapVersion counts the changes of the partition map (splits).
+	MapVersion int64 `bson:"mapVersion,omitempty"`
+	// Throughput is the collection's own throughput; zero: none given
+	// (it uses its database's, or the server's default).
+	Throughput Throughput `bson:"throughput,omitempty"`
+
+	pmap *shard.Map // Partitions as a map, built by finish
+}
+
+// PartitionEntry is one physical partition as the catalog stores it: its
+// bounds as signed hashes (inclusive; shard.HashOf of the points), as
+// MongoDB's chunks read.
+type PartitionEntry struct {
+	ID      int   `bson:"id"`
+	Min     int64 `bson:"min"`
+	Max     int64 `bson:"max"`
+	Parents []int `bson:"parents,omitempty"`
 }
 
 // Namespace is "db.coll".
 func (c *Collection) Namespace() string { return c.DB + "." + c.Name }
+
+// Sharded reports whether the collection has a shard key.
+func (c *Collection) Sharded() bool { return c.ShardKey != "" }
+
+// Spec is the shard key (zero when unsharded).
+func (c *Collection) Spec() shard.Spec { return shard.Spec{Path: c.ShardKey} }
+
+// single is the map of every unsharded collection.
+var single = shard.NewMap(1)
+
+// Map is the collection's partition map; unsharded collections have one
+// partition "0".
+func (c *Collection) Map() *shard.Map {
+	if c.pmap == nil {
+		return single
+	}
+	return c.pmap
+}
+
+// finish builds the entry's partition map from its stored partitions.
+func (c *Collection) finish() error {
+	if !c.Sharded() {
+		c.pmap = nil
+		return nil
+	}
+	parts := make([]shard.Partition, len(c.Partitions))
+	for i, p := range c.Partitions {
+		parts[i] = shard.Partition{ID: p.ID, Min: shard.PointOf(p.Min), Max: shard.PointOf(p.Max), Parents: p.Parents}
+	}
+	m, err := shard.MapOf(parts, c.NextPartition)
+	if err != nil {
+		return fmt.Errorf("%w: partition map of %s: %v", ErrCorrupted, c.Namespace(), err)
+	}
+	c.pmap = m
+	return nil
+}
+
+// setMap stores m as the entry's partitions.
+func (c *Collection) setMap(m *shard.Map) {
+	c.Partitions = make([]PartitionEntry, m.Len())
+	for i, p := range m.Partitions() {
+		c.Partitions[i] = PartitionEntry{ID: p.ID, Min: shard.HashOf(p.Min), Max: shard.HashOf(p.Max), Parents: p.Parents}
+	}
+	c.NextPartition = m.NextID()
+	c.pmap = m
+}
 
 func dbKey(name string) []byte { return append([]byte("m/db/"), name...) }
 
@@ -70,6 +161,9 @@ func (s *Store) loadCatalog() error {
 					var c Collection
 					if err := bson.Unmarshal(v, &c); err != nil {
 						return fmt.Errorf("%w: collection entry %q: %v", ErrCorrupted, k, err)
+					}
+					if err := c.finish(); err != nil {
+						return err
 					}
 					s.colls[c.Namespace()] = &c
 				case string(k) == string(seqKey):
@@ -180,12 +274,28 @@ func (s *Store) putDatabase(d *Database) error {
 // CreateCollection creates db.name with the given (already validated)
 // options. ErrExists if it exists.
 func (s *Store) CreateCollection(db, name string, options bson.Raw) (*Collection, error) {
+	return s.CreateCollectionWith(db, name, NewCollection{Options: options})
+}
+
+// NewCollection describes a collection to create.
+type NewCollection struct {
+	Options bson.Raw
+	// ShardKey is the hashed shard key's path ("": unsharded) and
+	// Partitions how many equal partitions it starts with (at least 1).
+	ShardKey   string
+	Partitions int
+	Throughput Throughput
+}
+
+// CreateCollectionWith creates db.name as nc describes. ErrExists if it
+// exists.
+func (s *Store) CreateCollectionWith(db, name string, nc NewCollection) (*Collection, error) {
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
 	if s.colls[db+"."+name] != nil {
 		return nil, fmt.Errorf("collection %s.%s: %w", db, name, ErrExists)
 	}
-	return s.createLocked(db, name, options)
+	return s.createLocked(db, name, nc)
 }
 
 // EnsureCollection returns db.name, creating it with default options if
@@ -199,16 +309,17 @@ func (s *Store) EnsureCollection(db, name string) (c *Collection, created bool, 
 	if c := s.colls[db+"."+name]; c != nil {
 		return c, false, nil
 	}
-	c, err = s.createLocked(db, name, nil)
+	c, err = s.createLocked(db, name, NewCollection{})
 	return c, err == nil, err
 }
 
-func (s *Store) createLocked(db, name string, options bson.Raw) (*Collection, error) {
-	uuid := make([]byte, 16)
-	_, _ = rand.Read(uuid)
-	uuid[6] = uuid[6]&0x0f | 0x40 // version 4
-	uuid[8] = uuid[8]&0x3f | 0x80 // RFC 4122 variant
-	c := &Collection{DB: db, Name: name, ID: s.lastCID + 1, UUID: uuid, Created: time.Now().UTC(), Options: options}
+func (s *Store) createLocked(db, name string, nc NewCollection) (*Collection, error) {
+	c := &Collection{DB: db, Name: name, ID: s.lastCID + 1, UUID: newUUID(), Created: time.Now().UTC(),
+		Options: nc.Options, Throughput: nc.Throughput}
+	if nc.ShardKey != "" {
+		c.ShardKey, c.ShardedAt = nc.ShardKey, c.Created
+		c.setMap(shard.NewMap(nc.Partitions))
+	}
 	raw, err := bson.Marshal(c)
 	if err != nil {
 		return nil, err
@@ -225,6 +336,14 @@ func (s *Store) createLocked(db, name string, options bson.Raw) (*Collection, er
 	s.lastCID = c.ID
 	s.colls[c.Namespace()] = c
 	return c, nil
+}
+
+func newUUID() []byte {
+	uuid := make([]byte, 16)
+	_, _ = rand.Read(uuid)
+	uuid[6] = uuid[6]&0x0f | 0x40 // version 4
+	uuid[8] = uuid[8]&0x3f | 0x80 // RFC 4122 variant
+	return uuid
 }
 
 // DropCollection removes db.name and its documents. ErrNotFound if absent.
@@ -314,6 +433,7 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 // purge deletes every document and counter of a collection id that is no
 // longer in the catalog.
 func (s *Store) purge(id uint32) error {
+	s.dropTracker(id)
 	for _, space := range []byte{'d', 'c'} {
 		prefix := []byte{space, '/', 0, 0, 0, 0}
 		binary.BigEndian.PutUint32(prefix[2:], id)

@@ -55,6 +55,9 @@ func readCounts(txn *badger.Txn, id uint32) (Counts, int, error) {
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
+		if isLPCounter(item.Key()) {
+			break // logical-partition counters follow the collection's
+		}
 		if item.KeySize() > 7 {
 			deltas++
 		}
@@ -94,6 +97,9 @@ func (s *Store) fold(id uint32) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id), PrefetchValues: true})
 			for it.Rewind(); it.Valid(); it.Next() {
 				item := it.Item()
+				if isLPCounter(item.Key()) {
+					break
+				}
 				if item.KeySize() > 7 {
 					if len(dead) >= 10000 { // keep the transaction small
 						more = true
@@ -121,8 +127,15 @@ func (s *Store) fold(id uint32) error {
 			}
 			return txn.Set(counterBaseKey(id), encodeCounts(total))
 		})
-		if err != nil || !more {
+		if err != nil {
 			return err
+		}
+		if !more {
+			return s.foldLogical(id, nil)
 		}
 	}
 }
+
+// isLPCounter reports whether a key under c/<collID> is a
+// logical-partition counter (c/<collID>l...).
+func isLPCounter(k []byte) bool { return len(k) > 6 && k[6] == lpTag }

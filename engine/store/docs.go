@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -38,6 +39,24 @@ type Txn struct {
 	t       *badger.Txn
 	checked map[uint32]bool
 	deltas  map[uint32]*Counts
+	lps     map[string]*lpDelta    // sharded collections' logical partitions written, by collID + lp
+	written map[uint32]*Collection // collections written, for the size tracker after commit
+	stored  map[uint32]*Counts     // unsharded collections' counters, when the size check read them
+	hot     []lpRef                // logical partitions whose deltas piled up: fold after commit
+}
+
+// lpDelta is what a transaction changes in one logical partition.
+type lpDelta struct {
+	coll   uint32
+	lp     []byte // <point:8><shardKey>
+	d      Counts
+	read   bool   // stored holds the partition's counters as this transaction sees them
+	stored Counts //
+}
+
+type lpRef struct {
+	coll uint32
+	lp   []byte
 }
 
 // Counts are a collection's document count, data bytes (the sum of its
@@ -68,6 +87,7 @@ func (s *Store) Update(fn func(*Txn) error) error {
 		}
 		if err == nil {
 			s.dirty.Store(true)
+			s.afterCommit(tx)
 		}
 		return mapBadgerErr(err)
 	}
@@ -92,6 +112,14 @@ func (t *Txn) commit() error {
 			return err
 		}
 	}
+	for _, l := range t.lps {
+		if l.d == (Counts{}) {
+			continue
+		}
+		if err := t.t.Set(t.s.lpDeltaKey(l.coll, l.lp), encodeCounts(l.d)); err != nil {
+			return err
+		}
+	}
 	return t.t.Commit()
 }
 
@@ -100,6 +128,9 @@ func (t *Txn) commit() error {
 func (t *Txn) checkCollection(c *Collection) error {
 	if t.checked[c.ID] {
 		return nil
+	}
+	if t.s.waitResharding(c) {
+		return ErrCollectionChanged // re-placed meanwhile: c is out of date
 	}
 	item, err := t.t.Get(collKey(c.DB, c.Name))
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -111,8 +142,10 @@ func (t *Txn) checkCollection(c *Collection) error {
 	// A collection re-created under the same name has another id.
 	same := false
 	if err := item.Value(func(v []byte) error {
-		id, ok := bsoncore.Document(v).Lookup("id").AsInt64OK()
-		same = ok && id == int64(c.ID)
+		doc := bsoncore.Document(v)
+		id, ok := doc.Lookup("id").AsInt64OK()
+		epoch, _ := doc.Lookup("epoch").AsInt64OK() // absent: 0
+		same = ok && id == int64(c.ID) && epoch == c.Epoch
 		return nil
 	}); err != nil {
 		return err
@@ -139,6 +172,106 @@ func (t *Txn) delta(id uint32) *Counts {
 	return d
 }
 
+// lpDelta is the transaction's change to the logical partition of key, a
+// document key of sharded collection c.
+func (t *Txn) lpDelta(c *Collection, key []byte) (*lpDelta, error) {
+	lp, err := logicalPartitionOf(key)
+	if err != nil {
+		return nil, err
+	}
+	k := string(binary.BigEndian.AppendUint32(nil, c.ID)) + string(lp)
+	if t.lps == nil {
+		t.lps = map[string]*lpDelta{}
+	}
+	l := t.lps[k]
+	if l == nil {
+		l = &lpDelta{coll: c.ID, lp: append([]byte(nil), lp...)}
+		t.lps[k] = l
+	}
+	return l, nil
+}
+
+// account adds d to the counters of c and, when c is sharded, of the
+// logical partition of key.
+func (t *Txn) account(c *Collection, key []byte, d Counts) error {
+	if c.Sharded() {
+		l, err := t.lpDelta(c, key)
+		if err != nil {
+			return err
+		}
+		l.d.add(d)
+	}
+	t.delta(c.ID).add(d)
+	if t.written == nil {
+		t.written = map[uint32]*Collection{}
+	}
+	t.written[c.ID] = c
+	return nil
+}
+
+// checkGrowth refuses a write that would grow the logical partition of
+// key (the whole collection, when unsharded) by growth bytes past the
+// logical-partition limit. It reads the partition's counters only when
+// the size tracker cannot rule that out: when the physical partition
+// holding it (the upper bound of its size) plus what this transaction
+// adds to the collection could pass the limit.
+func (t *Txn) checkGrowth(c *Collection, key []byte, growth int64) error {
+	limit := t.s.lpLimit.Load()
+	if limit <= 0 || growth <= 0 {
+		return nil
+	}
+	pendingColl := growth
+	if d := t.deltas[c.ID]; d != nil {
+		pendingColl += max(d.size(), 0)
+	}
+	if !c.Sharded() {
+		stored := t.stored[c.ID]
+		if stored == nil {
+			if est, ok := t.s.estimate(c, 0); ok && est+pendingColl <= limit {
+				return nil
+			}
+			counts, _, err := readCounts(t.t, c.ID)
+			if err != nil {
+				return err
+			}
+			if t.stored == nil {
+				t.stored = map[uint32]*Counts{}
+			}
+			stored = &counts
+			t.stored[c.ID] = stored
+		}
+		if size := stored.size() + pendingColl; size > limit {
+			return &LogicalPartitionFullError{Limit: limit, Size: size}
+		}
+		return nil
+	}
+	l, err := t.lpDelta(c, key)
+	if err != nil {
+		return err
+	}
+	if !l.read {
+		if est, ok := t.s.estimate(c, binary.BigEndian.Uint64(l.lp)); ok && est+pendingColl <= limit {
+			return nil
+		}
+		counts, deltas, err := readLogical(t.t, c.ID, l.lp)
+		if err != nil {
+			return err
+		}
+		l.stored, l.read = counts, true
+		if deltas > lpFoldThreshold {
+			t.hot = append(t.hot, lpRef{c.ID, l.lp})
+		}
+	}
+	if size := l.stored.size() + l.d.size() + growth; size > limit {
+		return &LogicalPartitionFullError{Limit: limit, Size: size}
+	}
+	return nil
+}
+
+// lpFoldThreshold is how many deltas of one logical partition make its
+// size check fold them after the write commits.
+const lpFoldThreshold = 32
+
 // Get returns the document at key, or ErrNotFound. The slice is valid
 // until the transaction ends.
 func (t *Txn) Get(key []byte) ([]byte, error) {
@@ -164,14 +297,13 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if !errors.Is(err, badger.ErrKeyNotFound) {
 		return err
 	}
+	if err := t.checkGrowth(c, key, int64(len(doc)+len(key))); err != nil {
+		return err
+	}
 	if err := t.t.Set(key, doc); err != nil {
 		return mapBadgerErr(err)
 	}
-	d := t.delta(c.ID)
-	d.Docs++
-	d.Bytes += int64(len(doc))
-	d.KeyBytes += int64(len(key))
-	return nil
+	return t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))})
 }
 
 // exists fails with ErrNotFound unless key holds a document. Reading the
@@ -194,11 +326,13 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.exists(key); err != nil {
 		return err
 	}
+	if err := t.checkGrowth(c, key, int64(len(doc)-oldSize)); err != nil {
+		return err
+	}
 	if err := t.t.Set(key, doc); err != nil {
 		return mapBadgerErr(err)
 	}
-	t.delta(c.ID).Bytes += int64(len(doc) - oldSize)
-	return nil
+	return t.account(c, key, Counts{Bytes: int64(len(doc) - oldSize)})
 }
 
 // Delete removes the document at key, whose current version has oldSize
@@ -213,11 +347,7 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	if err := t.t.Delete(key); err != nil {
 		return mapBadgerErr(err)
 	}
-	d := t.delta(c.ID)
-	d.Docs--
-	d.Bytes -= int64(oldSize)
-	d.KeyBytes -= int64(len(key))
-	return nil
+	return t.account(c, key, Counts{Docs: -1, Bytes: -int64(oldSize), KeyBytes: -int64(len(key))})
 }
 
 // Scan visits the documents of c whose keys are >= start (or all, when
@@ -246,6 +376,32 @@ func (t *Txn) Scan(c *Collection, start []byte, fn func(key, doc []byte) (bool, 
 		}
 	}
 	return nil
+}
+
+// ScanRange visits the documents of c whose keys are in [start, end) in
+// key order (end nil: to the end of c's documents), as Scan does: one
+// physical partition, or what is left of one.
+func (t *Txn) ScanRange(c *Collection, start, end []byte, fn func(key, doc []byte) (bool, error)) error {
+	if end == nil {
+		return t.Scan(c, start, fn)
+	}
+	return t.Scan(c, start, func(key, doc []byte) (bool, error) {
+		if bytes.Compare(key, end) >= 0 {
+			return false, nil
+		}
+		return fn(key, doc)
+	})
+}
+
+// PartitionRange is the key range [start, end) of the documents of
+// partition p of collection id; end is nil for the partition that ends
+// the hash space.
+func PartitionRange(id uint32, p shard.Partition) (start, end []byte) {
+	start = binary.BigEndian.AppendUint64(DocPrefix(id), p.Min)
+	if next, ok := p.End(); ok {
+		end = binary.BigEndian.AppendUint64(DocPrefix(id), next)
+	}
+	return start, end
 }
 
 // Counts returns c's document count and data bytes, exact as of now.

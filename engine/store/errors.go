@@ -23,3 +23,20 @@ type DuplicateKeyError struct {
 }
 
 func (e *DuplicateKeyError) Error() string { return fmt.Sprintf("duplicate key %x", e.Key) }
+
+// ErrLogicalPartitionFull is wrapped by LogicalPartitionFullError.
+var ErrLogicalPartitionFull = errors.New("logical partition is full")
+
+// LogicalPartitionFullError refuses a write that would grow a logical
+// partition (all documents of one shard-key value; an unsharded
+// collection is one) past the logical-partition limit.
+type LogicalPartitionFullError struct {
+	Limit int64 // bytes
+	Size  int64 // what the write would have made it
+}
+
+func (e *LogicalPartitionFullError) Error() string {
+	return fmt.Sprintf("logical partition would grow to %d bytes, over its limit of %d", e.Size, e.Limit)
+}
+
+func (e *LogicalPartitionFullError) Unwrap() error { return ErrLogicalPartitionFull }

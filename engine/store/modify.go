@@ -42,9 +42,11 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 	if fnErr != nil || out == nil {
 		return fnErr
 	}
+	if err := t.checkGrowth(c, key, int64(len(out)-oldSize)); err != nil {
+		return err
+	}
 	if err := t.t.Set(key, out); err != nil {
 		return mapBadgerErr(err)
 	}
-	t.delta(c.ID).Bytes += int64(len(out) - oldSize)
-	return nil
+	return t.account(c, key, Counts{Bytes: int64(len(out) - oldSize)})
 }

@@ -54,6 +54,8 @@ type Store struct {
 
 	closed atomic.Bool
 
+	partitionState // limits, size trackers, splits, re-placement (partitions.go)
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -87,6 +89,10 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, folding: map[uint32]bool{}, stop: make(chan struct{})}
 	s.syncCond = sync.NewCond(&s.syncMu)
+	s.trackers = map[uint32]*tracker{}
+	s.splitQueue = map[uint32]bool{}
+	s.splitCond = sync.NewCond(&s.splitMu)
+	s.resharded = map[string]chan struct{}{}
 	if err := s.loadCatalog(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -99,8 +105,9 @@ func Open(opts Options) (*Store, error) {
 		s.wg.Add(1)
 		go s.syncLoop(interval)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.gcLoop()
+	go s.splitLoop()
 	return s, nil
 }
 

@@ -1,0 +1,319 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/agg"
+	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// aggCollections is how aggregation stages reach other collections:
+// agg.Collections over the store.
+type aggCollections struct {
+	e *Engine
+}
+
+var _ agg.Collections = aggCollections{}
+
+func (a aggCollections) Scan(_ context.Context, db, coll string) (agg.Iterator, error) {
+	if err := validateCollName(db, coll); err != nil {
+		return nil, err
+	}
+	c := a.e.store.Collection(db, coll)
+	if c == nil {
+		return agg.Empty(), nil
+	}
+	spans := partitionsOf(c)
+	readers := make([]agg.Iterator, len(spans))
+	for i, s := range spans {
+		readers[i] = a.e.newPartitionReader(c, s, nil)
+	}
+	return &concatIter{its: readers}, nil
+}
+
+// concatIter streams several iterators one after the other.
+type concatIter struct {
+	its []agg.Iterator
+}
+
+func (c *concatIter) Next(ctx context.Context) (bsoncore.Document, error) {
+	for len(c.its) > 0 {
+		d, err := c.its[0].Next(ctx)
+		if err != nil || d != nil {
+			return d, err
+		}
+		c.its[0].Close()
+		c.its = c.its[1:]
+	}
+	return nil, nil
+}
+
+func (c *concatIter) Close() {
+	for _, it := range c.its {
+		it.Close()
+	}
+	c.its = nil
+}
+
+// find locates the document with _id id: its key, bytes and whether it
+// exists. Unsharded collections are keyed by _id; sharded ones are
+// searched.
+func (a aggCollections) find(tx *store.Txn, c *store.Collection, id bsoncore.Value) ([]byte, []byte, bool, error) {
+	if !c.Sharded() {
+		key := idKey(c, id)
+		doc, err := tx.Get(key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil, false, nil
+		}
+		return key, doc, err == nil, err
+	}
+	var key, doc []byte
+	err := tx.Scan(c, nil, func(k, d []byte) (bool, error) {
+		if v, err := bsoncore.Document(d).LookupErr("_id"); err == nil && expr.Compare(v, id) == 0 {
+			key, doc = append([]byte(nil), k...), append([]byte(nil), d...)
+			return false, nil
+		}
+		return true, nil
+	})
+	return key, doc, key != nil, err
+}
+
+func (a aggCollections) Get(_ context.Context, db, coll string, id bsoncore.Value) (bsoncore.Document, bool, error) {
+	c := a.e.store.Collection(db, coll)
+	if c == nil {
+		return nil, false, nil
+	}
+	var doc []byte
+	var found bool
+	err := a.e.store.View(func(tx *store.Txn) error {
+		var err error
+		_, doc, found, err = a.find(tx, c, id)
+		return err
+	})
+	return doc, found, err
+}
+
+func (a aggCollections) Insert(ctx context.Context, db, coll string, doc bsoncore.Document) error {
+	if err := validateCollName(db, coll); err != nil {
+		return err
+	}
+	c, _, err := a.e.store.EnsureCollection(db, coll)
+	if err != nil {
+		return err
+	}
+	d := prepareInsert(doc)
+	if d.err != nil {
+		return d.err
+	}
+	_, errs, err := a.e.insertDocs(ctx, c, []insertDoc{d}, true)
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return &CommandError{Code: errs[0].code, Msg: errs[0].msg}
+	}
+	return nil
+}
+
+func (a aggCollections) Replace(_ context.Context, db, coll string, id bsoncore.Value, doc bsoncore.Document) error {
+	c := a.e.store.Collection(db, coll)
+	if c == nil {
+		return errorf(ErrNamespaceNotFound, "collection %s.%s was dropped", db, coll)
+	}
+	d := prepareInsert(doc)
+	if d.err != nil {
+		return d.err
+	}
+	return a.e.store.Update(func(tx *store.Txn) error {
+		key, old, found, err := a.find(tx, c, id)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errorf(ErrNoSuchKey, "$merge: the matching document with _id %s was removed", expr.Render(id))
+		}
+		return tx.Replace(c, key, d.doc, len(old))
+	})
+}
+
+// OpenOut writes $out's result into a temporary collection that is
+// renamed over the target at commit, as MongoDB does.
+func (a aggCollections) OpenOut(_ context.Context, db, coll string) (agg.OutWriter, error) {
+	if err := validateCollName(db, coll); err != nil {
+		return nil, err
+	}
+	tmp := fmt.Sprintf("tmp.agg_out.%x", rand.Uint64())
+	c, err := a.e.store.CreateCollection(db, tmp, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &outWriter{e: a.e, c: c, db: db, coll: coll}, nil
+}
+
+type outWriter struct {
+	e        *Engine
+	c        *store.Collection
+	db, coll string
+	pending  []insertDoc
+	bytes    int
+}
+
+func (w *outWriter) Insert(ctx context.Context, doc bsoncore.Document) error {
+	d := prepareInsert(append(bsoncore.Document(nil), doc...))
+	if d.err != nil {
+		return d.err
+	}
+	w.pending = append(w.pending, d)
+	w.bytes += len(d.doc)
+	if len(w.pending) >= chunkDocs || w.bytes >= chunkBytes {
+		return w.flush(ctx)
+	}
+	return nil
+}
+
+func (w *outWriter) flush(ctx context.Context) error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	_, errs, err := w.e.insertDocs(ctx, w.c, w.pending, true)
+	w.pending, w.bytes = w.pending[:0], 0
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return &CommandError{Code: errs[0].code, Msg: errs[0].msg}
+	}
+	return nil
+}
+
+func (w *outWriter) Commit(ctx context.Context) error {
+	if err := w.flush(ctx); err != nil {
+		w.Abort()
+		return err
+	}
+	if err := w.e.store.RenameCollection(w.db, w.c.Name, w.db, w.coll, true); err != nil {
+		w.Abort()
+		return err
+	}
+	w.e.cursors.closeForNamespace(namespaceOf(w.db, w.coll))
+	return nil
+}
+
+func (w *outWriter) Abort() { _ = w.e.store.DropCollection(w.db, w.c.Name) }
+
+func (a aggCollections) CollStats(_ context.Context, db, coll string, spec bsoncore.Document) ([]bsoncore.Document, error) {
+	c := a.e.store.Collection(db, coll)
+	var counts store.Counts
+	spans := []partitionSpan{{id: "0"}}
+	if c != nil {
+		var err error
+		if counts, err = a.e.store.Counts(c); err != nil {
+			return nil, err
+		}
+		spans = partitionsOf(c)
+	}
+	now := a.e.now()
+	var out []bsoncore.Document
+	// The counters are per collection; each partition reports its share
+	// of what is known exactly only for the whole (one partition today
+	// for unsharded collections).
+	for i, s := range spans {
+		d := bson.D{
+			{Key: "ns", Value: namespaceOf(db, coll)},
+			{Key: "shard", Value: explainShardName},
+			{Key: "partitionKeyRangeId", Value: s.id},
+			{Key: "host", Value: a.e.host + ":27017"},
+			{Key: "localTime", Value: bson.DateTime(now.UnixMilli())},
+		}
+		share := func(n int64) int64 {
+			if i == 0 {
+				return n
+			}
+			return 0
+		}
+		if len(spans) > 1 {
+			share = func(n int64) int64 { return n / int64(len(spans)) }
+		}
+		if v, err := spec.LookupErr("latencyStats"); err == nil {
+			hist := false
+			if h, err := v.Document().LookupErr("histograms"); err == nil {
+				hist = h.Type == bsoncore.TypeBoolean && h.Boolean()
+			}
+			op := func() bson.D {
+				d := bson.D{{Key: "latency", Value: int64(0)}, {Key: "ops", Value: int64(0)}}
+				if hist {
+					d = append(d, bson.E{Key: "histogram", Value: bson.A{}})
+				}
+				return d
+			}
+			d = append(d, bson.E{Key: "latencyStats", Value: bson.D{
+				{Key: "reads", Value: op()}, {Key: "writes", Value: op()}, {Key: "commands", Value: op()}, {Key: "transactions", Value: op()},
+			}})
+		}
+		if v, err := spec.LookupErr("storageStats"); err == nil {
+			scale := int64(1)
+			if sc, err := v.Document().LookupErr("scale"); err == nil {
+				if n, ok := numberFloat(sc); ok && n >= 1 {
+					scale = int64(n)
+				}
+			}
+			size, idx, n := share(counts.Bytes), share(counts.KeyBytes), share(counts.Docs)
+			st := bson.D{
+				{Key: "size", Value: size / scale}, {Key: "count", Value: n},
+			}
+			if n > 0 {
+				st = append(st, bson.E{Key: "avgObjSize", Value: size / n})
+			}
+			st = append(st,
+				bson.E{Key: "storageSize", Value: size / scale}, bson.E{Key: "freeStorageSize", Value: int64(0)},
+				bson.E{Key: "capped", Value: false}, bson.E{Key: "nindexes", Value: int32(1)},
+				bson.E{Key: "indexBuilds", Value: bson.A{}}, bson.E{Key: "totalIndexSize", Value: idx / scale},
+				bson.E{Key: "totalSize", Value: (size + idx) / scale},
+				bson.E{Key: "indexSizes", Value: bson.D{{Key: "_id_", Value: idx / scale}}},
+				bson.E{Key: "scaleFactor", Value: int32(scale)},
+			)
+			d = append(d, bson.E{Key: "storageStats", Value: st})
+		}
+		if _, err := spec.LookupErr("count"); err == nil {
+			d = append(d, bson.E{Key: "count", Value: share(counts.Docs)})
+		}
+		if _, err := spec.LookupErr("queryExecStats"); err == nil {
+			d = append(d, bson.E{Key: "queryExecStats", Value: bson.D{{Key: "collectionScans", Value: bson.D{
+				{Key: "total", Value: int64(0)}, {Key: "nonTailable", Value: int64(0)}}}}})
+		}
+		b, err := bson.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func (a aggCollections) IndexStats(_ context.Context, db, coll string) ([]bsoncore.Document, error) {
+	if a.e.store.Collection(db, coll) == nil {
+		return nil, nil
+	}
+	key := bson.D{{Key: "_id", Value: int32(1)}}
+	b, err := bson.Marshal(bson.D{
+		{Key: "name", Value: "_id_"},
+		{Key: "key", Value: key},
+		{Key: "host", Value: a.e.host + ":27017"},
+		{Key: "accesses", Value: bson.D{{Key: "ops", Value: int64(0)}, {Key: "since", Value: bson.DateTime(a.e.started.UnixMilli())}}},
+		{Key: "shard", Value: explainShardName},
+		{Key: "spec", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: key}, {Key: "name", Value: "_id_"}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []bsoncore.Document{b}, nil
+}
+
+var _ = time.Now

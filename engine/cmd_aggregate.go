@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/agg"
+	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// aggArgs are the parsed options of aggregate.
+type aggArgs struct {
+	pipeline     bsoncore.Document // BSON array
+	batchSize    int64             // -1: not given
+	hasCursor    bool
+	explain      bool
+	allowDiskUse *bool
+	maxTimeMS    int64
+	let          bsoncore.Document
+	hint         bsoncore.Document
+	hintName     string
+	hasHint      bool
+}
+
+// dbAggregateStages may open a database-level aggregate ({aggregate: 1}).
+var dbAggregateStages = map[string]bool{
+	"$documents": true, "$currentOp": true, "$listLocalSessions": true, "$changeStream": true,
+	"$listSessions": true, "$queryStats": true,
+}
+
+func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error) {
+	started := e.now()
+	coll, dbLevel, err := aggregateTarget(req)
+	if err != nil {
+		return nil, err
+	}
+	args, err := parseAggregate(req.name, req.body)
+	if err != nil {
+		return nil, err
+	}
+	p, err := e.parsePipeline(req.db, coll, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAggregateTarget(req.db, dbLevel, p); err != nil {
+		return nil, err
+	}
+	c := e.store.Collection(req.db, coll)
+	if err := e.checkAggregateHint(c, req.db, coll, args); err != nil {
+		return nil, err
+	}
+	if args.explain {
+		out, err := e.explainAggregate(ctx, req.db, coll, p, c, verbosityQueryPlanner)
+		if err != nil {
+			return nil, err
+		}
+		return okReply(append(out, bson.E{Key: "serverInfo", Value: e.serverInfo(req)},
+			bson.E{Key: "command", Value: rawToD(req.body)})...)
+	}
+	if !args.hasCursor {
+		return nil, errorf(ErrFailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+	}
+	ns := namespaceOf(req.db, coll)
+	if dbLevel {
+		ns = namespaceOf(req.db, "$cmd.aggregate")
+	}
+	src := &aggSource{it: e.runPipeline(p, c, nil, nil)}
+	if p.Writes() {
+		// $out and $merge run to completion before the reply, which has
+		// no documents and no cursor.
+		_, _, err := src.nextBatch(ctx, 0, maxBatchBytes)
+		src.close()
+		if err != nil {
+			return nil, err
+		}
+		return cursorReply(0, ns, "firstBatch", emptyArray), nil
+	}
+	first := int64(defaultFirstBatch)
+	if args.batchSize >= 0 {
+		first = args.batchSize
+	}
+	var docs [][]byte
+	done := false
+	if first > 0 {
+		if docs, done, err = src.nextBatch(ctx, int(first), maxBatchBytes); err != nil {
+			src.close()
+			return nil, err
+		}
+	}
+	var id int64
+	if done {
+		src.close()
+	} else {
+		var budget time.Duration
+		if args.maxTimeMS > 0 {
+			budget = time.Duration(args.maxTimeMS)*time.Millisecond - e.now().Sub(started)
+			if budget <= 0 {
+				src.close()
+				return nil, errorf(ErrMaxTimeMSExpired, "operation exceeded time limit")
+			}
+		}
+		id = e.cursors.open(ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{budget: budget})
+	}
+	return cursorReply(id, ns, "firstBatch", batchArray(docs)), nil
+}
+
+// aggregateTarget reads the first field: a collection name, or 1 for a
+// database-level aggregate.
+func aggregateTarget(req *request) (coll string, dbLevel bool, err error) {
+	v := req.body.Index(0).Value()
+	if s, ok := v.StringValueOK(); ok {
+		if err := validateCollName(req.db, s); err != nil {
+			return "", false, err
+		}
+		return s, false, nil
+	}
+	if f, ok := numberFloat(v); ok && f == 1 {
+		if err := validateDBName(req.db); err != nil {
+			return "", false, err
+		}
+		return "", true, nil
+	}
+	return "", false, errorf(ErrFailedToParse, "Invalid %s: {aggregate: %s}. Must be either string or 1", req.name, shellString(v))
+}
+
+// checkAggregateTarget applies the rules of database-level aggregates.
+func checkAggregateTarget(db string, dbLevel bool, p *agg.Pipeline) error {
+	first := p.FirstStage()
+	switch {
+	case dbLevel && !dbAggregateStages[first]:
+		if first == "" {
+			return errorf(ErrInvalidNamespace, "{aggregate: 1} is not valid for an empty pipeline.")
+		}
+		return errorf(ErrInvalidNamespace, "{aggregate: 1} is not valid for '%s'; a collection is required.", first)
+	case (first == "$currentOp" || first == "$listLocalSessions") && !dbLevel:
+		return errorf(ErrInvalidNamespace, "%s must be run against the 'admin' database with {aggregate: 1}", first)
+	case first == "$currentOp" && db != "admin":
+		return errorf(ErrInvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
+	}
+	return nil
+}
+
+func parseAggregate(cmd string, body bsoncore.Document) (*aggArgs, error) {
+	a := &aggArgs{batchSize: -1}
+	hasPipeline := false
+	elems, _ := body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		var err error
+		switch k {
+		case "pipeline":
+			if v.Type != bsoncore.TypeArray {
+				return nil, wrongType(cmd, k, v, "array")
+			}
+			a.pipeline, hasPipeline = v.Data, true
+		case "cursor":
+			d, derr := docArg(cmd, k, v)
+			if derr != nil {
+				return nil, derr
+			}
+			a.hasCursor = true
+			cel, _ := d.Elements()
+			for _, c := range cel {
+				switch c.Key() {
+				case "batchSize":
+					if a.batchSize, err = int64Arg(cmd, "cursor.batchSize", c.Value()); err == nil && a.batchSize < 0 {
+						err = negativeValue("batchSize", a.batchSize)
+					}
+				default:
+					err = unknownField(cmd, "cursor."+c.Key())
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+		case "explain":
+			a.explain, err = boolArg(cmd, k, v)
+		case "allowDiskUse":
+			var b bool
+			if b, err = boolArg(cmd, k, v); err == nil {
+				a.allowDiskUse = &b
+			}
+		case "maxTimeMS":
+			a.maxTimeMS, err = int64Arg(cmd, k, v)
+		case "let":
+			a.let, err = docArg(cmd, k, v)
+		case "hint":
+			switch v.Type {
+			case bsoncore.TypeString:
+				a.hintName, a.hasHint = stringOf(v), true
+			case bsoncore.TypeEmbeddedDocument:
+				a.hint, a.hasHint = v.Data, len(v.Data) > 5
+			default:
+				err = errorf(ErrFailedToParse, "hint must be a string or an object")
+			}
+		case "collation":
+			var d bsoncore.Document
+			if d, err = docArg(cmd, k, v); err == nil {
+				err = checkCollation(d)
+			}
+		case "bypassDocumentValidation", "fromMongos", "needsMerge", "isMapReduceCommand", "fromRouter",
+			"$_generateV2ResumeTokens", "exchange", "collectionUUID", "use44SortKeys", "$_requestReshardingResumeToken",
+			"$_passthroughToShard", "query_stats", "includeQueryStatsMetrics", "encryptionInformation":
+		default:
+			if !genericFields[k] {
+				err = unknownField(cmd, k)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !hasPipeline {
+		return nil, missingField(cmd, "pipeline")
+	}
+	return a, nil
+}
+
+// parsePipeline compiles an aggregate's pipeline. allowDiskUse defaults
+// to true, as MongoDB 7.0's allowDiskUseByDefault does: only an explicit
+// allowDiskUse: false makes blocking stages fail past their memory limit.
+func (e *Engine) parsePipeline(db, coll string, a *aggArgs) (*agg.Pipeline, error) {
+	opts := agg.Options{
+		DB: db, Coll: coll, Let: a.let, Now: e.now(), AllowDiskUse: a.allowDiskUse == nil || *a.allowDiskUse,
+		MemoryLimit: e.aggMemoryLimit(), Collections: aggCollections{e: e},
+	}
+	p, err := agg.Parse(a.pipeline, opts)
+	if err != nil {
+		return nil, aggError(err)
+	}
+	return p, nil
+}
+
+// aggMemoryLimit is what each blocking stage may hold.
+func (e *Engine) aggMemoryLimit() int64 {
+	if e.cfg.AggMemoryLimit > 0 {
+		return e.cfg.AggMemoryLimit
+	}
+	return agg.DefaultMemoryLimit
+}
+
+// checkAggregateHint accepts the hints find accepts (only _id_ exists).
+func (e *Engine) checkAggregateHint(c *store.Collection, db, coll string, a *aggArgs) error {
+	if !a.hasHint || c == nil {
+		return nil
+	}
+	p := &readPlan{ns: namespaceOf(db, coll), coll: c, filter: &query.Filter{}}
+	return e.applyHint(p, a.hintName, a.hint, a.hasHint, nil, nil)
+}
+
+// runPipeline runs p over the partitions of c its leading $match can
+// match: the partition-local part on each (in parallel), the rest on
+// their merged stream.
+func (e *Engine) runPipeline(p *agg.Pipeline, c *store.Collection, examined *atomic.Int64, spansOut *[]partitionSpan) agg.Iterator {
+	split := p.Split()
+	var its []agg.Iterator
+	var spans []partitionSpan
+	if p.NeedsInput() {
+		spans, its = e.aggPartitionSources(c, p, examined)
+	} else {
+		spans, its = []partitionSpan{{id: "0"}}, []agg.Iterator{agg.Empty()}
+	}
+	if spansOut != nil {
+		*spansOut = spans
+	}
+	return split.Run(its, runtime.GOMAXPROCS(0))
+}
+
+// aggSource is a cursor's view of a running pipeline.
+type aggSource struct {
+	it      agg.Iterator
+	pending []byte // a document that did not fit the last batch
+	done    bool
+}
+
+func (s *aggSource) nextBatch(ctx context.Context, max, maxBytes int) ([][]byte, bool, error) {
+	var docs [][]byte
+	bytes := 0
+	if s.pending != nil {
+		docs, bytes, s.pending = append(docs, s.pending), len(s.pending), nil
+	}
+	for !s.done && (max <= 0 || len(docs) < max) {
+		d, err := s.it.Next(ctx)
+		if err != nil {
+			s.close()
+			return nil, false, aggError(err)
+		}
+		if d == nil {
+			s.close()
+			break
+		}
+		if len(d) > maxBSONDocument {
+			s.close()
+			return nil, false, errorf(ErrBSONObjectTooLarge, "BSONObj size: %d (0x%X) is invalid. Size must be between 0 and 16793600(16MB)", len(d), len(d))
+		}
+		doc := append([]byte(nil), d...)
+		if len(docs) > 0 && bytes+len(doc) > maxBytes {
+			s.pending = doc
+			break
+		}
+		docs = append(docs, doc)
+		bytes += len(doc)
+	}
+	return docs, s.done && s.pending == nil, nil
+}
+
+// maxBSONDocument is the largest document a reply may carry (16 MB plus
+// MongoDB's internal slack).
+const maxBSONDocument = 16*1024*1024 + 16*1024
+
+func (s *aggSource) close() {
+	if !s.done {
+		s.done = true
+		s.it.Close()
+	}
+}

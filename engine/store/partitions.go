@@ -1,0 +1,581 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/value"
+	"github.com/parsecdb/parsec/shard"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Limits are the storage limits of partitions (0: none).
+type Limits struct {
+	// PartitionBytes: a physical partition whose data and key bytes pass
+	// it splits (when its data is in more than one logical partition).
+	PartitionBytes int64
+	// LogicalPartitionBytes: a write that would grow a logical partition
+	// past it fails with *LogicalPartitionFullError.
+	LogicalPartitionBytes int64
+}
+
+// SetLimits sets the partition limits; they apply from the next write.
+func (s *Store) SetLimits(l Limits) {
+	s.partLimit.Store(l.PartitionBytes)
+	s.lpLimit.Store(l.LogicalPartitionBytes)
+}
+
+// Limits returns the partition limits in force.
+func (s *Store) Limits() Limits {
+	return Limits{PartitionBytes: s.partLimit.Load(), LogicalPartitionBytes: s.lpLimit.Load()}
+}
+
+// partitionState is what the store keeps in memory about partitions:
+// the size tracker of each collection written since Open, the split
+// queue, and collections being re-placed.
+type partitionState struct {
+	partLimit atomic.Int64
+	lpLimit   atomic.Int64
+
+	trackMu  sync.Mutex
+	trackers map[uint32]*tracker
+
+	splitMu    sync.Mutex
+	splitCond  *sync.Cond
+	splitQueue map[uint32]bool
+	splitting  bool // the splitter is working on a collection
+
+	reshardMu sync.Mutex
+	resharded map[string]chan struct{} // by namespace: closed when done
+}
+
+// tracker estimates the size (data and key bytes) of each physical
+// partition of one collection, to decide cheaply when a partition needs a
+// split check and when a write needs the exact logical-partition size
+// check. It starts from exact counters and adds what each transaction
+// commits; concurrent commits may reach it in any order, and a seed may
+// miss the commits racing it, so it is an estimate: every decision it
+// triggers is made on exact counters.
+type tracker struct {
+	m       *shard.Map
+	sizes   []atomic.Int64
+	checkAt []atomic.Int64 // size at which a partition is next checked for a split
+}
+
+func newTracker(m *shard.Map, sizes []int64, limit int64) *tracker {
+	tr := &tracker{m: m, sizes: make([]atomic.Int64, m.Len()), checkAt: make([]atomic.Int64, m.Len())}
+	for i, sz := range sizes {
+		tr.sizes[i].Store(sz)
+		tr.checkAt[i].Store(limit)
+	}
+	return tr
+}
+
+// estimate is the tracked size of the physical partition of c holding
+// point, if c is tracked.
+func (s *Store) estimate(c *Collection, point uint64) (int64, bool) {
+	s.trackMu.Lock()
+	tr := s.trackers[c.ID]
+	s.trackMu.Unlock()
+	if tr == nil {
+		return 0, false
+	}
+	return tr.sizes[tr.m.Lookup(point)].Load(), true
+}
+
+// tracker returns c's tracker, seeding it from exact counters when c has
+// none or its map changed.
+func (s *Store) tracker(c *Collection) (*tracker, error) {
+	s.trackMu.Lock()
+	tr := s.trackers[c.ID]
+	s.trackMu.Unlock()
+	if tr != nil && (tr.m == c.Map() || !c.Sharded()) {
+		return tr, nil
+	}
+	return s.seedTracker(c)
+}
+
+func (s *Store) seedTracker(c *Collection) (*tracker, error) {
+	m := c.Map()
+	sizes, err := s.partitionSizes(c, m)
+	if err != nil {
+		return nil, err
+	}
+	tr := newTracker(m, sizes, s.partLimit.Load())
+	s.trackMu.Lock()
+	s.trackers[c.ID] = tr
+	s.trackMu.Unlock()
+	return tr, nil
+}
+
+func (s *Store) dropTracker(id uint32) {
+	s.trackMu.Lock()
+	delete(s.trackers, id)
+	s.trackMu.Unlock()
+}
+
+// afterCommit adds a committed transaction's size changes to the trackers,
+// queues split checks for partitions that grew past the limit and folds
+// logical partitions whose deltas piled up.
+func (s *Store) afterCommit(tx *Txn) {
+	for id, c := range tx.written {
+		tr, err := s.tracker(c)
+		if err != nil {
+			s.logger.Debug("seeding the partition size tracker", "collection", c.Namespace(), "err", err)
+			continue
+		}
+		over := false
+		if c.Sharded() {
+			for _, l := range tx.lps {
+				if l.coll != id {
+					continue
+				}
+				i := tr.m.Lookup(binary.BigEndian.Uint64(l.lp))
+				if n := tr.sizes[i].Add(l.d.size()); l.d.size() > 0 && n > tr.checkAt[i].Load() {
+					over = true
+				}
+			}
+		} else if d := tx.deltas[id]; d != nil {
+			tr.sizes[0].Add(d.size())
+		}
+		if over && s.partLimit.Load() > 0 {
+			s.requestSplit(id)
+		}
+	}
+	for _, h := range tx.hot {
+		s.foldLogicalInBackground(h)
+	}
+}
+
+// foldLogicalInBackground folds one logical partition's counters, unless
+// the store is closing (Close folds everything itself).
+func (s *Store) foldLogicalInBackground(h lpRef) {
+	s.foldMu.Lock()
+	defer s.foldMu.Unlock()
+	if s.closing {
+		return
+	}
+	s.folds.Add(1)
+	go func() {
+		defer s.folds.Done()
+		if err := s.foldLogical(h.coll, h.lp); err != nil {
+			s.logger.Debug("folding logical-partition counters", "err", err)
+		}
+	}()
+}
+
+// requestSplit queues a split check of collection id.
+func (s *Store) requestSplit(id uint32) {
+	s.splitMu.Lock()
+	s.splitQueue[id] = true
+	s.splitMu.Unlock()
+	s.splitCond.Broadcast()
+}
+
+// splitLoop runs split checks as they are queued, one collection at a
+// time, until the store closes.
+func (s *Store) splitLoop() {
+	defer s.wg.Done()
+	go func() { // wake the loop when the store stops
+		<-s.stop
+		s.splitMu.Lock()
+		s.splitCond.Broadcast()
+		s.splitMu.Unlock()
+	}()
+	for {
+		s.splitMu.Lock()
+		for len(s.splitQueue) == 0 && !s.stopped() {
+			s.splitCond.Wait()
+		}
+		if s.stopped() {
+			s.splitQueue = map[uint32]bool{}
+			s.splitting = false
+			s.splitMu.Unlock()
+			s.splitCond.Broadcast()
+			return
+		}
+		var id uint32
+		for id = range s.splitQueue {
+			break
+		}
+		delete(s.splitQueue, id)
+		s.splitting = true
+		s.splitMu.Unlock()
+
+		if c := s.collectionByID(id); c != nil && c.Sharded() {
+			if err := s.splitOversized(c); err != nil && !errors.Is(err, ErrClosed) {
+				s.logger.Warn("splitting partitions", "collection", c.Namespace(), "err", err)
+			}
+		}
+
+		s.splitMu.Lock()
+		s.splitting = false
+		s.splitMu.Unlock()
+		s.splitCond.Broadcast()
+	}
+}
+
+// stopped reports whether the store's background work is to stop.
+func (s *Store) stopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// SettleSplits waits until every split check queued so far is done (or
+// ctx ends): afterwards no partition is over the size limit unless its
+// data sits in one logical partition.
+func (s *Store) SettleSplits(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		s.splitMu.Lock()
+		s.splitMu.Unlock() //nolint:staticcheck // wake the waiter under the lock
+		s.splitCond.Broadcast()
+	})
+	defer stop()
+	s.splitMu.Lock()
+	defer s.splitMu.Unlock()
+	for (len(s.splitQueue) > 0 || s.splitting) && !s.stopped() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.splitCond.Wait()
+	}
+	return nil
+}
+
+func (s *Store) collectionByID(id uint32) *Collection {
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	for _, c := range s.colls {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+// maxSplitsPerCheck bounds one split check.
+const maxSplitsPerCheck = 64
+
+// splitOversized splits c's partitions that are over the size limit at
+// their byte medians, as often as needed, from exact counters. A
+// partition whose data sits at one point cannot split; it is checked
+// again only after growing by another eighth of the limit.
+func (s *Store) splitOversized(c *Collection) error {
+	limit := s.partLimit.Load()
+	if limit <= 0 {
+		return nil
+	}
+	for range maxSplitsPerCheck {
+		m := c.Map()
+		sizes, err := s.partitionSizes(c, m)
+		if err != nil {
+			return err
+		}
+		tr := newTracker(m, sizes, limit)
+		s.trackMu.Lock()
+		old := s.trackers[c.ID]
+		s.trackMu.Unlock()
+		if old != nil && old.m == m {
+			for i := range sizes { // keep the back-off of unsplittable partitions
+				tr.checkAt[i].Store(max(limit, old.checkAt[i].Load()))
+			}
+		}
+		split := false
+		for i, sz := range sizes {
+			if sz <= tr.checkAt[i].Load() { // at least the limit
+				continue
+			}
+			p := m.At(i)
+			at, _, ok, err := s.splitPointOf(c, p)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				tr.checkAt[i].Store(sz + max(limit/8, 1))
+				s.logger.Warn("partition is over the size limit but holds one logical partition: it cannot split",
+					"collection", c.Namespace(), "partition", p.ID, "bytes", sz, "limit", limit)
+				continue
+			}
+			next, err := s.SplitPartition(c, p.ID, at)
+			if err != nil {
+				return err
+			}
+			s.logger.Info("split partition", "collection", c.Namespace(), "partition", p.ID, "bytes", sz, "at", fmt.Sprintf("%#x", at))
+			c, split = next, true
+			break
+		}
+		s.trackMu.Lock()
+		s.trackers[c.ID] = tr
+		s.trackMu.Unlock()
+		if !split {
+			return nil
+		}
+	}
+	return nil
+}
+
+// SplitPartition splits partition id of c at point at (see shard.Map.Split)
+// and returns the new catalog entry. The change is one catalog write, so
+// it is atomic and survives a crash whole or not at all; documents do not
+// move, and no counter changes: a partition's counters are the sums of
+// its logical partitions'. ErrCollectionChanged if c is no longer the
+// current entry's map (split or re-placed meanwhile).
+func (s *Store) SplitPartition(c *Collection, id int, at uint64) (*Collection, error) {
+	return s.changeEntry(c, func(e *Collection) error {
+		if !e.Sharded() {
+			return fmt.Errorf("split %s: %w", c.Namespace(), shard.ErrBadSplit)
+		}
+		m, err := e.Map().Split(id, at)
+		if err != nil {
+			return err
+		}
+		e.setMap(m)
+		return nil
+	})
+}
+
+// SetThroughput sets c's own throughput and, for a sharded collection,
+// splits its widest partitions until it has at least partitions of them
+// (never fewer than it has: lowering throughput never merges). One
+// catalog write.
+func (s *Store) SetThroughput(c *Collection, t Throughput, partitions int) (*Collection, error) {
+	return s.changeEntry(c, func(e *Collection) error {
+		e.Throughput = t
+		if e.Sharded() && partitions > e.Map().Len() {
+			e.setMap(e.Map().SplitTo(partitions))
+		}
+		return nil
+	})
+}
+
+// changeEntry replaces c's catalog entry by a copy that change edited, in
+// one transaction, and publishes it. The current entry must have c's id
+// and epoch and c's partition map (ErrCollectionChanged otherwise).
+func (s *Store) changeEntry(c *Collection, change func(*Collection) error) (*Collection, error) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	cur := s.colls[c.Namespace()]
+	if cur == nil || cur.ID != c.ID || cur.Epoch != c.Epoch || cur.MapVersion != c.MapVersion {
+		return nil, ErrCollectionChanged
+	}
+	next := *cur
+	next.Partitions = append([]PartitionEntry(nil), cur.Partitions...)
+	if err := change(&next); err != nil {
+		return nil, err
+	}
+	if next.pmap != cur.pmap {
+		next.MapVersion++
+	}
+	raw, err := bson.Marshal(&next)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.update(func(txn *badger.Txn) error { return txn.Set(collKey(next.DB, next.Name), raw) }); err != nil {
+		return nil, fmt.Errorf("change catalog entry of %s: %w", c.Namespace(), err)
+	}
+	s.colls[next.Namespace()] = &next
+	return &next, nil
+}
+
+// SetDatabaseThroughput records db with throughput t (creating its entry
+// when create is set; ErrNotFound otherwise when it has none). With
+// create, an entry that exists is ErrExists.
+func (s *Store) SetDatabaseThroughput(name string, t Throughput, create bool) (*Database, error) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	old := s.dbs[name]
+	switch {
+	case create && old != nil:
+		return nil, fmt.Errorf("database %s: %w", name, ErrExists)
+	case !create && old == nil:
+		return nil, fmt.Errorf("database %s: %w", name, ErrNotFound)
+	}
+	d := &Database{Name: name, Created: time.Now().UTC(), Throughput: t}
+	if old != nil {
+		d.Created, d.Options = old.Created, old.Options
+	}
+	return d, s.putDatabase(d)
+}
+
+// ErrAlreadySharded is ShardCollection's error for a collection that has
+// a shard key; the entry is returned with it.
+var ErrAlreadySharded = errors.New("collection is already sharded")
+
+// ShardCollection shards db.name by spec. A collection that does not
+// exist is created with partitions equal partitions and throughput t. An
+// unsharded one keeps its throughput (or takes t when it has none) and
+// has its documents re-placed: each moves to the key of its shard-key
+// value, into a new key space (a new collection id) with a new epoch;
+// writers wait meanwhile and then retry against the new entry, readers
+// see the old documents until the new entry is published. A document
+// without a valid shard-key value aborts it (a *shard.KeyError),
+// changing nothing. A sharded collection gives ErrAlreadySharded.
+func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int, t Throughput) (*Collection, error) {
+	ns := db + "." + name
+	s.catMu.Lock()
+	cur := s.colls[ns]
+	switch {
+	case cur == nil:
+		defer s.catMu.Unlock()
+		return s.createLocked(db, name, NewCollection{ShardKey: spec.Path, Partitions: partitions, Throughput: t})
+	case cur.Sharded():
+		s.catMu.Unlock()
+		return cur, fmt.Errorf("%s: %w", ns, ErrAlreadySharded)
+	}
+	s.catMu.Unlock()
+
+	// New writers of ns wait until done; those in flight conflict with the
+	// epoch change below and retry, then wait.
+	done := make(chan struct{})
+	s.reshardMu.Lock()
+	if s.resharded[ns] != nil {
+		s.reshardMu.Unlock()
+		return nil, fmt.Errorf("%s is being sharded already: %w", ns, ErrConflict)
+	}
+	s.resharded[ns] = done
+	s.reshardMu.Unlock()
+	defer func() {
+		s.reshardMu.Lock()
+		delete(s.resharded, ns)
+		s.reshardMu.Unlock()
+		close(done)
+	}()
+	fenced, err := s.changeEntry(cur, func(e *Collection) error { e.Epoch++; return nil })
+	if err != nil {
+		return nil, err
+	}
+	s.catMu.Lock()
+	target := &Collection{DB: db, Name: name, ID: s.lastCID + 1, UUID: fenced.UUID, Created: fenced.Created,
+		Options: fenced.Options, Epoch: fenced.Epoch + 1, ShardKey: spec.Path, ShardedAt: time.Now().UTC(),
+		Throughput: fenced.Throughput, MapVersion: fenced.MapVersion}
+	if target.Throughput.IsZero() {
+		target.Throughput = t
+	}
+	target.setMap(shard.NewMap(partitions))
+	// Reserve the new id now, so that no other collection takes it.
+	err = s.update(func(txn *badger.Txn) error { return txn.Set(seqKey, binary.BigEndian.AppendUint32(nil, target.ID)) })
+	if err == nil {
+		s.lastCID = target.ID
+	}
+	s.catMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.replace(fenced, target, spec); err != nil {
+		if perr := s.purge(target.ID); perr != nil {
+			s.logger.Warn("cleaning up after a failed shardCollection", "collection", ns, "err", perr)
+		}
+		return nil, err
+	}
+	raw, err := bson.Marshal(target)
+	if err != nil {
+		return nil, err
+	}
+	s.catMu.Lock()
+	if s.colls[ns] != fenced {
+		s.catMu.Unlock()
+		_ = s.purge(target.ID)
+		return nil, fmt.Errorf("shard %s: %w", ns, ErrCollectionChanged)
+	}
+	err = s.update(func(txn *badger.Txn) error { return txn.Set(collKey(db, name), raw) })
+	if err == nil {
+		s.colls[ns] = target
+	}
+	s.catMu.Unlock()
+	if err != nil {
+		_ = s.purge(target.ID)
+		return nil, fmt.Errorf("shard %s: %w", ns, err)
+	}
+	if s.partLimit.Load() > 0 {
+		s.requestSplit(target.ID)
+	}
+	return target, s.purge(fenced.ID)
+}
+
+// replace copies from's documents into to (a sharded collection not yet
+// in the catalog), each under the key of its shard-key value, in
+// transactions of at most chunkDocs documents.
+func (s *Store) replace(from, to *Collection, spec shard.Spec) error {
+	var resume []byte
+	const chunk = 1000
+	for {
+		type moved struct{ key, doc []byte }
+		var batch []moved
+		var next []byte
+		err := s.View(func(tx *Txn) error {
+			return tx.Scan(from, resume, func(key, doc []byte) (bool, error) {
+				if len(batch) == chunk {
+					next = append([]byte(nil), key...)
+					return false, nil
+				}
+				sk, err := spec.Extract(doc)
+				if err != nil {
+					id, _ := bsoncore.Document(doc).LookupErr("_id")
+					return false, fmt.Errorf("document with _id %s: %w", id, err)
+				}
+				idEnc := key[14:] // unsharded: d/<id:4><hash 0:8><_id>
+				k := DocKey(to.ID, shard.Point(sk), value.EncodeKey(nil, sk), idEnc)
+				batch = append(batch, moved{k, append([]byte(nil), doc...)})
+				return true, nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		if len(batch) > 0 {
+			err := s.Update(func(tx *Txn) error {
+				for _, m := range batch {
+					if err := tx.insertUnchecked(to, m.key, m.doc); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		resume = next
+	}
+}
+
+// insertUnchecked inserts into a collection that is not in the catalog
+// yet (being built by ShardCollection); no size limit applies.
+func (t *Txn) insertUnchecked(c *Collection, key, doc []byte) error {
+	if _, err := t.t.Get(key); err == nil {
+		return &DuplicateKeyError{Key: key}
+	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		return err
+	}
+	if err := t.t.Set(key, doc); err != nil {
+		return mapBadgerErr(err)
+	}
+	return t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))})
+}
+
+// waitResharding waits while c's namespace is being re-placed and
+// reports whether it was.
+func (s *Store) waitResharding(c *Collection) bool {
+	s.reshardMu.Lock()
+	done := s.resharded[c.Namespace()]
+	s.reshardMu.Unlock()
+	if done == nil {
+		return false
+	}
+	<-done
+	return true
+}

@@ -1,0 +1,319 @@
+package shard
+
+import (
+	"bytes"
+	"math"
+	"math/big"
+	"slices"
+
+	"github.com/parsecdb/parsec/engine/value"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Values returns the shard-key values a filter pins the key to, when it
+// does: a document matches the filter only if its shard-key value equals
+// one of them. ok is false when the filter may match any value, and the
+// read must go to every partition.
+//
+// What pins the key (the filter's top level is an implicit $and):
+//
+//	{k: v}                 v, unless v is a regular expression (which
+//	                       matches by pattern)
+//	{k: {$eq: v}}          v
+//	{k: {$in: [v, ...]}}   the listed values, unless one is a regular
+//	                       expression
+//	{$and: [f, ...]}       what any of the f pins (the intersection of all)
+//	{$or: [f, ...]}        the union, when every f pins the key
+//
+// Every other condition is ignored: a conjunct can only narrow a match, so
+// ignoring it keeps the answer a superset. A value whose equal values may
+// hash differently (a number that is not an exact integer in int64's
+// range, or a document or array holding one) pins nothing, because
+// MongoDB's hash truncates doubles but rounds decimals. null also pins
+// undefined, which compares equal to it.
+//
+// The values alias filter.
+func (s Spec) Values(filter bsoncore.Document) ([]bsoncore.Value, bool) {
+	set, ok := s.constrain(filter, 0)
+	if !ok {
+		return nil, false
+	}
+	return set.vals, true
+}
+
+// Points is Values mapped to the hash space, ascending and distinct.
+func (s Spec) Points(filter bsoncore.Document) ([]uint64, bool) {
+	vals, ok := s.Values(filter)
+	if !ok {
+		return nil, false
+	}
+	points := make([]uint64, 0, len(vals))
+	for _, v := range vals {
+		points = append(points, Point(v))
+	}
+	slices.Sort(points)
+	return slices.Compact(points), true
+}
+
+// maxDepth bounds the recursion through $and and $or.
+const maxDepth = 64
+
+// valueSet is a set of values by their key encoding (equal values, such
+// as 1 and 1.0, count once, but both are kept when they hash differently,
+// as null and undefined do).
+type valueSet struct {
+	vals []bsoncore.Value
+	keys [][]byte // EncodeKey plus the hash point, parallel to vals
+}
+
+func (vs *valueSet) add(v bsoncore.Value) {
+	k := setKey(v)
+	for _, x := range vs.keys {
+		if bytes.Equal(x, k) {
+			return
+		}
+	}
+	vs.vals = append(vs.vals, v)
+	vs.keys = append(vs.keys, k)
+}
+
+func (vs *valueSet) has(k []byte) bool {
+	for _, x := range vs.keys {
+		if bytes.Equal(x, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func setKey(v bsoncore.Value) []byte {
+	k := value.EncodeKey(nil, v)
+	p := Point(v)
+	return append(k, byte(p>>56), byte(p>>48), byte(p>>40), byte(p>>32), byte(p>>24), byte(p>>16), byte(p>>8), byte(p))
+}
+
+func intersect(a, b valueSet) valueSet {
+	var out valueSet
+	for i, k := range a.keys {
+		if b.has(k) {
+			out.vals = append(out.vals, a.vals[i])
+			out.keys = append(out.keys, k)
+		}
+	}
+	return out
+}
+
+// constrain returns the set a filter pins the key to, if it does.
+func (s Spec) constrain(filter bsoncore.Document, depth int) (valueSet, bool) {
+	if depth > maxDepth {
+		return valueSet{}, false
+	}
+	elems, err := filter.Elements()
+	if err != nil {
+		return valueSet{}, false
+	}
+	var cur valueSet
+	have := false
+	and := func(set valueSet) {
+		if have {
+			cur = intersect(cur, set)
+		} else {
+			cur, have = set, true
+		}
+	}
+	for _, el := range elems {
+		switch el.Key() {
+		case s.Path:
+			if set, ok := fieldConstraint(el.Value()); ok {
+				and(set)
+			}
+		case "$and":
+			for _, sub := range subFilters(el.Value()) {
+				if set, ok := s.constrain(sub, depth+1); ok {
+					and(set)
+				}
+			}
+		case "$or":
+			subs := subFilters(el.Value())
+			if len(subs) == 0 {
+				break
+			}
+			var union valueSet
+			all := true
+			for _, sub := range subs {
+				set, ok := s.constrain(sub, depth+1)
+				if !ok {
+					all = false
+					break
+				}
+				for _, v := range set.vals {
+					union.add(v)
+				}
+			}
+			if all {
+				and(union)
+			}
+		}
+	}
+	return cur, have
+}
+
+func subFilters(v bsoncore.Value) []bsoncore.Document {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return nil
+	}
+	out := make([]bsoncore.Document, 0, len(vals))
+	for _, x := range vals {
+		d, ok := x.DocumentOK()
+		if !ok {
+			return nil
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// fieldConstraint is what {k: v} pins k to.
+func fieldConstraint(v bsoncore.Value) (valueSet, bool) {
+	var set valueSet
+	switch v.Type {
+	case bsoncore.TypeRegex:
+		return set, false
+	case bsoncore.TypeEmbeddedDocument:
+		doc := v.Document()
+		first, err := doc.IndexErr(0)
+		if err == nil && len(first.Key()) > 0 && first.Key()[0] == '$' {
+			return operatorConstraint(doc)
+		}
+	}
+	return equalTo(v)
+}
+
+// operatorConstraint is what {k: {$op: ..., ...}} pins k to.
+func operatorConstraint(ops bsoncore.Document) (valueSet, bool) {
+	elems, _ := ops.Elements()
+	var cur valueSet
+	have := false
+	for _, el := range elems {
+		var set valueSet
+		var ok bool
+		switch el.Key() {
+		case "$eq":
+			set, ok = equalTo(el.Value())
+		case "$in":
+			set, ok = inConstraint(el.Value())
+		default:
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if have {
+			cur = intersect(cur, set)
+		} else {
+			cur, have = set, true
+		}
+	}
+	return cur, have
+}
+
+func inConstraint(v bsoncore.Value) (valueSet, bool) {
+	var set valueSet
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return set, false
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return set, false
+	}
+	for _, x := range vals {
+		if x.Type == bsoncore.TypeRegex {
+			return valueSet{}, false
+		}
+		one, ok := equalTo(x)
+		if !ok {
+			return valueSet{}, false
+		}
+		for _, y := range one.vals {
+			set.add(y)
+		}
+	}
+	return set, true
+}
+
+var ten = big.NewInt(10)
+
+// undefinedValue is BSON undefined, which equality to null also matches.
+var undefinedValue = bsoncore.Value{Type: bsoncore.TypeUndefined}
+
+// equalTo is the set of values equal to v that a stored shard key can
+// hold, or false when equal values may hash apart.
+func equalTo(v bsoncore.Value) (valueSet, bool) {
+	var set valueSet
+	if !hashStable(v, 0) {
+		return set, false
+	}
+	set.add(v)
+	if v.Type == bsoncore.TypeNull {
+		set.add(undefinedValue)
+	}
+	return set, true
+}
+
+// hashStable reports whether every value that compares equal to v hashes
+// like v: true unless v holds a number that is not an exact integer
+// within (-2^63, 2^63), where doubles and decimals hash apart.
+func hashStable(v bsoncore.Value, depth int) bool {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64:
+		return true
+	case bsoncore.TypeDouble:
+		d := v.Double()
+		return d == math.Trunc(d) && d > -twoTo63 && d < twoTo63
+	case bsoncore.TypeDecimal128:
+		hi, lo := v.Decimal128()
+		d := bson.NewDecimal128(hi, lo)
+		coef, exp, err := d.BigInt()
+		if err != nil {
+			return false
+		}
+		if exp < 0 {
+			// integral only if the coefficient ends in -exp zeros
+			for i := 0; i < -exp; i++ {
+				if coef.Sign() == 0 {
+					break
+				}
+				if new(big.Int).Mod(coef, ten).Sign() != 0 {
+					return false
+				}
+				coef = new(big.Int).Quo(coef, ten)
+			}
+		}
+		n := toHashInt(v)
+		return n != math.MaxInt64 && n != math.MinInt64
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+		if depth > maxDepth {
+			return false
+		}
+		elems, err := bsoncore.Document(v.Data).Elements()
+		if err != nil {
+			return false
+		}
+		for _, el := range elems {
+			if !hashStable(el.Value(), depth+1) {
+				return false
+			}
+		}
+		return true
+	case bsoncore.TypeUndefined:
+		return false // equal to null, hashes apart from it: never pinned alone
+	}
+	return true
+}
