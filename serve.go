@@ -25,6 +25,7 @@ type serveOptions struct {
 	inMemory       bool
 	logLevel       string
 	maxConnections int
+	testCommands   bool
 	cursorTimeout  time.Duration
 	shutdownGrace  time.Duration
 }
@@ -59,6 +60,7 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.BoolVar(&o.inMemory, "in-memory", false, "keep all data in memory (nothing survives a restart)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&o.maxConnections, "max-connections", 1_000_000, "most client connections open at once")
+	f.BoolVar(&o.testCommands, "enable-test-commands", false, "register configureFailPoint (for drivers' specification tests; never in production)")
 	f.DurationVar(&o.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for requests in flight")
 	return cmd
@@ -103,14 +105,15 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		warnings = append(warnings, "Parsec is running with --in-memory: data is lost when the server stops")
 	}
 	eng := engine.New(engine.Config{
-		Store:           st,
-		Logger:          logger,
-		CursorTimeout:   o.cursorTimeout,
-		ConnStats:       func() wire.Stats { return srv.Stats() },
-		MaxConnections:  o.maxConnections,
-		Argv:            argv,
-		Options:         o.asMap(),
-		StartupWarnings: warnings,
+		Store:              st,
+		Logger:             logger,
+		CursorTimeout:      o.cursorTimeout,
+		ConnStats:          func() wire.Stats { return srv.Stats() },
+		MaxConnections:     o.maxConnections,
+		EnableTestCommands: o.testCommands,
+		Argv:               argv,
+		Options:            o.asMap(),
+		StartupWarnings:    warnings,
 	})
 	srv = wire.NewServer(eng, logger, o.maxConnections)
 	where := dataDir

@@ -20,7 +20,7 @@ func (e *Engine) serverParameters() bson.D {
 		{Key: "transactionLifetimeLimitSeconds", Value: int32(60)},
 		{Key: "internalQueryMaxBlockingSortMemoryUsageBytes", Value: int64(100 * 1024 * 1024)},
 		{Key: "requireApiVersion", Value: false},
-		{Key: "enableTestCommands", Value: false},
+		{Key: "enableTestCommands", Value: e.cfg.EnableTestCommands},
 	}
 }
 

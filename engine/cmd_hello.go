@@ -38,6 +38,13 @@ func (e *Engine) cmdHello(_ context.Context, req *request) ([]byte, error) {
 	}
 	// As in MongoDB, a request that carries helloOk (whatever its value)
 	// learns that this server supports hello.
+	if v, err := req.body.LookupErr("client", "application", "name"); err == nil {
+		if app, ok := v.StringValueOK(); ok {
+			req.c.mu.Lock()
+			req.c.appName = app
+			req.c.mu.Unlock()
+		}
+	}
 	if v, err := req.body.LookupErr("helloOk"); err == nil {
 		if _, err := boolArg(req.name, "helloOk", v); err != nil {
 			return nil, err

@@ -47,6 +47,9 @@ type Config struct {
 	Options map[string]any
 	// StartupWarnings appear in getLog: "startupWarnings".
 	StartupWarnings []string
+	// EnableTestCommands registers configureFailPoint, the hook drivers'
+	// specification tests use (MongoDB's enableTestCommands).
+	EnableTestCommands bool
 	// AggMemoryLimit is what each blocking aggregation stage may hold
 	// (0: 100 MB, MongoDB's default).
 	AggMemoryLimit int64
@@ -61,12 +64,13 @@ type Engine struct {
 	started time.Time
 	host    string
 
-	commands map[string]command
-	cursors  *cursorRegistry
-	ops      opCounters
-	logs     *logRing
-	warnings []string   // startup warnings as structured log lines (cmd_getlog.go)
-	writes   writeState // update clock and document locks (updates.go)
+	commands  map[string]command
+	failPoint failCommand
+	cursors   *cursorRegistry
+	ops       opCounters
+	logs      *logRing
+	warnings  []string   // startup warnings as structured log lines (cmd_getlog.go)
+	writes    writeState // update clock and document locks (updates.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -102,6 +106,10 @@ func New(cfg Config) *Engine {
 		cursors:  newCursorRegistry(now, timeout),
 		logs:     newLogRing(256),
 		stop:     make(chan struct{}),
+	}
+	if cfg.EnableTestCommands {
+		e.commands["configureFailPoint"] = command{name: "configureFailPoint", adminOnly: true,
+			help: "make chosen commands fail, block or drop the connection (test command)", run: (*Engine).cmdConfigureFailPoint}
 	}
 	for _, w := range cfg.StartupWarnings {
 		line := logLine(e.started, "W", "CONTROL", 22120, "initandlisten", w, "startupWarnings")
@@ -149,6 +157,7 @@ type conn struct {
 	mu      sync.Mutex
 	lastCmd string
 	lastDur time.Duration
+	appName string // client.application.name from the handshake
 }
 
 // request is one command being run.
@@ -240,6 +249,18 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 			defer cancel()
 		}
 	}
+	var fail *failAction
+	if c.e.cfg.EnableTestCommands {
+		c.mu.Lock()
+		app := c.appName
+		c.mu.Unlock()
+		if a, ok := c.e.failPoint.trigger(name, app); ok {
+			fail = a
+			if out, done := a.before(ctx, req, func() { wr.CloseConnection = true }); done {
+				return out, name
+			}
+		}
+	}
 	c.e.countOp(cmd.name)
 	out, err := cmd.run(c.e, ctx, req)
 	if err != nil {
@@ -248,6 +269,9 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 			c.e.logger.Error("command failed", "command", name, "err", err)
 		}
 		return errorReply(ce), name
+	}
+	if fail != nil {
+		out = fail.after(req, out)
 	}
 	return out, name
 }

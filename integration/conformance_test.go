@@ -140,7 +140,7 @@ func TestConformance(t *testing.T) {
 // runConformanceFolder runs a folder's files in order against a server of
 // its own (the folders share database names).
 func runConformanceFolder(folder string, files []string, filter *regexp.Regexp) ([]unified.Result, error) {
-	srv, err := Launch(ServerOptions{InMemory: true})
+	srv, err := Launch(ServerOptions{InMemory: true, EnableTestCommands: true})
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,8 @@ type ServerOptions struct {
 	InMemory       bool
 	MaxConnections int
 	CursorTimeout  time.Duration
+	// EnableTestCommands registers configureFailPoint.
+	EnableTestCommands bool
 }
 
 // StartServer starts a server on 127.0.0.1:0 with its data in a temporary
@@ -72,13 +74,14 @@ func Launch(opts ServerOptions) (*Server, error) {
 	}
 	s := &Server{Addr: ln.Addr().String(), Dir: dir, store: st, done: make(chan error, 1)}
 	s.eng = engine.New(engine.Config{
-		Store:          st,
-		Logger:         logger,
-		CursorTimeout:  opts.CursorTimeout,
-		ConnStats:      func() wire.Stats { return s.srv.Stats() },
-		MaxConnections: opts.MaxConnections,
-		Argv:           []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
-		Options:        map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
+		Store:              st,
+		Logger:             logger,
+		CursorTimeout:      opts.CursorTimeout,
+		ConnStats:          func() wire.Stats { return s.srv.Stats() },
+		MaxConnections:     opts.MaxConnections,
+		EnableTestCommands: opts.EnableTestCommands,
+		Argv:               []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
+		Options:            map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
 	})
 	s.srv = wire.NewServer(s.eng, logger, opts.MaxConnections)
 	go func() { s.done <- s.srv.Serve(ln) }()

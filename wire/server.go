@@ -33,6 +33,9 @@ type Request struct {
 	// Err is set when the frame was readable but its content was not: the
 	// Handler must answer with an error document.
 	Err error
+	// CloseConnection, set by the Handler, closes the connection instead of
+	// replying (used to simulate network errors for driver tests).
+	CloseConnection bool
 }
 
 // Handler serves the connections of a Server.
@@ -361,6 +364,9 @@ func (c *serverConn) handleFrame(ctx context.Context, h ConnHandler, frame, out 
 		}
 	}
 	reply := h.Handle(ctx, req)
+	if req.CloseConnection {
+		return out, errCloseRequested
+	}
 	if req.MoreToCome {
 		return out, nil
 	}
@@ -384,6 +390,8 @@ func (c *serverConn) handleFrame(ctx context.Context, h ConnHandler, frame, out 
 }
 
 var nextResponseID atomic.Int32
+
+var errCloseRequested = errors.New("the handler asked to close the connection")
 
 // unwrapQuery returns the command inside a legacy {$query: {...}, ...}
 // wrapper, or q itself.
