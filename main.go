@@ -1,6 +1,7 @@
 // Command parsec is a database server that speaks the MongoDB wire protocol
 // and partitions data the way Azure Cosmos DB does. `parsec serve` runs it;
-// `parsec version` prints its version.
+// `parsec stats` shows how a running server's documents spread over
+// physical partitions; `parsec version` prints its version.
 package main
 
 import (
@@ -30,7 +31,7 @@ Start a server with "parsec serve"; every flag can also be given as an
 environment variable PARSEC_<FLAG> (for example PARSEC_LISTEN=127.0.0.1:27018).`,
 		SilenceUsage: true,
 	}
-	root.AddCommand(newServeCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newStatsCommand(), newVersionCommand())
 	return root
 }
 

@@ -28,6 +28,12 @@ type serveOptions struct {
 	testCommands   bool
 	cursorTimeout  time.Duration
 	shutdownGrace  time.Duration
+
+	// partitions (Cosmos DB's limits)
+	partitionMaxRUs          int
+	partitionMaxBytes        byteSize
+	logicalPartitionMaxBytes byteSize
+	defaultThroughput        int
 }
 
 func newServeCommand() *cobra.Command {
@@ -63,7 +69,25 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.BoolVar(&o.testCommands, "enable-test-commands", false, "register configureFailPoint (for drivers' specification tests; never in production)")
 	f.DurationVar(&o.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for requests in flight")
+	o.partitionMaxBytes = engine.DefaultPartitionMaxBytes
+	o.logicalPartitionMaxBytes = engine.DefaultLogicalPartitionMaxBytes
+	f.IntVar(&o.partitionMaxRUs, "partition-max-rus", engine.DefaultPartitionMaxRUs, "most RU/s one physical partition serves: raising throughput past partitions x this splits partitions")
+	f.Var(&o.partitionMaxBytes, "partition-max-bytes", "a physical partition bigger than this splits (units B, KiB, MiB, GiB, TiB; KB etc. are the same)")
+	f.Var(&o.logicalPartitionMaxBytes, "logical-partition-max-bytes", "writes that would grow one shard-key value's documents past this fail")
+	f.IntVar(&o.defaultThroughput, "default-throughput", engine.DefaultThroughputRUs, "RU/s of a collection created without throughput (manual)")
 	return cmd
+}
+
+func (o *serveOptions) validate() error {
+	switch {
+	case o.partitionMaxRUs < 1:
+		return fmt.Errorf("--partition-max-rus must be at least 1")
+	case o.partitionMaxBytes < 1 || o.logicalPartitionMaxBytes < 1:
+		return fmt.Errorf("--partition-max-bytes and --logical-partition-max-bytes must be positive")
+	case o.defaultThroughput < 400 || o.defaultThroughput%100 != 0:
+		return fmt.Errorf("--default-throughput must be a multiple of 100 of at least 400 RU/s")
+	}
+	return nil
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -78,6 +102,9 @@ func parseLevel(s string) (slog.Level, error) {
 func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	level, err := parseLevel(o.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := o.validate(); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
@@ -111,9 +138,15 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		ConnStats:          func() wire.Stats { return srv.Stats() },
 		MaxConnections:     o.maxConnections,
 		EnableTestCommands: o.testCommands,
-		Argv:               argv,
-		Options:            o.asMap(),
-		StartupWarnings:    warnings,
+		Partitions: engine.PartitionLimits{
+			MaxRUs:            o.partitionMaxRUs,
+			MaxBytes:          int64(o.partitionMaxBytes),
+			LogicalMaxBytes:   int64(o.logicalPartitionMaxBytes),
+			DefaultThroughput: o.defaultThroughput,
+		},
+		Argv:            argv,
+		Options:         o.asMap(),
+		StartupWarnings: warnings,
 	})
 	srv = wire.NewServer(eng, logger, o.maxConnections)
 	where := dataDir
@@ -156,5 +189,10 @@ func (o *serveOptions) asMap() map[string]any {
 		"logLevel":       o.logLevel,
 		"maxConnections": int64(o.maxConnections),
 		"cursorTimeout":  o.cursorTimeout.String(),
+
+		"partitionMaxRUs":          int64(o.partitionMaxRUs),
+		"partitionMaxBytes":        int64(o.partitionMaxBytes),
+		"logicalPartitionMaxBytes": int64(o.logicalPartitionMaxBytes),
+		"defaultThroughput":        int64(o.defaultThroughput),
 	}
 }

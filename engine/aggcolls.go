@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/expr"
@@ -25,6 +24,9 @@ var _ agg.Collections = aggCollections{}
 func (a aggCollections) Scan(_ context.Context, db, coll string) (agg.Iterator, error) {
 	if err := validateCollName(db, coll); err != nil {
 		return nil, err
+	}
+	if docs, ok := a.e.virtualDocs(db, coll); ok {
+		return virtualSource(docs), nil
 	}
 	c := a.e.store.Collection(db, coll)
 	if c == nil {
@@ -315,5 +317,3 @@ func (a aggCollections) IndexStats(_ context.Context, db, coll string) ([]bsonco
 	}
 	return []bsoncore.Document{b}, nil
 }
-
-var _ = time.Now

@@ -27,7 +27,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 	executed := false
 	if v >= verbosityExecutionStats && !p.Writes() {
 		started := e.now()
-		it := e.runPipeline(p, c, &examined, &spans)
+		it := e.runPipeline(db, coll, p, c, &examined, &spans)
 		err := agg.Drain(ctx, it, func(bsoncore.Document) error { nReturned++; return nil })
 		if err != nil {
 			return nil, aggError(err)

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"encoding/binary"
 	"sync/atomic"
 
@@ -118,8 +120,11 @@ func (r *partitionReader) fill() error {
 		r.done = true
 		err := r.store.View(func(tx *store.Txn) error {
 			doc, err := tx.Get(r.point)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
 			if err != nil {
-				return nil // not found (or gone): no document
+				return err
 			}
 			add(doc)
 			return nil
@@ -135,7 +140,7 @@ func (r *partitionReader) fill() error {
 		exhausted := true
 		err := r.store.View(func(tx *store.Txn) error {
 			return tx.Scan(r.coll, start, func(key, doc []byte) (bool, error) {
-				if r.span.end != nil && string(key) >= string(r.span.end) {
+				if r.span.end != nil && bytes.Compare(key, r.span.end) >= 0 {
 					return false, nil
 				}
 				if len(offs) >= readBatchDocs || len(r.arena) >= readBatchBytes {
@@ -170,7 +175,10 @@ func (r *partitionReader) Close() { r.done, r.docs, r.arena = true, nil, nil }
 // aggPartitionSources opens a reader per partition the pipeline's
 // leading $match can match. An unsharded collection read by _id
 // equality reads just that key.
-func (e *Engine) aggPartitionSources(c *store.Collection, p *agg.Pipeline, examined *atomic.Int64) ([]partitionSpan, []agg.Iterator) {
+func (e *Engine) aggPartitionSources(db, coll string, c *store.Collection, p *agg.Pipeline, examined *atomic.Int64) ([]partitionSpan, []agg.Iterator) {
+	if docs, ok := e.virtualDocs(db, coll); ok {
+		return []partitionSpan{{id: "0"}}, []agg.Iterator{virtualSource(docs)}
+	}
 	if c == nil {
 		return []partitionSpan{{id: "0"}}, []agg.Iterator{agg.Empty()}
 	}
@@ -189,4 +197,13 @@ func (e *Engine) aggPartitionSources(c *store.Collection, p *agg.Pipeline, exami
 		its[i] = r
 	}
 	return spans, its
+}
+
+// virtualSource streams the documents of a config view.
+func virtualSource(docs [][]byte) agg.Iterator {
+	out := make([]bsoncore.Document, len(docs))
+	for i, d := range docs {
+		out[i] = d
+	}
+	return agg.Docs(out)
 }

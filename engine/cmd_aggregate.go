@@ -25,6 +25,7 @@ type aggArgs struct {
 	hint         bsoncore.Document
 	hintName     string
 	hasHint      bool
+	sessions     []bsoncore.Document
 }
 
 // dbAggregateStages may open a database-level aggregate ({aggregate: 1}).
@@ -43,12 +44,16 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	args.sessions = callerSessions(req.body, e.now())
 	p, err := e.parsePipeline(req.db, coll, args)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkAggregateTarget(req.db, dbLevel, p); err != nil {
 		return nil, err
+	}
+	if p.Writes() && readConcernLevel(req.body) == "linearizable" {
+		return nil, errorf(ErrInvalidOptions, "cannot use $out or $merge with readConcern level linearizable")
 	}
 	c := e.store.Collection(req.db, coll)
 	if err := e.checkAggregateHint(c, req.db, coll, args); err != nil {
@@ -69,7 +74,7 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	if dbLevel {
 		ns = namespaceOf(req.db, "$cmd.aggregate")
 	}
-	src := &aggSource{it: e.runPipeline(p, c, nil, nil)}
+	src := &aggSource{it: e.runPipeline(req.db, coll, p, c, nil, nil)}
 	if p.Writes() {
 		// $out and $merge run to completion before the reply, which has
 		// no documents and no cursor.
@@ -227,7 +232,7 @@ func parseAggregate(cmd string, body bsoncore.Document) (*aggArgs, error) {
 func (e *Engine) parsePipeline(db, coll string, a *aggArgs) (*agg.Pipeline, error) {
 	opts := agg.Options{
 		DB: db, Coll: coll, Let: a.let, Now: e.now(), AllowDiskUse: a.allowDiskUse == nil || *a.allowDiskUse,
-		MemoryLimit: e.aggMemoryLimit(), Collections: aggCollections{e: e},
+		MemoryLimit: e.aggMemoryLimit(), Collections: aggCollections{e: e}, Sessions: a.sessions,
 	}
 	p, err := agg.Parse(a.pipeline, opts)
 	if err != nil {
@@ -256,12 +261,12 @@ func (e *Engine) checkAggregateHint(c *store.Collection, db, coll string, a *agg
 // runPipeline runs p over the partitions of c its leading $match can
 // match: the partition-local part on each (in parallel), the rest on
 // their merged stream.
-func (e *Engine) runPipeline(p *agg.Pipeline, c *store.Collection, examined *atomic.Int64, spansOut *[]partitionSpan) agg.Iterator {
+func (e *Engine) runPipeline(db, coll string, p *agg.Pipeline, c *store.Collection, examined *atomic.Int64, spansOut *[]partitionSpan) agg.Iterator {
 	split := p.Split()
 	var its []agg.Iterator
 	var spans []partitionSpan
 	if p.NeedsInput() {
-		spans, its = e.aggPartitionSources(c, p, examined)
+		spans, its = e.aggPartitionSources(db, coll, c, p, examined)
 	} else {
 		spans, its = []partitionSpan{{id: "0"}}, []agg.Iterator{agg.Empty()}
 	}
@@ -318,4 +323,29 @@ func (s *aggSource) close() {
 		s.done = true
 		s.it.Close()
 	}
+}
+
+// readConcernLevel is the command's readConcern.level ("" when none).
+func readConcernLevel(body bsoncore.Document) string {
+	v, err := body.LookupErr("readConcern", "level")
+	if err != nil {
+		return ""
+	}
+	return stringOf(v)
+}
+
+// callerSessions is what $listLocalSessions shows: Parsec keeps no
+// session cache, so the only session it knows is the caller's own.
+func callerSessions(body bsoncore.Document, now time.Time) []bsoncore.Document {
+	id, err := body.LookupErr("lsid", "id")
+	if err != nil {
+		return nil
+	}
+	// uid is the SHA-256 of the (empty) user name, as MongoDB computes it
+	// without authentication.
+	uid := []byte{0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f, 0xb9, 0x24,
+		0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55}
+	sid := bsoncore.NewDocumentBuilder().AppendValue("id", id).AppendBinary("uid", 0, uid).Build()
+	return []bsoncore.Document{bsoncore.NewDocumentBuilder().AppendDocument("_id", sid).
+		AppendDateTime("lastUse", now.UnixMilli()).Build()}
 }

@@ -23,7 +23,9 @@ func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	var count, size, idx int64
+	sharded, chunks := false, int32(1)
 	if c := e.store.Collection(req.db, name); c != nil {
+		sharded, chunks = c.Sharded(), int32(c.Map().Len())
 		counts, err := e.store.Counts(c)
 		if err != nil {
 			return nil, err
@@ -48,7 +50,8 @@ func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
 		bson.E{Key: "totalSize", Value: (size + idx) / scale},
 		bson.E{Key: "indexSizes", Value: bson.D{{Key: "_id_", Value: idx / scale}}},
 		bson.E{Key: "scaleFactor", Value: int32(scale)},
-		bson.E{Key: "sharded", Value: false},
+		bson.E{Key: "sharded", Value: sharded},
+		bson.E{Key: "nchunks", Value: chunks},
 	)
 	return okReply(fields...)
 }

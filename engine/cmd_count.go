@@ -107,10 +107,9 @@ func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, erro
 		return nil, false, err
 	}
 	if p.coll != nil && !p.useIDIndex {
-		if id, ok := filter.IDEquality(); ok {
-			p.point = idKey(p.coll, id)
-		}
+		p.point = pointKeyFor(p.coll, filter, a.query)
 	}
+	p.route(a.query)
 	return p, filter.IsEmpty() && p.point == nil && !p.useIDIndex && p.natural == 0, nil
 }
 

@@ -154,16 +154,14 @@ func (e *Engine) deleteOne(ctx context.Context, db, coll string, st deleteStmt, 
 			return 0, err
 		}
 	}
-	return e.deleteMatching(ctx, c, f, st.justOne)
+	return e.deleteMatching(ctx, c, f, st.filter, st.justOne)
 }
 
 // deleteMatching removes the documents of c matching f (the first only,
 // when justOne), in transactions of at most chunkDocs deletions.
-func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *query.Filter, justOne bool) (int64, error) {
-	var point []byte
-	if id, ok := f.IDEquality(); ok {
-		point = idKey(c, id)
-	}
+func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *query.Filter, filter bsoncore.Document, justOne bool) (int64, error) {
+	point := pointKeyFor(c, f, filter)
+	spans := routePartitions(c, filter)
 	var total int64
 	var resume []byte
 	for {
@@ -198,7 +196,7 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 				size int
 			}
 			var victims []victim
-			err := tx.Scan(c, resume, func(key, doc []byte) (bool, error) {
+			err := scanSpans(tx, c, spans, resume, func(key, doc []byte) (bool, error) {
 				if len(victims) >= chunkDocs {
 					more = true
 					next = append([]byte(nil), key...)
@@ -228,6 +226,11 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 			return nil
 		})
 		if errors.Is(err, store.ErrCollectionChanged) {
+			if cur := e.store.Collection(c.DB, c.Name); cur != nil && string(cur.UUID) == string(c.UUID) {
+				// the same collection, its documents re-placed (sharded): start over
+				c, point, spans, resume = cur, pointKeyFor(cur, f, filter), routePartitions(cur, filter), nil
+				continue
+			}
 			return total, nil // dropped meanwhile: nothing left to delete
 		}
 		if err != nil {

@@ -109,10 +109,9 @@ func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, erro
 		return nil, err
 	}
 	if p.coll != nil && !p.useIDIndex {
-		if id, ok := filter.IDEquality(); ok {
-			p.point = idKey(p.coll, id)
-		}
+		p.point = pointKeyFor(p.coll, filter, a.query)
 	}
+	p.route(a.query)
 	return p, nil
 }
 
@@ -159,7 +158,7 @@ func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bs
 			}
 			return visit(doc)
 		}
-		return tx.Scan(p.coll, nil, func(_, doc []byte) (bool, error) {
+		return scanSpans(tx, p.coll, p.spans, nil, func(_, doc []byte) (bool, error) {
 			if p.useIDIndex {
 				src.stats.keysExamined++
 			}

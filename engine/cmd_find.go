@@ -54,7 +54,7 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 		first = args.limit
 	}
 	var docs [][]byte
-	done := plan.coll == nil
+	done := plan.coll == nil && plan.virtual == nil
 	if first > 0 && !done {
 		if docs, done, err = src.nextBatch(ctx, int(first), maxBatchBytes); err != nil {
 			return nil, err
@@ -225,6 +225,9 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 	}
 	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter,
 		skip: a.skip, limit: a.limit, returnKey: a.returnKey}
+	if docs, ok := e.virtualDocs(db, name); ok {
+		p.coll, p.virtual = nil, docs
+	}
 	if a.allowDiskUse != nil && !*a.allowDiskUse {
 		p.noDiskUse = true
 	}
@@ -243,13 +246,12 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 		return nil, err
 	}
 	if p.coll != nil && p.natural == 0 && !p.useIDIndex {
-		if id, ok := filter.IDEquality(); ok {
-			p.point = idKey(p.coll, id)
-		}
+		p.point = pointKeyFor(p.coll, filter, a.filter)
 	}
-	if p.sort != nil && p.natural == 0 && isIDAscending(a.sort) {
+	if p.sort != nil && p.natural == 0 && isIDAscending(a.sort) && p.virtual == nil && (p.coll == nil || !p.coll.Sharded()) {
 		p.streamByID = true // documents of an unsharded collection are in _id order
 	}
+	p.route(a.filter)
 	return p, nil
 }
 

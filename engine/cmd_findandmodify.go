@@ -197,12 +197,12 @@ type famResult struct {
 func (e *Engine) findAndModify(coll *store.Collection, sp *updateSpec, sort *query.Sort, a famArgs) (famResult, error) {
 	var res famResult
 	env := e.updateEnv()
-	if id, ok := sp.filter.IDEquality(); ok {
-		defer e.writes.lockKey(idKey(coll, id))()
+	if key := pointKeyFor(coll, sp.filter, sp.query); key != nil {
+		defer e.writes.lockKey(key)()
 	}
 	err := e.store.Update(func(tx *store.Txn) error {
 		res = famResult{}
-		key, doc, err := findTarget(tx, coll, sp.filter, sort)
+		key, doc, err := findTarget(tx, coll, sp.filter, sp.query, sort)
 		if err != nil {
 			return err
 		}
@@ -210,13 +210,13 @@ func (e *Engine) findAndModify(coll *store.Collection, sp *updateSpec, sort *que
 			if !a.upsert {
 				return nil
 			}
-			id, err := e.upsertInTxn(tx, coll, sp, env)
+			id, key, err := e.upsertKeyInTxn(tx, coll, sp, env)
 			if err != nil {
 				return err
 			}
 			res.n, res.upserted, res.wrote = 1, id, true
 			if a.returnNew {
-				res.value, err = tx.Get(idKey(coll, id))
+				res.value, err = tx.Get(key)
 			}
 			return err
 		}
@@ -237,6 +237,11 @@ func (e *Engine) findAndModify(coll *store.Collection, sp *updateSpec, sort *que
 		if err != nil {
 			return updateError(err)
 		}
+		if changed {
+			if err := checkShardKeyKept(coll, doc, out); err != nil {
+				return err
+			}
+		}
 		res.value = doc
 		if a.returnNew {
 			res.value = out
@@ -252,9 +257,8 @@ func (e *Engine) findAndModify(coll *store.Collection, sp *updateSpec, sort *que
 
 // findTarget returns the first document matching f in sort order (in key
 // order without a sort), or nil. The slices are copies.
-func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, sort *query.Sort) ([]byte, []byte, error) {
-	if id, ok := f.IDEquality(); ok {
-		key := idKey(coll, id)
+func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, filter bsoncore.Document, sort *query.Sort) ([]byte, []byte, error) {
+	if key := pointKeyFor(coll, f, filter); key != nil {
 		doc, err := tx.Get(key)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil, nil
@@ -275,7 +279,7 @@ func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, sort *qu
 	var bestKeys []bsoncore.Value
 	ordered := sort != nil && !sort.IsEmpty()
 	var matchErr error
-	err := tx.Scan(coll, nil, func(key, doc []byte) (bool, error) {
+	err := scanSpans(tx, coll, routePartitions(coll, filter), nil, func(key, doc []byte) (bool, error) {
 		ok, err := f.MatchErr(doc)
 		if err != nil {
 			matchErr = queryError(err)

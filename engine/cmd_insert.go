@@ -137,7 +137,8 @@ func prepareInsert(doc bsoncore.Document) insertDoc {
 	return insertDoc{doc: out, id: id}
 }
 
-// idKey is the storage key of a document in an unsharded collection.
+// idKey is the storage key of a document in an unsharded collection
+// (docKeyOf in partitions.go keys documents of sharded ones).
 func idKey(c *store.Collection, id bsoncore.Value) []byte {
 	return store.DocKey(c.ID, 0, nil, value.EncodeKey(nil, id))
 }
@@ -172,11 +173,25 @@ func (e *Engine) insertDocs(ctx context.Context, coll *store.Collection, docs []
 					}
 					continue
 				}
-				err := tx.Insert(coll, idKey(coll, d.id), d.doc)
+				key, err := docKeyOf(coll, d.doc, d.id)
+				if err == nil {
+					err = tx.Insert(coll, key, d.doc)
+				}
 				var dup *store.DuplicateKeyError
+				var ce *CommandError
 				switch {
 				case errors.As(err, &dup):
 					chunkErrs = append(chunkErrs, dupKeyError(j, coll.Namespace(), d.id))
+					if ordered {
+						stop = true
+						j++
+						break docs
+					}
+				case errors.As(err, &ce), errors.Is(err, store.ErrLogicalPartitionFull):
+					// a shard-key error or a full logical partition: nothing
+					// of this document was written
+					ce = toCommandError(err)
+					chunkErrs = append(chunkErrs, writeError{index: j, code: ce.Code, msg: ce.Msg})
 					if ordered {
 						stop = true
 						j++

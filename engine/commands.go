@@ -48,6 +48,11 @@ func newCommandTable() map[string]command {
 		{name: "updateSearchIndex", help: "Atlas Search indexes (not available: answers as MongoDB outside Atlas)", run: (*Engine).cmdSearchIndexes},
 		{name: "dropSearchIndex", help: "Atlas Search indexes (not available: answers as MongoDB outside Atlas)", run: (*Engine).cmdSearchIndexes},
 
+		// partitions (sharding) and Cosmos DB's extension commands
+		{name: "shardCollection", help: "shard a collection by a hashed key: {shardCollection: \"db.coll\", key: {<field>: \"hashed\"}}", adminOnly: true, run: (*Engine).cmdShardCollection},
+		{name: "enableSharding", help: "accepted: every database can hold sharded collections", adminOnly: true, run: (*Engine).cmdEnableSharding},
+		{name: "customAction", help: "Cosmos DB extension commands: Create/Update/GetDatabase, Create/Update/GetCollection, GetPartitionStats", run: (*Engine).cmdCustomAction},
+
 		// CRUD
 		{name: "insert", help: "insert documents", run: (*Engine).cmdInsert},
 		{name: "find", help: "query documents", run: (*Engine).cmdFind},
@@ -60,7 +65,7 @@ func newCommandTable() map[string]command {
 		{name: "update", help: "update documents", run: (*Engine).cmdUpdate},
 		{name: "findAndModify", help: "update or remove one document and return it", run: (*Engine).cmdFindAndModify},
 		{name: "aggregate", help: "run an aggregation pipeline (per partition, then merged)", run: (*Engine).cmdAggregate},
-	}, map[string]string{"ismaster": "isMaster", "buildinfo": "buildInfo", "dbstats": "dbStats", "collstats": "collStats", "findandmodify": "findAndModify"})
+	}, map[string]string{"ismaster": "isMaster", "buildinfo": "buildInfo", "dbstats": "dbStats", "collstats": "collStats", "findandmodify": "findAndModify", "shardcollection": "shardCollection", "enablesharding": "enableSharding"})
 }
 
 func buildCommandTable(cmds []command, aliases map[string]string) map[string]command {

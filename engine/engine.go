@@ -53,6 +53,8 @@ type Config struct {
 	// AggMemoryLimit is what each blocking aggregation stage may hold
 	// (0: 100 MB, MongoDB's default).
 	AggMemoryLimit int64
+	// Partition limits and throughput defaults (partitions.go).
+	Partitions PartitionLimits
 }
 
 // Engine runs commands. It implements wire.Handler.
@@ -71,6 +73,7 @@ type Engine struct {
 	logs      *logRing
 	warnings  []string   // startup warnings as structured log lines (cmd_getlog.go)
 	writes    writeState // update clock and document locks (updates.go)
+	limits    PartitionLimits
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -115,6 +118,10 @@ func New(cfg Config) *Engine {
 		line := logLine(e.started, "W", "CONTROL", 22120, "initandlisten", w, "startupWarnings")
 		e.warnings = append(e.warnings, line)
 		e.logs.add(line)
+	}
+	e.limits = cfg.Partitions.withDefaults()
+	if e.store != nil {
+		e.store.SetLimits(e.limits.storeLimits())
 	}
 	e.wg.Add(1)
 	go e.reapCursors(timeout)

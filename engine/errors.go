@@ -53,6 +53,13 @@ const (
 	ErrNotSingleValueField        Code = 54
 	ErrEmptyFieldName             Code = 56
 
+	// Partitioning. A write into a full logical partition gets
+	// OutOfDiskSpace: Cosmos DB answers HTTP 403 substatus 1014, which has
+	// no MongoDB code, and this is MongoDB's code for storage running out.
+	ErrOutOfDiskSpace                 Code = 14031
+	ErrAlreadyInitialized             Code = 23
+	ErrConflictingOperationInProgress Code = 117
+
 	// ErrValueNegative is the IDL's "value must be >= 0" check (codeName Location51024).
 	ErrValueNegative Code = 51024
 )
@@ -91,6 +98,10 @@ var codeNames = map[Code]string{
 	ErrNoQueryExecutionPlans:   "NoQueryExecutionPlans",
 	ErrConversionFailure:       "ConversionFailure",
 	ErrQueryMemoryLimit:        "QueryExceededMemoryLimitNoDiskUseAllowed",
+
+	ErrOutOfDiskSpace:                 "OutOfDiskSpace",
+	ErrAlreadyInitialized:             "AlreadyInitialized",
+	ErrConflictingOperationInProgress: "ConflictingOperationInProgress",
 
 	ErrPathNotViable:              "PathNotViable",
 	ErrConflictingUpdateOperators: "ConflictingUpdateOperators",
@@ -140,6 +151,10 @@ func toCommandError(err error) *CommandError {
 		return errorf(ErrBSONObjectTooLarge, "%v", err)
 	case errors.Is(err, store.ErrClosed):
 		return errorf(ErrInterrupted, "server is shutting down")
+	case errors.Is(err, store.ErrLogicalPartitionFull):
+		var lpf *store.LogicalPartitionFullError
+		errors.As(err, &lpf)
+		return errorf(ErrOutOfDiskSpace, "Partition key reached maximum size of %s", humanBytes(lpf.Limit))
 	}
 	return errorf(ErrInternalError, "%v", err)
 }

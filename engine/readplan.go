@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -11,13 +12,13 @@ import (
 )
 
 // readPlan is how a read (find, count, distinct, and explain of them)
-// goes through one collection: which keys it reads, in what order, what
-// it keeps and how it shapes the result. Today a collection is one
-// physical partition ("0"); the plan names the partitions it reads so
-// that fan-out fits in later.
+// goes through one collection: which physical partitions and keys it
+// reads, in what order, what it keeps and how it shapes the result.
 type readPlan struct {
 	ns         string
 	coll       *store.Collection // nil: the collection does not exist
+	spans      []partitionSpan   // the partitions routed to, in hash order
+	virtual    [][]byte          // documents of a virtual collection (config.*), read instead of coll
 	filter     *query.Filter
 	sort       *query.Sort // nil: none
 	proj       *query.Projection
@@ -36,7 +37,36 @@ type readPlan struct {
 type idRange struct{ min, max bsoncore.Value }
 
 // partitions are the physical partitions the plan reads.
-func (p *readPlan) partitions() []string { return []string{"0"} }
+func (p *readPlan) partitions() []string {
+	if p.coll == nil || len(p.spans) == 0 {
+		return []string{"0"}
+	}
+	ids := make([]string, len(p.spans))
+	for i, s := range p.spans {
+		ids[i] = s.id
+	}
+	return ids
+}
+
+// route sets the partitions the plan reads: those filter can match, or
+// the one holding the point key.
+func (p *readPlan) route(filter bsoncore.Document) {
+	if p.coll == nil || !p.coll.Sharded() {
+		return // one partition, "0": the whole collection
+	}
+	p.spans = routePartitions(p.coll, filter)
+	if p.point != nil && len(p.spans) > 1 {
+		for _, s := range p.spans {
+			if bytes.Compare(p.point, s.start) >= 0 && (s.end == nil || bytes.Compare(p.point, s.end) < 0) {
+				p.spans = []partitionSpan{s}
+				break
+			}
+		}
+	}
+}
+
+// fanOut reports whether the plan reads more than one partition.
+func (p *readPlan) fanOut() bool { return p.point == nil && len(p.spans) > 1 }
 
 // planStats count what a plan's execution did, for explain.
 type planStats struct {
@@ -65,7 +95,8 @@ func (e *Engine) source(p *readPlan) batchSource {
 
 // scanSource reads a collection in key order (or one key), filtering,
 // skipping and limiting. It resumes after the last key it returned, each
-// batch in its own read transaction.
+// batch in its own read transaction. A plan over several partitions reads
+// them in parallel (fanout.go).
 type scanSource struct {
 	store *store.Store
 	plan  *readPlan
@@ -75,6 +106,16 @@ type scanSource struct {
 	sent  int64
 	stats planStats
 	init  bool
+	fan   *fanOut // a plan over several partitions
+	vpos  int     // next virtual document (configdb.go)
+}
+
+// span is the one key range a single-partition plan reads.
+func (s *scanSource) span() (start, end []byte) {
+	if len(s.plan.spans) == 1 {
+		return s.plan.spans[0].start, s.plan.spans[0].end
+	}
+	return nil, nil
 }
 
 // ctxCheckEvery is how many documents a scan examines between checks of
@@ -130,8 +171,14 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 	if !s.init {
 		s.init, s.skip = true, p.skip
 	}
-	if s.done || p.coll == nil || (p.limit > 0 && s.sent >= p.limit) {
+	if s.done || (p.coll == nil && p.virtual == nil) || (p.limit > 0 && s.sent >= p.limit) {
 		return nil, true, nil
+	}
+	if p.virtual != nil {
+		return s.scanVirtual(ctx, max, maxBytes, keep)
+	}
+	if p.fanOut() {
+		return s.scanFanOut(ctx, max, maxBytes, keep)
 	}
 	var docs [][]byte
 	bytes := 0
@@ -173,8 +220,12 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 	}
 	exhausted := true
 	examined := 0
+	start, end := s.span()
+	if s.next != nil {
+		start = s.next
+	}
 	err := s.store.View(func(tx *store.Txn) error {
-		return tx.Scan(p.coll, s.next, func(key, doc []byte) (bool, error) {
+		return tx.ScanRange(p.coll, start, end, func(key, doc []byte) (bool, error) {
 			if examined++; examined%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return false, err
@@ -249,34 +300,26 @@ func (s *sortedSource) load(ctx context.Context) error {
 	}
 	var all []entry
 	used := 0
-	examined := 0
-	if p.coll != nil {
-		err := s.scan.store.View(func(tx *store.Txn) error {
-			return tx.Scan(p.coll, nil, func(_, doc []byte) (bool, error) {
-				if examined++; examined%ctxCheckEvery == 0 {
-					if err := ctx.Err(); err != nil {
-						return false, err
-					}
-				}
-				s.scan.stats.docsExamined++
-				ok, err := s.scan.match(doc)
-				if err != nil || !ok {
-					return err == nil, err
-				}
-				d := append([]byte(nil), doc...)
-				used += len(d)
-				if used > sortMemoryLimit && p.noDiskUse {
-					return false, errorf(ErrQueryMemoryLimit, "Executor error during find command :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", sortMemoryLimit)
-				}
-				en := entry{doc: d, seq: len(all)}
-				if p.sort != nil && !p.sort.IsEmpty() {
-					en.keys = p.sort.Keys(d)
-				}
-				all = append(all, en)
-				return true, nil
-			})
-		})
-		if err != nil {
+	add := func(d []byte) error {
+		used += len(d)
+		if used > sortMemoryLimit && p.noDiskUse {
+			return errorf(ErrQueryMemoryLimit, "Executor error during find command :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", sortMemoryLimit)
+		}
+		en := entry{doc: d, seq: len(all)}
+		if p.sort != nil && !p.sort.IsEmpty() {
+			en.keys = p.sort.Keys(d)
+		}
+		all = append(all, en)
+		return nil
+	}
+	// Every partition's matching documents, read in parallel, in
+	// partition order (each partition's in key order).
+	matched, err := s.scan.collectAll(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range matched {
+		if err := add(d); err != nil {
 			return err
 		}
 	}

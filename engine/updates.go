@@ -196,10 +196,8 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 		}
 	}
 	env := e.updateEnv()
-	var point []byte
-	if id, ok := sp.filter.IDEquality(); ok {
-		point = idKey(coll, id)
-	}
+	point := pointKeyFor(coll, sp.filter, sp.query)
+	spans := routePartitions(coll, sp.query)
 	var resume []byte
 	for {
 		if err := ctx.Err(); err != nil {
@@ -239,6 +237,12 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 					stmtErr = updateError(err)
 					return nil
 				}
+				if changed {
+					if err := checkShardKeyKept(coll, doc, out); err != nil {
+						stmtErr = err
+						return nil
+					}
+				}
 				matched++ // a document that failed to update is not counted
 				if !changed {
 					return nil
@@ -253,7 +257,7 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 					return err
 				}
 			} else {
-				err := tx.Scan(coll, resume, func(key, doc []byte) (bool, error) {
+				err := scanSpans(tx, coll, spans, resume, func(key, doc []byte) (bool, error) {
 					if len(writes) >= chunkDocs || bytes >= chunkBytes {
 						more, next = true, append([]byte(nil), key...)
 						return false, nil
@@ -299,9 +303,8 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 					return res, err
 				}
 			}
-			if point != nil {
-				point = idKey(coll, mustIDEquality(sp.filter))
-			}
+			point = pointKeyFor(coll, sp.filter, sp.query)
+			spans = routePartitions(coll, sp.query)
 			resume = nil
 			continue
 		}
@@ -323,35 +326,46 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 	}
 }
 
-func mustIDEquality(f *query.Filter) bsoncore.Value {
-	v, _ := f.IDEquality()
-	return v
-}
-
 // upsertInTxn inserts the document an upsert makes and returns its _id.
 // Client errors are *CommandError; others fail the transaction.
 func (e *Engine) upsertInTxn(tx *store.Txn, coll *store.Collection, sp *updateSpec, env update.Env) (bsoncore.Value, error) {
+	id, _, err := e.upsertKeyInTxn(tx, coll, sp, env)
+	return id, err
+}
+
+// upsertKeyInTxn is upsertInTxn that also returns the new document's key.
+func (e *Engine) upsertKeyInTxn(tx *store.Txn, coll *store.Collection, sp *updateSpec, env update.Env) (bsoncore.Value, []byte, error) {
+	if err := targetedShardKey(coll, sp.query); err != nil {
+		return bsoncore.Value{}, nil, err
+	}
 	doc, err := sp.upd.Upsert(sp.query, env)
 	if err != nil {
-		return bsoncore.Value{}, updateError(err)
+		return bsoncore.Value{}, nil, updateError(err)
 	}
 	if err := checkUpdatedSize(doc); err != nil {
-		return bsoncore.Value{}, err
+		return bsoncore.Value{}, nil, err
 	}
 	ins := prepareInsert(doc)
 	if ins.err != nil {
-		return bsoncore.Value{}, ins.err
+		return bsoncore.Value{}, nil, ins.err
 	}
-	err = tx.Insert(coll, idKey(coll, ins.id), ins.doc)
+	key, err := docKeyOf(coll, ins.doc, ins.id)
+	if err != nil {
+		return bsoncore.Value{}, nil, err
+	}
+	err = tx.Insert(coll, key, ins.doc)
+	if errors.Is(err, store.ErrLogicalPartitionFull) {
+		return bsoncore.Value{}, nil, toCommandError(err)
+	}
 	var dup *store.DuplicateKeyError
 	if errors.As(err, &dup) {
 		we := dupKeyError(0, coll.Namespace(), ins.id)
-		return bsoncore.Value{}, &dupKeyCommandError{CommandError{Code: ErrDuplicateKey, Msg: we.msg}, ins.id}
+		return bsoncore.Value{}, nil, &dupKeyCommandError{CommandError{Code: ErrDuplicateKey, Msg: we.msg}, ins.id}
 	}
 	if err != nil {
-		return bsoncore.Value{}, err
+		return bsoncore.Value{}, nil, err
 	}
-	return bsoncore.Value{Type: ins.id.Type, Data: append([]byte(nil), ins.id.Data...)}, nil
+	return bsoncore.Value{Type: ins.id.Type, Data: append([]byte(nil), ins.id.Data...)}, key, nil
 }
 
 // dupKeyCommandError is a duplicate key met by an upsert: it keeps the

@@ -35,6 +35,11 @@ type ServerOptions struct {
 	CursorTimeout  time.Duration
 	// EnableTestCommands registers configureFailPoint.
 	EnableTestCommands bool
+	// Partitions are the partition limits (zero fields: Cosmos DB's).
+	Partitions engine.PartitionLimits
+	// AggMemoryLimit is each blocking aggregation stage's memory budget
+	// (0: MongoDB's 100 MB).
+	AggMemoryLimit int64
 }
 
 // StartServer starts a server on 127.0.0.1:0 with its data in a temporary
@@ -80,6 +85,8 @@ func Launch(opts ServerOptions) (*Server, error) {
 		ConnStats:          func() wire.Stats { return s.srv.Stats() },
 		MaxConnections:     opts.MaxConnections,
 		EnableTestCommands: opts.EnableTestCommands,
+		Partitions:         opts.Partitions,
+		AggMemoryLimit:     opts.AggMemoryLimit,
 		Argv:               []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
 		Options:            map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
 	})

@@ -589,9 +589,15 @@ func (a *topAcc) result() bsoncore.Value {
 		}
 		return a.items[0].out
 	}
+	// Results are in sortBy order: $bottomN's kept items are held
+	// bottom-first.
 	out := make([]bsoncore.Value, len(a.items))
 	for i, it := range a.items {
-		out[i] = it.out
+		if a.bottom {
+			out[len(out)-1-i] = it.out
+		} else {
+			out[i] = it.out
+		}
 	}
 	return expr.Array(out)
 }

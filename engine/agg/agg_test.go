@@ -26,12 +26,19 @@ import (
 //	<document per line, extended JSON>
 //	----
 //
-//	agg [coll=<name>] [let=<doc>] [allowDiskUse] [memory=<bytes>] [partitions=<n>] [sorted]
+//	agg [coll=<name>] [allowDiskUse] [memory=<bytes>] [partitions=<n>] [sorted]
+//	[let <document>]
 //	<pipeline, extended JSON array, may span lines>
 //	----
 //	<one output document per line> | error (<category>): <message>
 //
 //	show [coll=<name>]          print a collection ($out, $merge)
+//
+//	split                       how Split divides a pipeline
+//	<pipeline>
+//	----
+//	shards: <stages>
+//	merger: <stages>
 //
 // Every agg case also runs through Split with one partition and must
 // give the same output in the same order; partitions=n splits the input
@@ -69,6 +76,13 @@ func TestDataDriven(t *testing.T) {
 				return out.String()
 			case "agg":
 				return runAgg(t, d, colls, coll)
+			case "split":
+				p, err := Parse(parseArray(t, d.Input), Options{DB: "test", Coll: coll, Collections: colls})
+				if err != nil {
+					return fmt.Sprintf("error (%s): %v\n", category(err), err)
+				}
+				shards, merger := p.Split().Explain()
+				return "shards: " + showStages(shards) + "\nmerger: " + showStages(merger) + "\n"
 			}
 			d.Fatalf(t, "unknown directive %q", d.Cmd)
 			return ""
@@ -100,19 +114,22 @@ func runAgg(t *testing.T, d *datadriven.TestData, colls *memColls, coll string) 
 			partitions = n
 		case "sorted":
 			sorted = true
-		case "let":
-			opts.Let = parseDoc(t, strings.Join(a.Vals, ","))
 		default:
 			d.Fatalf(t, "unknown argument %s", a.Key)
 		}
 	}
-	arr := parseArray(t, d.Input)
+	input := d.Input
+	if rest, ok := strings.CutPrefix(input, "let "); ok {
+		line, tail, _ := strings.Cut(rest, "\n")
+		opts.Let, input = parseDoc(t, line), tail
+	}
+	arr := parseArray(t, input)
 	p, err := Parse(arr, opts)
 	if err != nil {
 		return fmt.Sprintf("error (%s): %v\n", category(err), err)
 	}
 	ctx := context.Background()
-	input := func() Iterator { return Docs(slices.Clone(colls.get(coll))) }
+	source := func() Iterator { return Docs(slices.Clone(colls.get(coll))) }
 	var out []string
 	if partitions > 0 {
 		docs := colls.get(coll)
@@ -126,9 +143,9 @@ func runAgg(t *testing.T, d *datadriven.TestData, colls *memColls, coll string) 
 		var split []string
 		var serr error
 		if p.NeedsInput() && !p.Writes() {
-			split, serr = renderAll(ctx, p.Split().Run([]Iterator{input()}, 1))
+			split, serr = renderAll(ctx, p.Split().Run([]Iterator{source()}, 1))
 		}
-		out, err = renderAll(ctx, p.Run(input()))
+		out, err = renderAll(ctx, p.Run(source()))
 		if err == nil && p.NeedsInput() && !p.Writes() {
 			if serr != nil {
 				t.Errorf("%s: split run failed (%v) where the whole run did not", d.Pos, serr)
@@ -368,4 +385,15 @@ func (m *memColls) CollStats(_ context.Context, db, coll string, _ bsoncore.Docu
 
 func (m *memColls) IndexStats(context.Context, string, string) ([]bsoncore.Document, error) {
 	return []bsoncore.Document{bsoncore.NewDocumentBuilder().AppendString("name", "_id_").Build()}, nil
+}
+
+func showStages(stages []bsoncore.Document) string {
+	var out []string
+	for _, st := range stages {
+		out = append(out, showDoc(st))
+	}
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, ", ")
 }

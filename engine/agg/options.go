@@ -40,6 +40,8 @@ type Options struct {
 	// Collections reads and writes other collections; nil when the
 	// caller has none (stages that need it then fail).
 	Collections Collections
+	// Sessions are what $listLocalSessions and $listSessions list.
+	Sessions []bsoncore.Document
 	// Seed makes $sample and $rand-free randomness reproducible (0: random).
 	Seed uint64
 }

@@ -275,9 +275,9 @@ func (s *bucketAutoStage) run(ctx context.Context, in Iterator, stp **sorter) ([
 	cmp := func(a, b []bsoncore.Value) int { return expr.Compare(a[0], b[0]) }
 	st := newSorter(s.env, "$bucketAuto", keyFn, cmp, 0)
 	*stp = st
-	n := 0
+	n, pulled := 0, 0
 	for {
-		d, err := in.Next(ctx)
+		d, err := pull(ctx, in, &pulled)
 		if err != nil {
 			return nil, err
 		}

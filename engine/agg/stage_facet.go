@@ -111,8 +111,9 @@ func (f *facetStage) open(in Iterator) Iterator {
 			return nil, nil
 		}
 		done = true
+		pulled := 0
 		for {
-			d, err := in.Next(ctx)
+			d, err := pull(ctx, in, &pulled)
 			if err != nil {
 				return nil, err
 			}

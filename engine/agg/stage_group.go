@@ -199,8 +199,9 @@ func (r *groupRun) lookup(id bsoncore.Value) (*group, error) {
 
 // consume reads the whole input into groups.
 func (r *groupRun) consume(ctx context.Context) error {
+	pulled := 0
 	for {
-		d, err := r.in.Next(ctx)
+		d, err := pull(ctx, r.in, &pulled)
 		if err != nil {
 			return err
 		}

@@ -55,9 +55,10 @@ func (*matchStage) name() string              { return "$match" }
 func (m *matchStage) spec() bsoncore.Document { return m.raw }
 
 func (m *matchStage) open(in Iterator) Iterator {
+	pulled := 0
 	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
 		for {
-			d, err := in.Next(ctx)
+			d, err := pull(ctx, in, &pulled)
 			if err != nil || d == nil {
 				return nil, err
 			}
@@ -451,9 +452,9 @@ func (s *sampleStage) sample(ctx context.Context, in Iterator) ([]bsoncore.Docum
 	rng := s.env.newRand()
 	var kept []bsoncore.Document
 	mem := newMemory(s.env, "$sample")
-	seen := int64(0)
+	seen, pulled := int64(0), 0
 	for {
-		d, err := in.Next(ctx)
+		d, err := pull(ctx, in, &pulled)
 		if err != nil {
 			return nil, err
 		}
@@ -584,24 +585,29 @@ func (s *statsStage) open(in Iterator) Iterator {
 	}}
 }
 
-// $currentOp, $listLocalSessions and $listSessions: Parsec has no
-// operations or sessions to show through them, so they produce nothing.
+// $currentOp shows no operations (Parsec does not track them);
+// $listLocalSessions and $listSessions list Options.Sessions.
 
 type noOutputStage struct {
-	raw bsoncore.Document
+	raw  bsoncore.Document
+	docs []bsoncore.Document
 }
 
-func parseNoOutput(_ *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
+func parseNoOutput(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, errorOf(ErrTypeMismatch, "%s must take a nested object but found: %s", raw.Index(0).Key(), render(arg))
 	}
-	return []stage{&noOutputStage{raw: raw}}, nil
+	s := &noOutputStage{raw: raw}
+	if raw.Index(0).Key() != "$currentOp" {
+		s.docs = p.env.opts.Sessions
+	}
+	return []stage{s}, nil
 }
 
 func (s *noOutputStage) name() string            { return s.raw.Index(0).Key() }
 func (s *noOutputStage) spec() bsoncore.Document { return s.raw }
 func (*noOutputStage) source()                   {}
-func (*noOutputStage) open(in Iterator) Iterator {
+func (s *noOutputStage) open(in Iterator) Iterator {
 	in.Close()
-	return Empty()
+	return Docs(append([]bsoncore.Document(nil), s.docs...))
 }

@@ -54,8 +54,9 @@ func (s *sortStage) open(in Iterator) Iterator {
 	st := s.newSorter()
 	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
 		if out == nil {
+			pulled := 0
 			for {
-				d, err := in.Next(ctx)
+				d, err := pull(ctx, in, &pulled)
 				if err != nil {
 					return nil, err
 				}

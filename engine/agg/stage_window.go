@@ -361,8 +361,9 @@ func (w *windowStage) run(ctx context.Context, in Iterator) ([]bsoncore.Document
 	ectx := w.env.context()
 	mem := newMemory(w.env, "$setWindowFields")
 	var rows []*windowRow
+	pulled := 0
 	for {
-		d, err := in.Next(ctx)
+		d, err := pull(ctx, in, &pulled)
 		if err != nil {
 			return nil, err
 		}

@@ -101,3 +101,16 @@ func (f *funcIter) Close() {
 // checkEvery is how many documents a stage that loops without reading
 // its input (generating, joining) handles between context checks.
 const checkEvery = 64
+
+// pull is in.Next for loops that read many documents per call of their
+// own Next (blocking stages, filters): it checks the context every
+// checkEvery documents, since a source that generates documents ($unwind
+// of a large array) may not.
+func pull(ctx context.Context, in Iterator, n *int) (bsoncore.Document, error) {
+	if *n++; *n%checkEvery == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return in.Next(ctx)
+}

@@ -20,7 +20,15 @@
 //     with missing below null (no type bracketing), truthiness is
 //     false for false, null, missing, undefined and zero, arithmetic widens
 //     int32 -> int64 -> double (decimal128 when any operand is one) and
-//     overflows to the wider type.
+//     overflows to the wider type. Decimal128 arithmetic is exact and then
+//     rounded to 34 digits, keeping exponents as IEEE 754 decimal does
+//     (1 + 0.1 is 1.1); doubles convert to decimal with 15 significant
+//     digits. Date expressions work in UTC unless given a timezone: an
+//     Olson name (the zone database is embedded) or a UTC offset.
+//   - Sum and StdDev (accum.go) are the exact running totals $sum, $avg,
+//     $stdDevPop and $stdDevSamp use, as expressions and as the
+//     aggregation engine's accumulators; their states can be exported and
+//     merged (partial results of partitions).
 //   - Errors wrap one of the categories in errors.go; the command layer
 //     maps them to MongoDB codes. This package knows no codes, imports only
 //     engine/value, and must never import engine/query (engine/query and the

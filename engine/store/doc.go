@@ -12,40 +12,92 @@
 //
 // All keys start with a one-byte space tag and a slash:
 //
-//	m/db/<db>                         -> database metadata (BSON)
-//	m/coll/<db> 0x00 <coll>           -> collection metadata (BSON), incl. its id
-//	m/seq/coll                        -> last collection id handed out (uint32 BE)
-//	m/boot                            -> boot counter (uint64 BE), +1 per open
-//	d/<collID:4><hash:8><shardKey><id> -> document (raw BSON)
-//	c/<collID:4>b                     -> counter base (3 x int64 BE: docs, data bytes, key bytes)
-//	c/<collID:4>d<boot:8><seq:8>      -> counter delta written by one transaction
+//	m/db/<db>                          -> database metadata (BSON), incl. shared throughput
+//	m/coll/<db> 0x00 <coll>            -> collection metadata (BSON): id, epoch, shard key,
+//	                                      partition map, throughput
+//	m/seq/coll                         -> last collection id handed out (uint32 BE)
+//	m/boot                             -> boot counter (uint64 BE), +1 per open
+//	d/<collID:4><point:8><shardKey><id> -> document (raw BSON)
+//	c/<collID:4>b                      -> collection counter base (3 x int64 BE: docs, data bytes, key bytes)
+//	c/<collID:4>d<boot:8><seq:8>       -> collection counter delta written by one transaction
+//	c/<collID:4>l<point:8><shardKey>b  -> logical-partition counter base (sharded collections)
+//	c/<collID:4>l<point:8><shardKey>d<boot:8><seq:8> -> logical-partition counter delta
 //
 // collID is a uint32, big endian, never reused, so a dropped collection's
-// leftovers can never be mistaken for a new one's. hash is the 64-bit hash of
-// the document's shard-key value (0 for unsharded collections, whose
-// shardKey part is empty). shardKey and id are encoded by value.EncodeKey: order
-// preserving and self-delimiting, so documents of a collection sort by
-// (hash, shard key, _id) and a prefix scan over d/<collID> visits them in
-// that order.
+// leftovers can never be mistaken for a new one's. point is the document's
+// place in the hash space (shard.Point of its shard-key value: MongoDB's
+// hashed-index hash with the sign bit flipped, big endian) and shardKey
+// the value itself; unsharded collections have point 0 and an empty
+// shardKey. shardKey and id are encoded by value.EncodeKey: order
+// preserving and self-delimiting (value.KeyLen finds where one ends), so
+// documents of a collection sort by (point, shard key, _id):
+//
+//	d/ 00 00 00 07 | 3f 1a .. 09 | 0f 45 55 00 01 | 0a c0 f0 .. 00  80 .. 00
+//	   collID 7    | point        | shard key "EU" | _id 1 (number: 16 bytes)
+//	               '-------- logical partition --------'
+//
+// A logical partition (one shard-key value) is a contiguous key range at
+// one point, and a physical partition, the points [Min, Max] of the
+// partition map, is the key range [d/<collID><Min>, d/<collID><Max+1>).
+// A split changes the map in the catalog entry and moves no document.
+//
+// # Counters
+//
+// Collection counters (documents, data bytes, key bytes) are a base plus
+// one delta per transaction. Sharded collections also keep the same three
+// counters per logical partition, base plus deltas, under the logical
+// partition's <point><shardKey>. A physical partition's counters are not
+// stored at all: they are the sum of its logical partitions', read by one
+// scan of c/<collID>l from Min to Max (PartitionStats). So a split, which
+// only changes the range boundaries, needs no counter re-base: the sums
+// over the children's ranges are exact the moment the new map is
+// published, and no state can disagree with the map after a crash. The
+// cost is reading one key per logical partition for statistics, which
+// are rare; writers never read counters except as the size check below
+// needs.
+//
+// The store keeps in memory, per collection written since Open, an
+// estimate of each physical partition's size (a tracker: seeded from the
+// exact sums, then fed the deltas of every commit). It decides two
+// things cheaply and never anything exactly: when a partition may be over
+// the size limit (the splitter then decides on exact sums), and when a
+// write may be near the logical-partition limit (the write then reads
+// its logical partition's exact counters in its transaction).
 //
 // # Invariants
 //
-//  1. A document key exists iff the document exists; its counters are
-//     changed in the same Badger transaction as the document.
+//  1. A document key exists iff the document exists; its collection and
+//     logical-partition counters are changed in the same Badger
+//     transaction as the document.
 //  2. Counters are never read-modify-written by writers: each transaction
-//     writes one fresh delta key, so concurrent writers never conflict on
-//     counters. Fold, run by readers when deltas pile up, sums deltas into
+//     writes one fresh delta key per collection and per logical partition
+//     it changed, so concurrent writers never conflict on counters. Fold,
+//     run by readers when deltas pile up (and at Close), sums deltas into
 //     the base and deletes them in one transaction. The sum of base and
 //     deltas is therefore exact after any crash.
-//  3. Every document write reads its collection's catalog key, so a write
-//     racing a drop or rename of its collection fails with a conflict and
-//     is retried against the new catalog instead of leaving orphans.
-//  4. Replace, Modify and Delete read the key they write and fail with ErrNotFound
-//     when it holds no document, so counters cannot be decremented for a
-//     document that is not there, and two transactions deleting the same
-//     document conflict instead of both counting the deletion.
-//  5. Background folds (started by Counts) are waited for by Close, which
-//     then folds every collection once more.
+//  3. Every document write reads its collection's catalog key and checks
+//     its id and epoch, so a write racing a drop, a rename or a
+//     re-placement (sharding a collection with data) of its collection
+//     fails with a conflict and is retried against the new catalog
+//     instead of leaving orphans or documents at unsharded keys.
+//  4. Replace, Modify and Delete read the key they write and fail with
+//     ErrNotFound when it holds no document, so counters cannot be
+//     decremented for a document that is not there, and two transactions
+//     deleting the same document conflict instead of both counting it.
+//  5. Background folds (started by Counts, PartitionStats and the size
+//     check) are waited for by Close, which then folds every collection
+//     once more.
+//  6. The partition map is part of the catalog entry and changes in one
+//     transaction (SplitPartition, SetThroughput): after a crash it is the
+//     old map or the new one, and either tiles the hash space. Readers use
+//     the map of the entry they looked up; since maps only ever refine the
+//     same key space, a scan of every range of any map visits each
+//     document exactly once.
+//  7. A write that would grow a logical partition (an unsharded collection
+//     is one) past Limits.LogicalPartitionBytes fails with
+//     *LogicalPartitionFullError and writes nothing. Concurrent writers to
+//     one logical partition each see the others' committed bytes only, so
+//     together they may pass the limit by what they write at once.
 //
 // # Durability
 //

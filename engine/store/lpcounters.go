@@ -9,6 +9,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/shard"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Logical-partition counters (see doc.go): under c/<collID>l, one base and
@@ -363,4 +364,25 @@ func (s *Store) splitPointOf(c *Collection, p shard.Partition) (uint64, int64, b
 	}
 	at, ok := shard.SplitPoint(points, sizes)
 	return at, total, ok, nil
+}
+
+// ShardKeyOf returns the shard-key value of logical partition lp of
+// sharded collection c, read from its first document (counters keep only
+// its encoding). ok is false when the partition has no document now.
+func (s *Store) ShardKeyOf(c *Collection, lp LogicalPartition) (v bsoncore.Value, ok bool, err error) {
+	prefix := DocKey(c.ID, lp.Point, lp.Key, nil)
+	err = s.View(func(tx *Txn) error {
+		return tx.Scan(c, prefix, func(key, doc []byte) (bool, error) {
+			if !bytes.HasPrefix(key, prefix) {
+				return false, nil
+			}
+			sk, err := c.Spec().Extract(doc)
+			if err == nil {
+				v = bsoncore.Value{Type: sk.Type, Data: append([]byte(nil), sk.Data...)}
+				ok = true
+			}
+			return false, nil
+		})
+	})
+	return v, ok, err
 }

@@ -215,11 +215,23 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The aggregation phase (agg.go) too.
+	// The partition phase (partitions.go): 16 partitions against one.
+	if ctx.Err() == nil && slices.ContainsFunc(partitionWorkloads, want) {
+		if err := partitionPhase(ctx, cfg, rep, want, tmpl); err != nil {
+			return nil, err
+		}
+	}
+	if ctx.Err() == nil && slices.ContainsFunc(aggWorkloads, want) {
+		if err := aggPhase(ctx, cfg, rep, want); err != nil {
+			return nil, err
+		}
+	}
 	order := map[string]int{}
 	for i, w := range append(server, baseline...) {
 		order[w.name] = i
 	}
-	for i, n := range scanWorkloads {
+	for i, n := range append(append(append([]string(nil), scanWorkloads...), aggWorkloads...), partitionWorkloads...) {
 		order[n] = len(server) + len(baseline) + i
 	}
 	slices.SortStableFunc(rep.Results, func(a, b result) int {
@@ -232,9 +244,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	rep.LoadAfter = loadavg()
 	ratios(rep)
 	scanGoals(rep)
+	aggGoals(rep)
+	partitionGoals(rep)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)
 	printScanSummary(os.Stdout, rep)
+	printAggSummary(os.Stdout, rep)
+	printPartitionSummary(os.Stdout, rep)
 	if cfg.Out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/shard"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// getPartitionStats answers {customAction: "GetPartitionStats"}: for one
+// collection (collection given), the collections of the database, or,
+// on admin without a collection, every collection of the server; for
+// each, every physical partition with its range, ancestry, exact
+// document, data and index counts, logical-partition count and largest
+// logical partitions:
+//
+//	{database, collection, shardKey, throughput..., partitionCount,
+//	 documentCount, dataBytes, indexBytes, partitions: [
+//	   {partitionKeyRangeId: "1", minInclusive: "", maxExclusive: "8000000000000000",
+//	    minHashedKey: MinKey, maxHashedKey: NumberLong(0), parents: ["0"],
+//	    documentCount, dataBytes, indexBytes, storageBytes, logicalPartitionCount,
+//	    throughputShare, largestLogicalPartitions: [{shardKey, documentCount, dataBytes, indexBytes}]}]}
+//
+// minInclusive and maxExclusive are the partition's bounds in the hash
+// space as 16 hex digits, "" for its start and "FF" for its end, as Cosmos
+// DB writes partition key ranges; minHashedKey and maxHashedKey the same
+// bounds as MongoDB's hashed chunk bounds. The reply waits (briefly) for
+// splits already due, so it shows the map they lead to.
+func (e *Engine) getPartitionStats(ctx context.Context, db string, a *customActionArgs) ([]byte, error) {
+	settle, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = e.store.SettleSplits(settle)
+	if a.hasCollection {
+		c := e.store.Collection(db, a.collection)
+		if c == nil {
+			return nil, errorf(ErrNamespaceNotFound, "Collection %s does not exist", namespaceOf(db, a.collection))
+		}
+		d, err := e.collectionPartitionStats(c, a.top)
+		if err != nil {
+			return nil, err
+		}
+		return okReply(d...)
+	}
+	var colls []*store.Collection
+	dbs := []string{db}
+	if db == "admin" {
+		dbs = e.store.Databases()
+	}
+	for _, name := range dbs {
+		colls = append(colls, e.store.Collections(name)...)
+	}
+	all := bson.A{}
+	for _, c := range colls {
+		d, err := e.collectionPartitionStats(c, a.top)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, d)
+	}
+	return okReply(bson.E{Key: "collections", Value: all})
+}
+
+// collectionPartitionStats is one collection's part of GetPartitionStats.
+func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D, error) {
+	stats, err := e.store.PartitionStats(c, top)
+	if err != nil {
+		return nil, err
+	}
+	t, shared := e.effectiveThroughput(c)
+	d := bson.D{{Key: "database", Value: c.DB}, {Key: "collection", Value: c.Name}}
+	if c.Sharded() {
+		d = append(d, bson.E{Key: "shardKey", Value: bson.D{{Key: c.ShardKey, Value: "hashed"}}})
+	} else {
+		d = append(d, bson.E{Key: "shardKey", Value: nil})
+	}
+	d = append(d, throughputFields(t)...)
+	d = append(d, bson.E{Key: "sharedThroughput", Value: shared})
+	var total store.Counts
+	var lps int64
+	for _, ps := range stats {
+		total.Docs += ps.Counts.Docs
+		total.Bytes += ps.Counts.Bytes
+		total.KeyBytes += ps.Counts.KeyBytes
+		lps += ps.LogicalPartitions
+	}
+	share := 0.0
+	if !shared {
+		share = t.PartitionRate(len(stats))
+	}
+	parts := bson.A{}
+	for _, ps := range stats {
+		p := ps.Partition
+		minHashed, maxHashed := any(bson.MinKey{}), any(bson.MaxKey{})
+		minIncl, maxExcl := "", "FF"
+		if p.Min != 0 {
+			minHashed, minIncl = shard.HashOf(p.Min), fmt.Sprintf("%016X", p.Min)
+		}
+		if next, ok := p.End(); ok {
+			maxHashed, maxExcl = shard.HashOf(next), fmt.Sprintf("%016X", next)
+		}
+		largest := bson.A{}
+		for _, lp := range ps.Largest {
+			entry := bson.D{}
+			if c.Sharded() {
+				v, ok, err := e.store.ShardKeyOf(c, lp)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					entry = append(entry, bson.E{Key: "shardKey", Value: rawValue(v)})
+				}
+				entry = append(entry, bson.E{Key: "hashedKey", Value: shard.HashOf(lp.Point)})
+			}
+			entry = append(entry,
+				bson.E{Key: "documentCount", Value: lp.Counts.Docs},
+				bson.E{Key: "dataBytes", Value: lp.Counts.Bytes},
+				bson.E{Key: "indexBytes", Value: lp.Counts.KeyBytes},
+			)
+			largest = append(largest, entry)
+		}
+		parts = append(parts, bson.D{
+			{Key: "partitionKeyRangeId", Value: p.IDString()},
+			{Key: "minInclusive", Value: minIncl},
+			{Key: "maxExclusive", Value: maxExcl},
+			{Key: "minHashedKey", Value: minHashed},
+			{Key: "maxHashedKey", Value: maxHashed},
+			{Key: "parents", Value: idStrings(p.Parents)},
+			{Key: "documentCount", Value: ps.Counts.Docs},
+			{Key: "dataBytes", Value: ps.Counts.Bytes},
+			{Key: "indexBytes", Value: ps.Counts.KeyBytes},
+			{Key: "storageBytes", Value: ps.Counts.Size()},
+			{Key: "logicalPartitionCount", Value: ps.LogicalPartitions},
+			{Key: "throughputShare", Value: share},
+			{Key: "largestLogicalPartitions", Value: largest},
+		})
+	}
+	lim := e.store.Limits()
+	return append(d,
+		bson.E{Key: "partitionCount", Value: int32(len(stats))},
+		bson.E{Key: "documentCount", Value: total.Docs},
+		bson.E{Key: "dataBytes", Value: total.Bytes},
+		bson.E{Key: "indexBytes", Value: total.KeyBytes},
+		bson.E{Key: "logicalPartitionCount", Value: lps},
+		bson.E{Key: "limits", Value: bson.D{
+			{Key: "partitionMaxBytes", Value: lim.PartitionBytes},
+			{Key: "logicalPartitionMaxBytes", Value: lim.LogicalPartitionBytes},
+			{Key: "partitionMaxRUs", Value: int32(e.limits.MaxRUs)},
+		}},
+		bson.E{Key: "partitions", Value: parts},
+	), nil
+}

@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/binary"
+	"math"
+
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/shard"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// The config database, as a mongos shows it: read-only views of the
+// catalog that make mongosh's sh.status() and tools that read the
+// sharding metadata work. Parsec is one shard (explainShardName); each
+// sharded collection is in config.collections and each of its physical
+// partitions is a chunk in config.chunks, bounded by hashed shard-key
+// values (NumberLong, MinKey and MaxKey at the ends of the hash space) as
+// MongoDB's hashed sharding writes them. Collections mongosh reads and
+// Parsec has nothing for (settings, tags, locks, changelog, actionlog)
+// are empty.
+
+// virtualConfigCollections are the config collections answered from the
+// catalog.
+var virtualConfigCollections = map[string]bool{
+	"version": true, "shards": true, "databases": true, "collections": true, "chunks": true, "mongos": true,
+	"settings": true, "tags": true, "locks": true, "changelog": true, "actionlog": true,
+}
+
+// virtualDocs returns the documents of db.coll when it is one of the
+// config views, in _id order.
+func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
+	if db != "config" || !virtualConfigCollections[coll] {
+		return nil, false
+	}
+	var docs []bson.D
+	switch coll {
+	case "version":
+		docs = []bson.D{{{Key: "_id", Value: int32(1)}, {Key: "clusterId", Value: e.clusterID()}}}
+	case "shards":
+		docs = []bson.D{{
+			{Key: "_id", Value: explainShardName},
+			{Key: "host", Value: e.host + ":27017"},
+			{Key: "state", Value: int32(1)},
+			{Key: "topologyTime", Value: bson.Timestamp{T: uint32(e.started.Unix()), I: 1}},
+		}}
+	case "mongos":
+		docs = []bson.D{{
+			{Key: "_id", Value: e.host + ":27017"},
+			{Key: "advisoryHostFQDNs", Value: bson.A{}},
+			{Key: "created", Value: bson.NewDateTimeFromTime(e.started)},
+			{Key: "mongoVersion", Value: MongoVersion},
+			{Key: "ping", Value: bson.NewDateTimeFromTime(e.now())},
+			{Key: "up", Value: int64(e.now().Sub(e.started).Seconds())},
+			{Key: "waiting", Value: true},
+		}}
+	case "databases":
+		for _, name := range e.store.Databases() {
+			if name == "admin" || name == "config" || name == "local" {
+				continue
+			}
+			docs = append(docs, bson.D{
+				{Key: "_id", Value: name},
+				{Key: "primary", Value: explainShardName},
+				{Key: "partitioned", Value: true},
+				{Key: "version", Value: bson.D{
+					{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: nameUUID("db:" + name)}},
+					{Key: "timestamp", Value: bson.Timestamp{T: uint32(e.started.Unix()), I: 1}},
+					{Key: "lastMod", Value: int32(1)},
+				}},
+			})
+		}
+	case "collections":
+		for _, c := range e.shardedCollections() {
+			docs = append(docs, bson.D{
+				{Key: "_id", Value: c.Namespace()},
+				{Key: "lastmodEpoch", Value: epochOID(c)},
+				{Key: "lastmod", Value: bson.NewDateTimeFromTime(c.ShardedAt)},
+				{Key: "timestamp", Value: collTimestamp(c)},
+				{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
+				{Key: "key", Value: bson.D{{Key: c.ShardKey, Value: "hashed"}}},
+				{Key: "unique", Value: false},
+				{Key: "noBalance", Value: true},
+			})
+		}
+	case "chunks":
+		for _, c := range e.shardedCollections() {
+			ts := collTimestamp(c)
+			for i, p := range c.Map().Partitions() {
+				var lo, hi any = bson.MinKey{}, bson.MaxKey{}
+				if p.Min != 0 {
+					lo = shard.HashOf(p.Min)
+				}
+				if next, ok := p.End(); ok {
+					hi = shard.HashOf(next)
+				}
+				version := bson.Timestamp{T: uint32(c.MapVersion) + 1, I: uint32(i)}
+				docs = append(docs, bson.D{
+					{Key: "_id", Value: chunkOID(c, p.ID)},
+					{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
+					{Key: "ns", Value: c.Namespace()},
+					{Key: "min", Value: bson.D{{Key: c.ShardKey, Value: lo}}},
+					{Key: "max", Value: bson.D{{Key: c.ShardKey, Value: hi}}},
+					{Key: "shard", Value: explainShardName},
+					{Key: "lastmod", Value: version},
+					{Key: "onCurrentShardSince", Value: ts},
+					{Key: "history", Value: bson.A{bson.D{{Key: "validAfter", Value: ts}, {Key: "shard", Value: explainShardName}}}},
+					{Key: "partitionKeyRangeId", Value: p.IDString()},
+					{Key: "parents", Value: idStrings(p.Parents)},
+				})
+			}
+		}
+	}
+	out := make([][]byte, 0, len(docs))
+	for _, d := range docs {
+		b, err := bson.Marshal(d)
+		if err != nil {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out, true
+}
+
+// shardedCollections are the sharded collections of every database,
+// sorted by namespace.
+func (e *Engine) shardedCollections() []*store.Collection {
+	var out []*store.Collection
+	for _, db := range e.store.Databases() {
+		for _, c := range e.store.Collections(db) {
+			if c.Sharded() {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func idStrings(ids []int) bson.A {
+	out := bson.A{}
+	for _, id := range ids {
+		out = append(out, shard.Partition{ID: id}.IDString())
+	}
+	return out
+}
+
+// clusterID is a stable ObjectId for this node.
+func (e *Engine) clusterID() bson.ObjectID {
+	var oid bson.ObjectID
+	binary.BigEndian.PutUint32(oid[:4], uint32(e.started.Unix()))
+	h := md5.Sum([]byte("cluster:" + e.host))
+	copy(oid[4:], h[:8])
+	return oid
+}
+
+func nameUUID(name string) []byte {
+	h := md5.Sum([]byte(name))
+	h[6] = h[6]&0x0f | 0x30 // version 3 (name-based, MD5)
+	h[8] = h[8]&0x3f | 0x80
+	return h[:]
+}
+
+func epochOID(c *store.Collection) bson.ObjectID {
+	var oid bson.ObjectID
+	binary.BigEndian.PutUint32(oid[:4], uint32(c.ShardedAt.Unix()))
+	copy(oid[4:], c.UUID[:8])
+	return oid
+}
+
+func chunkOID(c *store.Collection, id int) bson.ObjectID {
+	var oid bson.ObjectID
+	h := md5.Sum(binary.BigEndian.AppendUint64(append([]byte(nil), c.UUID...), uint64(id)))
+	copy(oid[:], h[:12])
+	return oid
+}
+
+func collTimestamp(c *store.Collection) bson.Timestamp {
+	return bson.Timestamp{T: uint32(min(max(c.ShardedAt.Unix(), 0), math.MaxUint32)), I: 1}
+}
+
+// scanVirtual is scan over a virtual collection's documents.
+func (s *scanSource) scanVirtual(ctx context.Context, max, maxBytes int, keep bool) ([][]byte, bool, error) {
+	p := s.plan
+	var docs [][]byte
+	bytes := 0
+	for s.vpos < len(p.virtual) {
+		if (max > 0 && len(docs) >= max) || (p.limit > 0 && s.sent >= p.limit) {
+			break
+		}
+		doc := p.virtual[s.vpos]
+		s.stats.docsExamined++
+		ok, err := s.match(doc)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			if s.skip > 0 {
+				s.skip--
+			} else {
+				if keep {
+					out, err := s.shape(doc)
+					if err != nil {
+						return nil, false, err
+					}
+					if len(docs) > 0 && bytes+len(out) > maxBytes {
+						break
+					}
+					docs = append(docs, out)
+					bytes += len(out)
+				}
+				s.sent++
+				s.stats.returned++
+			}
+		}
+		s.vpos++
+	}
+	done := s.vpos >= len(p.virtual) || (p.limit > 0 && s.sent >= p.limit)
+	s.done = done
+	return docs, done, ctx.Err()
+}

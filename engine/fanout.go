@@ -1,0 +1,311 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"sync"
+
+	"github.com/parsecdb/parsec/engine/store"
+)
+
+// Fan-out reads: a plan over several physical partitions reads them in
+// parallel, at most GOMAXPROCS at a time, each in its own read
+// transaction. Results come out partition by partition, in hash order
+// (MongoDB promises no order without a sort); each partition's matches
+// wait in a bounded buffer of the cursor until their turn, so no scan
+// work is thrown away and no goroutine outlives a batch.
+
+// fanOut is the state of a fan-out read across batches.
+type fanOut struct {
+	parts []*partScan
+}
+
+// partScan is one partition's progress.
+type partScan struct {
+	span  partitionSpan
+	next  []byte // resume key; nil: the start of the span
+	done  bool
+	buf   [][]byte // matches (shaped) not yet handed out
+	bytes int
+	stats planStats
+}
+
+// Per-partition buffer bounds of one refill.
+const fanOutBufferBytes = 4 << 20
+
+// runParallel runs fn(0..n-1) on at most GOMAXPROCS goroutines and
+// returns the first error.
+func runParallel(n int, fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		mu    sync.Mutex
+		next  int
+		first error
+		wg    sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if next >= n || first != nil {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// fill reads part onward until it holds wantDocs matches (0: no limit) or
+// wantBytes of them (0: no limit), or the partition ends. keep unset only
+// counts.
+func (s *scanSource) fill(ctx context.Context, part *partScan, wantDocs, wantBytes int, keep bool) error {
+	p := s.plan
+	start := part.next
+	if start == nil {
+		start = part.span.start
+	}
+	stopped := false
+	examined := 0
+	err := s.store.View(func(tx *store.Txn) error {
+		return tx.ScanRange(p.coll, start, part.span.end, func(key, doc []byte) (bool, error) {
+			if examined++; examined%ctxCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return false, err
+				}
+			}
+			if (wantDocs > 0 && len(part.buf) >= wantDocs) || (wantBytes > 0 && part.bytes >= wantBytes) {
+				stopped = true
+				part.next = append(part.next[:0], key...)
+				return false, nil
+			}
+			part.stats.docsExamined++
+			if p.useIDIndex {
+				part.stats.keysExamined++
+			}
+			ok, err := s.match(doc)
+			if err != nil {
+				return false, err
+			}
+			if ok {
+				var out []byte
+				if keep {
+					if out, err = s.shape(doc); err != nil {
+						return false, err
+					}
+				}
+				part.buf = append(part.buf, out)
+				part.bytes += len(out)
+			}
+			part.next = append(append(part.next[:0], key...), 0) // successor of key
+			return true, nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	part.done = !stopped
+	return nil
+}
+
+// scanFanOut is scan over several partitions.
+func (s *scanSource) scanFanOut(ctx context.Context, max, maxBytes int, keep bool) ([][]byte, bool, error) {
+	p := s.plan
+	if s.fan == nil {
+		s.fan = &fanOut{parts: make([]*partScan, len(p.spans))}
+		for i, sp := range p.spans {
+			s.fan.parts[i] = &partScan{span: sp}
+		}
+	}
+	if !keep {
+		return nil, true, s.countFanOut(ctx)
+	}
+	var docs [][]byte
+	bytes := 0
+	for {
+		// Hand out what the buffers hold, partition by partition.
+		for _, part := range s.fan.parts {
+			for len(part.buf) > 0 {
+				if (max > 0 && len(docs) >= max) || (p.limit > 0 && s.sent >= p.limit) {
+					return docs, s.finishFanOut(), nil
+				}
+				d := part.buf[0]
+				if len(docs) > 0 && bytes+len(d) > maxBytes {
+					return docs, false, nil
+				}
+				part.buf[0] = nil
+				part.buf = part.buf[1:]
+				part.bytes -= len(d)
+				if s.skip > 0 {
+					s.skip--
+					continue
+				}
+				docs = append(docs, d)
+				bytes += len(d)
+				s.sent++
+				s.stats.returned++
+			}
+			if !part.done {
+				break // keep partition order: refill this one first
+			}
+		}
+		if (max > 0 && len(docs) >= max) || (p.limit > 0 && s.sent >= p.limit) {
+			return docs, s.finishFanOut(), nil
+		}
+		// Refill every unfinished partition whose buffer is empty.
+		var todo []*partScan
+		for _, part := range s.fan.parts {
+			if !part.done && len(part.buf) == 0 {
+				todo = append(todo, part)
+			}
+		}
+		if len(todo) == 0 {
+			return docs, s.finishFanOut(), nil
+		}
+		want := int(s.skip)
+		if max > 0 {
+			want += max - len(docs)
+		} else {
+			want = 0
+		}
+		if p.limit > 0 {
+			if rest := int(p.limit - s.sent + s.skip); want == 0 || rest < want {
+				want = rest
+			}
+		}
+		err := runParallel(len(todo), func(i int) error { return s.fill(ctx, todo[i], want, fanOutBufferBytes, true) })
+		s.sumStats()
+		if err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// finishFanOut reports whether the fan-out is over, and ends it when the
+// limit is reached.
+func (s *scanSource) finishFanOut() bool {
+	p := s.plan
+	if p.limit > 0 && s.sent >= p.limit {
+		s.done = true
+		return true
+	}
+	for _, part := range s.fan.parts {
+		if !part.done || len(part.buf) > 0 {
+			return false
+		}
+	}
+	s.done = true
+	return true
+}
+
+// sumStats adds up the partitions' statistics into the source's.
+func (s *scanSource) sumStats() {
+	var st planStats
+	for _, part := range s.fan.parts {
+		st.docsExamined += part.stats.docsExamined
+		st.keysExamined += part.stats.keysExamined
+	}
+	s.stats.docsExamined, s.stats.keysExamined = st.docsExamined, st.keysExamined
+}
+
+// countFanOut counts the matches of every partition in parallel, then
+// applies skip and limit.
+func (s *scanSource) countFanOut(ctx context.Context) error {
+	p := s.plan
+	counts := make([]int64, len(s.fan.parts))
+	err := runParallel(len(s.fan.parts), func(i int) error {
+		part := s.fan.parts[i]
+		for !part.done {
+			if err := s.fill(ctx, part, 4096, 0, false); err != nil {
+				return err
+			}
+			counts[i] += int64(len(part.buf))
+			part.buf, part.bytes = part.buf[:0], 0
+		}
+		return nil
+	})
+	s.sumStats()
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, n := range counts {
+		total += n
+	}
+	n := max(total-s.skip, 0)
+	if p.limit > 0 {
+		n = min(n, p.limit-s.sent)
+	}
+	s.skip = 0
+	s.sent += n
+	s.stats.returned += n
+	s.done = true
+	return nil
+}
+
+// collectAll returns every document the plan's filter matches (unshaped
+// copies), reading the partitions in parallel: what a blocking sort
+// sorts.
+func (s *scanSource) collectAll(ctx context.Context) ([][]byte, error) {
+	p := s.plan
+	switch {
+	case p.virtual != nil:
+		var out [][]byte
+		for _, doc := range p.virtual {
+			s.stats.docsExamined++
+			ok, err := s.match(doc)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, doc)
+			}
+		}
+		return out, nil
+	case p.coll == nil:
+		return nil, nil
+	}
+	spans := p.spans
+	if len(spans) == 0 {
+		spans = partitionsOf(p.coll)
+	}
+	parts := make([]*partScan, len(spans))
+	for i, sp := range spans {
+		parts[i] = &partScan{span: sp}
+	}
+	raw := &scanSource{store: s.store, plan: &readPlan{coll: p.coll, filter: p.filter, idBounds: p.idBounds,
+		useIDIndex: p.useIDIndex, proj: nil}}
+	err := runParallel(len(parts), func(i int) error {
+		// keep: shaping with no projection copies the document
+		return raw.fill(ctx, parts[i], 0, 0, true)
+	})
+	var out [][]byte
+	for _, part := range parts {
+		s.stats.docsExamined += part.stats.docsExamined
+		s.stats.keysExamined += part.stats.keysExamined
+		out = append(out, part.buf...)
+	}
+	return out, err
+}

@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/value"
+	"github.com/parsecdb/parsec/ru"
+	"github.com/parsecdb/parsec/shard"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Partitions as the command layer sees them: limits, document keys of
+// sharded collections, point lookups, and throughput.
+
+// PartitionLimits are Cosmos DB's partition rules, as flags so that tests
+// can use small ones. Zero fields take the defaults.
+type PartitionLimits struct {
+	// MaxRUs is the most RU/s one physical partition serves (10,000):
+	// throughput above partitions x MaxRUs splits partitions.
+	MaxRUs int
+	// MaxBytes is the most a physical partition holds before it splits
+	// (50 GB); LogicalMaxBytes the most one logical partition may hold
+	// (20 GB). Negative: no limit.
+	MaxBytes        int64
+	LogicalMaxBytes int64
+	// DefaultThroughput is the manual RU/s of a collection created
+	// without throughput in a database without shared throughput (400).
+	DefaultThroughput int
+}
+
+// Cosmos DB's values.
+const (
+	DefaultPartitionMaxRUs          = 10_000
+	DefaultPartitionMaxBytes        = 50 << 30
+	DefaultLogicalPartitionMaxBytes = 20 << 30
+	DefaultThroughputRUs            = 400
+)
+
+func (l PartitionLimits) withDefaults() PartitionLimits {
+	if l.MaxRUs <= 0 {
+		l.MaxRUs = DefaultPartitionMaxRUs
+	}
+	if l.MaxBytes == 0 {
+		l.MaxBytes = DefaultPartitionMaxBytes
+	}
+	if l.LogicalMaxBytes == 0 {
+		l.LogicalMaxBytes = DefaultLogicalPartitionMaxBytes
+	}
+	if l.DefaultThroughput <= 0 {
+		l.DefaultThroughput = DefaultThroughputRUs
+	}
+	return l
+}
+
+func (l PartitionLimits) storeLimits() store.Limits {
+	return store.Limits{PartitionBytes: max(l.MaxBytes, 0), LogicalPartitionBytes: max(l.LogicalMaxBytes, 0)}
+}
+
+// docKeyOf is the storage key of doc, whose _id is id, in c. In a sharded
+// collection the document must hold a valid shard-key value; its key is
+// d/<coll><point><shard key><_id>.
+func docKeyOf(c *store.Collection, doc bsoncore.Document, id bsoncore.Value) ([]byte, error) {
+	if !c.Sharded() {
+		return idKey(c, id), nil
+	}
+	sk, err := c.Spec().Extract(doc)
+	if err != nil {
+		return nil, shardKeyError(err)
+	}
+	return shardedKey(c, sk, id), nil
+}
+
+// shardedKey is the key of the document with shard-key value sk and _id id.
+func shardedKey(c *store.Collection, sk, id bsoncore.Value) []byte {
+	skEnc := value.EncodeKey(make([]byte, 0, 32), sk)
+	return store.DocKey(c.ID, shard.Point(sk), skEnc, value.EncodeKey(nil, id))
+}
+
+// shardKeyError is the client's error for a document whose shard key is
+// missing or invalid.
+func shardKeyError(err error) error {
+	var ke *shard.KeyError
+	if !errors.As(err, &ke) {
+		return err
+	}
+	switch {
+	case errors.Is(err, shard.ErrMissing):
+		return errorf(ErrShardKeyNotFound, "%s", ke.Error())
+	case errors.Is(err, shard.ErrRangeKey), errors.Is(err, shard.ErrCompoundKey):
+		return errorf(ErrCommandNotSupported, "%s", ke.Error())
+	}
+	return errorf(ErrBadValue, "%s", ke.Error())
+}
+
+// pointKeyFor is the one key a filter can match, when it pins one: _id
+// equality in an unsharded collection; _id equality and one shard-key
+// value in a sharded one. nil otherwise.
+func pointKeyFor(c *store.Collection, f *query.Filter, filter bsoncore.Document) []byte {
+	id, ok := f.IDEquality()
+	if !c.Sharded() {
+		if !ok {
+			return nil
+		}
+		return idKey(c, id)
+	}
+	if !ok {
+		// {_id: v, <shard key>: k, ...}: the usual point read of a sharded
+		// collection, whose filter is more than an _id equality.
+		if id, ok = idPinned(filter); !ok {
+			return nil
+		}
+	}
+	vals, ok := c.Spec().Values(filter)
+	if !ok || len(vals) != 1 {
+		return nil
+	}
+	return shardedKey(c, vals[0], id)
+}
+
+// idSpec reads _id equalities the way shard keys are read.
+var idSpec = shard.Spec{Path: "_id"}
+
+// idPinned is the one _id value a filter pins by equality (through $and
+// and $in of one value), when it is a plain value a key can hold (as
+// query.Filter.IDEquality accepts).
+func idPinned(filter bsoncore.Document) (bsoncore.Value, bool) {
+	vals, ok := idSpec.Values(filter)
+	if !ok || len(vals) != 1 {
+		return bsoncore.Value{}, false
+	}
+	switch vals[0].Type {
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeNull, bsoncore.TypeUndefined,
+		bsoncore.TypeRegex, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
+		return bsoncore.Value{}, false
+	}
+	return vals[0], true
+}
+
+// targetedShardKey is the one shard-key value an upsert's filter pins in
+// a sharded collection: MongoDB refuses an upsert it cannot target.
+func targetedShardKey(c *store.Collection, filter bsoncore.Document) error {
+	if !c.Sharded() {
+		return nil
+	}
+	if vals, ok := c.Spec().Values(filter); ok && len(vals) == 1 {
+		return nil
+	}
+	return errorf(ErrShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key")
+}
+
+// checkShardKeyKept refuses an update that changes (or removes) a
+// document's shard-key value, which is immutable: the document would
+// belong to another logical partition.
+func checkShardKeyKept(c *store.Collection, before, after bsoncore.Document) error {
+	if !c.Sharded() {
+		return nil
+	}
+	spec := c.Spec()
+	old, err := spec.Extract(before)
+	if err != nil {
+		return nil // stored before it had a valid key: cannot happen
+	}
+	now, err := spec.Extract(after)
+	if err != nil {
+		if errors.Is(err, shard.ErrMissing) {
+			return errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been removed.", spec.Path)
+		}
+		return errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been altered: %v", spec.Path, err)
+	}
+	if shard.Point(old) != shard.Point(now) || !bytes.Equal(value.EncodeKey(nil, old), value.EncodeKey(nil, now)) {
+		return errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been altered to %s: %s",
+			spec.Path, spec.Path, shellString(now))
+	}
+	return nil
+}
+
+// humanBytes writes a size as Cosmos DB's messages do ("20 GB"), exact:
+// the largest unit that divides it, else bytes.
+func humanBytes(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 40, "TB"}, {1 << 30, "GB"}, {1 << 20, "MB"}, {1 << 10, "KB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// throughputOf converts the catalog's throughput to ru's.
+func throughputOf(t store.Throughput) ru.Throughput {
+	return ru.Throughput{RUs: t.RUs, MaxRUs: t.MaxRUs}
+}
+
+func storeThroughput(t ru.Throughput) store.Throughput {
+	return store.Throughput{RUs: t.RUs, MaxRUs: t.MaxRUs}
+}
+
+// effectiveThroughput is the throughput c runs under and whether it is
+// shared with its database: its own; else its database's; else the
+// default.
+func (e *Engine) effectiveThroughput(c *store.Collection) (ru.Throughput, bool) {
+	if !c.Throughput.IsZero() {
+		return throughputOf(c.Throughput), false
+	}
+	if d := e.store.Database(c.DB); d != nil && !d.Throughput.IsZero() {
+		return throughputOf(d.Throughput), true
+	}
+	return ru.Manual(e.limits.DefaultThroughput), false
+}
+
+// partitionsForThroughput is how many physical partitions throughput t
+// needs (manual T or autoscale Tmax at MaxRUs each).
+func (e *Engine) partitionsForThroughput(t ru.Throughput) int {
+	return shard.PartitionsFor(int(t.Limit()), e.limits.MaxRUs)
+}
+
+// initialPartitions is how many partitions a new collection with
+// throughput t starts with.
+func (e *Engine) initialPartitions(t ru.Throughput) int {
+	return shard.InitialPartitions(t.RUs, t.MaxRUs, e.limits.MaxRUs)
+}
+
+// scanSpans visits the documents of c in spans (ascending and disjoint, as
+// routePartitions gives them; none: all of c) from resume on (nil: from
+// the start), in key order, until fn returns false or an error: a fan-out
+// over the partitions a read or write was routed to.
+func scanSpans(tx *store.Txn, c *store.Collection, spans []partitionSpan, resume []byte, fn func(key, doc []byte) (bool, error)) error {
+	if len(spans) == 0 { // not routed: the whole collection
+		return tx.Scan(c, resume, fn)
+	}
+	stopped := false
+	visit := func(key, doc []byte) (bool, error) {
+		more, err := fn(key, doc)
+		stopped = !more
+		return more, err
+	}
+	for _, sp := range spans {
+		start := sp.start
+		if bytes.Compare(resume, start) > 0 {
+			start = resume
+		}
+		if sp.end != nil && bytes.Compare(start, sp.end) >= 0 {
+			continue
+		}
+		if err := tx.ScanRange(c, start, sp.end, visit); err != nil || stopped {
+			return err
+		}
+	}
+	return nil
+}

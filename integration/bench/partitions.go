@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/parsecdb/parsec/integration"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// The partition workloads compare a sharded collection of 16 physical
+// partitions with an unsharded one holding the same documents, in the
+// same run, on a server of their own:
+//
+//	pointUnsharded  findOne {_id} on the unsharded collection
+//	pointSharded16  findOne {_id, seq} (the full shard key) on the sharded one
+//	scanUnsharded   find {payload: <no match>} on the unsharded collection:
+//	                one partition, scanned by one goroutine
+//	fanout16        the same find on the sharded collection: 16 partitions,
+//	                scanned in parallel
+//
+// Goals: a point read by _id and shard key costs no more than an _id read
+// of an unsharded collection (ratio >= 0.9 at 16 clients), and a fan-out
+// scan uses every core: with GOMAXPROCS >= 2 it examines documents at
+// least 1.5 times as fast as the single-threaded scan.
+var partitionWorkloads = []string{"pointUnsharded", "pointSharded16", "scanUnsharded", "fanout16"}
+
+const (
+	partitionDocs   = 50_000
+	pointGoal       = 0.9
+	fanOutGoal      = 1.5
+	partitionsOfBig = 16
+)
+
+// partitionDoc is the template with _id i and seq i/10 (the shard key:
+// ten documents per logical partition).
+func partitionDoc(t template, i int64) []byte {
+	doc := t.withIntID(i)
+	elems, _ := bsoncore.Document(doc).Elements()
+	start, b := bsoncore.AppendDocumentStart(make([]byte, 0, docSize))
+	for _, el := range elems {
+		if el.Key() == "seq" {
+			b = bsoncore.AppendInt64Element(b, "seq", i/10)
+			continue
+		}
+		b = append(b, el...)
+	}
+	b, _ = bsoncore.AppendDocumentEnd(b, start)
+	return b
+}
+
+func partitionPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, tmpl template) (err error) {
+	dir, err := os.MkdirTemp("", "parsec-bench-partitions-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := integration.Launch(integration.ServerOptions{Dir: dir})
+	if err != nil {
+		return fmt.Errorf("start server: %w", err)
+	}
+	defer func() {
+		if serr := srv.Stop(); serr != nil && err == nil {
+			err = fmt.Errorf("stop server: %w", serr)
+		}
+	}()
+	mcs, err := connect(cfg.ClientMode, srv.URI(), max(slicesMax(cfg.Clients), 1))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range mcs {
+			_ = c.Disconnect(context.Background())
+		}
+	}()
+	db := mcs[0].Database("bench")
+	// 96,000 RU/s of manual throughput start a collection with
+	// ceil(96000/6000) = 16 physical partitions.
+	if err := db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "sharded"},
+		{Key: "shardKey", Value: "seq"}, {Key: "offerThroughput", Value: 96000}}).Err(); err != nil {
+		return fmt.Errorf("create the sharded collection: %w", err)
+	}
+	var ps struct {
+		PartitionCount int32 `bson:"partitionCount"`
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "collection", Value: "sharded"}}).Decode(&ps); err != nil {
+		return err
+	}
+	if ps.PartitionCount != partitionsOfBig {
+		return fmt.Errorf("the sharded collection has %d partitions, want %d", ps.PartitionCount, partitionsOfBig)
+	}
+	progress("partitions: preloading %d documents of %d bytes into an unsharded and a %d-partition collection", partitionDocs, docSize, partitionsOfBig)
+	for _, name := range []string{"plain", "sharded"} {
+		coll := db.Collection(name)
+		for i := int64(0); i < partitionDocs; i += 2000 {
+			docs := make([]any, 0, 2000)
+			for j := i; j < min(i+2000, partitionDocs); j++ {
+				docs = append(docs, bson.Raw(partitionDoc(tmpl, j)))
+			}
+			if _, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
+				return fmt.Errorf("partitions preload: %w", err)
+			}
+		}
+	}
+	coll := func(w int, name string) *mongo.Collection { return mcs[w%len(mcs)].Database("bench").Collection(name) }
+	if err := runPhase(ctx, cfg, rep, want, []workload{
+		{"pointUnsharded", "server-partitions", func(w int) opFunc { return pointOp(coll(w, "plain"), false, uint64(w)+7) }},
+		{"pointSharded16", "server-partitions", func(w int) opFunc { return pointOp(coll(w, "sharded"), true, uint64(w)+7) }},
+	}); err != nil {
+		return err
+	}
+	return fanOutPhase(ctx, cfg, rep, want, db)
+}
+
+func slicesMax(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// pointOp reads one document by _id (and, sharded, its shard key seq),
+// uniformly at random.
+func pointOp(coll *mongo.Collection, sharded bool, seed uint64) opFunc {
+	rng := rand.New(rand.NewPCG(seed, 0x51ed))
+	buf := make([]byte, 0, 48)
+	return func(ctx context.Context) error {
+		id := rng.Int64N(partitionDocs)
+		start, b := bsoncore.AppendDocumentStart(buf[:0])
+		b = bsoncore.AppendInt64Element(b, "_id", id)
+		if sharded {
+			b = bsoncore.AppendInt64Element(b, "seq", id/10)
+		}
+		b, _ = bsoncore.AppendDocumentEnd(b, start)
+		buf = b
+		raw, err := coll.FindOne(ctx, bson.Raw(b)).Raw()
+		if err != nil {
+			return err
+		}
+		if len(raw) != docSize {
+			return fmt.Errorf("point read %d: got %d bytes, want %d", id, len(raw), docSize)
+		}
+		return nil
+	}
+}
+
+// fanOutPhase times a find that matches nothing, so it examines every
+// document, on both collections in alternating rounds; the figure is
+// documents examined per second.
+func fanOutPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, db *mongo.Database) error {
+	filter := bson.D{{Key: "payload", Value: "no such payload"}}
+	findOnce := func(name string) func() (int64, error) {
+		c := db.Collection(name)
+		return func() (int64, error) {
+			cur, err := c.Find(ctx, filter)
+			if err != nil {
+				return 0, err
+			}
+			var got []bson.Raw
+			if err := cur.All(ctx, &got); err != nil {
+				return 0, err
+			}
+			if len(got) != 0 {
+				return 0, fmt.Errorf("%s: the filter matched %d documents", name, len(got))
+			}
+			return partitionDocs, nil
+		}
+	}
+	runs := []struct {
+		name string
+		fn   func() (int64, error)
+	}{{"scanUnsharded", findOnce("plain")}, {"fanout16", findOnce("sharded")}}
+	res := map[string]*result{}
+	for _, r := range runs {
+		res[r.name] = &result{Workload: r.name, Kind: "server-partitions-scan", Clients: 1}
+		if _, err := r.fn(); err != nil { // warm up
+			return err
+		}
+	}
+	share := cfg.Duration / time.Duration(cfg.Rounds)
+	for rd := range cfg.Rounds {
+		for _, r := range runs {
+			if !want(r.name) || ctx.Err() != nil {
+				continue
+			}
+			var docs int64
+			cpu0, start := cpuTime(), time.Now()
+			for time.Since(start) < share || docs == 0 {
+				n, err := r.fn()
+				if err != nil {
+					return err
+				}
+				docs += n
+			}
+			elapsed, cpu := time.Since(start), cpuTime()-cpu0
+			out := res[r.name]
+			out.Ops += docs
+			out.Seconds += elapsed.Seconds()
+			out.cpu += cpu
+			out.Rounds = append(out.Rounds, round{Ops: docs, Seconds: elapsed.Seconds(), OpsPerS: float64(docs) / elapsed.Seconds(), StopBy: "time"})
+			progress("%-13s round %d/%d  %9d docs examined in %.2fs  %10.0f docs/s", r.name, rd+1, cfg.Rounds, docs, elapsed.Seconds(), float64(docs)/elapsed.Seconds())
+		}
+	}
+	for _, r := range runs {
+		out := res[r.name]
+		if out.Ops == 0 {
+			continue
+		}
+		out.OpsPerS = float64(out.Ops) / out.Seconds
+		out.CPUPerOpUS = us(out.cpu / time.Duration(out.Ops))
+		rep.Results = append(rep.Results, *out)
+	}
+	return nil
+}
+
+// partitionGoals adds the two partition goals (after ratios, which
+// rebuilds the ping goals).
+func partitionGoals(rep *report) {
+	find := func(name string, clients int) *result {
+		for i := range rep.Results {
+			if r := &rep.Results[i]; r.Workload == name && (clients == 0 || r.Clients == clients) {
+				return r
+			}
+		}
+		return nil
+	}
+	pair := func(g goal, a, b *result) goal {
+		g.Status = "n/a"
+		if a == nil || b == nil || b.OpsPerS <= 0 {
+			return g
+		}
+		g.Ratio = a.OpsPerS / b.OpsPerS
+		for i := range min(len(a.Rounds), len(b.Rounds)) {
+			if b.Rounds[i].OpsPerS > 0 {
+				g.PerRound = append(g.PerRound, a.Rounds[i].OpsPerS/b.Rounds[i].OpsPerS)
+			}
+		}
+		if a.CPUPerOpUS > 0 {
+			g.CPURatio = b.CPUPerOpUS / a.CPUPerOpUS
+		}
+		g.Status = "FAIL"
+		if g.Ratio >= g.Min {
+			g.Status = "PASS"
+		}
+		return g
+	}
+	if find("pointSharded16", 0) == nil && find("fanout16", 0) == nil {
+		return
+	}
+	clients := 16
+	if find("pointSharded16", clients) == nil {
+		clients = 1
+	}
+	rep.Goals = append(rep.Goals,
+		pair(goal{Name: fmt.Sprintf("pointSharded16@%d >= %.2f x pointUnsharded@%d", clients, pointGoal, clients), Workload: "pointSharded16", Clients: clients, Min: pointGoal},
+			find("pointSharded16", clients), find("pointUnsharded", clients)))
+	fan := goal{Name: fmt.Sprintf("fanout16 docs/s >= %.2f x scanUnsharded (GOMAXPROCS %d)", fanOutGoal, runtime.GOMAXPROCS(0)), Workload: "fanout16", Clients: 1, Min: fanOutGoal}
+	if runtime.GOMAXPROCS(0) < 2 {
+		fan.Min = 0.9 // one core: nothing to gain, nothing to lose
+	}
+	rep.Goals = append(rep.Goals, pair(fan, find("fanout16", 1), find("scanUnsharded", 1)))
+}
+
+func printPartitionSummary(w io.Writer, rep *report) {
+	for _, g := range rep.Goals {
+		if g.Workload != "pointSharded16" && g.Workload != "fanout16" {
+			continue
+		}
+		fmt.Fprintf(w, "partitions: %s: %.2f (rounds:", g.Name, g.Ratio)
+		for _, r := range g.PerRound {
+			fmt.Fprintf(w, " %.2f", r)
+		}
+		fmt.Fprintf(w, "; from cpu/op: %.2f) %s\n", g.CPURatio, g.Status)
+	}
+}

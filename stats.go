@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// statsOptions are the flags of `parsec stats`.
+type statsOptions struct {
+	uri        string
+	db         string
+	collection string
+	json       bool
+	watch      time.Duration
+	count      int
+	top        int
+}
+
+func newStatsCommand() *cobra.Command {
+	o := &statsOptions{}
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Show how documents spread over physical partitions",
+		Long: `Connect to a running Parsec server and print, for each collection, its
+physical partitions: documents, storage and a bar of each partition's share,
+the largest logical partitions (shard-key values), and a warning when the
+spread is skewed. It reads {customAction: "GetPartitionStats"}.
+
+  parsec stats --uri mongodb://127.0.0.1:27017
+  parsec stats --db shop --collection orders --watch 2s
+  parsec stats --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runStats(ctx, o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.uri, "uri", "mongodb://127.0.0.1:27017", "connection string of the server")
+	f.StringVar(&o.db, "db", "", "only this database")
+	f.StringVar(&o.collection, "collection", "", "only this collection (needs --db)")
+	f.BoolVar(&o.json, "json", false, "print the statistics as JSON (one document per collection, in an array)")
+	f.DurationVar(&o.watch, "watch", 0, "refresh at this interval until interrupted")
+	f.IntVar(&o.count, "count", 0, "with --watch, stop after this many refreshes (0: never)")
+	f.IntVar(&o.top, "top", 3, "largest logical partitions to list per partition")
+	return cmd
+}
+
+func runStats(ctx context.Context, o *statsOptions, out io.Writer) error {
+	if o.collection != "" && o.db == "" {
+		return fmt.Errorf("--collection needs --db")
+	}
+	client, err := mongo.Connect(options.Client().ApplyURI(o.uri).SetAppName("parsec stats").SetServerSelectionTimeout(5 * time.Second))
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", o.uri, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = client.Disconnect(dctx)
+	}()
+	for i := 1; ; i++ {
+		colls, err := fetchStats(ctx, client, o)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		if o.watch > 0 {
+			buf.WriteString("\033[H\033[2J") // clear the terminal
+			fmt.Fprintf(&buf, "parsec stats — %s — every %s\n\n", time.Now().Format("15:04:05"), o.watch)
+		}
+		if o.json {
+			err = writeStatsJSON(&buf, colls)
+		} else {
+			writeStatsTable(&buf, colls)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := out.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		if o.watch <= 0 || (o.count > 0 && i >= o.count) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.watch):
+		}
+	}
+}
+
+// collStats is one collection's GetPartitionStats document.
+type collStats struct {
+	Database    string `bson:"database" json:"database"`
+	Collection  string `bson:"collection" json:"collection"`
+	ShardKey    bson.M `bson:"shardKey" json:"shardKey"`
+	Provisioned int64  `bson:"provisionedThroughput" json:"provisionedThroughput,omitempty"`
+	AutoScale   *struct {
+		MaxThroughput int64 `bson:"maxThroughput" json:"maxThroughput"`
+	} `bson:"autoScaleSettings" json:"autoScaleSettings,omitempty"`
+	Shared         bool        `bson:"sharedThroughput" json:"sharedThroughput"`
+	PartitionCount int64       `bson:"partitionCount" json:"partitionCount"`
+	DocumentCount  int64       `bson:"documentCount" json:"documentCount"`
+	DataBytes      int64       `bson:"dataBytes" json:"dataBytes"`
+	IndexBytes     int64       `bson:"indexBytes" json:"indexBytes"`
+	LogicalCount   int64       `bson:"logicalPartitionCount" json:"logicalPartitionCount"`
+	Limits         statsLimits `bson:"limits" json:"limits"`
+	Partitions     []partStat  `bson:"partitions" json:"partitions"`
+}
+
+type statsLimits struct {
+	PartitionMaxBytes        int64 `bson:"partitionMaxBytes" json:"partitionMaxBytes"`
+	LogicalPartitionMaxBytes int64 `bson:"logicalPartitionMaxBytes" json:"logicalPartitionMaxBytes"`
+	PartitionMaxRUs          int64 `bson:"partitionMaxRUs" json:"partitionMaxRUs"`
+}
+
+type partStat struct {
+	ID              string   `bson:"partitionKeyRangeId" json:"partitionKeyRangeId"`
+	MinInclusive    string   `bson:"minInclusive" json:"minInclusive"`
+	MaxExclusive    string   `bson:"maxExclusive" json:"maxExclusive"`
+	Parents         []string `bson:"parents" json:"parents"`
+	DocumentCount   int64    `bson:"documentCount" json:"documentCount"`
+	DataBytes       int64    `bson:"dataBytes" json:"dataBytes"`
+	IndexBytes      int64    `bson:"indexBytes" json:"indexBytes"`
+	StorageBytes    int64    `bson:"storageBytes" json:"storageBytes"`
+	LogicalCount    int64    `bson:"logicalPartitionCount" json:"logicalPartitionCount"`
+	ThroughputShare float64  `bson:"throughputShare" json:"throughputShare"`
+	Largest         []lpStat `bson:"largestLogicalPartitions" json:"largestLogicalPartitions"`
+}
+
+type lpStat struct {
+	ShardKey      bson.RawValue `bson:"shardKey" json:"-"`
+	Key           string        `bson:"-" json:"shardKey"`
+	DocumentCount int64         `bson:"documentCount" json:"documentCount"`
+	DataBytes     int64         `bson:"dataBytes" json:"dataBytes"`
+	IndexBytes    int64         `bson:"indexBytes" json:"indexBytes"`
+}
+
+func fetchStats(ctx context.Context, client *mongo.Client, o *statsOptions) ([]collStats, error) {
+	db := o.db
+	if db == "" {
+		db = "admin"
+	}
+	cmd := bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "top", Value: o.top}}
+	if o.collection != "" {
+		cmd = append(cmd, bson.E{Key: "collection", Value: o.collection})
+	}
+	raw, err := client.Database(db).RunCommand(ctx, cmd).Raw()
+	if err != nil {
+		return nil, fmt.Errorf("GetPartitionStats: %w", err)
+	}
+	var colls []collStats
+	if o.collection != "" {
+		var one collStats
+		if err := bson.Unmarshal(raw, &one); err != nil {
+			return nil, err
+		}
+		colls = []collStats{one}
+	} else {
+		var all struct {
+			Collections []collStats `bson:"collections"`
+		}
+		if err := bson.Unmarshal(raw, &all); err != nil {
+			return nil, err
+		}
+		colls = all.Collections
+	}
+	for i := range colls {
+		for j := range colls[i].Partitions {
+			for k := range colls[i].Partitions[j].Largest {
+				lp := &colls[i].Partitions[j].Largest[k]
+				lp.Key = shortValue(lp.ShardKey)
+			}
+		}
+	}
+	return colls, nil
+}
+
+// shortValue renders a shard-key value for a table: JSON-like, at most
+// 40 characters.
+func shortValue(v bson.RawValue) string {
+	if v.Type == 0 {
+		return "(unsharded)"
+	}
+	s := v.String()
+	if str, ok := v.StringValueOK(); ok {
+		s = fmt.Sprintf("%q", str)
+	}
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
+}
+
+func writeStatsJSON(w io.Writer, colls []collStats) error {
+	if colls == nil {
+		colls = []collStats{}
+	}
+	b, err := json.MarshalIndent(colls, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// barWidth is the width of the widest partition's bar.
+const barWidth = 30
+
+func writeStatsTable(w io.Writer, colls []collStats) {
+	if len(colls) == 0 {
+		fmt.Fprintln(w, "no collections")
+		return
+	}
+	for i, c := range colls {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		key := "unsharded"
+		for k, v := range c.ShardKey {
+			key = fmt.Sprintf("shard key {%s: %v}", k, v)
+		}
+		tp := "shared throughput"
+		switch {
+		case c.AutoScale != nil:
+			tp = fmt.Sprintf("autoscale max %d RU/s", c.AutoScale.MaxThroughput)
+		case c.Provisioned > 0:
+			tp = fmt.Sprintf("%d RU/s", c.Provisioned)
+		}
+		fmt.Fprintf(w, "%s.%s  %s, %s\n", c.Database, c.Collection, key, tp)
+		fmt.Fprintf(w, "  %d partitions, %d documents, %s data, %s index, %d logical partitions\n",
+			c.PartitionCount, c.DocumentCount, sizeString(c.DataBytes), sizeString(c.IndexBytes), c.LogicalCount)
+
+		var maxStorage, total int64
+		for _, p := range c.Partitions {
+			maxStorage = max(maxStorage, p.StorageBytes)
+			total += p.StorageBytes
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  partition\trange\tdocuments\tstorage\tlogical\t")
+		for _, p := range c.Partitions {
+			bar := ""
+			if maxStorage > 0 {
+				n := int(math.Round(float64(p.StorageBytes) / float64(maxStorage) * barWidth))
+				bar = strings.Repeat("█", n) + strings.Repeat("·", barWidth-n)
+			}
+			share := 0.0
+			if total > 0 {
+				share = float64(p.StorageBytes) / float64(total) * 100
+			}
+			lo := p.MinInclusive
+			if lo == "" {
+				lo = "start"
+			}
+			hi := p.MaxExclusive
+			if hi == "FF" {
+				hi = "end"
+			}
+			fmt.Fprintf(tw, "  %s\t%s..%s\t%d\t%s\t%d\t%s %4.1f%%\n", p.ID, lo, hi, p.DocumentCount, sizeString(p.StorageBytes), p.LogicalCount, bar, share)
+		}
+		_ = tw.Flush()
+
+		var largest []string
+		for _, p := range c.Partitions {
+			for _, lp := range p.Largest {
+				largest = append(largest, fmt.Sprintf("%s: %d docs, %s (partition %s)", lp.Key, lp.DocumentCount, sizeString(lp.DataBytes+lp.IndexBytes), p.ID))
+			}
+		}
+		if len(largest) > 0 {
+			fmt.Fprintln(w, "  largest logical partitions:")
+			for _, l := range largest {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+		for _, warn := range skewWarnings(c) {
+			fmt.Fprintf(w, "  WARNING: %s\n", warn)
+		}
+	}
+}
+
+// skewWarnings explain what is uneven: a partition holding far more than
+// its share, a logical partition holding a third of the collection or
+// more, or one close to its limit.
+func skewWarnings(c collStats) []string {
+	var out []string
+	n := len(c.Partitions)
+	var total int64
+	for _, p := range c.Partitions {
+		total += p.StorageBytes
+	}
+	if n > 1 && total > 0 {
+		mean := float64(total) / float64(n)
+		for _, p := range c.Partitions {
+			if ratio := float64(p.StorageBytes) / mean; ratio >= 1.5 {
+				out = append(out, fmt.Sprintf("skewed: partition %s holds %.0f%% of the storage, %.1fx the mean of %d partitions", p.ID, float64(p.StorageBytes)/float64(total)*100, ratio, n))
+			}
+		}
+	}
+	if total > 0 && c.LogicalCount > 1 {
+		for _, p := range c.Partitions {
+			for _, lp := range p.Largest {
+				if share := float64(lp.DataBytes+lp.IndexBytes) / float64(total); share >= 1.0/3 {
+					out = append(out, fmt.Sprintf("skewed: shard-key value %s holds %.0f%% of the collection's storage (one of %d logical partitions)", lp.Key, share*100, c.LogicalCount))
+				}
+			}
+		}
+	}
+	if lim := c.Limits.LogicalPartitionMaxBytes; lim > 0 {
+		for _, p := range c.Partitions {
+			for _, lp := range p.Largest {
+				if size := lp.DataBytes + lp.IndexBytes; float64(size) >= 0.8*float64(lim) {
+					out = append(out, fmt.Sprintf("logical partition %s holds %s, %.0f%% of the %s a shard-key value may hold", lp.Key, sizeString(size), float64(size)/float64(lim)*100, sizeString(lim)))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func sizeString(n int64) string {
+	f := float64(n)
+	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
+		if f < 1024 || u == "TiB" {
+			if u == "B" {
+				return fmt.Sprintf("%d B", n)
+			}
+			return fmt.Sprintf("%.1f %s", f, u)
+		}
+		f /= 1024
+	}
+	return ""
+}
