@@ -75,10 +75,12 @@ type partitionReader struct {
 	examined *atomic.Int64 // documents read, for explain (may be nil)
 }
 
-// Batch limits of a partition read.
+// Batch limits of a partition read: large enough that opening a read
+// transaction and seeking its iterator, once per batch, costs little
+// next to reading the batch.
 const (
-	readBatchDocs  = 256
-	readBatchBytes = 1 << 20
+	readBatchDocs  = 4096
+	readBatchBytes = 4 << 20
 )
 
 func (e *Engine) newPartitionReader(c *store.Collection, span partitionSpan, examined *atomic.Int64) *partitionReader {

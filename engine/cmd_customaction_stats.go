@@ -115,9 +115,9 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 				entry = append(entry, bson.E{Key: "hashedKey", Value: shard.HashOf(lp.Point)})
 			}
 			entry = append(entry,
-				bson.E{Key: "documentCount", Value: lp.Counts.Docs},
-				bson.E{Key: "dataBytes", Value: lp.Counts.Bytes},
-				bson.E{Key: "indexBytes", Value: lp.Counts.KeyBytes},
+				bson.E{Key: "documentCount", Value: number(lp.Counts.Docs)},
+				bson.E{Key: "dataBytes", Value: number(lp.Counts.Bytes)},
+				bson.E{Key: "indexBytes", Value: number(lp.Counts.KeyBytes)},
 			)
 			largest = append(largest, entry)
 		}
@@ -128,11 +128,11 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 			{Key: "minHashedKey", Value: minHashed},
 			{Key: "maxHashedKey", Value: maxHashed},
 			{Key: "parents", Value: idStrings(p.Parents)},
-			{Key: "documentCount", Value: ps.Counts.Docs},
-			{Key: "dataBytes", Value: ps.Counts.Bytes},
-			{Key: "indexBytes", Value: ps.Counts.KeyBytes},
-			{Key: "storageBytes", Value: ps.Counts.Size()},
-			{Key: "logicalPartitionCount", Value: ps.LogicalPartitions},
+			{Key: "documentCount", Value: number(ps.Counts.Docs)},
+			{Key: "dataBytes", Value: number(ps.Counts.Bytes)},
+			{Key: "indexBytes", Value: number(ps.Counts.KeyBytes)},
+			{Key: "storageBytes", Value: number(ps.Counts.Size())},
+			{Key: "logicalPartitionCount", Value: number(ps.LogicalPartitions)},
 			{Key: "throughputShare", Value: share},
 			{Key: "largestLogicalPartitions", Value: largest},
 		})
@@ -140,15 +140,24 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 	lim := e.store.Limits()
 	return append(d,
 		bson.E{Key: "partitionCount", Value: int32(len(stats))},
-		bson.E{Key: "documentCount", Value: total.Docs},
-		bson.E{Key: "dataBytes", Value: total.Bytes},
-		bson.E{Key: "indexBytes", Value: total.KeyBytes},
-		bson.E{Key: "logicalPartitionCount", Value: lps},
+		bson.E{Key: "documentCount", Value: number(total.Docs)},
+		bson.E{Key: "dataBytes", Value: number(total.Bytes)},
+		bson.E{Key: "indexBytes", Value: number(total.KeyBytes)},
+		bson.E{Key: "logicalPartitionCount", Value: number(lps)},
 		bson.E{Key: "limits", Value: bson.D{
-			{Key: "partitionMaxBytes", Value: lim.PartitionBytes},
-			{Key: "logicalPartitionMaxBytes", Value: lim.LogicalPartitionBytes},
+			{Key: "partitionMaxBytes", Value: number(lim.PartitionBytes)},
+			{Key: "logicalPartitionMaxBytes", Value: number(lim.LogicalPartitionBytes)},
 			{Key: "partitionMaxRUs", Value: int32(e.limits.MaxRUs)},
 		}},
 		bson.E{Key: "partitions", Value: parts},
 	), nil
+}
+
+// number is n as an int32 when it fits, as MongoDB writes counts, so that
+// the shell shows plain numbers.
+func number(n int64) any {
+	if n == int64(int32(n)) {
+		return int32(n)
+	}
+	return n
 }

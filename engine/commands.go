@@ -60,7 +60,7 @@ func newCommandTable() map[string]command {
 		{name: "killCursors", help: "close cursors", run: (*Engine).cmdKillCursors},
 		{name: "count", help: "count the documents matching a query", run: (*Engine).cmdCount},
 		{name: "distinct", help: "distinct values of a field among the documents matching a query", run: (*Engine).cmdDistinct},
-		{name: "explain", help: "describe how a find, count or distinct runs (queryPlanner, executionStats)", run: (*Engine).cmdExplain},
+		{name: "explain", help: "describe how a find, count, distinct or aggregate runs (queryPlanner, executionStats)", run: (*Engine).cmdExplain},
 		{name: "delete", help: "delete documents", run: (*Engine).cmdDelete},
 		{name: "update", help: "update documents", run: (*Engine).cmdUpdate},
 		{name: "findAndModify", help: "update or remove one document and return it", run: (*Engine).cmdFindAndModify},

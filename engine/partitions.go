@@ -254,3 +254,9 @@ func scanSpans(tx *store.Txn, c *store.Collection, spans []partitionSpan, resume
 	}
 	return nil
 }
+
+// spanOf is partition p of c as a key range.
+func spanOf(c *store.Collection, p shard.Partition) partitionSpan {
+	start, end := store.PartitionRange(c.ID, p)
+	return partitionSpan{id: p.IDString(), start: start, end: end}
+}

@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"slices"
 
@@ -54,15 +54,13 @@ func (p *readPlan) route(filter bsoncore.Document) {
 	if p.coll == nil || !p.coll.Sharded() {
 		return // one partition, "0": the whole collection
 	}
-	p.spans = routePartitions(p.coll, filter)
-	if p.point != nil && len(p.spans) > 1 {
-		for _, s := range p.spans {
-			if bytes.Compare(p.point, s.start) >= 0 && (s.end == nil || bytes.Compare(p.point, s.end) < 0) {
-				p.spans = []partitionSpan{s}
-				break
-			}
-		}
+	if p.point != nil {
+		// the partition that owns the key's point: d/<coll:4><point:8>...
+		m := p.coll.Map()
+		p.spans = []partitionSpan{spanOf(p.coll, m.At(m.Lookup(binary.BigEndian.Uint64(p.point[6:14]))))}
+		return
 	}
+	p.spans = routePartitions(p.coll, filter)
 }
 
 // fanOut reports whether the plan reads more than one partition.

@@ -60,8 +60,8 @@ func (s Spec) Points(filter bsoncore.Document) ([]uint64, bool) {
 const maxDepth = 64
 
 // valueSet is a set of values by their key encoding (equal values, such
-// as 1 and 1.0, count once, but both are kept when they hash differently,
-// as null and undefined do).
+// as 1 and 1.0, count once, but null and undefined, which hash apart, are
+// both kept).
 type valueSet struct {
 	vals []bsoncore.Value
 	keys [][]byte // EncodeKey plus the hash point, parallel to vals
@@ -87,10 +87,16 @@ func (vs *valueSet) has(k []byte) bool {
 	return false
 }
 
+// setKey identifies a value in a set: its key encoding, which equal
+// values share, plus a mark for undefined, which encodes like null but
+// hashes apart. (Other equal values that hash apart never get here:
+// equalTo refuses them.)
 func setKey(v bsoncore.Value) []byte {
-	k := value.EncodeKey(nil, v)
-	p := Point(v)
-	return append(k, byte(p>>56), byte(p>>48), byte(p>>40), byte(p>>32), byte(p>>24), byte(p>>16), byte(p>>8), byte(p))
+	k := value.EncodeKey(make([]byte, 0, 32), v)
+	if v.Type == bsoncore.TypeUndefined {
+		return append(k, 1)
+	}
+	return append(k, 0)
 }
 
 func intersect(a, b valueSet) valueSet {

@@ -139,9 +139,7 @@ func (s *sorter) sortEntries() {
 func (s *sorter) compact() {
 	s.sortEntries()
 	if s.limit > 0 && int64(len(s.entries)) > s.limit {
-		for i := s.limit; i < int64(len(s.entries)); i++ {
-			s.entries[i] = sortEntry{}
-		}
+		clear(s.entries[s.limit:])
 		s.entries = s.entries[:s.limit]
 	}
 	s.mem.used = 0
@@ -163,6 +161,7 @@ func (s *sorter) spill() error {
 			return err
 		}
 	}
+	clear(s.entries) // drop the references: the documents are on disk now
 	s.entries = s.entries[:0]
 	s.mem.reset()
 	s.spilled = true

@@ -32,6 +32,10 @@ type groupStage struct {
 	sortByID bool
 	// stageName is the stage as errors name it ($group, $bucket, ...).
 	stageName string
+	// sameArg[i] is the index of the first accumulator whose argument is
+	// the same expression as accumulator i's (evaluated once per
+	// document: {$sum: "$x"} and {$avg: "$x"} read x once).
+	sameArg []int
 }
 
 func parseGroup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
@@ -88,6 +92,20 @@ func compileGroup(e *env, arg bsoncore.Value, raw bsoncore.Document) (*groupStag
 	if !hasID {
 		return nil, errorOf(ErrGroupNoID, "a group specification must include an _id")
 	}
+	g.sameArg = make([]int, len(g.accs))
+	for i, a := range g.accs {
+		g.sameArg[i] = i
+		if !unaryAccumulators[a.op] {
+			continue
+		}
+		for j := range i {
+			b := g.accs[j]
+			if unaryAccumulators[b.op] && b.raw.Type == a.raw.Type && string(b.raw.Data) == string(a.raw.Data) {
+				g.sameArg[i] = j
+				break
+			}
+		}
+	}
 	return g, nil
 }
 
@@ -139,6 +157,7 @@ type groupRun struct {
 	order  []*group
 	mem    *memory
 	keyBuf []byte
+	args   []bsoncore.Value // the accumulators' arguments for one document
 	runs   []*spillFile
 	out    Iterator
 }
@@ -233,11 +252,17 @@ func (r *groupRun) consume(ctx context.Context) error {
 			if gr, err = r.lookup(id); err != nil {
 				return err
 			}
+			if r.args == nil {
+				r.args = make([]bsoncore.Value, len(r.g.accs))
+			}
 			for i, a := range r.g.accs {
-				v, err := a.eval(r.ctx)
-				if err != nil {
+				var v bsoncore.Value
+				if j := r.g.sameArg[i]; j < i {
+					v = r.args[j]
+				} else if v, err = a.eval(r.ctx); err != nil {
 					return err
 				}
+				r.args[i] = v
 				acc := gr.accs[i]
 				before := acc.size()
 				if err := acc.add(v, r.ctx); err != nil {

@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"math"
 	"strconv"
@@ -129,15 +131,89 @@ func (it *elemIter) next() (bsoncore.Element, bool) {
 	return e, true
 }
 
-// lookup finds field name in a document without allocating.
+// lookup finds field name in a document without allocating. It is the
+// hot path of every field path, so it walks the elements itself: type,
+// key, then the value's length by type.
 func lookup(doc []byte, name string) (bsoncore.Value, bool) {
-	it := elems(doc)
-	for e, ok := it.next(); ok; e, ok = it.next() {
-		if string(e.KeyBytes()) == name {
-			return e.Value(), true
+	if len(doc) < 5 {
+		return Missing, false
+	}
+	rem := doc[4 : len(doc)-1]
+	for len(rem) > 0 {
+		t := bsoncore.Type(rem[0])
+		rem = rem[1:]
+		k := bytes.IndexByte(rem, 0)
+		if k < 0 {
+			return Missing, false
 		}
+		key := rem[:k]
+		rem = rem[k+1:]
+		n := valueLength(t, rem)
+		if n < 0 || n > len(rem) {
+			return Missing, false
+		}
+		if string(key) == name {
+			return bsoncore.Value{Type: t, Data: rem[:n]}, true
+		}
+		rem = rem[n:]
 	}
 	return Missing, false
+}
+
+// valueLength is the length of a value of type t at the start of b (-1
+// when b is too short or t unknown).
+func valueLength(t bsoncore.Type, b []byte) int {
+	i32 := func(off int) int {
+		if len(b) < off+4 {
+			return -1
+		}
+		return int(int32(binary.LittleEndian.Uint32(b[off:])))
+	}
+	switch t {
+	case bsoncore.TypeDouble, bsoncore.TypeDateTime, bsoncore.TypeTimestamp, bsoncore.TypeInt64:
+		return 8
+	case bsoncore.TypeInt32:
+		return 4
+	case bsoncore.TypeDecimal128:
+		return 16
+	case bsoncore.TypeObjectID:
+		return 12
+	case bsoncore.TypeBoolean:
+		return 1
+	case bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
+		return 0
+	case bsoncore.TypeString, bsoncore.TypeJavaScript, bsoncore.TypeSymbol:
+		if n := i32(0); n >= 1 {
+			return 4 + n
+		}
+		return -1
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeCodeWithScope:
+		if n := i32(0); n >= 5 {
+			return n
+		}
+		return -1
+	case bsoncore.TypeBinary:
+		if n := i32(0); n >= 0 {
+			return 5 + n
+		}
+		return -1
+	case bsoncore.TypeDBPointer:
+		if n := i32(0); n >= 1 {
+			return 4 + n + 12
+		}
+		return -1
+	case bsoncore.TypeRegex:
+		p := bytes.IndexByte(b, 0)
+		if p < 0 {
+			return -1
+		}
+		q := bytes.IndexByte(b[p+1:], 0)
+		if q < 0 {
+			return -1
+		}
+		return p + 1 + q + 1
+	}
+	return -1
 }
 
 // Truthy is how expressions read a value as a boolean: false, null,

@@ -51,7 +51,7 @@ func (c *Counts) add(o Counts) {
 func readCounts(txn *badger.Txn, id uint32) (Counts, int, error) {
 	var total Counts
 	deltas := 0
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id), PrefetchValues: true, PrefetchSize: 256})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id)})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
@@ -94,7 +94,7 @@ func (s *Store) fold(id uint32) error {
 		err := s.update(func(txn *badger.Txn) error {
 			var total Counts
 			var dead [][]byte
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id), PrefetchValues: true})
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id)})
 			for it.Rewind(); it.Valid(); it.Next() {
 				item := it.Item()
 				if isLPCounter(item.Key()) {

@@ -355,7 +355,11 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 // doc are valid only during the call.
 func (t *Txn) Scan(c *Collection, start []byte, fn func(key, doc []byte) (bool, error)) error {
 	prefix := DocPrefix(c.ID)
-	it := t.t.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
+	// No value prefetching: Badger prefetches each value on a goroutine of
+	// its own, while documents are stored inline in the LSM tree (they are
+	// far below the value threshold), so reading them in place is cheaper,
+	// and parallel scans (fan-out reads) do not drown in goroutines.
+	it := t.t.NewIterator(badger.IteratorOptions{Prefix: prefix})
 	defer it.Close()
 	if bytes.Compare(start, prefix) < 0 { // nil, or before c's documents
 		start = prefix

@@ -80,7 +80,7 @@ func readLogical(txn *badger.Txn, id uint32, lp []byte) (Counts, int, error) {
 	var total Counts
 	deltas := 0
 	prefix := lpKeyPrefix(id, lp)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 16})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
@@ -112,7 +112,7 @@ type LogicalPartition struct {
 func scanLogical(txn *badger.Txn, id uint32, from, to uint64, fn func(LogicalPartition) error) (int, error) {
 	prefix := lpPrefix(id)
 	start := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), from)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 256})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 	defer it.Close()
 	var cur LogicalPartition
 	var curLP []byte
@@ -171,7 +171,7 @@ func (s *Store) foldLogical(id uint32, lp []byte) error {
 		var next []byte
 		err := s.update(func(txn *badger.Txn) error {
 			more, next = false, nil
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 256})
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 			defer it.Close()
 			type group struct {
 				lp     []byte

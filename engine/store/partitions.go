@@ -44,8 +44,7 @@ type partitionState struct {
 	partLimit atomic.Int64
 	lpLimit   atomic.Int64
 
-	trackMu  sync.Mutex
-	trackers map[uint32]*tracker
+	trackers sync.Map // collection id -> *tracker; read without locks by every write
 
 	splitMu    sync.Mutex
 	splitCond  *sync.Cond
@@ -81,9 +80,7 @@ func newTracker(m *shard.Map, sizes []int64, limit int64) *tracker {
 // estimate is the tracked size of the physical partition of c holding
 // point, if c is tracked.
 func (s *Store) estimate(c *Collection, point uint64) (int64, bool) {
-	s.trackMu.Lock()
-	tr := s.trackers[c.ID]
-	s.trackMu.Unlock()
+	tr := s.trackerOf(c.ID)
 	if tr == nil {
 		return 0, false
 	}
@@ -93,9 +90,7 @@ func (s *Store) estimate(c *Collection, point uint64) (int64, bool) {
 // tracker returns c's tracker, seeding it from exact counters when c has
 // none or its map changed.
 func (s *Store) tracker(c *Collection) (*tracker, error) {
-	s.trackMu.Lock()
-	tr := s.trackers[c.ID]
-	s.trackMu.Unlock()
+	tr := s.trackerOf(c.ID)
 	if tr != nil && (tr.m == c.Map() || !c.Sharded()) {
 		return tr, nil
 	}
@@ -109,16 +104,19 @@ func (s *Store) seedTracker(c *Collection) (*tracker, error) {
 		return nil, err
 	}
 	tr := newTracker(m, sizes, s.partLimit.Load())
-	s.trackMu.Lock()
-	s.trackers[c.ID] = tr
-	s.trackMu.Unlock()
+	s.trackers.Store(c.ID, tr)
 	return tr, nil
 }
 
+func (s *Store) trackerOf(id uint32) *tracker {
+	if tr, ok := s.trackers.Load(id); ok {
+		return tr.(*tracker)
+	}
+	return nil
+}
+
 func (s *Store) dropTracker(id uint32) {
-	s.trackMu.Lock()
-	delete(s.trackers, id)
-	s.trackMu.Unlock()
+	s.trackers.Delete(id)
 }
 
 // afterCommit adds a committed transaction's size changes to the trackers,
@@ -283,9 +281,7 @@ func (s *Store) splitOversized(c *Collection) error {
 			return err
 		}
 		tr := newTracker(m, sizes, limit)
-		s.trackMu.Lock()
-		old := s.trackers[c.ID]
-		s.trackMu.Unlock()
+		old := s.trackerOf(c.ID)
 		if old != nil && old.m == m {
 			for i := range sizes { // keep the back-off of unsplittable partitions
 				tr.checkAt[i].Store(max(limit, old.checkAt[i].Load()))
@@ -315,9 +311,7 @@ func (s *Store) splitOversized(c *Collection) error {
 			c, split = next, true
 			break
 		}
-		s.trackMu.Lock()
-		s.trackers[c.ID] = tr
-		s.trackMu.Unlock()
+		s.trackers.Store(c.ID, tr)
 		if !split {
 			return nil
 		}

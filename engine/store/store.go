@@ -89,7 +89,6 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, folding: map[uint32]bool{}, stop: make(chan struct{})}
 	s.syncCond = sync.NewCond(&s.syncMu)
-	s.trackers = map[uint32]*tracker{}
 	s.splitQueue = map[uint32]bool{}
 	s.splitCond = sync.NewCond(&s.splitMu)
 	s.resharded = map[string]chan struct{}{}

@@ -92,16 +92,26 @@ func aggPhase(ctx context.Context, cfg config, rep *report, want func(string) bo
 		return fmt.Errorf("create the sharded collection: %w", err)
 	}
 	progress("agg: preloading %d documents of %d bytes into an unsharded and a 4-partition collection", aggDocs, docSize)
+	// Both collections load at once: each load is one client's stream.
+	errs := make(chan error, 2)
 	for _, name := range []string{"agg", "agg4"} {
-		coll := db.Collection(name)
-		for i := int64(0); i < aggDocs; i += 5000 {
-			docs := make([]any, 0, 5000)
-			for j := i; j < min(i+5000, aggDocs); j++ {
-				docs = append(docs, bson.Raw(aggDoc(j)))
+		go func(coll *mongo.Collection) {
+			for i := int64(0); i < aggDocs; i += 5000 {
+				docs := make([]any, 0, 5000)
+				for j := i; j < min(i+5000, aggDocs); j++ {
+					docs = append(docs, bson.Raw(aggDoc(j)))
+				}
+				if _, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
+					errs <- fmt.Errorf("agg preload of %s: %w", coll.Name(), err)
+					return
+				}
 			}
-			if _, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
-				return fmt.Errorf("agg preload: %w", err)
-			}
+			errs <- nil
+		}(db.Collection(name))
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			return err
 		}
 	}
 	st := srv.Store()

@@ -1,0 +1,60 @@
+// mongosh scenario: sharding as Cosmos DB's documentation and mongosh's sh.*
+// helpers do it: sh.shardCollection, Cosmos customAction commands,
+// sh.status() listing one chunk per physical partition, and the shard-key
+// rules as the shell reports them.
+const assert = require('assert');
+const eq = (got, want, msg) => assert.strictEqual(JSON.stringify(got), JSON.stringify(want), msg);
+
+const name = 'mongosh_sharding';
+const d = db.getSiblingDB(name);
+d.dropDatabase();
+
+// sh.* helpers
+assert.strictEqual(sh.enableSharding(name).ok, 1);
+const sharded = sh.shardCollection(name + '.orders', { customer: 'hashed' });
+assert.strictEqual(sharded.collectionsharded, name + '.orders');
+assert.strictEqual(sharded._t, 'ShardCollectionResponse');
+let rangeErr = null;
+try { sh.shardCollection(name + '.ranged', { customer: 1 }); } catch (e) { rangeErr = e; }
+assert.ok(rangeErr && rangeErr.code === 115, 'range key: ' + rangeErr);
+
+// Cosmos DB's CreateCollection: 12,000 RU/s start 2 physical partitions
+assert.strictEqual(d.runCommand({ customAction: 'CreateCollection', collection: 'events', shardKey: 'device.id', offerThroughput: 12000 }).ok, 1);
+const info = d.runCommand({ customAction: 'GetCollection', collection: 'events' });
+eq(info.shardKeyDefinition, { 'device.id': 'hashed' });
+assert.strictEqual(info.provisionedThroughput, 12000);
+
+// documents
+const docs = [];
+for (let i = 0; i < 500; i++) docs.push({ _id: i, customer: 'c' + (i % 25), total: i });
+assert.strictEqual(d.orders.insertMany(docs).insertedIds[499], 499);
+assert.strictEqual(d.orders.countDocuments({ customer: 'c7' }), 20);
+let missing = null;
+try { d.orders.insertOne({ _id: 'x', total: 1 }); } catch (e) { missing = e; }
+assert.ok(missing && missing.code === 61, 'insert without the shard key: ' + missing);
+let immutable = null;
+try { d.orders.updateOne({ _id: 1, customer: 'c1' }, { $set: { customer: 'c2' } }); } catch (e) { immutable = e; }
+assert.ok(immutable && immutable.code === 66, 'update of the shard key: ' + immutable);
+
+// explain: one partition for the shard key, all without it
+const one = d.orders.find({ customer: 'c3' }).explain().queryPlanner.winningPlan.shards;
+assert.strictEqual(one.length, 1);
+
+// sh.status(): the collection with its chunks
+const status = sh.status();
+const ours = status.value.databases.find((x) => x.database._id === name);
+assert.ok(ours, 'sh.status() lists the database: ' + JSON.stringify(status.value.databases.map((x) => x.database._id)));
+const orders = ours.collections[name + '.orders'];
+eq(orders.shardKey, { customer: 'hashed' });
+assert.ok(orders.chunks.length >= 1, 'chunks: ' + JSON.stringify(orders.chunks));
+const events = ours.collections[name + '.events'];
+assert.strictEqual(events.chunks.length, 2, 'events chunks: ' + JSON.stringify(events.chunks));
+
+// partition statistics
+const stats = d.runCommand({ customAction: 'GetPartitionStats', collection: 'orders' });
+assert.strictEqual(stats.documentCount, 500);
+assert.strictEqual(stats.logicalPartitionCount, 25);
+assert.strictEqual(stats.partitions.reduce((n, p) => n + p.documentCount, 0), 500);
+
+d.dropDatabase();
+print(name + ': ok');
