@@ -35,7 +35,9 @@ func (a aggCollections) Scan(_ context.Context, db, coll string) (agg.Iterator, 
 	spans := partitionsOf(c)
 	readers := make([]agg.Iterator, len(spans))
 	for i, s := range spans {
-		readers[i] = a.e.newPartitionReader(c, s, nil)
+		r := a.e.newPartitionReader(c, s, nil)
+		r.readAhead = true // read one after the other by one consumer
+		readers[i] = r
 	}
 	return &concatIter{its: readers}, nil
 }

@@ -3,8 +3,9 @@ package engine
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/binary"
+	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/parsecdb/parsec/engine/agg"
@@ -59,20 +60,40 @@ func routePartitions(c *store.Collection, filter bsoncore.Document) []partitionS
 
 // partitionReader streams one partition's documents in key order, a
 // batch per read transaction, resuming after the last key it read. With
-// point set it reads that one key.
+// readAhead a goroutine reads the next batch while the pipeline works on
+// the current one (two batch buffers circulate), so that one partition
+// keeps two cores busy; when several partitions run in parallel they
+// read in their own workers instead. With point set it reads that one
+// key.
 type partitionReader struct {
-	store *store.Store
-	coll  *store.Collection
-	span  partitionSpan
-	point []byte
-	next  []byte
-	done  bool
+	store     *store.Store
+	coll      *store.Collection
+	span      partitionSpan
+	point     []byte
+	readAhead bool
+	next      []byte // resume key; owned by the reading goroutine
 
-	arena []byte
-	docs  [][]byte // slices of arena
-	pos   int
+	cur      *readBatch
+	pos      int
+	lastSeen bool // cur is the last batch
+	started  bool
+	ready    chan *readBatch
+	free     chan *readBatch
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
 
 	examined *atomic.Int64 // documents read, for explain (may be nil)
+}
+
+// readBatch is one batch of documents, copied into an arena that is
+// reused once the pipeline is done with the batch.
+type readBatch struct {
+	arena []byte
+	offs  []int    // where each document starts in arena
+	docs  [][]byte // slices of arena
+	last  bool     // no batch follows
+	err   error
 }
 
 // Batch limits of a partition read: large enough that opening a read
@@ -88,38 +109,89 @@ func (e *Engine) newPartitionReader(c *store.Collection, span partitionSpan, exa
 }
 
 func (r *partitionReader) Next(ctx context.Context) (bsoncore.Document, error) {
-	if r.pos < len(r.docs) {
-		d := r.docs[r.pos]
-		r.pos++
-		return d, nil
+	for {
+		if r.cur != nil && r.pos < len(r.cur.docs) {
+			d := r.cur.docs[r.pos]
+			r.pos++
+			return d, nil
+		}
+		if r.lastSeen {
+			return nil, nil
+		}
+		if !r.readAhead {
+			if r.cur == nil {
+				r.cur = &readBatch{}
+			}
+			if err := r.fill(r.cur); err != nil {
+				r.lastSeen = true
+				return nil, err
+			}
+			r.pos, r.lastSeen = 0, r.cur.last
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !r.started {
+			r.start()
+		}
+		if r.cur != nil {
+			r.free <- r.cur // never blocks: two buffers, two slots
+			r.cur = nil
+		}
+		select {
+		case b := <-r.ready:
+			if b.err != nil {
+				r.lastSeen = true
+				return nil, b.err
+			}
+			r.cur, r.pos, r.lastSeen = b, 0, b.last
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	if r.done {
-		return nil, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := r.fill(); err != nil {
-		return nil, err
-	}
-	if len(r.docs) == 0 {
-		return nil, nil
-	}
-	r.pos = 1
-	return r.docs[0], nil
 }
 
-// fill reads the next batch into the arena (reused: the previous batch's
-// documents are no longer valid, as the Iterator contract allows).
-func (r *partitionReader) fill() error {
-	r.arena, r.docs, r.pos = r.arena[:0], r.docs[:0], 0
-	var offs []int
+func (r *partitionReader) start() {
+	r.started = true
+	r.ready, r.free, r.stop = make(chan *readBatch, 2), make(chan *readBatch, 2), make(chan struct{})
+	r.free <- &readBatch{}
+	r.free <- &readBatch{}
+	r.wg.Add(1)
+	go r.readLoop()
+}
+
+// readLoop fills batches until the partition is read, an error, or Close.
+func (r *partitionReader) readLoop() {
+	defer r.wg.Done()
+	for {
+		var b *readBatch
+		select {
+		case b = <-r.free:
+		case <-r.stop:
+			return
+		}
+		b.err = r.fill(b)
+		select {
+		case r.ready <- b:
+		case <-r.stop:
+			return
+		}
+		if b.err != nil || b.last {
+			return
+		}
+	}
+}
+
+// fill reads the next batch into b.
+func (r *partitionReader) fill(b *readBatch) error {
+	b.arena, b.offs, b.docs, b.last = b.arena[:0], b.offs[:0], b.docs[:0], false
 	add := func(doc []byte) {
-		offs = append(offs, len(r.arena))
-		r.arena = append(r.arena, doc...)
+		b.offs = append(b.offs, len(b.arena))
+		b.arena = append(b.arena, doc...)
 	}
 	if r.point != nil {
-		r.done = true
+		b.last = true
 		err := r.store.View(func(tx *store.Txn) error {
 			doc, err := tx.Get(r.point)
 			if errors.Is(err, store.ErrNotFound) {
@@ -145,7 +217,7 @@ func (r *partitionReader) fill() error {
 				if r.span.end != nil && bytes.Compare(key, r.span.end) >= 0 {
 					return false, nil
 				}
-				if len(offs) >= readBatchDocs || len(r.arena) >= readBatchBytes {
+				if len(b.offs) >= readBatchDocs || len(b.arena) >= readBatchBytes {
 					exhausted = false
 					r.next = append(r.next[:0], key...)
 					return false, nil
@@ -157,22 +229,29 @@ func (r *partitionReader) fill() error {
 		if err != nil {
 			return err
 		}
-		r.done = exhausted
+		b.last = exhausted
 	}
 	if r.examined != nil {
-		r.examined.Add(int64(len(offs)))
+		r.examined.Add(int64(len(b.offs)))
 	}
-	for i, o := range offs {
-		end := len(r.arena)
-		if i+1 < len(offs) {
-			end = offs[i+1]
+	for i, o := range b.offs {
+		end := len(b.arena)
+		if i+1 < len(b.offs) {
+			end = b.offs[i+1]
 		}
-		r.docs = append(r.docs, r.arena[o:end:end])
+		b.docs = append(b.docs, b.arena[o:end:end])
 	}
 	return nil
 }
 
-func (r *partitionReader) Close() { r.done, r.docs, r.arena = true, nil, nil }
+// Close stops the reading goroutine and waits for it.
+func (r *partitionReader) Close() {
+	r.lastSeen, r.cur = true, nil
+	if r.started {
+		r.stopOnce.Do(func() { close(r.stop) })
+		r.wg.Wait()
+	}
+}
 
 // aggPartitionSources opens a reader per partition the pipeline's
 // leading $match can match. An unsharded collection read by _id
@@ -189,6 +268,7 @@ func (e *Engine) aggPartitionSources(db, coll string, c *store.Collection, p *ag
 	its := make([]agg.Iterator, len(spans))
 	for i, s := range spans {
 		r := e.newPartitionReader(c, s, examined)
+		r.readAhead = len(spans) == 1
 		if !c.Sharded() && len(filter) > 5 {
 			if f, err := query.Compile(filter); err == nil {
 				if id, ok := f.IDEquality(); ok {

@@ -34,6 +34,14 @@ var dbAggregateStages = map[string]bool{
 	"$listSessions": true, "$queryStats": true,
 }
 
+// cmdAggregate runs an aggregation pipeline (engine/agg) on a collection,
+// or on the database with {aggregate: 1}. The pipeline is split as a
+// router splits it: its partition-local prefix (and a partial $group)
+// runs on every physical partition its leading $match can match, in
+// parallel, and the rest once on their merged stream (runPipeline). The
+// result is a cursor, as find's; $out and $merge run to completion first
+// and return an empty one. explain: true returns the plan instead
+// (aggexplain.go).
 func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error) {
 	started := e.now()
 	coll, dbLevel, err := aggregateTarget(req)

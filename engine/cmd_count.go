@@ -103,6 +103,9 @@ func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, erro
 		return nil, false, queryError(err)
 	}
 	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter, skip: a.skip, limit: a.limit}
+	if docs, ok := e.virtualDocs(db, name); ok {
+		p.coll, p.virtual = nil, docs
+	}
 	if err := e.applyHint(p, a.hintName, a.hint, a.hasHint, nil, nil); err != nil {
 		return nil, false, err
 	}
@@ -110,12 +113,12 @@ func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, erro
 		p.point = pointKeyFor(p.coll, filter, a.query)
 	}
 	p.route(a.query)
-	return p, filter.IsEmpty() && p.point == nil && !p.useIDIndex && p.natural == 0, nil
+	return p, filter.IsEmpty() && p.point == nil && !p.useIDIndex && p.natural == 0 && p.virtual == nil, nil
 }
 
 // runCount counts what a plan matches, after skip and limit.
 func (e *Engine) runCount(ctx context.Context, p *readPlan, fast bool) (int64, planStats, error) {
-	if p.coll == nil {
+	if p.coll == nil && p.virtual == nil {
 		return 0, planStats{}, nil
 	}
 	if fast {

@@ -110,6 +110,9 @@ type explained struct {
 	millis     int64
 	partitions []string
 	executed   bool
+	// perPartition are each partition's statistics when a read fanned
+	// out (nil: the totals are the one partition's).
+	perPartition map[string]planStats
 }
 
 func (x *explained) reply(v explainVerbosity) bson.D {
@@ -146,14 +149,18 @@ func (x *explained) reply(v explainVerbosity) bson.D {
 	}
 	var shardStats bson.A
 	for _, pk := range x.partitions {
+		n, keys, docs := x.nReturned, x.stats.keysExamined, x.stats.docsExamined
+		if st, ok := x.perPartition[pk]; ok {
+			n, keys, docs = st.returned, st.keysExamined, st.docsExamined
+		}
 		s := bson.D{
 			{Key: "shardName", Value: explainShardName},
 			{Key: "partitionKeyRangeId", Value: pk},
 			{Key: "executionSuccess", Value: true},
-			{Key: "nReturned", Value: x.nReturned},
+			{Key: "nReturned", Value: n},
 			{Key: "executionTimeMillis", Value: x.millis},
-			{Key: "totalKeysExamined", Value: x.stats.keysExamined},
-			{Key: "totalDocsExamined", Value: x.stats.docsExamined},
+			{Key: "totalKeysExamined", Value: keys},
+			{Key: "totalDocsExamined", Value: docs},
 			{Key: "executionStages", Value: x.plan},
 		}
 		if v == verbosityAllPlans {
@@ -350,9 +357,9 @@ func (e *Engine) explainFind(ctx context.Context, db, coll string, inner bsoncor
 		}
 		switch s := src.(type) {
 		case *scanSource:
-			x.stats = s.stats
+			x.stats, x.perPartition = s.stats, s.partitionStats()
 		case *sortedSource:
-			x.stats = s.scan.stats
+			x.stats, x.perPartition = s.scan.stats, s.scan.partitionStats()
 		}
 		x.millis = time.Since(start).Milliseconds()
 		x.nReturned, x.executed = x.stats.returned, true

@@ -166,6 +166,7 @@ func (s *scanSource) scanFanOut(ctx context.Context, max, maxBytes int, keep boo
 				bytes += len(d)
 				s.sent++
 				s.stats.returned++
+				part.stats.returned++
 			}
 			if !part.done {
 				break // keep partition order: refill this one first
@@ -262,6 +263,9 @@ func (s *scanSource) countFanOut(ctx context.Context) error {
 	s.sent += n
 	s.stats.returned += n
 	s.done = true
+	for i, part := range s.fan.parts {
+		part.stats.returned = counts[i]
+	}
 	return nil
 }
 
@@ -302,10 +306,30 @@ func (s *scanSource) collectAll(ctx context.Context) ([][]byte, error) {
 		return raw.fill(ctx, parts[i], 0, 0, true)
 	})
 	var out [][]byte
+	s.perPart = map[string]planStats{}
 	for _, part := range parts {
 		s.stats.docsExamined += part.stats.docsExamined
 		s.stats.keysExamined += part.stats.keysExamined
+		st := part.stats
+		st.returned = int64(len(part.buf)) // what the partition passed on to the merge
+		s.perPart[part.span.id] = st
 		out = append(out, part.buf...)
 	}
 	return out, err
+}
+
+// partitionStats are the statistics of each partition a fan-out read,
+// by partitionKeyRangeId (nil when the plan read one partition).
+func (s *scanSource) partitionStats() map[string]planStats {
+	if s.perPart != nil {
+		return s.perPart
+	}
+	if s.fan == nil {
+		return nil
+	}
+	out := make(map[string]planStats, len(s.fan.parts))
+	for _, part := range s.fan.parts {
+		out[part.span.id] = part.stats
+	}
+	return out
 }

@@ -96,16 +96,17 @@ func (e *Engine) source(p *readPlan) batchSource {
 // batch in its own read transaction. A plan over several partitions reads
 // them in parallel (fanout.go).
 type scanSource struct {
-	store *store.Store
-	plan  *readPlan
-	next  []byte // resume key; nil at the start
-	done  bool
-	skip  int64 // still to skip
-	sent  int64
-	stats planStats
-	init  bool
-	fan   *fanOut // a plan over several partitions
-	vpos  int     // next virtual document (configdb.go)
+	store   *store.Store
+	plan    *readPlan
+	next    []byte // resume key; nil at the start
+	done    bool
+	skip    int64 // still to skip
+	sent    int64
+	stats   planStats
+	init    bool
+	fan     *fanOut              // a plan over several partitions
+	vpos    int                  // next virtual document (configdb.go)
+	perPart map[string]planStats // per partition, when collectAll read several
 }
 
 // span is the one key range a single-partition plan reads.

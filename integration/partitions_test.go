@@ -501,12 +501,29 @@ func TestPartitionSplits(t *testing.T) {
 	if point := explainParts(bson.D{{Key: "_id", Value: 42}, {Key: "tenant", Value: "t042"}}); !slices.Equal(point, one) {
 		t.Fatalf("explain of a point read targets %v, want %v", point, one)
 	}
+	// a point read by _id and shard key reads one key
+	raw := runOK(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 42}, {Key: "tenant", Value: "t042"}}}}}, {Key: "verbosity", Value: "executionStats"}})
+	if got := intOf(t, mustLookup(t, raw, "executionStats", "totalDocsExamined")); got != 1 {
+		t.Fatalf("a point read examined %d documents: %v", got, raw)
+	}
 	two := explainParts(bson.D{{Key: "tenant", Value: bson.D{{Key: "$in", Value: bson.A{"t042", "t043"}}}}})
 	if len(two) < 1 || len(two) > 2 {
 		t.Fatalf("explain of $in of two keys targets %v", two)
 	}
 	if all := explainParts(bson.D{{Key: "pad", Value: "x"}}); len(all) != int(ps.PartitionCount) {
 		t.Fatalf("explain of a filter without the key targets %v, want all %d", all, ps.PartitionCount)
+	}
+	// executionStats per partition add up to the totals
+	raw = runOK(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "pad", Value: bson.D{{Key: "$exists", Value: true}}}}}}}, {Key: "verbosity", Value: "executionStats"}})
+	shardStats, _ := mustLookup(t, raw, "executionStats", "executionStages", "shards").Array().Values()
+	var examined, returned int64
+	for _, sh := range shardStats {
+		examined += intOf(t, sh.Document().Lookup("totalDocsExamined"))
+		returned += intOf(t, sh.Document().Lookup("nReturned"))
+	}
+	if len(shardStats) != int(ps.PartitionCount) || examined != n || returned != n ||
+		intOf(t, mustLookup(t, raw, "executionStats", "totalDocsExamined")) != n {
+		t.Fatalf("fan-out explain: %d shards examined %d and returned %d documents, want %d partitions, %d and %d", len(shardStats), examined, returned, ps.PartitionCount, n, n)
 	}
 	var doc bson.M
 	if err := c.FindOne(testCtx(t), bson.D{{Key: "_id", Value: 42}, {Key: "tenant", Value: "t042"}}).Decode(&doc); err != nil {
@@ -533,6 +550,10 @@ func TestPartitionSplits(t *testing.T) {
 	if len(chunks) != int(ps.PartitionCount) {
 		t.Fatalf("%d chunks for %d partitions", len(chunks), ps.PartitionCount)
 	}
+	raw = runOK(t, config, bson.D{{Key: "count", Value: "chunks"}, {Key: "query", Value: bson.D{{Key: "ns", Value: "split.c"}}}})
+	if got := intOf(t, mustLookup(t, raw, "n")); got != int64(ps.PartitionCount) {
+		t.Fatalf("count of config.chunks = %d, want %d", got, ps.PartitionCount)
+	}
 	if chunks[0].Lookup("min", "tenant").Type != bson.TypeMinKey || chunks[len(chunks)-1].Lookup("max", "tenant").Type != bson.TypeMaxKey {
 		t.Errorf("chunks do not span MinKey to MaxKey: %v ... %v", chunks[0], chunks[len(chunks)-1])
 	}
@@ -556,7 +577,7 @@ func TestPartitionSplits(t *testing.T) {
 	}
 
 	// the whole server in one admin command
-	raw := runOK(t, admin, bson.D{{Key: "customAction", Value: "GetPartitionStats"}})
+	raw = runOK(t, admin, bson.D{{Key: "customAction", Value: "GetPartitionStats"}})
 	found := false
 	vals, _ := raw.Lookup("collections").Array().Values()
 	for _, v := range vals {

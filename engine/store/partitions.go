@@ -64,12 +64,14 @@ type partitionState struct {
 // triggers is made on exact counters.
 type tracker struct {
 	m       *shard.Map
+	version int64 // the MapVersion of m
 	sizes   []atomic.Int64
 	checkAt []atomic.Int64 // size at which a partition is next checked for a split
 }
 
-func newTracker(m *shard.Map, sizes []int64, limit int64) *tracker {
-	tr := &tracker{m: m, sizes: make([]atomic.Int64, m.Len()), checkAt: make([]atomic.Int64, m.Len())}
+func newTracker(c *Collection, sizes []int64, limit int64) *tracker {
+	m := c.Map()
+	tr := &tracker{m: m, version: c.MapVersion, sizes: make([]atomic.Int64, m.Len()), checkAt: make([]atomic.Int64, m.Len())}
 	for i, sz := range sizes {
 		tr.sizes[i].Store(sz)
 		tr.checkAt[i].Store(limit)
@@ -91,7 +93,9 @@ func (s *Store) estimate(c *Collection, point uint64) (int64, bool) {
 // none or its map changed.
 func (s *Store) tracker(c *Collection) (*tracker, error) {
 	tr := s.trackerOf(c.ID)
-	if tr != nil && (tr.m == c.Map() || !c.Sharded()) {
+	// A writer may hold an entry older than the tracker's (split since it
+	// looked it up): the tracker's map still places its points.
+	if tr != nil && (tr.version >= c.MapVersion || !c.Sharded()) {
 		return tr, nil
 	}
 	return s.seedTracker(c)
@@ -103,7 +107,7 @@ func (s *Store) seedTracker(c *Collection) (*tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := newTracker(m, sizes, s.partLimit.Load())
+	tr := newTracker(c, sizes, s.partLimit.Load())
 	s.trackers.Store(c.ID, tr)
 	return tr, nil
 }
@@ -280,9 +284,9 @@ func (s *Store) splitOversized(c *Collection) error {
 		if err != nil {
 			return err
 		}
-		tr := newTracker(m, sizes, limit)
+		tr := newTracker(c, sizes, limit)
 		old := s.trackerOf(c.ID)
-		if old != nil && old.m == m {
+		if old != nil && old.version == c.MapVersion {
 			for i := range sizes { // keep the back-off of unsplittable partitions
 				tr.checkAt[i].Store(max(limit, old.checkAt[i].Load()))
 			}
