@@ -309,10 +309,25 @@ func regexOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 			return nil, err
 		}
 	}
+	// A constant pattern (the usual case) is compiled once, here.
+	_, constRegex := Constant(e.regex)
+	_, constOpts := Constant(e.options)
+	if constRegex && (e.options == nil || constOpts) {
+		re, null, err := e.compileRegex(&Context{})
+		if err != nil {
+			return nil, err
+		}
+		if !null {
+			e.fixed = re
+		}
+	}
 	return e, nil
 }
 
 func (e *regexExpr) compileRegex(ctx *Context) (*Regex, bool, error) {
+	if e.fixed != nil {
+		return e.fixed, false, nil
+	}
 	rv, err := e.regex.Eval(ctx)
 	if err != nil {
 		return nil, false, err
