@@ -54,6 +54,11 @@ func (e *Engine) cmdRenameCollection(_ context.Context, req *request) ([]byte, e
 	if from == to {
 		return nil, errorf(ErrIllegalOperation, "Can't rename a collection to itself")
 	}
+	// As in MongoDB 5.0+: a sharded collection may be renamed, but only
+	// within its database.
+	if c := e.store.Collection(fromDB, fromColl); c != nil && c.Sharded() && fromDB != toDB {
+		return nil, errorf(ErrIllegalOperation, "Source and destination collections must be on the same database because %s is sharded.", from)
+	}
 	err = e.store.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

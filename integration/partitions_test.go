@@ -804,3 +804,28 @@ func TestPartitionStatsAfterKill9(t *testing.T) {
 		t.Fatalf("after kill -9: %d documents in %d partitions; before: %d in %d", after.DocumentCount, after.PartitionCount, before.DocumentCount, before.PartitionCount)
 	}
 }
+
+// TestRenameShardedCollection: as in MongoDB 5.0 and later, a sharded
+// collection can be renamed within its database (keeping its shard key and
+// documents) but not into another database.
+func TestRenameShardedCollection(t *testing.T) {
+	t.Parallel()
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	admin := client.Database("admin")
+	ctx := context.Background()
+	db := dbName(t)
+	runOK(t, admin, bson.D{{Key: "shardCollection", Value: db + ".a"}, {Key: "key", Value: bson.D{{Key: "k", Value: "hashed"}}}})
+	if _, err := client.Database(db).Collection("a").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	runOK(t, admin, bson.D{{Key: "renameCollection", Value: db + ".a"}, {Key: "to", Value: db + ".b"}})
+	n, err := client.Database(db).Collection("b").CountDocuments(ctx, bson.D{{Key: "k", Value: "x"}})
+	if err != nil || n != 1 {
+		t.Fatalf("after rename: %d documents, %v", n, err)
+	}
+	_, err = client.Database(db).Collection("b").InsertOne(ctx, bson.D{{Key: "_id", Value: 2}})
+	wantWriteCode(t, err, 61) // the shard key moved with the collection
+	err = admin.RunCommand(ctx, bson.D{{Key: "renameCollection", Value: db + ".b"}, {Key: "to", Value: db + "_other.b"}}).Err()
+	wantCode(t, err, 20, "IllegalOperation")
+}
