@@ -39,15 +39,8 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 			}
 		}
 	}
-	wc, err := parseWriteConcern(req)
+	wc, stmts, err := writeBatch(req, "deletes")
 	if err != nil {
-		return nil, err
-	}
-	stmts, err := statements(req, "deletes")
-	if err != nil {
-		return nil, err
-	}
-	if err := checkBatchSize(len(stmts)); err != nil {
 		return nil, err
 	}
 	// Statements are parsed before any runs, as MongoDB's IDL does: a

@@ -47,15 +47,8 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 			}
 		}
 	}
-	wc, err := parseWriteConcern(req)
+	wc, raw, err := writeBatch(req, "documents")
 	if err != nil {
-		return nil, err
-	}
-	raw, err := statements(req, "documents")
-	if err != nil {
-		return nil, err
-	}
-	if err := checkBatchSize(len(raw)); err != nil {
 		return nil, err
 	}
 	e.ops.insert.Add(int64(len(raw)))

@@ -48,15 +48,8 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 			}
 		}
 	}
-	wc, err := parseWriteConcern(req)
+	wc, raw, err := writeBatch(req, "updates")
 	if err != nil {
-		return nil, err
-	}
-	raw, err := statements(req, "updates")
-	if err != nil {
-		return nil, err
-	}
-	if err := checkBatchSize(len(raw)); err != nil {
 		return nil, err
 	}
 	// As MongoDB's IDL does, every statement is parsed before any runs; the

@@ -152,6 +152,21 @@ func statements(req *request, field string) ([][]byte, error) {
 	return out, nil
 }
 
+// writeBatch reads what every batched write command (insert, update,
+// delete) shares: its write concern and its statements, whose count must be
+// within maxWriteBatchSize.
+func writeBatch(req *request, field string) (writeConcern, [][]byte, error) {
+	wc, err := parseWriteConcern(req)
+	if err != nil {
+		return wc, nil, err
+	}
+	stmts, err := statements(req, field)
+	if err != nil {
+		return wc, nil, err
+	}
+	return wc, stmts, checkBatchSize(len(stmts))
+}
+
 func checkBatchSize(n int) error {
 	if n < 1 || n > maxWriteBatchSize {
 		return errorf(ErrInvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, n)
