@@ -27,6 +27,7 @@ type serveOptions struct {
 	maxConnections int
 	testCommands   bool
 	cursorTimeout  time.Duration
+	ttlInterval    time.Duration
 	shutdownGrace  time.Duration
 
 	// partitions (Cosmos DB's limits)
@@ -34,6 +35,12 @@ type serveOptions struct {
 	partitionMaxBytes        byteSize
 	logicalPartitionMaxBytes byteSize
 	defaultThroughput        int
+
+	// request units
+	rateLimiting    bool
+	serverSideRetry bool
+	ruBurstSeconds  float64
+	ruAccounting    bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -68,6 +75,7 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.IntVar(&o.maxConnections, "max-connections", 1_000_000, "most client connections open at once")
 	f.BoolVar(&o.testCommands, "enable-test-commands", false, "register configureFailPoint (for drivers' specification tests; never in production)")
 	f.DurationVar(&o.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
+	f.DurationVar(&o.ttlInterval, "ttl-interval", 60*time.Second, "how often documents past their TTL index's expireAfterSeconds are deleted")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for requests in flight")
 	o.partitionMaxBytes = engine.DefaultPartitionMaxBytes
 	o.logicalPartitionMaxBytes = engine.DefaultLogicalPartitionMaxBytes
@@ -75,6 +83,11 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.Var(&o.partitionMaxBytes, "partition-max-bytes", "a physical partition bigger than this splits (units B, KiB, MiB, GiB, TiB; KB etc. are the same)")
 	f.Var(&o.logicalPartitionMaxBytes, "logical-partition-max-bytes", "writes that would grow one shard-key value's documents past this fail")
 	f.IntVar(&o.defaultThroughput, "default-throughput", engine.DefaultThroughputRUs, "RU/s of a collection created without throughput (manual)")
+	f.BoolVar(&o.rateLimiting, "rate-limiting", false, "refuse requests over their partition's RU budget with 16500 TooManyRequests (request units are charged and reported either way)")
+	f.BoolVar(&o.serverSideRetry, "server-side-retry", false, "wait and retry requests over budget, up to 60 s, then fail with 50 ExceededTimeLimit (implies --rate-limiting)")
+	f.Float64Var(&o.ruBurstSeconds, "ru-burst-seconds", 1, "each partition's bucket holds this many seconds of its RU/s (Cosmos DB: 1)")
+	f.BoolVar(&o.ruAccounting, "ru-accounting", true, "charge request units at all; false is for measuring what accounting costs (benchmarks), and disables throttling and RU statistics")
+	_ = f.MarkHidden("ru-accounting")
 	return cmd
 }
 
@@ -86,6 +99,10 @@ func (o *serveOptions) validate() error {
 		return fmt.Errorf("--partition-max-bytes and --logical-partition-max-bytes must be positive")
 	case o.defaultThroughput < 400 || o.defaultThroughput%100 != 0:
 		return fmt.Errorf("--default-throughput must be a multiple of 100 of at least 400 RU/s")
+	case o.ruBurstSeconds < 1 || o.ruBurstSeconds > 3600:
+		return fmt.Errorf("--ru-burst-seconds must be between 1 and 3600")
+	case !o.ruAccounting && (o.rateLimiting || o.serverSideRetry):
+		return fmt.Errorf("--rate-limiting and --server-side-retry need --ru-accounting")
 	}
 	return nil
 }
@@ -135,6 +152,7 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		Store:              st,
 		Logger:             logger,
 		CursorTimeout:      o.cursorTimeout,
+		TTLInterval:        o.ttlInterval,
 		ConnStats:          func() wire.Stats { return srv.Stats() },
 		MaxConnections:     o.maxConnections,
 		EnableTestCommands: o.testCommands,
@@ -143,6 +161,12 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 			MaxBytes:          int64(o.partitionMaxBytes),
 			LogicalMaxBytes:   int64(o.logicalPartitionMaxBytes),
 			DefaultThroughput: o.defaultThroughput,
+		},
+		RequestUnits: engine.RequestUnitOptions{
+			RateLimiting:    o.rateLimiting,
+			ServerSideRetry: o.serverSideRetry,
+			BurstSeconds:    o.ruBurstSeconds,
+			Bypass:          !o.ruAccounting,
 		},
 		Argv:            argv,
 		Options:         o.asMap(),
@@ -189,10 +213,16 @@ func (o *serveOptions) asMap() map[string]any {
 		"logLevel":       o.logLevel,
 		"maxConnections": int64(o.maxConnections),
 		"cursorTimeout":  o.cursorTimeout.String(),
+		"ttlInterval":    o.ttlInterval.String(),
 
 		"partitionMaxRUs":          int64(o.partitionMaxRUs),
 		"partitionMaxBytes":        int64(o.partitionMaxBytes),
 		"logicalPartitionMaxBytes": int64(o.logicalPartitionMaxBytes),
 		"defaultThroughput":        int64(o.defaultThroughput),
+
+		"rateLimiting":    o.rateLimiting,
+		"serverSideRetry": o.serverSideRetry,
+		"ruBurstSeconds":  o.ruBurstSeconds,
+		"ruAccounting":    o.ruAccounting,
 	}
 }

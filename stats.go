@@ -28,20 +28,28 @@ type statsOptions struct {
 	watch      time.Duration
 	count      int
 	top        int
+	hot        float64 // show only partitions at least this hot (normalized RU %); 0: all
 }
 
 func newStatsCommand() *cobra.Command {
 	o := &statsOptions{}
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Show how documents spread over physical partitions",
+		Short: "Show how documents and request units spread over physical partitions",
 		Long: `Connect to a running Parsec server and print, for each collection, its
 physical partitions: documents, storage and a bar of each partition's share,
-the largest logical partitions (shard-key values), and a warning when the
-spread is skewed. It reads {customAction: "GetPartitionStats"}.
+request units (RU charged in the last second and minute, normalized RU
+consumption: the busiest second's share of the partition's RU/s, requests
+throttled), the largest logical partitions and the hottest ones (shard-key
+values by RU), and a warning when the spread is skewed. It reads
+{customAction: "GetPartitionStats"}.
+
+--hot shows only hot partitions: those whose normalized RU consumption in
+the last minute reached the threshold (70% when given without one).
 
   parsec stats --uri mongodb://127.0.0.1:27017
   parsec stats --db shop --collection orders --watch 2s
+  parsec stats --hot --watch 1s
   parsec stats --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,13 +68,18 @@ spread is skewed. It reads {customAction: "GetPartitionStats"}.
 	f.BoolVar(&o.json, "json", false, "print the statistics as JSON (one document per collection, in an array)")
 	f.DurationVar(&o.watch, "watch", 0, "refresh at this interval until interrupted")
 	f.IntVar(&o.count, "count", 0, "with --watch, stop after this many refreshes (0: never)")
-	f.IntVar(&o.top, "top", 3, "largest logical partitions to list per partition")
+	f.IntVar(&o.top, "top", 3, "largest (and hottest) logical partitions to list per partition")
+	f.Float64Var(&o.hot, "hot", 0, "only partitions whose normalized RU consumption reached this percentage (bare --hot: 70)")
+	f.Lookup("hot").NoOptDefVal = "70"
 	return cmd
 }
 
 func runStats(ctx context.Context, o *statsOptions, out io.Writer) error {
 	if o.collection != "" && o.db == "" {
 		return fmt.Errorf("--collection needs --db")
+	}
+	if o.hot < 0 || math.IsNaN(o.hot) {
+		return fmt.Errorf("--hot must be a percentage of at least 0")
 	}
 	client, err := mongo.Connect(options.Client().ApplyURI(o.uri).SetAppName("parsec stats").SetServerSelectionTimeout(5 * time.Second))
 	if err != nil {
@@ -82,14 +95,20 @@ func runStats(ctx context.Context, o *statsOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if o.hot > 0 {
+			colls = hotOnly(colls, o.hot)
+		}
 		var buf bytes.Buffer
 		if o.watch > 0 {
 			buf.WriteString("\033[H\033[2J") // clear the terminal
 			fmt.Fprintf(&buf, "parsec stats — %s — every %s\n\n", time.Now().Format("15:04:05"), o.watch)
 		}
-		if o.json {
+		switch {
+		case o.json:
 			err = writeStatsJSON(&buf, colls)
-		} else {
+		case o.hot > 0 && len(colls) == 0:
+			fmt.Fprintf(&buf, "no hot partitions: none reached %g%% normalized RU consumption in the last minute\n", o.hot)
+		default:
 			writeStatsTable(&buf, colls)
 		}
 		if err != nil {
@@ -126,6 +145,22 @@ type collStats struct {
 	LogicalCount   int64       `bson:"logicalPartitionCount" json:"logicalPartitionCount"`
 	Limits         statsLimits `bson:"limits" json:"limits"`
 	Partitions     []partStat  `bson:"partitions" json:"partitions"`
+	RUFigures      `bson:",inline"`
+	// ScaledThroughput is the RU/s an autoscale collection scaled to.
+	ScaledThroughput float64 `bson:"scaledThroughput,omitempty" json:"scaledThroughput,omitempty"`
+	// RateLimiting: the server refuses requests over budget; when off,
+	// throttled counts the requests it would have refused.
+	RateLimiting bool `bson:"rateLimiting" json:"rateLimiting"`
+}
+
+// RUFigures are the request-unit figures of a partition or a collection.
+type RUFigures struct {
+	RUTotal      float64 `bson:"ruTotal" json:"ruTotal"`
+	RULastSecond float64 `bson:"ruLastSecond" json:"ruLastSecond"`
+	RULastMinute float64 `bson:"ruLastMinute" json:"ruLastMinute"`
+	Normalized   float64 `bson:"normalizedRUConsumption" json:"normalizedRUConsumption"`
+	Requests     int64   `bson:"requestCount" json:"requestCount"`
+	Throttled    int64   `bson:"throttledRequests" json:"throttledRequests"`
 }
 
 type statsLimits struct {
@@ -146,6 +181,15 @@ type partStat struct {
 	LogicalCount    int64    `bson:"logicalPartitionCount" json:"logicalPartitionCount"`
 	ThroughputShare float64  `bson:"throughputShare" json:"throughputShare"`
 	Largest         []lpStat `bson:"largestLogicalPartitions" json:"largestLogicalPartitions"`
+	RUFigures       `bson:",inline"`
+	Hot             []hotStat `bson:"hotLogicalPartitions" json:"hotLogicalPartitions"`
+}
+
+// hotStat is one of a partition's hottest logical partitions.
+type hotStat struct {
+	ShardKey bson.RawValue `bson:"shardKey" json:"-"`
+	Key      string        `bson:"-" json:"shardKey"`
+	RU       float64       `bson:"ru" json:"ru"`
 }
 
 type lpStat struct {
@@ -187,13 +231,35 @@ func fetchStats(ctx context.Context, client *mongo.Client, o *statsOptions) ([]c
 	}
 	for i := range colls {
 		for j := range colls[i].Partitions {
-			for k := range colls[i].Partitions[j].Largest {
-				lp := &colls[i].Partitions[j].Largest[k]
-				lp.Key = shortValue(lp.ShardKey)
+			p := &colls[i].Partitions[j]
+			for k := range p.Largest {
+				p.Largest[k].Key = shortValue(p.Largest[k].ShardKey)
+			}
+			for k := range p.Hot {
+				p.Hot[k].Key = shortValue(p.Hot[k].ShardKey)
 			}
 		}
 	}
 	return colls, nil
+}
+
+// hotOnly keeps the partitions whose normalized RU consumption reached
+// pct, and the collections that have one.
+func hotOnly(colls []collStats, pct float64) []collStats {
+	var out []collStats
+	for _, c := range colls {
+		var parts []partStat
+		for _, p := range c.Partitions {
+			if p.Normalized >= pct {
+				parts = append(parts, p)
+			}
+		}
+		if len(parts) > 0 {
+			c.Partitions = parts
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // shortValue renders a shard-key value for a table: JSON-like, at most
@@ -250,6 +316,15 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 		fmt.Fprintf(w, "%s.%s  %s, %s\n", c.Database, c.Collection, key, tp)
 		fmt.Fprintf(w, "  %d partitions, %d documents, %s data, %s index, %d logical partitions\n",
 			c.PartitionCount, c.DocumentCount, sizeString(c.DataBytes), sizeString(c.IndexBytes), c.LogicalCount)
+		throttled := fmt.Sprintf("%d requests throttled", c.Throttled)
+		if !c.RateLimiting {
+			throttled = fmt.Sprintf("%d requests over budget (rate limiting is off: none refused)", c.Throttled)
+		}
+		fmt.Fprintf(w, "  request units: %s RU in total, %s in the last minute, %s this second, peak %.0f%% of a partition's RU/s, %s\n",
+			ruString(c.RUTotal), ruString(c.RULastMinute), ruString(c.RULastSecond), c.Normalized, throttled)
+		if c.ScaledThroughput > 0 {
+			fmt.Fprintf(w, "  autoscale: scaled to %.0f RU/s in the busiest second of the last minute\n", c.ScaledThroughput)
+		}
 
 		var maxStorage, total int64
 		for _, p := range c.Partitions {
@@ -257,7 +332,7 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			total += p.StorageBytes
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  partition\trange\tdocuments\tstorage\tlogical\t")
+		fmt.Fprintln(tw, "  partition\trange\tdocuments\tstorage\tlogical\t\tRU/s\tRU last min\tnormalized\tthrottled\t")
 		for _, p := range c.Partitions {
 			bar := ""
 			if maxStorage > 0 {
@@ -276,7 +351,8 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			if hi == "FF" {
 				hi = "end"
 			}
-			fmt.Fprintf(tw, "  %s\t%s..%s\t%d\t%s\t%d\t%s %4.1f%%\n", p.ID, lo, hi, p.DocumentCount, sizeString(p.StorageBytes), p.LogicalCount, bar, share)
+			fmt.Fprintf(tw, "  %s\t%s..%s\t%d\t%s\t%d\t%s %4.1f%%\t%s/%.0f\t%s\t%.0f%%\t%d\t\n", p.ID, lo, hi, p.DocumentCount, sizeString(p.StorageBytes), p.LogicalCount, bar, share,
+				ruString(p.RULastSecond), p.ThroughputShare, ruString(p.RULastMinute), p.Normalized, p.Throttled)
 		}
 		_ = tw.Flush()
 
@@ -290,6 +366,18 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			fmt.Fprintln(w, "  largest logical partitions:")
 			for _, l := range largest {
 				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+		var hottest []string
+		for _, p := range c.Partitions {
+			for _, h := range p.Hot {
+				hottest = append(hottest, fmt.Sprintf("%s: %s RU (partition %s)", h.Key, ruString(h.RU), p.ID))
+			}
+		}
+		if len(hottest) > 0 {
+			fmt.Fprintln(w, "  hottest logical partitions (by RU):")
+			for _, h := range hottest {
+				fmt.Fprintf(w, "    %s\n", h)
 			}
 		}
 		for _, warn := range skewWarnings(c) {
@@ -325,6 +413,11 @@ func skewWarnings(c collStats) []string {
 			}
 		}
 	}
+	for _, p := range c.Partitions {
+		if p.Normalized >= 100 {
+			out = append(out, fmt.Sprintf("hot: partition %s consumed %.0f%% of its %.0f RU/s in its busiest second of the last minute (%d requests throttled)", p.ID, p.Normalized, p.ThroughputShare, p.Throttled))
+		}
+	}
 	if lim := c.Limits.LogicalPartitionMaxBytes; lim > 0 {
 		for _, p := range c.Partitions {
 			for _, lp := range p.Largest {
@@ -335,6 +428,14 @@ func skewWarnings(c collStats) []string {
 		}
 	}
 	return out
+}
+
+// ruString writes request units: two decimals below 10, whole above.
+func ruString(ru float64) string {
+	if ru < 10 {
+		return fmt.Sprintf("%.2f", ru)
+	}
+	return fmt.Sprintf("%.0f", ru)
 }
 
 func sizeString(n int64) string {

@@ -48,6 +48,21 @@ func TestStatsCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Load after the splits the inserts caused: a scan of every partition
+	// and point reads of the whale.
+	cur, err := orders.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []bson.Raw
+	if err := cur.All(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if err := orders.FindOne(ctx, bson.D{{Key: "_id", Value: 0}, {Key: "customer", Value: "whale"}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	run := func(args ...string) string {
 		cmd := newRootCommand()
 		var out bytes.Buffer
@@ -67,6 +82,21 @@ func TestStatsCommand(t *testing.T) {
 	}
 	t.Logf("\n%s", table)
 
+	// Request units: the inserts consumed far more than the collection's
+	// 400 RU/s in a second (rate limiting is off), so its partitions are
+	// hot, and the hottest logical partition is the whale.
+	for _, want := range []string{"request units:", "RU/s", "normalized", "hottest logical partitions (by RU):", `"whale": `, "WARNING: hot: partition"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if hot := run("--db", "shop", "--hot"); !strings.Contains(hot, "shop.orders") {
+		t.Errorf("--hot lists no partition of shop.orders:\n%s", hot)
+	}
+	if none := run("--db", "shop", "--hot=1000000"); !strings.Contains(none, "no hot partitions") {
+		t.Errorf("--hot=1000000:\n%s", none)
+	}
+
 	var colls []collStats
 	if err := json.Unmarshal([]byte(run("--json")), &colls); err != nil {
 		t.Fatal(err)
@@ -81,6 +111,14 @@ func TestStatsCommand(t *testing.T) {
 			}
 			if sum != c.DocumentCount || c.PartitionCount < 2 || int(c.PartitionCount) != len(c.Partitions) {
 				t.Errorf("JSON: %d partitions listing %d documents, collection %d", c.PartitionCount, sum, c.DocumentCount)
+			}
+			var ru float64
+			for _, p := range c.Partitions {
+				ru += p.RUTotal
+			}
+			// The collection's total counts the partitions that split.
+			if c.RUTotal < 600*5 || ru > c.RUTotal || ru < 100 {
+				t.Errorf("JSON: collection ruTotal %.2f, partitions %.2f, after 600 inserts and reads", c.RUTotal, ru)
 			}
 		}
 	}

@@ -116,7 +116,7 @@ func (a aggCollections) Insert(ctx context.Context, db, coll string, doc bsoncor
 	if d.err != nil {
 		return d.err
 	}
-	_, errs, err := a.e.insertDocs(ctx, c, []insertDoc{d}, true)
+	_, errs, err := a.e.insertDocs(ctx, nil, c, []insertDoc{d}, true)
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (w *outWriter) flush(ctx context.Context) error {
 	if len(w.pending) == 0 {
 		return nil
 	}
-	_, errs, err := w.e.insertDocs(ctx, w.c, w.pending, true)
+	_, errs, err := w.e.insertDocs(ctx, nil, w.c, w.pending, true)
 	w.pending, w.bytes = w.pending[:0], 0
 	if err != nil {
 		return err
@@ -207,6 +207,7 @@ func (w *outWriter) Commit(ctx context.Context) error {
 		return err
 	}
 	w.e.cursors.closeForNamespace(namespaceOf(w.db, w.coll))
+	w.e.units.catalogChanged()
 	return nil
 }
 
@@ -268,7 +269,11 @@ func (a aggCollections) CollStats(_ context.Context, db, coll string, spec bsonc
 					scale = int64(n)
 				}
 			}
-			size, idx, n := share(counts.Bytes), share(counts.KeyBytes), share(counts.Docs)
+			size, idx, n := share(counts.Bytes), share(counts.IndexTotal()), share(counts.Docs)
+			nindexes, sizes, err := a.e.indexSizes(c, idx, scale, share)
+			if err != nil {
+				return nil, err
+			}
 			st := bson.D{
 				{Key: "size", Value: size / scale}, {Key: "count", Value: n},
 			}
@@ -277,10 +282,10 @@ func (a aggCollections) CollStats(_ context.Context, db, coll string, spec bsonc
 			}
 			st = append(st,
 				bson.E{Key: "storageSize", Value: size / scale}, bson.E{Key: "freeStorageSize", Value: int64(0)},
-				bson.E{Key: "capped", Value: false}, bson.E{Key: "nindexes", Value: int32(1)},
+				bson.E{Key: "capped", Value: false}, bson.E{Key: "nindexes", Value: nindexes},
 				bson.E{Key: "indexBuilds", Value: bson.A{}}, bson.E{Key: "totalIndexSize", Value: idx / scale},
 				bson.E{Key: "totalSize", Value: (size + idx) / scale},
-				bson.E{Key: "indexSizes", Value: bson.D{{Key: "_id_", Value: idx / scale}}},
+				bson.E{Key: "indexSizes", Value: sizes},
 				bson.E{Key: "scaleFactor", Value: int32(scale)},
 			)
 			d = append(d, bson.E{Key: "storageStats", Value: st})

@@ -27,7 +27,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 	executed := false
 	if v >= verbosityExecutionStats && !p.Writes() {
 		started := e.now()
-		it := e.runPipeline(db, coll, p, c, &examined, &spans)
+		it := e.runPipeline(db, coll, p, c, &examined, &spans, nil)
 		err := agg.Drain(ctx, it, func(bsoncore.Document) error { nReturned++; return nil })
 		if err != nil {
 			return nil, aggError(err)
@@ -55,6 +55,13 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 			}
 		}
 	}
+	winning := bson.D{{Key: "stage", Value: scanStage}, {Key: "direction", Value: "forward"}}
+	if c != nil && scanStage == "COLLSCAN" && len(filter) > 5 {
+		if ip := chooseIndex(c, filter, nil); ip != nil {
+			plain := func(d bson.D, _ int64, _ ...bson.E) bson.D { return d }
+			winning = indexStages(&readPlan{coll: c, index: ip}, filter, planStats{}, plain)
+		}
+	}
 	var partitions bson.A
 	var ids bson.A
 	for _, s := range spans {
@@ -65,7 +72,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 				{Key: "queryPlanner", Value: bson.D{
 					{Key: "namespace", Value: ns},
 					{Key: "parsedQuery", Value: parsed},
-					{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: scanStage}, {Key: "direction", Value: "forward"}}},
+					{Key: "winningPlan", Value: winning},
 					{Key: "rejectedPlans", Value: bson.A{}},
 				}},
 			}}})

@@ -84,6 +84,7 @@ type partitionReader struct {
 	wg       sync.WaitGroup
 
 	examined *atomic.Int64 // documents read, for explain (may be nil)
+	counter  *readCounter  // documents and bytes read, for request units (may be nil)
 }
 
 // readBatch is one batch of documents, copied into an arena that is
@@ -234,6 +235,10 @@ func (r *partitionReader) fill(b *readBatch) error {
 	if r.examined != nil {
 		r.examined.Add(int64(len(b.offs)))
 	}
+	if r.counter != nil {
+		r.counter.docs.Add(int64(len(b.offs)))
+		r.counter.bytes.Add(int64(len(b.arena)))
+	}
 	for i, o := range b.offs {
 		end := len(b.arena)
 		if i+1 < len(b.offs) {
@@ -266,6 +271,23 @@ func (e *Engine) aggPartitionSources(db, coll string, c *store.Collection, p *ag
 	filter := p.LeadingMatch()
 	spans := routePartitions(c, filter)
 	its := make([]agg.Iterator, len(spans))
+	if len(filter) > 5 && len(c.Indexes) > 0 {
+		if f, err := query.Compile(filter); err == nil {
+			routed := c.Sharded() && len(spans) < c.Map().Len()
+			indexed := true
+			for i, s := range spans {
+				ip := chooseIndex(c, filter, nil) // a plan per partition: each is narrowed to its own
+				if ip == nil {
+					indexed = false
+					break
+				}
+				its[i] = e.newIndexIterator(c, f, ip, s, routed || len(spans) > 1, examined)
+			}
+			if indexed {
+				return spans, its
+			}
+		}
+	}
 	for i, s := range spans {
 		r := e.newPartitionReader(c, s, examined)
 		r.readAhead = len(spans) == 1

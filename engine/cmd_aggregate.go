@@ -82,12 +82,25 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	if dbLevel {
 		ns = namespaceOf(req.db, "$cmd.aggregate")
 	}
-	src := &aggSource{it: e.runPipeline(req.db, coll, p, c, nil, nil)}
+	// Request units: admitted on the partitions the leading $match routes
+	// to, then charged for what the partitions' readers read.
+	tally := &aggTally{}
+	var input *store.Collection
+	var spans []partitionSpan
+	if _, virtual := e.virtualDocs(req.db, coll); c != nil && !virtual && p.NeedsInput() {
+		input, spans = c, routePartitions(c, p.LeadingMatch())
+	}
+	bill := e.newReadBill(req, input, spans, nil, p.LeadingMatch(), tally)
+	if err := e.admitRead(ctx, req, &bill); err != nil {
+		return nil, err
+	}
+	src := &aggSource{it: e.runPipeline(req.db, coll, p, c, nil, nil, tally), reads: tally}
 	if p.Writes() {
 		// $out and $merge run to completion before the reply, which has
 		// no documents and no cursor.
 		_, _, err := src.nextBatch(ctx, 0, maxBatchBytes)
 		src.close()
+		e.chargeRead(req, &bill, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -100,10 +113,14 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	var docs [][]byte
 	done := false
 	if first > 0 {
-		if docs, done, err = src.nextBatch(ctx, int(first), maxBatchBytes); err != nil {
+		docs, done, err = src.nextBatch(ctx, int(first), maxBatchBytes)
+		e.chargeRead(req, &bill, len(docs))
+		if err != nil {
 			src.close()
 			return nil, err
 		}
+	} else {
+		e.chargeRead(req, &bill, 0)
 	}
 	var id int64
 	if done {
@@ -117,7 +134,8 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 				return nil, errorf(ErrMaxTimeMSExpired, "operation exceeded time limit")
 			}
 		}
-		id = e.cursors.open(ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{budget: budget})
+		kept := bill
+		id = e.cursors.open(ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{budget: budget, bill: &kept})
 	}
 	return cursorReply(id, ns, "firstBatch", batchArray(docs)), nil
 }
@@ -269,12 +287,16 @@ func (e *Engine) checkAggregateHint(c *store.Collection, db, coll string, a *agg
 // runPipeline runs p over the partitions of c its leading $match can
 // match: the partition-local part on each (in parallel), the rest on
 // their merged stream.
-func (e *Engine) runPipeline(db, coll string, p *agg.Pipeline, c *store.Collection, examined *atomic.Int64, spansOut *[]partitionSpan) agg.Iterator {
+//
+// tally (nil: none) counts what each partition's reader reads, for
+// request units.
+func (e *Engine) runPipeline(db, coll string, p *agg.Pipeline, c *store.Collection, examined *atomic.Int64, spansOut *[]partitionSpan, tally *aggTally) agg.Iterator {
 	split := p.Split()
 	var its []agg.Iterator
 	var spans []partitionSpan
 	if p.NeedsInput() {
 		spans, its = e.aggPartitionSources(db, coll, c, p, examined)
+		tally.count(its)
 	} else {
 		spans, its = []partitionSpan{{id: "0"}}, []agg.Iterator{agg.Empty()}
 	}
@@ -289,7 +311,41 @@ type aggSource struct {
 	it      agg.Iterator
 	pending []byte // a document that did not fit the last batch
 	done    bool
+	reads   *aggTally
 }
+
+// aggTally counts what an aggregation's partition readers read, per
+// partition (in routing order): what request units are charged for.
+type aggTally struct {
+	parts []readCounter
+}
+
+type readCounter struct{ docs, bytes atomic.Int64 }
+
+// count has the partition readers among its count into t.
+func (t *aggTally) count(its []agg.Iterator) {
+	if t == nil {
+		return
+	}
+	t.parts = make([]readCounter, len(its))
+	for i, it := range its {
+		switch r := it.(type) {
+		case *partitionReader:
+			r.counter = &t.parts[i]
+		case *indexIterator:
+			r.counter = &t.parts[i]
+		}
+	}
+}
+
+func (t *aggTally) tally(i int) planStats {
+	if t == nil || i >= len(t.parts) {
+		return planStats{}
+	}
+	return planStats{docsExamined: t.parts[i].docs.Load(), bytesRead: t.parts[i].bytes.Load()}
+}
+
+func (s *aggSource) tally(i int) planStats { return s.reads.tally(i) }
 
 func (s *aggSource) nextBatch(ctx context.Context, max, maxBytes int) ([][]byte, bool, error) {
 	var docs [][]byte

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	"github.com/parsecdb/parsec/engine/store"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -23,6 +25,7 @@ func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	var count, size, idx int64
+	var coll *store.Collection
 	sharded, chunks := false, int32(1)
 	if c := e.store.Collection(req.db, name); c != nil {
 		sharded, chunks = c.Sharded(), int32(c.Map().Len())
@@ -30,7 +33,12 @@ func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		count, size, idx = counts.Docs, counts.Bytes, counts.KeyBytes
+		count, size, idx = counts.Docs, counts.Bytes, counts.IndexTotal()
+		coll = c
+	}
+	nindexes, sizes, err := e.indexSizes(coll, idx, scale, nil)
+	if err != nil {
+		return nil, err
 	}
 	fields := []bson.E{
 		{Key: "ns", Value: namespaceOf(req.db, name)},
@@ -44,11 +52,11 @@ func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
 		bson.E{Key: "storageSize", Value: size / scale},
 		bson.E{Key: "freeStorageSize", Value: int64(0)},
 		bson.E{Key: "capped", Value: false},
-		bson.E{Key: "nindexes", Value: int32(1)},
+		bson.E{Key: "nindexes", Value: int32(nindexes)},
 		bson.E{Key: "indexBuilds", Value: bson.A{}},
 		bson.E{Key: "totalIndexSize", Value: idx / scale},
 		bson.E{Key: "totalSize", Value: (size + idx) / scale},
-		bson.E{Key: "indexSizes", Value: bson.D{{Key: "_id_", Value: idx / scale}}},
+		bson.E{Key: "indexSizes", Value: sizes},
 		bson.E{Key: "scaleFactor", Value: int32(scale)},
 		bson.E{Key: "sharded", Value: sharded},
 		bson.E{Key: "nchunks", Value: chunks},
@@ -70,4 +78,33 @@ func scaleArg(req *request) (int64, error) {
 		return 0, errorf(ErrBadValue, "Scale factor must be greater than zero")
 	}
 	return scale, nil
+}
+
+// indexSizes are collStats' nindexes and indexSizes: the _id index's
+// bytes are what is left of total (all index bytes) after the secondary
+// indexes', each read from its entries; share scales them to one
+// partition's part (nil: all).
+func (e *Engine) indexSizes(c *store.Collection, total, scale int64, share func(int64) int64) (int32, bson.D, error) {
+	if share == nil {
+		share = func(n int64) int64 { return n }
+	}
+	n := int32(1)
+	sizes := bson.D{{Key: "_id_", Value: total / scale}}
+	if c == nil || len(c.Indexes) == 0 {
+		return n, sizes, nil
+	}
+	per, err := e.store.IndexSizes(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	var secondary int64
+	for _, ix := range c.Indexes {
+		if !ix.Building {
+			n++
+			sizes = append(sizes, bson.E{Key: ix.Name, Value: share(per[ix.Name]) / scale})
+			secondary += share(per[ix.Name])
+		}
+	}
+	sizes[0].Value = max(total-secondary, 0) / scale
+	return n, sizes, nil
 }

@@ -32,7 +32,14 @@ func (e *Engine) cmdCount(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, _, err := e.runCount(ctx, plan, fast)
+	var stats statsTally
+	bill := e.newReadBill(req, plan.coll, plan.spans, nil, args.query, &stats)
+	if err := e.admitRead(ctx, req, &bill); err != nil {
+		return nil, err
+	}
+	n, st, err := e.runCount(ctx, plan, fast)
+	stats = statsTally(st)
+	e.chargeRead(req, &bill, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +120,7 @@ func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, erro
 		p.point = pointKeyFor(p.coll, filter, a.query)
 	}
 	p.route(a.query)
+	p.chooseIndex(a.query, nil)
 	return p, filter.IsEmpty() && p.point == nil && !p.useIDIndex && p.natural == 0 && p.virtual == nil, nil
 }
 

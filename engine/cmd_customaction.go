@@ -165,6 +165,7 @@ func (e *Engine) createDatabase(db string, a *customActionArgs) ([]byte, error) 
 		}
 		return nil, err
 	}
+	e.units.catalogChanged()
 	return okReply()
 }
 
@@ -182,6 +183,7 @@ func (e *Engine) updateDatabase(db string, a *customActionArgs) ([]byte, error) 
 	if _, err := e.store.SetDatabaseThroughput(db, storeThroughput(a.throughput), false); err != nil {
 		return nil, err
 	}
+	e.units.catalogChanged()
 	return okReply()
 }
 

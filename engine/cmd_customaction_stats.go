@@ -24,6 +24,13 @@ import (
 //	    documentCount, dataBytes, indexBytes, storageBytes, logicalPartitionCount,
 //	    throughputShare, largestLogicalPartitions: [{shardKey, documentCount, dataBytes, indexBytes}]}]}
 //
+// Each partition and each collection also has its request units (the
+// fields rustats.go lists: ruTotal, ruLastSecond, ruLastMinute,
+// normalizedRUConsumption, throttledRequests, hotLogicalPartitions, …),
+// and throughputShare is the partition's RU/s (of its database's shared
+// throughput, when shared). On admin without a collection, requestUnits
+// sums up the whole server.
+//
 // minInclusive and maxExclusive are the partition's bounds in the hash
 // space as 16 hex digits, "" for its start and "FF" for its end, as Cosmos
 // DB writes partition key ranges; minHashedKey and maxHashedKey the same
@@ -60,6 +67,10 @@ func (e *Engine) getPartitionStats(ctx context.Context, db string, a *customActi
 		}
 		all = append(all, d)
 	}
+	if db == "admin" {
+		// The whole server: its request units, every partition's.
+		return okReply(bson.E{Key: "collections", Value: all}, bson.E{Key: "requestUnits", Value: e.serverRUStats(e.now())})
+	}
 	return okReply(bson.E{Key: "collections", Value: all})
 }
 
@@ -84,15 +95,32 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 		total.Docs += ps.Counts.Docs
 		total.Bytes += ps.Counts.Bytes
 		total.KeyBytes += ps.Counts.KeyBytes
+		total.IndexBytes += ps.Counts.IndexBytes
 		lps += ps.LogicalPartitions
 	}
 	share := 0.0
 	if !shared {
 		share = t.PartitionRate(len(stats))
 	}
+	// Request units: the partitions' buckets and usage (rustats.go).
+	var units *collUnits
+	if !e.ruOpts.Bypass {
+		units = e.units.of(c)
+	}
+	now := e.now()
 	parts := bson.A{}
 	for _, ps := range stats {
 		p := ps.Partition
+		var ruFields []bson.E
+		if units != nil {
+			rp := units.byID[p.ID]
+			if rp != nil {
+				share = rp.Stats(now).Rate
+			}
+			if ruFields, err = e.partitionRUFields(c, rp, now, top); err != nil {
+				return nil, err
+			}
+		}
 		minHashed, maxHashed := any(bson.MinKey{}), any(bson.MaxKey{})
 		minIncl, maxExcl := "", "FF"
 		if p.Min != 0 {
@@ -117,11 +145,11 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 			entry = append(entry,
 				bson.E{Key: "documentCount", Value: number(lp.Counts.Docs)},
 				bson.E{Key: "dataBytes", Value: number(lp.Counts.Bytes)},
-				bson.E{Key: "indexBytes", Value: number(lp.Counts.KeyBytes)},
+				bson.E{Key: "indexBytes", Value: number(lp.Counts.IndexTotal())},
 			)
 			largest = append(largest, entry)
 		}
-		parts = append(parts, bson.D{
+		parts = append(parts, append(bson.D{
 			{Key: "partitionKeyRangeId", Value: p.IDString()},
 			{Key: "minInclusive", Value: minIncl},
 			{Key: "maxExclusive", Value: maxExcl},
@@ -130,20 +158,26 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 			{Key: "parents", Value: idStrings(p.Parents)},
 			{Key: "documentCount", Value: number(ps.Counts.Docs)},
 			{Key: "dataBytes", Value: number(ps.Counts.Bytes)},
-			{Key: "indexBytes", Value: number(ps.Counts.KeyBytes)},
+			{Key: "indexBytes", Value: number(ps.Counts.IndexTotal())},
 			{Key: "storageBytes", Value: number(ps.Counts.Size())},
 			{Key: "logicalPartitionCount", Value: number(ps.LogicalPartitions)},
 			{Key: "throughputShare", Value: share},
 			{Key: "largestLogicalPartitions", Value: largest},
-		})
+		}, ruFields...))
 	}
 	lim := e.store.Limits()
-	return append(d,
+	d = append(d,
 		bson.E{Key: "partitionCount", Value: int32(len(stats))},
 		bson.E{Key: "documentCount", Value: number(total.Docs)},
 		bson.E{Key: "dataBytes", Value: number(total.Bytes)},
-		bson.E{Key: "indexBytes", Value: number(total.KeyBytes)},
+		bson.E{Key: "indexBytes", Value: number(total.IndexTotal())},
 		bson.E{Key: "logicalPartitionCount", Value: number(lps)},
+	)
+	if units != nil {
+		d = append(d, collectionRUFields(units, now)...)
+		d = append(d, bson.E{Key: "rateLimiting", Value: e.ruOpts.limiting()})
+	}
+	return append(d,
 		bson.E{Key: "limits", Value: bson.D{
 			{Key: "partitionMaxBytes", Value: number(lim.PartitionBytes)},
 			{Key: "logicalPartitionMaxBytes", Value: number(lim.LogicalPartitionBytes)},

@@ -24,7 +24,7 @@ func (e *Engine) cmdDBStats(_ context.Context, req *request) ([]byte, error) {
 		}
 		objects += counts.Docs
 		data += counts.Bytes
-		idx += counts.KeyBytes
+		idx += counts.IndexTotal()
 	}
 	avg := 0.0
 	if objects > 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/ru"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -59,7 +60,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		removed, err := e.deleteOne(ctx, req.db, name, st, let)
+		removed, err := e.deleteOne(ctx, &req.units, req.db, name, st, let)
 		n += removed
 		if err != nil {
 			ce := toCommandError(err)
@@ -71,6 +72,9 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 				break
 			}
 		}
+	}
+	if ce := throttledOnly(n, errs, ordered, len(parsed)); ce != nil {
+		return nil, ce
 	}
 	if wc.journal && n > 0 {
 		if err := e.store.Sync(); err != nil {
@@ -133,7 +137,7 @@ func parseDeleteStmt(stmt bsoncore.Document) (deleteStmt, error) {
 }
 
 // deleteOne runs one parsed delete statement.
-func (e *Engine) deleteOne(ctx context.Context, db, coll string, st deleteStmt, let bsoncore.Document) (int64, error) {
+func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st deleteStmt, let bsoncore.Document) (int64, error) {
 	f, err := compileWriteFilter(st.filter, let, e.now())
 	if err != nil {
 		return 0, err
@@ -147,14 +151,21 @@ func (e *Engine) deleteOne(ctx context.Context, db, coll string, st deleteStmt, 
 			return 0, err
 		}
 	}
-	return e.deleteMatching(ctx, c, f, st.filter, st.justOne)
+	return e.deleteMatching(ctx, m, c, f, st.filter, st.justOne)
 }
 
 // deleteMatching removes the documents of c matching f (the first only,
-// when justOne), in transactions of at most chunkDocs deletions.
-func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *query.Filter, filter bsoncore.Document, justOne bool) (int64, error) {
+// when justOne), in transactions of at most chunkDocs deletions. It is
+// admitted by the partitions it is routed to before it removes anything,
+// and charged for each transaction it commits.
+func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collection, f *query.Filter, filter bsoncore.Document, justOne bool) (int64, error) {
 	point := pointKeyFor(c, f, filter)
 	spans := routePartitions(c, filter)
+	var tally writeTally
+	e.routeWrite(&tally, c, point, spans, filter)
+	if err := e.admitWrite(ctx, m, &tally); err != nil {
+		return 0, err
+	}
 	var total int64
 	var resume []byte
 	for {
@@ -166,6 +177,7 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 		var next []byte
 		err := e.store.Update(func(tx *store.Txn) error {
 			n, more, next = 0, false, nil
+			tally.reset()
 			if point != nil {
 				doc, err := tx.Get(point)
 				if errors.Is(err, store.ErrNotFound) {
@@ -174,13 +186,14 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 				if err != nil {
 					return err
 				}
+				tally.read = int64(len(doc))
 				ok, err := f.MatchErr(doc)
 				if err != nil {
 					return queryError(err)
 				}
 				if ok {
 					n = 1
-					return tx.Delete(c, point, len(doc))
+					return e.deleteItem(tx, &tally, c, point, len(doc))
 				}
 				return nil
 			}
@@ -195,6 +208,7 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 					next = append([]byte(nil), key...)
 					return false, nil
 				}
+				tally.scanned(doc)
 				ok, err := f.MatchErr(doc)
 				if err != nil {
 					return false, queryError(err)
@@ -211,7 +225,7 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 				return err
 			}
 			for _, v := range victims {
-				if err := tx.Delete(c, v.key, v.size); err != nil {
+				if err := e.deleteItem(tx, &tally, c, v.key, v.size); err != nil {
 					return err
 				}
 			}
@@ -222,6 +236,7 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 			if cur := e.store.Collection(c.DB, c.Name); cur != nil && string(cur.UUID) == string(c.UUID) {
 				// the same collection, its documents re-placed (sharded): start over
 				c, point, spans, resume = cur, pointKeyFor(cur, f, filter), routePartitions(cur, filter), nil
+				e.routeWrite(&tally, c, point, spans, filter)
 				continue
 			}
 			return total, nil // dropped meanwhile: nothing left to delete
@@ -229,10 +244,22 @@ func (e *Engine) deleteMatching(ctx context.Context, c *store.Collection, f *que
 		if err != nil {
 			return total, fmt.Errorf("delete from %s: %w", c.Namespace(), err)
 		}
+		e.chargeWrite(m, &tally)
 		total += n
 		resume = next
 		if !more || (justOne && total > 0) {
 			return total, nil
 		}
 	}
+}
+
+// deleteItem removes the document at key, of size bytes, and tallies it.
+func (e *Engine) deleteItem(tx *store.Txn, tally *writeTally, c *store.Collection, key []byte, size int) error {
+	ixEntries, ixBytes := secondaryIndexWork(tx)
+	if err := tx.Delete(c, key, size); err != nil {
+		return err
+	}
+	e1, b1 := secondaryIndexWork(tx)
+	tally.item(ru.KindDelete, key, size, e1-ixEntries, b1-ixBytes)
+	return nil
 }

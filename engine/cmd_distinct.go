@@ -35,7 +35,15 @@ func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	vals, _, err := e.runDistinct(ctx, plan, args.key)
+	var stats statsTally
+	bill := e.newReadBill(req, plan.coll, plan.spans, plan.point, args.query, &stats)
+	if err := e.admitRead(ctx, req, &bill); err != nil {
+		return nil, err
+	}
+	bill.point = false // a point lookup still answers a query
+	vals, st, err := e.runDistinct(ctx, plan, args.key)
+	stats = statsTally(st)
+	e.chargeRead(req, &bill, len(vals))
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +120,7 @@ func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, erro
 		p.point = pointKeyFor(p.coll, filter, a.query)
 	}
 	p.route(a.query)
+	p.chooseIndex(a.query, nil)
 	return p, nil
 }
 
@@ -130,6 +139,19 @@ func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bs
 		}
 	}
 	src := &scanSource{store: e.store, plan: p}
+	if p.index != nil {
+		for !src.ix.done {
+			err := src.walkIndex(ctx, func(_, doc []byte) (bool, error) {
+				src.stats.returned++
+				query.DistinctValues(doc, key, add)
+				return true, nil
+			})
+			if err != nil {
+				return nil, planStats{}, err
+			}
+		}
+		return vals, src.stats, nil
+	}
 	examined := 0
 	visit := func(doc []byte) error {
 		if examined++; examined%ctxCheckEvery == 0 {
@@ -138,6 +160,7 @@ func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bs
 			}
 		}
 		src.stats.docsExamined++
+		src.stats.bytesRead += int64(len(doc))
 		ok, err := src.match(doc)
 		if err != nil || !ok {
 			return err

@@ -16,5 +16,6 @@ func (e *Engine) cmdDropDatabase(_ context.Context, req *request) ([]byte, error
 	if err := e.store.DropDatabase(req.db); err != nil {
 		return nil, err
 	}
+	e.units.catalogChanged()
 	return okReply(bson.E{Key: "dropped", Value: req.db})
 }

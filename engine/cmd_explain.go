@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -70,7 +71,7 @@ func (e *Engine) cmdExplain(ctx context.Context, req *request) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return okReply(append(out, bson.E{Key: "serverInfo", Value: e.serverInfo(req)},
+		return okReply(append(smallInts(out), bson.E{Key: "serverInfo", Value: e.serverInfo(req)},
 			bson.E{Key: "command", Value: rawToD(inner)})...)
 	}
 	var ex *explained
@@ -94,7 +95,7 @@ func (e *Engine) cmdExplain(ctx context.Context, req *request) ([]byte, error) {
 	if _, err := inner.LookupErr("$db"); err != nil {
 		command = append(command, bson.E{Key: "$db", Value: req.db})
 	}
-	return okReply(append(ex.reply(verbosity),
+	return okReply(append(smallInts(ex.reply(verbosity)),
 		bson.E{Key: "serverInfo", Value: e.serverInfo(req)},
 		bson.E{Key: "command", Value: command},
 	)...)
@@ -244,6 +245,8 @@ func stageTree(p *readPlan, filter bsoncore.Document, projection bsoncore.Docume
 	case p.point != nil:
 		tree = withStats(bson.D{{Key: "stage", Value: "IDHACK"}}, matched,
 			bson.E{Key: "keysExamined", Value: st.keysExamined}, bson.E{Key: "docsExamined", Value: st.docsExamined})
+	case p.index != nil:
+		tree = indexStages(p, filter, st, withStats)
 	case p.useIDIndex:
 		ix := withStats(bson.D{
 			{Key: "stage", Value: "IXSCAN"},
@@ -277,7 +280,8 @@ func stageTree(p *readPlan, filter bsoncore.Document, projection bsoncore.Docume
 		tree = withStats(scan, matched, bson.E{Key: "docsExamined", Value: st.docsExamined})
 	}
 	out := st.returned
-	if p.sort != nil && !p.sort.IsEmpty() && !p.streamByID {
+	sortedByIndex := p.streamByID || (p.index != nil && p.index.sorted)
+	if p.sort != nil && !p.sort.IsEmpty() && !sortedByIndex {
 		s := bson.D{{Key: "stage", Value: "SORT"}, {Key: "sortPattern", Value: bson.Raw(sortSpecOf(p))},
 			{Key: "memLimit", Value: int64(sortMemoryLimit)}}
 		if p.limit > 0 {
@@ -290,7 +294,7 @@ func stageTree(p *readPlan, filter bsoncore.Document, projection bsoncore.Docume
 		tree = append(withStats(bson.D{{Key: "stage", Value: "SKIP"}, {Key: "skipAmount", Value: p.skip}}, out),
 			bson.E{Key: "inputStage", Value: tree})
 	}
-	if p.limit > 0 && (p.sort == nil || p.sort.IsEmpty() || p.streamByID) {
+	if p.limit > 0 && (p.sort == nil || p.sort.IsEmpty() || sortedByIndex) {
 		tree = append(withStats(bson.D{{Key: "stage", Value: "LIMIT"}, {Key: "limitAmount", Value: p.limit}}, out),
 			bson.E{Key: "inputStage", Value: tree})
 	}
@@ -413,7 +417,7 @@ func (e *Engine) explainCount(ctx context.Context, db, coll string, inner bsonco
 		}
 		return x, nil
 	}
-	scan := &readPlan{coll: p.coll, point: p.point, useIDIndex: p.useIDIndex, natural: p.natural}
+	scan := &readPlan{coll: p.coll, point: p.point, useIDIndex: p.useIDIndex, natural: p.natural, index: p.index}
 	input := stageTree(scan, args.query, nil, x.stats, x.executed)
 	count := bson.D{{Key: "stage", Value: "COUNT"}}
 	if x.executed {
@@ -455,4 +459,30 @@ func (e *Engine) explainDistinct(ctx context.Context, db, coll string, inner bso
 	}
 	x.plan = stageTree(p, args.query, nil, x.stats, x.executed)
 	return x, nil
+}
+
+// smallInts makes the counters of an explain int32 where they fit, as
+// mongod appends them (appendNumber), so that shells print 12, not
+// Long("12").
+func smallInts(d bson.D) bson.D {
+	for i := range d {
+		d[i].Value = smallInt(d[i].Value)
+	}
+	return d
+}
+
+func smallInt(v any) any {
+	switch x := v.(type) {
+	case int64:
+		if x >= math.MinInt32 && x <= math.MaxInt32 {
+			return int32(x)
+		}
+	case bson.D:
+		return smallInts(x)
+	case bson.A:
+		for i := range x {
+			x[i] = smallInt(x[i])
+		}
+	}
+	return v
 }

@@ -46,6 +46,10 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	src := e.source(plan)
+	bill := e.newReadBill(req, plan.coll, plan.spans, plan.point, args.filter, tallyOf(src))
+	if err := e.admitRead(ctx, req, &bill); err != nil {
+		return nil, err
+	}
 	first := int64(defaultFirstBatch)
 	if args.batchSize >= 0 {
 		first = args.batchSize
@@ -56,9 +60,13 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 	var docs [][]byte
 	done := plan.coll == nil && plan.virtual == nil
 	if first > 0 && !done {
-		if docs, done, err = src.nextBatch(ctx, int(first), maxBatchBytes); err != nil {
+		docs, done, err = src.nextBatch(ctx, int(first), maxBatchBytes)
+		e.chargeRead(req, &bill, len(docs))
+		if err != nil {
 			return nil, err
 		}
+	} else {
+		e.chargeRead(req, &bill, 0)
 	}
 	var id int64
 	if !done && !args.singleBatch {
@@ -69,8 +77,9 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 				return nil, errorf(ErrMaxTimeMSExpired, "operation exceeded time limit")
 			}
 		}
+		kept := bill
 		id = e.cursors.open(plan.ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{
-			budget: budget, noTimeout: args.noCursorTimeout,
+			budget: budget, noTimeout: args.noCursorTimeout, bill: &kept,
 		})
 	}
 	return cursorReply(id, plan.ns, "firstBatch", batchArray(docs)), nil
@@ -252,7 +261,27 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 		p.streamByID = true // documents of an unsharded collection are in _id order
 	}
 	p.route(a.filter)
+	p.chooseIndex(a.filter, a.sort)
 	return p, nil
+}
+
+// chooseIndex sets the secondary index plan of a read, if one serves it.
+func (p *readPlan) chooseIndex(filter, sort bsoncore.Document) {
+	switch {
+	case p.coll == nil || p.virtual != nil || p.point != nil || p.natural != 0 || p.naturalHint || p.useIDIndex:
+	case p.hinted != nil:
+		p.index = hintedIndex(p.hinted, filter, sort)
+	case p.streamByID && len(filter) <= 5:
+		// {_id: 1} order with no filter: the documents are in that order
+	default:
+		p.index = chooseIndex(p.coll, filter, sort)
+	}
+	if p.index != nil && p.index.sorted {
+		p.streamByID = false
+	}
+	if p.index != nil && p.index.branches == nil && p.coll.Sharded() && len(p.spans) > 0 && len(p.spans) < p.coll.Map().Len() {
+		p.index.narrowToSpans(p.spans)
+	}
 }
 
 // isIDAscending reports whether a sort spec is exactly {_id: 1}.
@@ -275,6 +304,10 @@ func (e *Engine) applyHint(p *readPlan, name string, key bsoncore.Document, has 
 			p.useIDIndex = true
 		case name != "":
 			if p.coll != nil {
+				if ix := indexOfHint(p.coll, name, nil); ix != nil && !ix.Hidden {
+					p.hinted = ix
+					break
+				}
 				return errorf(ErrBadValue, "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index", p.ns)
 			}
 		default:
@@ -285,6 +318,7 @@ func (e *Engine) applyHint(p *readPlan, name string, key bsoncore.Document, has 
 				if !ok || (f != 1 && f != -1) {
 					return errorf(ErrBadValue, "$natural hint must be 1 or -1")
 				}
+				p.naturalHint = true
 				if p.sort != nil && !p.sort.IsEmpty() {
 					break // an explicit sort still sorts
 				}
@@ -293,6 +327,10 @@ func (e *Engine) applyHint(p *readPlan, name string, key bsoncore.Document, has 
 				p.useIDIndex = true
 			default:
 				if p.coll != nil {
+					if ix := indexOfHint(p.coll, "", key); ix != nil && !ix.Hidden {
+						p.hinted = ix
+						break
+					}
 					return errorf(ErrBadValue, "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index", p.ns)
 				}
 			}

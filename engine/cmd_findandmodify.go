@@ -9,6 +9,7 @@ import (
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/update"
+	"github.com/parsecdb/parsec/ru"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -85,7 +86,7 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err = e.findAndModify(coll, sp, sort, a)
+		res, err = e.findAndModify(ctx, &req.units, coll, sp, sort, a)
 		if !errors.Is(err, store.ErrCollectionChanged) {
 			break
 		}
@@ -193,16 +194,25 @@ type famResult struct {
 }
 
 // findAndModify runs in one transaction: find the target, then remove,
-// update or upsert it.
-func (e *Engine) findAndModify(coll *store.Collection, sp *updateSpec, sort *query.Sort, a famArgs) (famResult, error) {
+// update or upsert it. It is admitted by the partitions it is routed to
+// before it changes anything, and charged once it committed.
+func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collection, sp *updateSpec, sort *query.Sort, a famArgs) (famResult, error) {
 	var res famResult
 	env := e.updateEnv()
-	if key := pointKeyFor(coll, sp.filter, sp.query); key != nil {
-		defer e.writes.lockKey(key)()
+	point := pointKeyFor(coll, sp.filter, sp.query)
+	var tally writeTally
+	e.routeWrite(&tally, coll, point, routePartitions(coll, sp.query), sp.query)
+	if err := e.admitWrite(ctx, m, &tally); err != nil {
+		return res, err
+	}
+	sp.tally = &tally
+	if point != nil {
+		defer e.writes.lockKey(point)()
 	}
 	err := e.store.Update(func(tx *store.Txn) error {
 		res = famResult{}
-		key, doc, err := findTarget(tx, coll, sp.filter, sp.query, sort)
+		tally.reset()
+		key, doc, err := findTarget(tx, coll, sp.filter, sp.query, sort, &tally)
 		if err != nil {
 			return err
 		}
@@ -223,7 +233,7 @@ func (e *Engine) findAndModify(coll *store.Collection, sp *updateSpec, sort *que
 		res.n = 1
 		if a.remove {
 			res.value, res.wrote = doc, true
-			return tx.Delete(coll, key, len(doc))
+			return e.deleteItem(tx, &tally, coll, key, len(doc))
 		}
 		res.updatedExisting = true
 		_, denv, err := sp.matchForUpdate(doc, env)
@@ -250,14 +260,24 @@ func (e *Engine) findAndModify(coll *store.Collection, sp *updateSpec, sort *que
 			return nil
 		}
 		res.wrote = true
-		return tx.Replace(coll, key, out, len(doc))
+		ixEntries, ixBytes := secondaryIndexWork(tx)
+		if err := tx.Replace(coll, key, out, len(doc)); err != nil {
+			return err
+		}
+		e1, b1 := secondaryIndexWork(tx)
+		tally.item(ru.KindReplace, key, len(out), e1-ixEntries, b1-ixBytes)
+		return nil
 	})
+	if err == nil {
+		e.chargeWrite(m, &tally)
+	}
 	return res, err
 }
 
 // findTarget returns the first document matching f in sort order (in key
-// order without a sort), or nil. The slices are copies.
-func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, filter bsoncore.Document, sort *query.Sort) ([]byte, []byte, error) {
+// order without a sort), or nil. The slices are copies. tally counts
+// what it read.
+func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, filter bsoncore.Document, sort *query.Sort, tally *writeTally) ([]byte, []byte, error) {
 	if key := pointKeyFor(coll, f, filter); key != nil {
 		doc, err := tx.Get(key)
 		if errors.Is(err, store.ErrNotFound) {
@@ -266,6 +286,7 @@ func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, filter b
 		if err != nil {
 			return nil, nil, err
 		}
+		tally.read = int64(len(doc))
 		ok, err := f.MatchErr(doc)
 		if err != nil {
 			return nil, nil, queryError(err)
@@ -280,6 +301,7 @@ func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, filter b
 	ordered := sort != nil && !sort.IsEmpty()
 	var matchErr error
 	err := scanSpans(tx, coll, routePartitions(coll, filter), nil, func(key, doc []byte) (bool, error) {
+		tally.scanned(doc)
 		ok, err := f.MatchErr(doc)
 		if err != nil {
 			matchErr = queryError(err)

@@ -68,8 +68,17 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(getMoreMS)*time.Millisecond)
 		defer cancel()
 	}
+	if cur.bill != nil {
+		if err := e.admitRead(ctx, req, cur.bill); err != nil {
+			e.cursors.release(cur, false)
+			return nil, err
+		}
+	}
 	start := e.now()
 	docs, done, err := cur.source.nextBatch(ctx, int(batchSize), maxBatchBytes)
+	if cur.bill != nil {
+		e.chargeRead(req, cur.bill, len(docs))
+	}
 	if cur.budget > 0 {
 		cur.budget -= e.now().Sub(start)
 		if cur.budget <= 0 && err == nil && !done {

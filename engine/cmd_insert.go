@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
+	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -60,9 +62,12 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, errs, err := e.insertDocs(ctx, coll, docs, ordered)
+	n, errs, err := e.insertDocs(ctx, &req.units, coll, docs, ordered)
 	if err != nil {
 		return nil, err
+	}
+	if ce := throttledOnly(n, errs, ordered, len(docs)); ce != nil {
+		return nil, ce
 	}
 	if wc.journal && n > 0 {
 		if err := e.store.Sync(); err != nil {
@@ -139,19 +144,45 @@ func idKey(c *store.Collection, id bsoncore.Value) []byte {
 // insertDocs stores docs in chunked transactions. Ordered inserts stop at
 // the first failing document; unordered ones go on. It returns how many
 // were inserted and the per-document errors.
-func (e *Engine) insertDocs(ctx context.Context, coll *store.Collection, docs []insertDoc, ordered bool) (int64, []writeError, error) {
+//
+// Each document pays its request charge on its partition just before it
+// is written (m nil: an internal write, charged but never refused): a
+// refused document is a TooManyRequests write error and nothing of it is
+// written. With server-side retry, the transaction commits what it wrote
+// before the refusal, the request waits outside any transaction, and the
+// insert goes on from the refused document.
+func (e *Engine) insertDocs(ctx context.Context, m *meter, coll *store.Collection, docs []insertDoc, ordered bool) (int64, []writeError, error) {
 	var inserted int64
 	var errs []writeError
+	// Admissions outlive the transactions, which may rerun: no document
+	// is charged or refused twice.
+	var small [8]itemAdmission
+	var paid []itemAdmission
+	switch {
+	case e.ruOpts.Bypass:
+	case len(docs) <= len(small):
+		paid = small[:len(docs)]
+	default:
+		paid = make([]itemAdmission, len(docs))
+	}
+	gaveUp := false // server-side retry hit its limit: refuse the rest at once
 	for i := 0; i < len(docs); {
 		if err := ctx.Err(); err != nil {
 			return inserted, errs, err
+		}
+		var units *collUnits
+		if paid != nil {
+			units = e.units.of(coll)
 		}
 		var chunkErrs []writeError
 		var chunkN int64
 		var next int
 		var stop bool
+		var wait time.Duration // server-side retry: document next waits this long first
+		var extra writeTally   // secondary index entries, priced once known
 		err := e.store.Update(func(tx *store.Txn) error {
-			chunkErrs, chunkN, stop = nil, 0, false
+			chunkErrs, chunkN, stop, wait = nil, 0, false, 0
+			extra.reset()
 			bytes := 0
 			j := i
 		docs:
@@ -167,22 +198,39 @@ func (e *Engine) insertDocs(ctx context.Context, coll *store.Collection, docs []
 					continue
 				}
 				key, err := docKeyOf(coll, d.doc, d.id)
+				if err == nil && units != nil {
+					var refused *CommandError
+					wait, refused = e.payItem(m, units.at(key), logicalKey(coll, key),
+						ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), 0, 0)), &paid[j], !gaveUp)
+					if wait > 0 {
+						break docs // commit what is written, wait, go on from j
+					}
+					if refused != nil {
+						err = refused
+					}
+				}
 				if err == nil {
+					ixEntries, ixBytes := secondaryIndexWork(tx)
 					err = tx.Insert(coll, key, d.doc)
+					if e1, b1 := secondaryIndexWork(tx); err == nil && units != nil && e1 > ixEntries {
+						extra.add(itemCharge{part: units.at(key), key: logicalKey(coll, key),
+							amount: ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), e1-ixEntries, b1-ixBytes)) -
+								ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), 0, 0))})
+					}
 				}
 				var dup *store.DuplicateKeyError
 				var ce *CommandError
 				switch {
 				case errors.As(err, &dup):
-					chunkErrs = append(chunkErrs, dupKeyError(j, coll.Namespace(), d.id))
+					chunkErrs = append(chunkErrs, dupWriteError(j, coll.Namespace(), dup, d.id))
 					if ordered {
 						stop = true
 						j++
 						break docs
 					}
 				case errors.As(err, &ce), errors.Is(err, store.ErrLogicalPartitionFull):
-					// a shard-key error or a full logical partition: nothing
-					// of this document was written
+					// a shard-key error, a full logical partition or a
+					// throttled document: nothing of it was written
 					ce = toCommandError(err)
 					chunkErrs = append(chunkErrs, writeError{index: j, code: ce.Code, msg: ce.Msg})
 					if ordered {
@@ -214,10 +262,22 @@ func (e *Engine) insertDocs(ctx context.Context, coll *store.Collection, docs []
 		}
 		inserted += chunkN
 		errs = append(errs, chunkErrs...)
+		e.chargeItems(m, &extra)
 		if stop {
 			break
 		}
 		i = next
+		if wait > 0 {
+			d := docs[next]
+			key, _ := docKeyOf(coll, d.doc, d.id)
+			price := ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), 0, 0))
+			if err := e.waitItem(ctx, m, units.at(key), logicalKey(coll, key), price, wait, &paid[next]); err != nil {
+				if !errors.Is(err, errRetryLimit) {
+					return inserted, errs, err
+				}
+				gaveUp = true // paid[next] is refused now: the loop reports it
+			}
+		}
 	}
 	return inserted, errs, nil
 }

@@ -49,7 +49,7 @@ func (e *Engine) cmdListDatabases(_ context.Context, req *request) ([]byte, erro
 			if err != nil {
 				return nil, err
 			}
-			size += counts.Bytes + counts.KeyBytes
+			size += counts.Bytes + counts.IndexTotal()
 			docs += counts.Docs
 		}
 		entry := bson.D{{Key: "name", Value: name}}

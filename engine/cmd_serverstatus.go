@@ -60,5 +60,8 @@ func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
 			{Key: "name", Value: "badger"},
 			{Key: "persistent", Value: !e.store.InMemory()},
 		}},
+		// Parsec's own section: request units of the whole server
+		// (rustats.go).
+		bson.E{Key: "parsec", Value: bson.D{{Key: "requestUnits", Value: e.serverRUStats(now)}}},
 	)
 }

@@ -79,6 +79,7 @@ func (e *Engine) cmdShardCollection(_ context.Context, req *request) ([]byte, er
 		return nil, err
 	}
 	e.cursors.closeForNamespace(c.Namespace())
+	e.units.catalogChanged()
 	return okReply(
 		bson.E{Key: "_t", Value: "ShardCollectionResponse"},
 		bson.E{Key: "collectionsharded", Value: ns},
@@ -93,6 +94,14 @@ func (e *Engine) shardCollection(db, coll string, spec shard.Spec, minPartitions
 	t := e.newCollectionThroughput(db)
 	if cur := e.store.Collection(db, coll); cur != nil && !cur.Throughput.IsZero() {
 		t = cur.Throughput // an existing collection keeps its own
+	}
+	if cur := e.store.Collection(db, coll); cur != nil && !cur.Sharded() {
+		for _, ix := range cur.Indexes {
+			if ix.Unique && (len(ix.Fields) == 0 || ix.Fields[0].Path != spec.Path) {
+				return nil, errorf(ErrInvalidOptions, "can't shard collection '%s' with unique index on %s and proposed shard key { %s: \"hashed\" }. Uniqueness can't be maintained unless shard key is a prefix",
+					namespaceOf(db, coll), shellString(docValue(ix.Key)), spec.Path)
+			}
+		}
 	}
 	parts := max(minPartitions, 1)
 	if !t.IsZero() {

@@ -69,7 +69,7 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err := e.updateStmt(ctx, req.db, name, st, let, coll != nil)
+		res, err := e.updateStmt(ctx, &req.units, req.db, name, st, let, coll != nil)
 		n += res.matched
 		nModified += res.modified
 		if res.upserted.Type != 0 {
@@ -85,6 +85,11 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 			if ordered {
 				break
 			}
+		}
+	}
+	if len(upserted) == 0 {
+		if ce := throttledOnly(n, errs, ordered, len(stmts)); ce != nil {
+			return nil, ce
 		}
 	}
 	if wc.journal && (nModified > 0 || len(upserted) > 0) {
@@ -223,7 +228,7 @@ func compileUpdate(q bsoncore.Document, u bsoncore.Value, arrayFilters []bsoncor
 // updateStmt compiles and runs one statement; exists says whether the
 // collection existed when the command started (hints are checked only
 // against existing collections, as MongoDB plans nothing for missing ones).
-func (e *Engine) updateStmt(ctx context.Context, db, name string, st updateStmt, let bsoncore.Document, exists bool) (updateResult, error) {
+func (e *Engine) updateStmt(ctx context.Context, m *meter, db, name string, st updateStmt, let bsoncore.Document, exists bool) (updateResult, error) {
 	if exists && st.hint.Type != 0 {
 		if err := checkHint(st.hint); err != nil {
 			return updateResult{}, err
@@ -238,7 +243,7 @@ func (e *Engine) updateStmt(ctx context.Context, db, name string, st updateStmt,
 		return updateResult{}, errorf(ErrFailedToParse, "multi update is not supported for replacement-style update")
 	}
 	sp.multi, sp.upsert = st.multi, st.upsert
-	return e.runUpdate(ctx, db, name, sp)
+	return e.runUpdate(ctx, m, db, name, sp)
 }
 
 // checkHint accepts the hints a collection with only the _id index can

@@ -31,6 +31,7 @@ func newCommandTable() map[string]command {
 		{name: "connectionStatus", help: "authentication state of the connection", run: (*Engine).cmdConnectionStatus},
 		{name: "serverStatus", help: "uptime, connections, operation counters, memory", run: (*Engine).cmdServerStatus},
 		{name: "listCommands", help: "every command with its help", run: (*Engine).cmdListCommands},
+		{name: "getLastRequestStatistics", help: "request charge (RU), duration and ActivityId of the connection's previous command (Cosmos DB)", run: (*Engine).cmdGetLastRequestStatistics},
 		{name: "endSessions", help: "end logical sessions", run: (*Engine).cmdEndSessions},
 		{name: "killSessions", help: "kill logical sessions and their cursors", run: (*Engine).cmdKillSessions},
 		{name: "killAllSessions", help: "kill all logical sessions and their cursors", run: (*Engine).cmdKillAllSessions},
@@ -44,6 +45,11 @@ func newCommandTable() map[string]command {
 		{name: "renameCollection", help: "rename a collection, within or across databases", adminOnly: true, run: (*Engine).cmdRenameCollection},
 		{name: "collStats", help: "storage statistics of a collection", run: (*Engine).cmdCollStats},
 		{name: "dbStats", help: "storage statistics of a database", run: (*Engine).cmdDBStats},
+		{name: "createIndexes", help: "build secondary indexes (single-field, compound, multikey, unique, sparse, partial, TTL, hidden, wildcard)", run: (*Engine).cmdCreateIndexes},
+		{name: "listIndexes", help: "list a collection's indexes", run: (*Engine).cmdListIndexes},
+		{name: "dropIndexes", help: "drop indexes by name, key pattern, list of names or \"*\"", run: (*Engine).cmdDropIndexes},
+		{name: "validate", help: "check a collection's indexes against its documents", run: (*Engine).cmdValidate},
+		{name: "collMod", help: "change an index's hidden flag or TTL", run: (*Engine).cmdCollMod},
 		{name: "createSearchIndexes", help: "Atlas Search indexes (not available: answers as MongoDB outside Atlas)", run: (*Engine).cmdSearchIndexes},
 		{name: "updateSearchIndex", help: "Atlas Search indexes (not available: answers as MongoDB outside Atlas)", run: (*Engine).cmdSearchIndexes},
 		{name: "dropSearchIndex", help: "Atlas Search indexes (not available: answers as MongoDB outside Atlas)", run: (*Engine).cmdSearchIndexes},
@@ -65,7 +71,7 @@ func newCommandTable() map[string]command {
 		{name: "update", help: "update documents", run: (*Engine).cmdUpdate},
 		{name: "findAndModify", help: "update or remove one document and return it", run: (*Engine).cmdFindAndModify},
 		{name: "aggregate", help: "run an aggregation pipeline (per partition, then merged)", run: (*Engine).cmdAggregate},
-	}, map[string]string{"ismaster": "isMaster", "buildinfo": "buildInfo", "dbstats": "dbStats", "collstats": "collStats", "findandmodify": "findAndModify", "shardcollection": "shardCollection", "enablesharding": "enableSharding"})
+	}, map[string]string{"ismaster": "isMaster", "buildinfo": "buildInfo", "dbstats": "dbStats", "collstats": "collStats", "findandmodify": "findAndModify", "shardcollection": "shardCollection", "enablesharding": "enableSharding", "dropIndex": "dropIndexes", "deleteIndexes": "dropIndexes"})
 }
 
 func buildCommandTable(cmds []command, aliases map[string]string) map[string]command {

@@ -38,7 +38,8 @@ type cursor struct {
 	// budget is what is left of the find's maxTimeMS, which MongoDB
 	// applies to the cursor's operations together (0: no limit).
 	budget    time.Duration
-	noTimeout bool // noCursorTimeout: never reaped for idleness
+	noTimeout bool      // noCursorTimeout: never reaped for idleness
+	bill      *readBill // request units: each getMore pays for its batch (nil: not charged)
 
 	lastUsed time.Time
 	inUse    bool
@@ -48,6 +49,7 @@ type cursor struct {
 type cursorOptions struct {
 	budget    time.Duration
 	noTimeout bool
+	bill      *readBill
 }
 
 // cursorRegistry holds open cursors. Ids are random, positive and unique
@@ -74,7 +76,7 @@ func (r *cursorRegistry) open(ns string, connID int64, session string, src batch
 			continue
 		}
 		r.cursors[id] = &cursor{id: id, ns: ns, connID: connID, session: session, source: src, lastUsed: r.now(),
-			budget: opts.budget, noTimeout: opts.noTimeout}
+			budget: opts.budget, noTimeout: opts.noTimeout, bill: opts.bill}
 		return id
 	}
 }

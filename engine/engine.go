@@ -1,7 +1,9 @@
 // Package engine is Parsec's command layer: it receives command documents
 // from wire, dispatches them by name to one handler per command
 // (cmd_<name>.go, registered in commands.go), and runs them against store
-// and the language packages (query, and later update and agg).
+// and the language packages (query, and later update and agg). Every
+// command is charged in request units against its partitions' throughput
+// (requestunits.go, throughput.go).
 //
 // Contract: engine is the only package that speaks MongoDB error codes.
 // Every reply is a BSON document; failures are {ok: 0, errmsg, code,
@@ -12,7 +14,9 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -20,6 +24,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -53,8 +58,13 @@ type Config struct {
 	// AggMemoryLimit is what each blocking aggregation stage may hold
 	// (0: 100 MB, MongoDB's default).
 	AggMemoryLimit int64
+	// TTLInterval is how often expired documents are deleted (0: 60 s).
+	TTLInterval time.Duration
 	// Partition limits and throughput defaults (partitions.go).
 	Partitions PartitionLimits
+	// RequestUnits configures request-unit accounting and throttling
+	// (requestunits.go).
+	RequestUnits RequestUnitOptions
 }
 
 // Engine runs commands. It implements wire.Handler.
@@ -74,6 +84,10 @@ type Engine struct {
 	warnings  []string   // startup warnings as structured log lines (cmd_getlog.go)
 	writes    writeState // update clock and document locks (updates.go)
 	limits    PartitionLimits
+	ttl       ttlStats
+	ruOpts    RequestUnitOptions
+	units     *throughputs // request-unit pools and partitions (throughput.go)
+	commandRU atomic.Int64 // centi-RU charged to no partition (metadata commands)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -120,11 +134,22 @@ func New(cfg Config) *Engine {
 		e.logs.add(line)
 	}
 	e.limits = cfg.Partitions.withDefaults()
+	e.ruOpts = cfg.RequestUnits
+	e.units = newThroughputs(e.store, now, ru.Options{BurstSeconds: e.ruOpts.BurstSeconds}, e.effectiveThroughput)
 	if e.store != nil {
 		e.store.SetLimits(e.limits.storeLimits())
+		e.store.SetMatcher(partialMatcher)
 	}
 	e.wg.Add(1)
 	go e.reapCursors(timeout)
+	if e.store != nil {
+		every := cfg.TTLInterval
+		if every <= 0 {
+			every = DefaultTTLInterval
+		}
+		e.wg.Add(1)
+		go e.ttlLoop(every)
+	}
 	return e
 }
 
@@ -153,7 +178,9 @@ func (e *Engine) reapCursors(timeout time.Duration) {
 
 // Connect implements wire.Handler.
 func (e *Engine) Connect(c *wire.Conn) wire.ConnHandler {
-	return &conn{e: e, wc: c}
+	cn := &conn{e: e, wc: c}
+	binary.BigEndian.PutUint64(cn.seed[:], rand.Uint64())
+	return cn
 }
 
 // conn is one client connection's state.
@@ -165,6 +192,11 @@ type conn struct {
 	lastCmd string
 	lastDur time.Duration
 	appName string // client.application.name from the handshake
+	// The previous command's request charge and number, for
+	// getLastRequestStatistics; seed makes ActivityIds unique.
+	lastCharge float64
+	requests   uint64
+	seed       [8]byte
 }
 
 // request is one command being run.
@@ -174,6 +206,8 @@ type request struct {
 	body bsoncore.Document
 	seqs []wire.Section
 	c    *conn
+	// units is the request's request-unit account.
+	units meter
 }
 
 // sequence returns the documents of kind-1 section id, if present.
@@ -195,14 +229,38 @@ func (c *conn) Close() {
 // Handle implements wire.ConnHandler.
 func (c *conn) Handle(ctx context.Context, wr *wire.Request) []byte {
 	start := c.e.now()
-	reply, name := c.run(ctx, wr)
+	reply, name, charge := c.run(ctx, wr)
+	if name == "getLastRequestStatistics" {
+		return reply // it reports the command before it, however often asked
+	}
 	c.mu.Lock()
-	c.lastCmd, c.lastDur = name, c.e.now().Sub(start)
+	c.lastCmd, c.lastDur, c.lastCharge = name, c.e.now().Sub(start), charge
+	c.requests++
 	c.mu.Unlock()
 	return reply
 }
 
-func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name string) {
+// run runs one command and returns its reply, its name and its request
+// charge.
+func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name string, charge float64) {
+	var units *meter
+	defer func() {
+		switch {
+		case c.e.ruOpts.Bypass:
+		case units == nil || !units.charged && !units.throttled:
+			charge = commandRU
+			c.e.commandRU.Add(int64(commandRU * 100))
+		default:
+			charge = units.charge()
+		}
+	}()
+	reply, name, units = c.dispatch(ctx, wr)
+	return reply, name, charge
+}
+
+// dispatch finds and runs a command's handler; units is the request's
+// account once it has one.
+func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, name string, units *meter) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.e.logger.Error("command panicked", "command", name, "panic", p, "stack", string(debug.Stack()))
@@ -210,45 +268,46 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 		}
 	}()
 	if wr.Err != nil {
-		return errorReply(errorf(ErrInvalidOptions, "invalid %s message: %v", wr.OpCode, wr.Err)), ""
+		return errorReply(errorf(ErrInvalidOptions, "invalid %s message: %v", wr.OpCode, wr.Err)), "", nil
 	}
 	body := bsoncore.Document(wr.Body)
 	first, err := body.IndexErr(0)
 	if err != nil {
-		return errorReply(errorf(ErrFailedToParse, "empty command document")), ""
+		return errorReply(errorf(ErrFailedToParse, "empty command document")), "", nil
 	}
 	name = first.Key()
 	req := &request{name: name, body: body, seqs: wr.Sequences, c: c, db: wr.DB}
+	units = &req.units
 	if v, err := body.LookupErr("$db"); err == nil {
 		db, ok := v.StringValueOK()
 		if !ok {
-			return errorReply(wrongType(name, "$db", v, "string")), name
+			return errorReply(wrongType(name, "$db", v, "string")), name, units
 		}
 		req.db = db
 	}
 	if req.db == "" {
-		return errorReply(errorf(ErrFailedToParse, "command %s has no $db", name)), name
+		return errorReply(errorf(ErrFailedToParse, "command %s has no $db", name)), name, units
 	}
 	cmd, ok := c.e.commands[name]
 	if !ok {
-		return errorReply(errorf(ErrCommandNotFound, "no such command: '%s'", name)), name
+		return errorReply(errorf(ErrCommandNotFound, "no such command: '%s'", name)), name, units
 	}
 	if cmd.adminOnly && req.db != "admin" {
-		return errorReply(errorf(ErrUnauthorized, "%s may only be run against the admin database.", name)), name
+		return errorReply(errorf(ErrUnauthorized, "%s may only be run against the admin database.", name)), name, units
 	}
 	if ce := checkReadConcern(cmd.name, body); ce != nil {
-		return errorReply(ce), name
+		return errorReply(ce), name, units
 	}
 	if ce := checkTransaction(cmd.name, body); ce != nil {
-		return errorReply(ce), name
+		return errorReply(ce), name, units
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil && cmd.name != "getMore" {
 		ms, err := int64Arg(name, "maxTimeMS", v)
 		if err != nil {
-			return errorReply(toCommandError(err)), name
+			return errorReply(toCommandError(err)), name, units
 		}
 		if ms < 0 {
-			return errorReply(errorf(ErrBadValue, "%d value for maxTimeMS is out of range", ms)), name
+			return errorReply(errorf(ErrBadValue, "%d value for maxTimeMS is out of range", ms)), name, units
 		}
 		if ms > 0 {
 			var cancel context.CancelFunc
@@ -264,7 +323,7 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 		if a, ok := c.e.failPoint.trigger(name, app); ok {
 			fail = a
 			if out, done := a.before(ctx, req, func() { wr.CloseConnection = true }); done {
-				return out, name
+				return out, name, units
 			}
 		}
 	}
@@ -275,12 +334,12 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 		if ce.Code == ErrInternalError {
 			c.e.logger.Error("command failed", "command", name, "err", err)
 		}
-		return errorReply(ce), name
+		return errorReply(ce), name, units
 	}
 	if fail != nil {
 		out = fail.after(req, out)
 	}
-	return out, name
+	return out, name, units
 }
 
 // countOp counts a command in serverStatus.opcounters. As in MongoDB,
@@ -306,7 +365,7 @@ func errorReply(ce *CommandError) []byte {
 		AppendDouble("ok", 0).
 		AppendString("errmsg", ce.Msg).
 		AppendInt32("code", int32(ce.Code)).
-		AppendString("codeName", ce.Code.Name()).
+		AppendString("codeName", ce.codeName()).
 		Build()
 }
 

@@ -122,10 +122,21 @@ func (c Code) Name() string {
 type CommandError struct {
 	Code Code
 	Msg  string
+	// Name overrides the code's codeName: Cosmos DB answers code 50 as
+	// ExceededTimeLimit where MongoDB says MaxTimeMSExpired.
+	Name string
 }
 
 func (e *CommandError) Error() string {
-	return fmt.Sprintf("%s (%d): %s", e.Code.Name(), e.Code, e.Msg)
+	return fmt.Sprintf("%s (%d): %s", e.codeName(), e.Code, e.Msg)
+}
+
+// codeName is the codeName the client sees.
+func (e *CommandError) codeName() string {
+	if e.Name != "" {
+		return e.Name
+	}
+	return e.Code.Name()
 }
 
 // errorf makes a CommandError.
@@ -141,6 +152,12 @@ func toCommandError(err error) *CommandError {
 	switch {
 	case errors.As(err, &ce):
 		return ce
+	case errors.Is(err, store.ErrParallelArrays):
+		return errorf(ErrCannotIndexParallelArrays, "cannot index parallel arrays")
+	case isIndexDup(err):
+		var dup *store.DuplicateKeyError
+		errors.As(err, &dup)
+		return errorf(ErrDuplicateKey, "%s", indexDupMessage(dup))
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorf(ErrMaxTimeMSExpired, "operation exceeded time limit")
 	case errors.Is(err, context.Canceled):

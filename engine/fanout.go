@@ -102,6 +102,7 @@ func (s *scanSource) fill(ctx context.Context, part *partScan, wantDocs, wantByt
 				return false, nil
 			}
 			part.stats.docsExamined++
+			part.stats.bytesRead += int64(len(doc))
 			if p.useIDIndex {
 				part.stats.keysExamined++
 			}
@@ -226,9 +227,10 @@ func (s *scanSource) sumStats() {
 	var st planStats
 	for _, part := range s.fan.parts {
 		st.docsExamined += part.stats.docsExamined
+		st.bytesRead += part.stats.bytesRead
 		st.keysExamined += part.stats.keysExamined
 	}
-	s.stats.docsExamined, s.stats.keysExamined = st.docsExamined, st.keysExamined
+	s.stats.docsExamined, s.stats.keysExamined, s.stats.bytesRead = st.docsExamined, st.keysExamined, st.bytesRead
 }
 
 // countFanOut counts the matches of every partition in parallel, then
@@ -279,6 +281,7 @@ func (s *scanSource) collectAll(ctx context.Context) ([][]byte, error) {
 		var out [][]byte
 		for _, doc := range p.virtual {
 			s.stats.docsExamined++
+			s.stats.bytesRead += int64(len(doc))
 			ok, err := s.match(doc)
 			if err != nil {
 				return nil, err
@@ -290,6 +293,12 @@ func (s *scanSource) collectAll(ctx context.Context) ([][]byte, error) {
 		return out, nil
 	case p.coll == nil:
 		return nil, nil
+	case p.index != nil:
+		raw := &scanSource{store: s.store, plan: &readPlan{coll: p.coll, filter: p.filter, spans: p.spans, index: p.index}}
+		out, err := raw.collectIndex(ctx)
+		s.stats.docsExamined += raw.stats.docsExamined
+		s.stats.keysExamined += raw.stats.keysExamined
+		return out, err
 	}
 	spans := p.spans
 	if len(spans) == 0 {
@@ -309,6 +318,7 @@ func (s *scanSource) collectAll(ctx context.Context) ([][]byte, error) {
 	s.perPart = map[string]planStats{}
 	for _, part := range parts {
 		s.stats.docsExamined += part.stats.docsExamined
+		s.stats.bytesRead += part.stats.bytesRead
 		s.stats.keysExamined += part.stats.keysExamined
 		st := part.stats
 		st.returned = int64(len(part.buf)) // what the partition passed on to the merge

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/parsecdb/parsec/engine/query"
@@ -15,22 +16,25 @@ import (
 // goes through one collection: which physical partitions and keys it
 // reads, in what order, what it keeps and how it shapes the result.
 type readPlan struct {
-	ns         string
-	coll       *store.Collection // nil: the collection does not exist
-	spans      []partitionSpan   // the partitions routed to, in hash order
-	virtual    [][]byte          // documents of a virtual collection (config.*), read instead of coll
-	filter     *query.Filter
-	sort       *query.Sort // nil: none
-	proj       *query.Projection
-	skip       int64
-	limit      int64  // 0: none
-	point      []byte // IDHACK: the only key to read
-	idBounds   *idRange
-	natural    int  // $natural direction asked for (hint or sort); 0: none
-	useIDIndex bool // hint on _id_ (or min/max): report IXSCAN on _id
-	streamByID bool // sort {_id: 1} answered by key order
-	returnKey  bool
-	noDiskUse  bool // allowDiskUse: false given explicitly
+	ns          string
+	coll        *store.Collection // nil: the collection does not exist
+	spans       []partitionSpan   // the partitions routed to, in hash order
+	virtual     [][]byte          // documents of a virtual collection (config.*), read instead of coll
+	filter      *query.Filter
+	sort        *query.Sort // nil: none
+	proj        *query.Projection
+	skip        int64
+	limit       int64  // 0: none
+	point       []byte // IDHACK: the only key to read
+	idBounds    *idRange
+	natural     int  // $natural direction asked for (hint or sort); 0: none
+	useIDIndex  bool // hint on _id_ (or min/max): report IXSCAN on _id
+	streamByID  bool // sort {_id: 1} answered by key order
+	returnKey   bool
+	noDiskUse   bool         // allowDiskUse: false given explicitly
+	index       *indexPlan   // secondary indexes read (indexplan.go); nil: none
+	hinted      *store.Index // the secondary index a hint names
+	naturalHint bool         // hint {$natural: ±1}: a collection scan, whatever the sort
 }
 
 // idRange is min/max on the _id index: [min, max).
@@ -71,12 +75,13 @@ type planStats struct {
 	docsExamined int64
 	keysExamined int64
 	returned     int64
+	bytesRead    int64 // of the documents examined, for request units
 }
 
 // blockingSort reports whether the plan must read everything before its
 // first result.
 func (p *readPlan) blockingSort() bool {
-	if p.streamByID {
+	if p.streamByID || (p.index != nil && p.index.sorted) {
 		return false
 	}
 	return (p.sort != nil && !p.sort.IsEmpty()) || p.natural < 0
@@ -107,6 +112,8 @@ type scanSource struct {
 	fan     *fanOut              // a plan over several partitions
 	vpos    int                  // next virtual document (configdb.go)
 	perPart map[string]planStats // per partition, when collectAll read several
+	ix      indexCursor          // where an index read stands (indexscan.go)
+	pending []byte               // a document that did not fit the last batch of an index read
 }
 
 // span is the one key range a single-partition plan reads.
@@ -176,6 +183,9 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 	if p.virtual != nil {
 		return s.scanVirtual(ctx, max, maxBytes, keep)
 	}
+	if p.index != nil {
+		return s.scanIndex(ctx, max, maxBytes, keep)
+	}
 	if p.fanOut() {
 		return s.scanFanOut(ctx, max, maxBytes, keep)
 	}
@@ -196,6 +206,7 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 				return err
 			}
 			s.stats.docsExamined++
+			s.stats.bytesRead += int64(len(doc))
 			ok, err := s.match(doc)
 			if err != nil || !ok {
 				return err
@@ -236,6 +247,7 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 				return false, nil
 			}
 			s.stats.docsExamined++
+			s.stats.bytesRead += int64(len(doc))
 			if p.useIDIndex {
 				s.stats.keysExamined++
 			}
@@ -292,23 +304,46 @@ const sortMemoryLimit = 100 << 20
 
 func (s *sortedSource) load(ctx context.Context) error {
 	p := s.scan.plan
-	type entry struct {
-		doc  []byte
-		keys []bsoncore.Value
-		seq  int
+	sorting := p.sort != nil && !p.sort.IsEmpty()
+	cmp := func(a, b sortEntry) int {
+		if c := p.sort.CompareKeys(a.keys, b.keys); c != 0 {
+			return c
+		}
+		return a.seq - b.seq // stable: ties keep their read order
 	}
-	var all []entry
+	// With a limit, only the first skip+limit in sort order are kept (a
+	// top-k selection in a bounded heap whose root is the worst kept),
+	// and only they count against the memory limit, as in MongoDB.
+	keep := 0
+	if sorting && p.limit > 0 && p.skip+p.limit < math.MaxInt32 {
+		keep = int(p.skip + p.limit)
+	}
+	var all []sortEntry
 	used := 0
+	seq := 0
 	add := func(d []byte) error {
+		en := sortEntry{doc: d, seq: seq}
+		seq++
+		if sorting {
+			en.keys = p.sort.Keys(d)
+		}
+		if keep > 0 && len(all) == keep {
+			if cmp(en, all[0]) >= 0 {
+				return nil // not among the first keep
+			}
+			used -= len(all[0].doc)
+			all[0] = en
+			siftDown(all, 0, cmp)
+		} else {
+			all = append(all, en)
+			if keep > 0 {
+				siftUp(all, len(all)-1, cmp)
+			}
+		}
 		used += len(d)
 		if used > sortMemoryLimit && p.noDiskUse {
 			return errorf(ErrQueryMemoryLimit, "Executor error during find command :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", sortMemoryLimit)
 		}
-		en := entry{doc: d, seq: len(all)}
-		if p.sort != nil && !p.sort.IsEmpty() {
-			en.keys = p.sort.Keys(d)
-		}
-		all = append(all, en)
 		return nil
 	}
 	// Every partition's matching documents, read in parallel, in
@@ -317,14 +352,15 @@ func (s *sortedSource) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range matched {
+	for i, d := range matched {
 		if err := add(d); err != nil {
 			return err
 		}
+		matched[i] = nil
 	}
 	switch {
-	case p.sort != nil && !p.sort.IsEmpty():
-		slices.SortStableFunc(all, func(a, b entry) int { return p.sort.CompareKeys(a.keys, b.keys) })
+	case sorting:
+		slices.SortFunc(all, cmp)
 	case p.natural < 0:
 		slices.Reverse(all)
 	}
@@ -339,6 +375,41 @@ func (s *sortedSource) load(ctx context.Context) error {
 	s.scan.stats.returned = int64(len(s.docs))
 	s.sorted = true
 	return nil
+}
+
+// sortEntry is a document being sorted, with its sort keys and read order.
+type sortEntry struct {
+	doc  []byte
+	keys []bsoncore.Value
+	seq  int
+}
+
+// siftUp and siftDown keep h a heap whose root is the greatest by cmp.
+func siftUp(h []sortEntry, i int, cmp func(a, b sortEntry) int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if cmp(h[i], h[parent]) <= 0 {
+			return
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func siftDown(h []sortEntry, i int, cmp func(a, b sortEntry) int) {
+	for {
+		big := i
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(h) && cmp(h[c], h[big]) > 0 {
+				big = c
+			}
+		}
+		if big == i {
+			return
+		}
+		h[i], h[big] = h[big], h[i]
+		i = big
+	}
 }
 
 func (s *sortedSource) nextBatch(ctx context.Context, max, maxBytes int) ([][]byte, bool, error) {

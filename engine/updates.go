@@ -10,6 +10,7 @@ import (
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/update"
+	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -37,6 +38,9 @@ type updateSpec struct {
 	upd    *update.Update
 	multi  bool
 	upsert bool
+	// tally is the statement's request units (nil: not charged): an
+	// upsert adds the item it inserts.
+	tally *writeTally
 }
 
 // updateResult is what running one statement did.
@@ -183,7 +187,10 @@ type pendingWrite struct {
 // chunkDocs changed documents (each document's update is atomic), then,
 // when nothing matched and upsert is set, the insert, in the transaction
 // that found nothing. On an error it returns what it did before it.
-func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec) (updateResult, error) {
+//
+// It is admitted by the partitions it is routed to before it changes
+// anything, and charged for each transaction it commits.
+func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *updateSpec) (updateResult, error) {
 	var res updateResult
 	coll := e.store.Collection(db, name)
 	if coll == nil {
@@ -198,6 +205,12 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 	env := e.updateEnv()
 	point := pointKeyFor(coll, sp.filter, sp.query)
 	spans := routePartitions(coll, sp.query)
+	var tally writeTally
+	sp.tally = &tally
+	e.routeWrite(&tally, coll, point, spans, sp.query)
+	if err := e.admitWrite(ctx, m, &tally); err != nil {
+		return res, err
+	}
 	var resume []byte
 	for {
 		if err := ctx.Err(); err != nil {
@@ -216,6 +229,7 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 		}
 		err := e.store.Update(func(tx *store.Txn) error {
 			matched, modified, upserted, more, next, stmtErr = 0, 0, bsoncore.Value{}, false, nil, nil
+			tally.reset()
 			var writes []pendingWrite
 			bytes := 0
 			// apply updates one document: its new version (nil when the
@@ -252,9 +266,19 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 			}
 			if point != nil {
 				// One read of the key for the read-modify-write.
-				err := tx.Modify(coll, point, func(doc []byte) ([]byte, error) { return apply(doc), nil })
+				var out []byte
+				ixEntries, ixBytes := secondaryIndexWork(tx)
+				err := tx.Modify(coll, point, func(doc []byte) ([]byte, error) {
+					tally.read = int64(len(doc))
+					out = apply(doc)
+					return out, nil
+				})
 				if err != nil && !errors.Is(err, store.ErrNotFound) {
 					return err
+				}
+				if err == nil && out != nil {
+					e1, b1 := secondaryIndexWork(tx)
+					tally.item(ru.KindReplace, point, len(out), e1-ixEntries, b1-ixBytes)
 				}
 			} else {
 				err := scanSpans(tx, coll, spans, resume, func(key, doc []byte) (bool, error) {
@@ -262,6 +286,7 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 						more, next = true, append([]byte(nil), key...)
 						return false, nil
 					}
+					tally.scanned(doc)
 					if out := apply(doc); out != nil {
 						writes = append(writes, pendingWrite{key: append([]byte(nil), key...), doc: out, oldSize: len(doc)})
 						bytes += len(out)
@@ -273,9 +298,12 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 				}
 			}
 			for _, w := range writes {
+				ixEntries, ixBytes := secondaryIndexWork(tx)
 				if err := tx.Replace(coll, w.key, w.doc, w.oldSize); err != nil {
 					return err
 				}
+				e1, b1 := secondaryIndexWork(tx)
+				tally.item(ru.KindReplace, w.key, len(w.doc), e1-ixEntries, b1-ixBytes)
 			}
 			if stmtErr == nil && !more && sp.upsert && res.matched+matched == 0 {
 				id, err := e.upsertInTxn(tx, coll, sp, env)
@@ -305,12 +333,14 @@ func (e *Engine) runUpdate(ctx context.Context, db, name string, sp *updateSpec)
 			}
 			point = pointKeyFor(coll, sp.filter, sp.query)
 			spans = routePartitions(coll, sp.query)
+			e.routeWrite(&tally, coll, point, spans, sp.query)
 			resume = nil
 			continue
 		}
 		if err != nil {
 			return res, fmt.Errorf("update %s: %w", coll.Namespace(), err)
 		}
+		e.chargeWrite(m, &tally)
 		res.matched += matched
 		res.modified += modified
 		if upserted.Type != 0 {
@@ -353,12 +383,17 @@ func (e *Engine) upsertKeyInTxn(tx *store.Txn, coll *store.Collection, sp *updat
 	if err != nil {
 		return bsoncore.Value{}, nil, err
 	}
+	ixEntries, ixBytes := secondaryIndexWork(tx)
 	err = tx.Insert(coll, key, ins.doc)
+	if err == nil && sp.tally != nil {
+		e1, b1 := secondaryIndexWork(tx)
+		sp.tally.item(ru.KindUpsert, key, len(ins.doc), e1-ixEntries, b1-ixBytes)
+	}
 	if errors.Is(err, store.ErrLogicalPartitionFull) {
 		return bsoncore.Value{}, nil, toCommandError(err)
 	}
 	var dup *store.DuplicateKeyError
-	if errors.As(err, &dup) {
+	if errors.As(err, &dup) && dup.Index == "" {
 		we := dupKeyError(0, coll.Namespace(), ins.id)
 		return bsoncore.Value{}, nil, &dupKeyCommandError{CommandError{Code: ErrDuplicateKey, Msg: we.msg}, ins.id}
 	}
@@ -389,6 +424,10 @@ func writeErrorOf(index int, err error) writeError {
 	var dk *dupKeyCommandError
 	if errors.As(err, &dk) {
 		return writeError{index: index, code: ErrDuplicateKey, msg: dk.Msg, keyValue: dk.id}
+	}
+	var dup *store.DuplicateKeyError
+	if errors.As(err, &dup) && dup.Index != "" {
+		return dupWriteError(index, "", dup, bsoncore.Value{})
 	}
 	ce := toCommandError(err)
 	return writeError{index: index, code: ce.Code, msg: ce.Msg}

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -71,7 +73,10 @@ type writeError struct {
 	index    int
 	code     Code
 	msg      string
-	keyValue bsoncore.Value // for duplicate keys
+	keyValue bsoncore.Value // for duplicate keys of the _id index
+	// keyPattern and keyDoc are those of a secondary unique index.
+	keyPattern bson.Raw
+	keyDoc     bson.D
 }
 
 func (w writeError) toD() bson.D {
@@ -79,7 +84,9 @@ func (w writeError) toD() bson.D {
 		{Key: "index", Value: int32(w.index)},
 		{Key: "code", Value: int32(w.code)},
 	}
-	if w.code == ErrDuplicateKey {
+	if w.code == ErrDuplicateKey && w.keyPattern != nil {
+		d = append(d, bson.E{Key: "keyPattern", Value: w.keyPattern}, bson.E{Key: "keyValue", Value: w.keyDoc})
+	} else if w.code == ErrDuplicateKey {
 		d = append(d,
 			bson.E{Key: "keyPattern", Value: bson.D{{Key: "_id", Value: int32(1)}}},
 			bson.E{Key: "keyValue", Value: bson.D{{Key: "_id", Value: bson.RawValue{Type: bson.Type(w.keyValue.Type), Value: w.keyValue.Data}}}},
@@ -95,6 +102,31 @@ func dupKeyError(index int, ns string, id bsoncore.Value) writeError {
 		msg:      fmt.Sprintf("E11000 duplicate key error collection: %s index: _id_ dup key: { _id: %s }", ns, shellString(id)),
 		keyValue: id,
 	}
+}
+
+// dupWriteError is the write error of a duplicate key at index: of the
+// document's _id id, or of a secondary unique index (dup.Index set).
+func dupWriteError(index int, ns string, dup *store.DuplicateKeyError, id bsoncore.Value) writeError {
+	if dup.Index == "" {
+		return dupKeyError(index, ns, id)
+	}
+	return writeError{index: index, code: ErrDuplicateKey, msg: indexDupMessage(dup), keyPattern: dup.KeyPattern, keyDoc: dup.KeyValue}
+}
+
+// isIndexDup reports whether err is a duplicate key of a secondary index.
+func isIndexDup(err error) bool {
+	var dup *store.DuplicateKeyError
+	return errors.As(err, &dup) && dup.Index != ""
+}
+
+// indexDupMessage is MongoDB's E11000 message for a secondary index.
+func indexDupMessage(dup *store.DuplicateKeyError) string {
+	parts := make([]string, len(dup.KeyValue))
+	for i, e := range dup.KeyValue {
+		rv, _ := e.Value.(bson.RawValue)
+		parts[i] = e.Key + ": " + shellString(bsoncore.Value{Type: bsoncore.Type(rv.Type), Data: rv.Value})
+	}
+	return fmt.Sprintf("E11000 duplicate key error collection: %s index: %s dup key: { %s }", dup.Namespace, dup.Index, strings.Join(parts, ", "))
 }
 
 // writeReply builds {n, writeErrors?, ok: 1} plus extra fields.

@@ -220,10 +220,10 @@ func TestAggregate(t *testing.T) {
 			t.Fatalf("partitionsTargeted: %s", ids)
 		}
 		raw = runOK(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "sales"}, {Key: "pipeline", Value: bson.A{d("$match", d("_id", 5))}}, {Key: "cursor", Value: bson.D{}}}}, {Key: "verbosity", Value: "executionStats"}})
-		if n := mustLookup(t, raw, "executionStats", "nReturned").Int64(); n != 1 {
+		if n := intOf(t, mustLookup(t, raw, "executionStats", "nReturned")); n != 1 {
 			t.Fatalf("nReturned %d", n)
 		}
-		if n := mustLookup(t, raw, "executionStats", "totalDocsExamined").Int64(); n != 1 {
+		if n := intOf(t, mustLookup(t, raw, "executionStats", "totalDocsExamined")); n != 1 {
 			t.Fatalf("an _id equality read examined %d documents", n)
 		}
 	})

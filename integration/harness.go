@@ -33,6 +33,7 @@ type ServerOptions struct {
 	InMemory       bool
 	MaxConnections int
 	CursorTimeout  time.Duration
+	TTLInterval    time.Duration // how often TTL indexes expire documents (0: 60 s)
 	// EnableTestCommands registers configureFailPoint.
 	EnableTestCommands bool
 	// Partitions are the partition limits (zero fields: Cosmos DB's).
@@ -40,6 +41,10 @@ type ServerOptions struct {
 	// AggMemoryLimit is each blocking aggregation stage's memory budget
 	// (0: MongoDB's 100 MB).
 	AggMemoryLimit int64
+	// RequestUnits turns on throttling (RateLimiting, ServerSideRetry)
+	// and bounds server-side retry (RetryLimit); Bypass turns accounting
+	// off, for benchmarks. Zero: accounting on, throttling off.
+	RequestUnits engine.RequestUnitOptions
 }
 
 // StartServer starts a server on 127.0.0.1:0 with its data in a temporary
@@ -82,11 +87,13 @@ func Launch(opts ServerOptions) (*Server, error) {
 		Store:              st,
 		Logger:             logger,
 		CursorTimeout:      opts.CursorTimeout,
+		TTLInterval:        opts.TTLInterval,
 		ConnStats:          func() wire.Stats { return s.srv.Stats() },
 		MaxConnections:     opts.MaxConnections,
 		EnableTestCommands: opts.EnableTestCommands,
 		Partitions:         opts.Partitions,
 		AggMemoryLimit:     opts.AggMemoryLimit,
+		RequestUnits:       opts.RequestUnits,
 		Argv:               []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
 		Options:            map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
 	})

@@ -112,6 +112,15 @@ func checkTiling(t testing.TB, ps partStats) {
 // distinct shard-key values) with the server's statistics.
 func checkStatsAgainstScan(t testing.TB, coll *mongo.Collection, path string) partStats {
 	t.Helper()
+	return checkStatsAgainstScanWith(t, coll, path, nil)
+}
+
+// checkStatsAgainstScanWith is checkStatsAgainstScan for a collection
+// with secondary indexes: entryBytes gives the bytes of a document's
+// secondary index entries, from the document and its encoded shard key
+// and _id.
+func checkStatsAgainstScanWith(t testing.TB, coll *mongo.Collection, path string, entryBytes func(doc bson.Raw, sk, id []byte) int64) partStats {
+	t.Helper()
 	ps := getPartitionStats(t, coll.Database(), coll.Name())
 	checkTiling(t, ps)
 	cur, err := coll.Find(testCtx(t), bson.D{})
@@ -141,6 +150,9 @@ func checkStatsAgainstScan(t testing.TB, coll *mongo.Collection, path string) pa
 		got[i].docs++
 		got[i].data += int64(len(d))
 		got[i].index += int64(2 + 4 + 8 + len(skEnc) + len(idEnc)) // d/<coll><point><shard key><_id>
+		if entryBytes != nil {
+			got[i].index += entryBytes(d, skEnc, idEnc)
+		}
 		keys[i][string(skEnc)] = true
 	}
 	var total sums

@@ -64,6 +64,14 @@ type Collection struct {
 	// Throughput is the collection's own throughput; zero: none given
 	// (it uses its database's, or the server's default).
 	Throughput Throughput `bson:"throughput,omitempty"`
+	// Indexes are the secondary indexes (the _id index is implicit);
+	// NextIndexID numbers them (ids are never reused). IndexVersion
+	// changes when an index is added or removed: a writer holding an
+	// entry of another version fails with ErrCollectionChanged, so that
+	// no write misses an index.
+	Indexes      []*Index `bson:"indexes,omitempty"`
+	NextIndexID  uint32   `bson:"nextIndexID,omitempty"`
+	IndexVersion int64    `bson:"indexVersion,omitempty"`
 
 	pmap *shard.Map // Partitions as a map, built by finish
 }
@@ -101,6 +109,11 @@ func (c *Collection) Map() *shard.Map {
 
 // finish builds the entry's partition map from its stored partitions.
 func (c *Collection) finish() error {
+	for _, ix := range c.Indexes {
+		if err := ix.finish(nil); err != nil {
+			return err
+		}
+	}
 	if !c.Sharded() {
 		c.pmap = nil
 		return nil
@@ -434,7 +447,7 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 // longer in the catalog.
 func (s *Store) purge(id uint32) error {
 	s.dropTracker(id)
-	for _, space := range []byte{'d', 'c'} {
+	for _, space := range []byte{'d', 'c', 'x'} {
 		prefix := []byte{space, '/', 0, 0, 0, 0}
 		binary.BigEndian.PutUint32(prefix[2:], id)
 		if err := s.deletePrefix(prefix); err != nil {
@@ -445,12 +458,15 @@ func (s *Store) purge(id uint32) error {
 }
 
 func (s *Store) deletePrefix(prefix []byte) error {
+	from := prefix
 	for {
 		var keys [][]byte
 		err := s.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 			defer it.Close()
-			for it.Rewind(); it.Valid() && len(keys) < 10000; it.Next() {
+			// Resume after the last batch: seeking from the start again
+			// would walk every tombstone written so far.
+			for it.Seek(from); it.Valid() && len(keys) < 10000; it.Next() {
 				keys = append(keys, it.Item().KeyCopy(nil))
 			}
 			return nil
@@ -469,5 +485,6 @@ func (s *Store) deletePrefix(prefix []byte) error {
 			return err
 		}
 		s.dirty.Store(true)
+		from = append(keys[len(keys)-1], 0)
 	}
 }

@@ -23,27 +23,36 @@ func (s *Store) deltaKey(id uint32) []byte {
 }
 
 func encodeCounts(c Counts) []byte {
-	b := make([]byte, 0, 24)
+	b := make([]byte, 0, 32)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.Docs))
 	b = binary.BigEndian.AppendUint64(b, uint64(c.Bytes))
-	return binary.BigEndian.AppendUint64(b, uint64(c.KeyBytes))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.KeyBytes))
+	if c.IndexBytes != 0 {
+		b = binary.BigEndian.AppendUint64(b, uint64(c.IndexBytes))
+	}
+	return b
 }
 
 func decodeCounts(b []byte) (Counts, error) {
-	if len(b) != 24 {
+	if len(b) != 24 && len(b) != 32 {
 		return Counts{}, fmt.Errorf("%w: counter of %d bytes", ErrCorrupted, len(b))
 	}
-	return Counts{
+	c := Counts{
 		Docs:     int64(binary.BigEndian.Uint64(b)),
 		Bytes:    int64(binary.BigEndian.Uint64(b[8:])),
 		KeyBytes: int64(binary.BigEndian.Uint64(b[16:])),
-	}, nil
+	}
+	if len(b) == 32 { // secondary index bytes, when not zero
+		c.IndexBytes = int64(binary.BigEndian.Uint64(b[24:]))
+	}
+	return c, nil
 }
 
 func (c *Counts) add(o Counts) {
 	c.Docs += o.Docs
 	c.Bytes += o.Bytes
 	c.KeyBytes += o.KeyBytes
+	c.IndexBytes += o.IndexBytes
 }
 
 // readCounts sums the base and every delta of collection id and says how

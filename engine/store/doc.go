@@ -32,8 +32,8 @@
 // preserving and self-delimiting (value.KeyLen finds where one ends), so
 // documents of a collection sort by (point, shard key, _id):
 //
-//	d/ 00 00 00 07 | 3f 1a .. 09 | 0f 45 55 00 01 | 0a c0 f0 .. 00  80 .. 00
-//	   collID 7    | point        | shard key "EU" | _id 1 (number: 16 bytes)
+//	d/ 00 00 00 07 | 3f 1a .. 09 | 0f 45 55 00 01 | 0a 05 80 01 0b 00
+//	   collID 7    | point        | shard key "EU" | _id 1
 //	               '-------- logical partition --------'
 //
 // A logical partition (one shard-key value) is a contiguous key range at

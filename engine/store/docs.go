@@ -43,6 +43,7 @@ type Txn struct {
 	written map[uint32]*Collection // collections written, for the size tracker after commit
 	stored  map[uint32]*Counts     // unsharded collections' counters, when the size check read them
 	hot     []lpRef                // logical partitions whose deltas piled up: fold after commit
+	ixWork  IndexWork              // secondary index entries written
 }
 
 // lpDelta is what a transaction changes in one logical partition.
@@ -66,6 +67,9 @@ type Counts struct {
 	Docs     int64
 	Bytes    int64
 	KeyBytes int64
+	// IndexBytes is the size of the secondary index entries (keys and
+	// values) of the documents.
+	IndexBytes int64
 }
 
 // Update runs fn in a read-write transaction and commits it. Conflicts with
@@ -145,7 +149,8 @@ func (t *Txn) checkCollection(c *Collection) error {
 		doc := bsoncore.Document(v)
 		id, ok := doc.Lookup("id").AsInt64OK()
 		epoch, _ := doc.Lookup("epoch").AsInt64OK() // absent: 0
-		same = ok && id == int64(c.ID) && epoch == c.Epoch
+		ixv, _ := doc.Lookup("indexVersion").AsInt64OK()
+		same = ok && id == int64(c.ID) && epoch == c.Epoch && ixv == c.IndexVersion
 		return nil
 	}); err != nil {
 		return err
@@ -300,8 +305,17 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.checkGrowth(c, key, int64(len(doc)+len(key))); err != nil {
 		return err
 	}
+	var changes []ixChange
+	if len(c.Indexes) > 0 {
+		if changes, err = t.indexChanges(c, key, nil, doc); err != nil {
+			return err
+		}
+	}
 	if err := t.t.Set(key, doc); err != nil {
 		return mapBadgerErr(err)
+	}
+	if err := t.applyIndexChanges(c, key, changes); err != nil {
+		return err
 	}
 	return t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))})
 }
@@ -317,13 +331,35 @@ func (t *Txn) exists(key []byte) error {
 	return err
 }
 
+// current is the stored version of the document at key (ErrNotFound if
+// none), read as exists reads it.
+func (t *Txn) current(key []byte) ([]byte, error) {
+	item, err := t.t.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("document %x: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
 // Replace overwrites the document at key, whose current version has
 // oldSize bytes. ErrNotFound if there is no document at key.
 func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
 		return err
 	}
-	if err := t.exists(key); err != nil {
+	var changes []ixChange
+	if len(c.Indexes) > 0 {
+		old, err := t.current(key)
+		if err != nil {
+			return err
+		}
+		if changes, err = t.indexChanges(c, key, old, doc); err != nil {
+			return err
+		}
+	} else if err := t.exists(key); err != nil {
 		return err
 	}
 	if err := t.checkGrowth(c, key, int64(len(doc)-oldSize)); err != nil {
@@ -331,6 +367,9 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	}
 	if err := t.t.Set(key, doc); err != nil {
 		return mapBadgerErr(err)
+	}
+	if err := t.applyIndexChanges(c, key, changes); err != nil {
+		return err
 	}
 	return t.account(c, key, Counts{Bytes: int64(len(doc) - oldSize)})
 }
@@ -341,7 +380,19 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
 		return err
 	}
-	if err := t.exists(key); err != nil {
+	if len(c.Indexes) > 0 {
+		old, err := t.current(key)
+		if err != nil {
+			return err
+		}
+		changes, err := t.indexChanges(c, key, old, nil)
+		if err != nil {
+			return err
+		}
+		if err := t.applyIndexChanges(c, key, changes); err != nil {
+			return err
+		}
+	} else if err := t.exists(key); err != nil {
 		return err
 	}
 	if err := t.t.Delete(key); err != nil {

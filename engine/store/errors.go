@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // Storage errors. Callers test with errors.Is; the command layer maps them
@@ -20,6 +22,12 @@ var (
 // DuplicateKeyError reports an insert whose key is already present.
 type DuplicateKeyError struct {
 	Key []byte // the encoded key that collided
+	// Index is the unique secondary index that refused it ("" for the
+	// _id index) and KeyValue its key in the refused document.
+	Index      string
+	Namespace  string
+	KeyPattern bson.Raw
+	KeyValue   bson.D
 }
 
 func (e *DuplicateKeyError) Error() string { return fmt.Sprintf("duplicate key %x", e.Key) }

@@ -303,7 +303,7 @@ func (s *Store) PartitionStats(c *Collection, top int) ([]PartitionStats, error)
 }
 
 // size is what the storage limits count: data and key bytes.
-func (c Counts) size() int64 { return c.Bytes + c.KeyBytes }
+func (c Counts) size() int64 { return c.Bytes + c.KeyBytes + c.IndexBytes }
 
 // Size is what the storage limits count: data and key (index) bytes.
 func (c Counts) Size() int64 { return c.size() }

@@ -32,9 +32,13 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 	var out []byte
 	var oldSize int
 	var fnErr error
+	var old []byte
 	if err := item.Value(func(v []byte) error {
 		oldSize = len(v)
 		out, fnErr = fn(v)
+		if out != nil && len(c.Indexes) > 0 {
+			old = append([]byte(nil), v...)
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -42,11 +46,20 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 	if fnErr != nil || out == nil {
 		return fnErr
 	}
+	var changes []ixChange
+	if old != nil {
+		if changes, err = t.indexChanges(c, key, old, out); err != nil {
+			return err
+		}
+	}
 	if err := t.checkGrowth(c, key, int64(len(out)-oldSize)); err != nil {
 		return err
 	}
 	if err := t.t.Set(key, out); err != nil {
 		return mapBadgerErr(err)
+	}
+	if err := t.applyIndexChanges(c, key, changes); err != nil {
+		return err
 	}
 	return t.account(c, key, Counts{Bytes: int64(len(out) - oldSize)})
 }

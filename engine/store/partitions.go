@@ -456,7 +456,9 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 	s.catMu.Lock()
 	target := &Collection{DB: db, Name: name, ID: s.lastCID + 1, UUID: fenced.UUID, Created: fenced.Created,
 		Options: fenced.Options, Epoch: fenced.Epoch + 1, ShardKey: spec.Path, ShardedAt: time.Now().UTC(),
-		Throughput: fenced.Throughput, MapVersion: fenced.MapVersion}
+		Throughput: fenced.Throughput, MapVersion: fenced.MapVersion,
+		Indexes: fenced.Indexes, NextIndexID: fenced.NextIndexID, IndexVersion: fenced.IndexVersion}
+	target.cloneIndexes()
 	if target.Throughput.IsZero() {
 		target.Throughput = t
 	}
@@ -561,6 +563,15 @@ func (t *Txn) insertUnchecked(c *Collection, key, doc []byte) error {
 	}
 	if err := t.t.Set(key, doc); err != nil {
 		return mapBadgerErr(err)
+	}
+	if len(c.Indexes) > 0 {
+		changes, err := t.indexChanges(c, key, nil, doc)
+		if err != nil {
+			return err
+		}
+		if err := t.applyIndexChanges(c, key, changes); err != nil {
+			return err
+		}
 	}
 	return t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))})
 }

@@ -46,6 +46,7 @@ type Store struct {
 	dbs     map[string]*Database
 	colls   map[string]*Collection // by namespace "db.coll"
 	lastCID uint32
+	matcher Matcher // compiles partial filter expressions (SetMatcher)
 
 	foldMu  sync.Mutex
 	folding map[uint32]bool

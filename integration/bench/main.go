@@ -227,12 +227,29 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The request-unit phase (requestunits.go): three servers, accounting
+	// bypassed, on, and on with rate limiting.
+	if ctx.Err() == nil && slices.ContainsFunc(ruWorkloads, want) {
+		if err := ruPhase(ctx, cfg, rep, want, tmpl); err != nil {
+			return nil, err
+		}
+	}
+	// The index phase (indexes.go): secondary indexes against _id, scans
+	// and in-memory sorts, and inserts with 0, 1 and 4 indexes.
+	if ctx.Err() == nil && slices.ContainsFunc(indexWorkloads, want) {
+		if err := indexPhase(ctx, cfg, rep, want); err != nil {
+			return nil, err
+		}
+	}
 	order := map[string]int{}
 	for i, w := range append(server, baseline...) {
 		order[w.name] = i
 	}
-	for i, n := range append(append(append([]string(nil), scanWorkloads...), aggWorkloads...), partitionWorkloads...) {
+	for i, n := range append(append(append(append([]string(nil), scanWorkloads...), aggWorkloads...), partitionWorkloads...), ruWorkloads...) {
 		order[n] = len(server) + len(baseline) + i
+	}
+	for _, n := range indexWorkloads {
+		order[n] = len(order)
 	}
 	slices.SortStableFunc(rep.Results, func(a, b result) int {
 		if a.Clients != b.Clients {
@@ -246,11 +263,15 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	scanGoals(rep)
 	aggGoals(rep)
 	partitionGoals(rep)
+	indexGoals(rep)
+	ruGoals(rep)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)
 	printScanSummary(os.Stdout, rep)
 	printAggSummary(os.Stdout, rep)
 	printPartitionSummary(os.Stdout, rep)
+	printIndexSummary(os.Stdout, rep)
+	printRUSummary(os.Stdout, rep)
 	if cfg.Out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {

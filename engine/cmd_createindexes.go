@@ -1,0 +1,348 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// cmdCreateIndexes builds secondary indexes, creating the collection if
+// needed. Each index is built online: writers go on while the entries of
+// existing documents are written, and a duplicate in a unique index
+// aborts that index's build, leaving none of its entries.
+func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCollName(req.db, name); err != nil {
+		return nil, err
+	}
+	var raw []bsoncore.Document
+	elems, _ := req.body.Elements()
+	seen := false
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "indexes":
+			arr, ok := v.ArrayOK()
+			if !ok {
+				return nil, wrongType(req.name, k, v, "array")
+			}
+			vals, _ := arr.Values()
+			for _, iv := range vals {
+				d, ok := iv.DocumentOK()
+				if !ok {
+					return nil, errorf(ErrTypeMismatch, "The field 'indexes' must be an array of objects, but found %s", TypeName(iv.Type))
+				}
+				raw = append(raw, d)
+			}
+			seen = true
+		case "commitQuorum", "writeConcern", "comment", "ignoreUnknownIndexOptions", "isTimeseriesNamespace":
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	if !seen {
+		return nil, missingField(req.name, "indexes")
+	}
+	if len(raw) == 0 {
+		return nil, errorf(ErrBadValue, "Must specify at least one index to create")
+	}
+	if _, err := parseWriteConcern(req); err != nil {
+		return nil, err
+	}
+	c := e.store.Collection(req.db, name)
+	specs := make([]indexSpec, 0, len(raw))
+	for _, r := range raw {
+		is, err := parseIndexSpec(r, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range specs {
+			if o.ix.Name == is.ix.Name {
+				return nil, errorf(ErrIndexKeySpecsConflict, "Index with name: %s already exists with a different spec", is.ix.Name)
+			}
+		}
+		specs = append(specs, is)
+	}
+	created := false
+	if c == nil {
+		if c, created, err = e.store.EnsureCollection(req.db, name); err != nil {
+			return nil, err
+		}
+	}
+	before := 1 + len(c.Indexes)
+	var todo []indexSpec
+	for _, is := range specs {
+		exists, err := existingIndex(c, is)
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			todo = append(todo, is)
+		}
+	}
+	reply := bson.D{{Key: "numIndexesBefore", Value: int32(before)}}
+	if len(todo) == 0 {
+		reply = append(reply, bson.E{Key: "numIndexesAfter", Value: int32(before)}, bson.E{Key: "note", Value: "all indexes already exist"})
+		return okDoc(reply)
+	}
+	// As in MongoDB, the indexes of one command are built together, in
+	// one pass over the documents: if one fails, none of them stays.
+	for attempt := 0; ; attempt++ {
+		ixs := make([]store.Index, len(todo))
+		for i, is := range todo {
+			ixs[i] = is.ix
+		}
+		_, err := e.store.CreateIndexes(ctx, c, ixs)
+		if errors.Is(err, store.ErrCollectionChanged) && attempt < 10 {
+			// the entry changed meanwhile: look again at what is left to build
+			if c, _, err = e.store.EnsureCollection(req.db, name); err != nil {
+				return nil, err
+			}
+			var left []indexSpec
+			for _, is := range todo {
+				exists, err := existingIndex(c, is)
+				if err != nil {
+					return nil, err
+				}
+				if !exists {
+					left = append(left, is)
+				}
+			}
+			if todo = left; len(todo) == 0 {
+				break
+			}
+			continue
+		}
+		if err != nil {
+			return nil, indexBuildError(err, todo)
+		}
+		break
+	}
+	if cur := e.store.Collection(req.db, name); cur != nil {
+		c = cur
+	}
+	reply = append(reply,
+		bson.E{Key: "numIndexesAfter", Value: int32(1 + len(c.Indexes))},
+		bson.E{Key: "createdCollectionAutomatically", Value: created})
+	return okDoc(reply)
+}
+
+// existingIndex reports whether c already has the index is asks for, and
+// refuses one that clashes with an existing index by name or key.
+func existingIndex(c *store.Collection, is indexSpec) (bool, error) {
+	if sameKey(is.ix.Key, idKeyPattern) {
+		switch {
+		case is.ix.Unique:
+			return false, errorf(ErrInvalidIndexSpecificationOption, "The field 'unique' is not valid for an _id index specification. Specification: %s", shellString(docValue(is.spec)))
+		case is.ix.Name == idIndexName || is.ix.Name == "_id_1":
+			return true, nil
+		}
+		return false, errorf(ErrIndexOptionsConflict, "Index already exists with a different name: %s", idIndexName)
+	}
+	for _, ix := range c.Indexes {
+		switch {
+		case ix.Name == is.ix.Name && sameKey(ix.Key, is.ix.Key) && sameOptions(ix.Spec, is.spec):
+			return true, nil
+		case ix.Name == is.ix.Name:
+			return false, errorf(ErrIndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s",
+				shellString(docValue(is.spec)), shellString(docValue(ix.Spec)))
+		case sameKey(ix.Key, is.ix.Key) && sameOptions(ix.Spec, is.spec):
+			return false, errorf(ErrIndexOptionsConflict, "Index already exists with a different name: %s", ix.Name)
+		case sameKey(ix.Key, is.ix.Key):
+			return false, errorf(ErrIndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s",
+				shellString(docValue(is.spec)), shellString(docValue(ix.Spec)))
+		}
+	}
+	return false, nil
+}
+
+var idKeyPattern, _ = bson.Marshal(bson.D{{Key: "_id", Value: int32(1)}})
+
+func docValue(d []byte) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
+}
+
+// indexBuildError is what a failed build of specs reports.
+func indexBuildError(err error, specs []indexSpec) error {
+	var dup *store.DuplicateKeyError
+	names := make([]string, len(specs))
+	for i, is := range specs {
+		names[i] = is.ix.Name
+	}
+	switch {
+	case errors.As(err, &dup):
+		return errorf(ErrDuplicateKey, "Index build failed: %s", indexDupMessage(dup))
+	case errors.Is(err, store.ErrParallelArrays):
+		return errorf(ErrCannotIndexParallelArrays, "Index build failed: cannot index parallel arrays (indexes %s)", strings.Join(names, ", "))
+	case errors.Is(err, store.ErrExists):
+		return errorf(ErrIndexKeySpecsConflict, "Index with name: %s already exists with a different spec", strings.Join(names, ", "))
+	}
+	return err
+}
+
+// okDoc marshals d with ok: 1.
+func okDoc(d bson.D) ([]byte, error) {
+	return bson.Marshal(append(d, bson.E{Key: "ok", Value: 1.0}))
+}
+
+// cmdListIndexes lists a collection's indexes, the _id index first.
+func (e *Engine) cmdListIndexes(_ context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "cursor":
+			if _, err := docArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "includeBuildUUIDs", "includeIndexBuildInfo":
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	c := e.store.Collection(req.db, name)
+	if c == nil {
+		return nil, errorf(ErrNamespaceNotFound, "ns does not exist: %s", namespaceOf(req.db, name))
+	}
+	batch := bsoncore.NewArrayBuilder()
+	batch.AppendDocument(idIndexDoc())
+	for _, ix := range c.Indexes {
+		if ix.Building {
+			continue
+		}
+		batch.AppendDocument(ix.Spec)
+	}
+	return cursorReply(0, namespaceOf(req.db, name), "firstBatch", batch.Build()), nil
+}
+
+// cmdDropIndexes drops indexes by name, key pattern, list of names, or "*"
+// (all but _id).
+func (e *Engine) cmdDropIndexes(_ context.Context, req *request) ([]byte, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return nil, err
+	}
+	var target bsoncore.Value
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch k {
+		case "index":
+			target = v
+		case "writeConcern", "comment":
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	if target.Type == 0 {
+		return nil, missingField(req.name, "index")
+	}
+	c := e.store.Collection(req.db, name)
+	if c == nil {
+		return nil, errorf(ErrNamespaceNotFound, "ns not found %s", namespaceOf(req.db, name))
+	}
+	was := int32(1 + len(c.Indexes))
+	var names []string
+	msg := ""
+	switch target.Type {
+	case bsoncore.TypeString:
+		s := target.StringValue()
+		switch s {
+		case "*":
+			for _, ix := range c.Indexes {
+				names = append(names, ix.Name)
+			}
+			msg = "non-_id indexes dropped for collection"
+		case idIndexName:
+			return nil, errorf(ErrInvalidOptions, "cannot drop _id index")
+		default:
+			if c.Index(s) == nil {
+				return nil, errorf(ErrIndexNotFound, "index not found with name [%s]", s)
+			}
+			names = []string{s}
+		}
+	case bsoncore.TypeEmbeddedDocument:
+		key := target.Document()
+		if sameKey(bson.Raw(key), idKeyPattern) {
+			return nil, errorf(ErrInvalidOptions, "cannot drop _id index")
+		}
+		var found []string
+		for _, ix := range c.Indexes {
+			if sameKey(ix.Key, bson.Raw(key)) {
+				found = append(found, ix.Name)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return nil, errorf(ErrIndexNotFound, "can't find index with key: %s", shellString(target))
+		case 1:
+			names = found
+		default:
+			return nil, errorf(ErrBadValue, "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %v", len(found), shellString(target), found)
+		}
+	case bsoncore.TypeArray:
+		vals, _ := target.Array().Values()
+		for _, v := range vals {
+			s, ok := v.StringValueOK()
+			if !ok {
+				return nil, errorf(ErrTypeMismatch, "dropIndexes %s failed to drop multiple indexes [%s]: index names must be strings", namespaceOf(req.db, name), shellString(target))
+			}
+			if s == idIndexName {
+				return nil, errorf(ErrInvalidOptions, "cannot drop _id index")
+			}
+			if s == "*" {
+				return nil, errorf(ErrBadValue, "'*' is not allowed in an index list")
+			}
+			if c.Index(s) == nil {
+				return nil, errorf(ErrIndexNotFound, "index not found with name [%s]", s)
+			}
+			names = append(names, s)
+		}
+	default:
+		return nil, errorf(ErrTypeMismatch, "dropIndexes %s failed: the 'index' field must be a string, an object or an array, not %s", namespaceOf(req.db, name), TypeName(target.Type))
+	}
+	for _, n := range names {
+		for attempt := 0; ; attempt++ {
+			_, err := e.store.DropIndex(c, n)
+			if errors.Is(err, store.ErrCollectionChanged) && attempt < 10 {
+				if c = e.store.Collection(req.db, name); c == nil {
+					return nil, errorf(ErrNamespaceNotFound, "ns not found %s", namespaceOf(req.db, name))
+				}
+				continue
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				break // dropped meanwhile
+			}
+			if err != nil {
+				return nil, fmt.Errorf("drop index %s: %w", n, err)
+			}
+			break
+		}
+		if cur := e.store.Collection(req.db, name); cur != nil {
+			c = cur
+		}
+	}
+	reply := bson.D{{Key: "nIndexesWas", Value: was}}
+	if msg != "" {
+		reply = append(reply, bson.E{Key: "msg", Value: msg})
+	}
+	return okDoc(reply)
+}

@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// indexCursor is where an index read stands: which plan (a $or has one
+// per branch), which range, and the key to resume from.
+type indexCursor struct {
+	branch int
+	rng    int
+	resume []byte // forward: first key still to read; reverse: the key after the last still to read
+	seen   map[string]struct{}
+	done   bool
+}
+
+// walkIndex reads the plan's index ranges from where the cursor stands,
+// fetching each entry's document and passing those the filter matches to
+// fn until fn returns false. One read transaction per call.
+func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) (bool, error)) error {
+	p := s.plan
+	cur := &s.ix
+	if cur.done {
+		return nil
+	}
+	plans := []*indexPlan{p.index}
+	if p.index.branches != nil {
+		plans = p.index.branches
+	}
+	if p.index.dedupe() && cur.seen == nil {
+		cur.seen = map[string]struct{}{}
+	}
+	routed := p.coll.Sharded() && len(p.spans) > 0 && len(p.spans) < p.coll.Map().Len()
+	examined := 0
+	return s.store.View(func(tx *store.Txn) error {
+		for cur.branch < len(plans) {
+			ip := plans[cur.branch]
+			for cur.rng < len(ip.ranges) {
+				i := cur.rng
+				if ip.reverse {
+					i = len(ip.ranges) - 1 - cur.rng
+				}
+				r := ip.ranges[i]
+				start, end := r.start, r.end
+				if cur.resume != nil {
+					if ip.reverse {
+						end = cur.resume
+					} else {
+						start = cur.resume
+					}
+				}
+				stopped := false
+				err := tx.ScanIndex(p.coll, ip.ix, start, end, ip.reverse, func(e store.IndexEntry) (bool, error) {
+					if examined++; examined%ctxCheckEvery == 0 {
+						if err := ctx.Err(); err != nil {
+							return false, err
+						}
+					}
+					if ip.reverse {
+						cur.resume = append(cur.resume[:0], e.Key...)
+					} else {
+						cur.resume = append(append(cur.resume[:0], e.Key...), 0)
+					}
+					s.stats.keysExamined++
+					if routed && !s.inSpans(e.DocKey) {
+						return true, nil
+					}
+					if cur.seen != nil {
+						if _, dup := cur.seen[string(e.DocKey)]; dup {
+							return true, nil
+						}
+						cur.seen[string(e.DocKey)] = struct{}{}
+					}
+					doc, err := tx.Get(e.DocKey)
+					if errors.Is(err, store.ErrNotFound) {
+						return true, nil // removed since this read's snapshot: cannot happen in one transaction
+					}
+					if err != nil {
+						return false, err
+					}
+					s.stats.docsExamined++
+					s.stats.bytesRead += int64(len(doc))
+					ok, err := s.match(doc)
+					if err != nil {
+						return false, err
+					}
+					if !ok {
+						return true, nil
+					}
+					more, err := fn(e.DocKey, doc)
+					if !more {
+						stopped = true
+					}
+					return more, err
+				})
+				if err != nil || stopped {
+					return err
+				}
+				cur.rng++
+				cur.resume = nil
+			}
+			cur.branch++
+			cur.rng = 0
+		}
+		cur.done = true
+		return nil
+	})
+}
+
+// inSpans reports whether a document key's point is in a partition the
+// plan was routed to.
+func (s *scanSource) inSpans(docKey []byte) bool {
+	if len(docKey) < 14 {
+		return false
+	}
+	for _, sp := range s.plan.spans {
+		if bytes.Compare(docKey, sp.start) >= 0 && (sp.end == nil || bytes.Compare(docKey, sp.end) < 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanIndex is scan for a plan that reads an index: up to max documents
+// (maxBytes of them), skipping and limiting; keep unset only counts.
+func (s *scanSource) scanIndex(ctx context.Context, max, maxBytes int, keep bool) ([][]byte, bool, error) {
+	p := s.plan
+	var docs [][]byte
+	size := 0
+	if s.pending != nil {
+		docs, size, s.pending = append(docs, s.pending), len(s.pending), nil
+	}
+	err := s.walkIndex(ctx, func(_, doc []byte) (bool, error) {
+		if s.skip > 0 {
+			s.skip--
+			return true, nil
+		}
+		s.sent++
+		s.stats.returned++
+		if keep {
+			out, err := s.shape(doc)
+			if err != nil {
+				return false, err
+			}
+			if len(docs) > 0 && size+len(out) > maxBytes {
+				s.pending = out // the next batch starts with it
+				return false, nil
+			}
+			docs = append(docs, out)
+			size += len(out)
+		}
+		full := (max > 0 && len(docs) >= max) || (p.limit > 0 && s.sent >= p.limit)
+		return !full, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	done := s.ix.done && s.pending == nil
+	if p.limit > 0 && s.sent >= p.limit && s.pending == nil {
+		done = true
+	}
+	s.done = done
+	return docs, done, nil
+}
+
+// collectIndex returns every match of an index plan, unshaped: what a
+// blocking sort sorts.
+func (s *scanSource) collectIndex(ctx context.Context) ([][]byte, error) {
+	var out [][]byte
+	for !s.ix.done {
+		err := s.walkIndex(ctx, func(_, doc []byte) (bool, error) {
+			out = append(out, bytes.Clone(doc))
+			return len(out)%4096 != 0, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// indexIterator streams the documents one partition's index entries
+// point to, for aggregation's partition sources: the documents of span
+// that the plan's filter matches.
+type indexIterator struct {
+	src      *scanSource
+	buf      [][]byte
+	pos      int
+	examined *atomic.Int64
+	counter  *readCounter // documents and bytes read, for request units (may be nil)
+}
+
+// newIndexIterator reads span through ip (a plan of its own: it is
+// narrowed to span).
+func (e *Engine) newIndexIterator(c *store.Collection, filter *query.Filter, ip *indexPlan, span partitionSpan, routed bool, examined *atomic.Int64) *indexIterator {
+	p := &readPlan{ns: c.Namespace(), coll: c, filter: filter, index: ip}
+	if routed {
+		p.spans = []partitionSpan{span}
+		if ip.branches == nil {
+			ip.narrowToSpans(p.spans)
+		}
+	}
+	return &indexIterator{src: &scanSource{store: e.store, plan: p}, examined: examined}
+}
+
+func (it *indexIterator) Next(ctx context.Context) (bsoncore.Document, error) {
+	for it.pos >= len(it.buf) {
+		if it.src.ix.done {
+			return nil, nil
+		}
+		it.buf, it.pos = it.buf[:0], 0
+		before, bytesBefore := it.src.stats.docsExamined, it.src.stats.bytesRead
+		err := it.src.walkIndex(ctx, func(_, doc []byte) (bool, error) {
+			it.buf = append(it.buf, doc) // a copy: Txn.Get copies
+			return len(it.buf) < readBatchDocs, nil
+		})
+		if it.examined != nil {
+			it.examined.Add(it.src.stats.docsExamined - before)
+		}
+		if it.counter != nil {
+			it.counter.docs.Add(it.src.stats.docsExamined - before)
+			it.counter.bytes.Add(it.src.stats.bytesRead - bytesBefore)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	d := it.buf[it.pos]
+	it.buf[it.pos] = nil
+	it.pos++
+	return d, nil
+}
+
+func (it *indexIterator) Close() { it.buf = nil }

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/ru"
+	"github.com/parsecdb/parsec/shard"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Request-unit statistics as GetPartitionStats and serverStatus report
+// them. Field names:
+//
+//	ruTotal                  RU charged since the partition was created (or the server started)
+//	ruLastSecond             RU charged in the current second
+//	ruLastMinute             RU charged in the 60 seconds ending with it
+//	ruPeakSecond             the most RU charged in one second of the last minute
+//	normalizedRUConsumption  Cosmos DB's metric: the largest percentage of the
+//	                         partition's RU/s consumed in one second of the last
+//	                         minute (above 100 only when rate limiting is off)
+//	requestCount             charges of more than 0 RU
+//	throttledRequests        requests refused (with rate limiting off: that would
+//	                         have been refused)
+//	hotLogicalPartitions     the shard-key values that consumed the most RU
+
+// partitionRUFields are one physical partition's request-unit figures.
+func (e *Engine) partitionRUFields(c *store.Collection, p *ru.Partition, now time.Time, top int) ([]bson.E, error) {
+	if p == nil {
+		return nil, nil
+	}
+	st := p.Stats(now)
+	hot := bson.A{}
+	for _, k := range st.HotKeys {
+		if len(hot) >= top {
+			break
+		}
+		entry := bson.D{}
+		if c.Sharded() && len(k.Key) >= 8 {
+			point := binary.BigEndian.Uint64(k.Key[:8])
+			v, ok, err := e.store.ShardKeyOf(c, store.LogicalPartition{Point: point, Key: k.Key[8:]})
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				entry = append(entry, bson.E{Key: "shardKey", Value: rawValue(v)})
+			}
+			entry = append(entry, bson.E{Key: "hashedKey", Value: shard.HashOf(point)})
+		}
+		entry = append(entry, bson.E{Key: "ru", Value: k.RU}, bson.E{Key: "maxError", Value: k.MaxError})
+		hot = append(hot, entry)
+	}
+	return []bson.E{
+		{Key: "ruTotal", Value: st.RU},
+		{Key: "ruLastSecond", Value: st.LastSecondRU},
+		{Key: "ruLastMinute", Value: st.LastMinuteRU},
+		{Key: "ruPeakSecond", Value: st.PeakSecondRU},
+		{Key: "normalizedRUConsumption", Value: st.NormalizedRU},
+		{Key: "requestCount", Value: st.Requests},
+		{Key: "throttledRequests", Value: st.Throttled},
+		{Key: "hotLogicalPartitions", Value: hot},
+	}, nil
+}
+
+// collectionRUFields sum up a collection's partitions, those that split
+// included (a split's children start with no history), but for the
+// normalized RU consumption, the largest of its partitions now. Autoscale
+// adds scaledThroughput: the RU/s its pool scaled to in the busiest
+// second of the last minute (for shared throughput, the database's).
+func collectionRUFields(u *collUnits, now time.Time) []bson.E {
+	var total, second, minute, norm float64
+	var requests, throttled int64
+	for _, p := range u.byID {
+		st := p.Stats(now)
+		total += st.RU
+		second += st.LastSecondRU
+		minute += st.LastMinuteRU
+		requests += st.Requests
+		throttled += st.Throttled
+	}
+	for _, p := range u.parts {
+		norm = max(norm, p.Stats(now).NormalizedRU)
+	}
+	out := []bson.E{
+		{Key: "ruTotal", Value: ru.Round(total)},
+		{Key: "ruLastSecond", Value: ru.Round(second)},
+		{Key: "ruLastMinute", Value: ru.Round(minute)},
+		{Key: "normalizedRUConsumption", Value: norm},
+		{Key: "requestCount", Value: requests},
+		{Key: "throttledRequests", Value: throttled},
+	}
+	if ps := u.pool.Stats(now); ps.Throughput.IsAutoscale() {
+		out = append(out, bson.E{Key: "scaledThroughput", Value: ps.ScaledRUs})
+	}
+	return out
+}
+
+// requestUnitSettings are the server's throttling settings.
+func (e *Engine) requestUnitSettings() []bson.E {
+	return []bson.E{
+		{Key: "accounting", Value: !e.ruOpts.Bypass},
+		{Key: "rateLimiting", Value: e.ruOpts.limiting()},
+		{Key: "serverSideRetry", Value: e.ruOpts.ServerSideRetry},
+	}
+}
+
+// serverRUStats sum up every partition of the server, split ones
+// included, and the commands charged to no partition.
+func (e *Engine) serverRUStats(now time.Time) bson.D {
+	var total, second, minute float64
+	var requests, throttled int64
+	partitions := 0
+	if !e.ruOpts.Bypass {
+		for _, u := range e.units.all() {
+			partitions += len(u.parts)
+			for _, p := range u.byID {
+				st := p.Stats(now)
+				total += st.RU
+				second += st.LastSecondRU
+				minute += st.LastMinuteRU
+				requests += st.Requests
+				throttled += st.Throttled
+			}
+		}
+	}
+	commands := float64(e.commandRU.Load()) / 100
+	return append(bson.D(e.requestUnitSettings()),
+		bson.E{Key: "ruTotal", Value: ru.Round(total + commands)},
+		bson.E{Key: "ruPartitions", Value: ru.Round(total)},
+		bson.E{Key: "ruCommands", Value: ru.Round(commands)},
+		bson.E{Key: "ruLastSecond", Value: ru.Round(second)},
+		bson.E{Key: "ruLastMinute", Value: ru.Round(minute)},
+		bson.E{Key: "requestCount", Value: requests},
+		bson.E{Key: "throttledRequests", Value: throttled},
+		bson.E{Key: "physicalPartitions", Value: int64(partitions)},
+	)
+}
