@@ -183,8 +183,57 @@ func (e *Engine) updateDatabase(db string, a *customActionArgs) ([]byte, error) 
 	if _, err := e.store.SetDatabaseThroughput(db, storeThroughput(a.throughput), false); err != nil {
 		return nil, err
 	}
+	err := e.splitForShared(db, a.throughput)
 	e.units.catalogChanged()
+	if err != nil {
+		return nil, err
+	}
 	return okReply()
+}
+
+// splitForShared gives the collections sharing db's throughput t enough
+// physical partitions that none serves more than the per-partition
+// maximum: ceil(T / max) in all, the missing ones made by splitting the
+// sharded collections, evenly (an unsharded collection is one partition
+// and cannot split). Lowering throughput never merges.
+func (e *Engine) splitForShared(db string, t ru.Throughput) error {
+	need := e.partitionsForThroughput(t)
+	total := 0
+	var sharded []string
+	for _, c := range e.store.Collections(db) {
+		if !c.Throughput.IsZero() {
+			continue // has its own throughput
+		}
+		total += c.Map().Len()
+		if c.Sharded() {
+			sharded = append(sharded, c.Name)
+		}
+	}
+	if total >= need || len(sharded) == 0 {
+		return nil
+	}
+	extra := need - total
+	for i, name := range sharded {
+		add := extra / len(sharded)
+		if i < extra%len(sharded) {
+			add++
+		}
+		for add > 0 {
+			c := e.store.Collection(db, name)
+			if c == nil {
+				break
+			}
+			_, err := e.store.SetThroughput(c, c.Throughput, c.Map().Len()+add)
+			if errors.Is(err, store.ErrCollectionChanged) {
+				continue // split meanwhile: apply to the new entry
+			}
+			if err != nil {
+				return err
+			}
+			break
+		}
+	}
+	return nil
 }
 
 func (e *Engine) getDatabase(db string) ([]byte, error) {

@@ -306,6 +306,22 @@ func TestShardingCommands(t *testing.T) {
 		runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "shared"}, {Key: "shardKey", Value: "k"}})
 		raw = runOK(t, db, bson.D{{Key: "customAction", Value: "GetCollection"}, {Key: "collection", Value: "shared"}})
 		wantAbsent(t, raw, "provisionedThroughput")
+		// Raising the shared throughput past partitions x 10,000 RU/s splits
+		// the sharing collections (the sharded ones) until there are
+		// ceil(T / 10,000) partitions in all; lowering it never merges.
+		runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "plain"}})
+		runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "shared2"}, {Key: "shardKey", Value: "k"}})
+		runOK(t, db, bson.D{{Key: "customAction", Value: "UpdateDatabase"}, {Key: "offerThroughput", Value: 55000}})
+		parts := func() int32 {
+			return getPartitionStats(t, db, "shared").PartitionCount + getPartitionStats(t, db, "shared2").PartitionCount + getPartitionStats(t, db, "plain").PartitionCount
+		}
+		if got := parts(); got != 6 {
+			t.Errorf("after raising the shared throughput to 55,000 RU/s: %d partitions, want 6", got)
+		}
+		runOK(t, db, bson.D{{Key: "customAction", Value: "UpdateDatabase"}, {Key: "offerThroughput", Value: 2000}})
+		if got := parts(); got != 6 {
+			t.Errorf("after lowering the shared throughput: %d partitions, want 6 still", got)
+		}
 		auto := client.Database(dbName(t) + "_auto")
 		runOK(t, auto, bson.D{{Key: "customAction", Value: "CreateDatabase"}, {Key: "autoScaleSettings", Value: bson.D{{Key: "maxThroughput", Value: 4000}}}})
 		raw = runOK(t, auto, bson.D{{Key: "customAction", Value: "GetDatabase"}})
