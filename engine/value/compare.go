@@ -159,8 +159,12 @@ func compareDocs(a, b []byte, withNames bool) int {
 }
 
 // compareNumbers compares exactly: two integers as integers, an integer and
-// a double without losing the integer's low bits.
+// a double without losing the integer's low bits, and decimals by their
+// exact values (compareWithDecimal).
 func compareNumbers(a, b bsoncore.Value) int {
+	if a.Type == bsoncore.TypeDecimal128 || b.Type == bsoncore.TypeDecimal128 {
+		return compareWithDecimal(a, b)
+	}
 	ai, aInt := AsExactInt(a)
 	bi, bInt := AsExactInt(b)
 	if aInt && bInt {

@@ -2,7 +2,9 @@ package value
 
 import (
 	"bytes"
+	"encoding/hex"
 	"math"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -48,7 +50,9 @@ func TestNumericOrder(t *testing.T) {
 	const p53 = 1 << 53
 	checkAscending(t, [][]bsoncore.Value{
 		group(dbl(math.NaN()), dec("NaN")),
-		group(dbl(math.Inf(-1)), dec("-Infinity"), dec("-1E400")),
+		group(dbl(math.Inf(-1)), dec("-Infinity")),
+		group(dec("-9.999999999999999999999999999999999E+6144")),
+		group(dec("-1E400")),
 		group(dbl(-math.MaxFloat64)),
 		group(dbl(-(1 << 63) - 2048)),
 		group(i64(math.MinInt64), dbl(-(1 << 63))),
@@ -75,7 +79,9 @@ func TestNumericOrder(t *testing.T) {
 		group(i64(math.MaxInt64)),
 		group(dbl(1<<63), dec("9223372036854775808")),
 		group(dbl(math.MaxFloat64)),
-		group(dbl(math.Inf(1)), dec("Infinity"), dec("1E400")),
+		group(dec("1E400")),
+		group(dec("9.999999999999999999999999999999999E+6144")),
+		group(dbl(math.Inf(1)), dec("Infinity")),
 	})
 }
 
@@ -223,49 +229,139 @@ func TestScalarOrders(t *testing.T) {
 	checkAscending(t, [][]bsoncore.Value{group(cws("a", doc())), group(cws("a", doc("x", i32(1)))), group(cws("b", doc()))})
 }
 
-// TestDecimal128Approximation documents exactly where Parsec's order of
-// decimal128 values is MongoDB's and where it is not. Parsec orders a
-// decimal by its nearest float64 (DecimalFloat); MongoDB compares decimals
-// exactly. So:
-//
-//   - exact: decimals equal to a float64 (integers below 2^53, halves,
-//     1E22, ...) against any number; decimals whose nearest float64s
-//     differ; NaN and ±Infinity.
-//   - approximate: two different decimals with the same nearest float64
-//     compare equal (and their _id keys collide); a decimal against a
-//     double or an int64 near it compares as if the decimal were rounded.
-func TestDecimal128Approximation(t *testing.T) {
-	type row struct {
-		a, b   bsoncore.Value
-		parsec int // what Compare returns
-		mongo  int // what MongoDB returns
-	}
-	rows := []row{
-		// Exact.
-		{dec("1"), i32(1), 0, 0},
-		{dec("0.5"), dbl(0.5), 0, 0},
-		{dec("9007199254740992"), i64(1 << 53), 0, 0},
-		{dec("1E22"), dbl(1e22), 0, 0},
-		{dec("1.5"), dec("1.25"), 1, 1},
-		{dec("-Infinity"), dbl(-math.MaxFloat64), -1, -1},
-		{dec("NaN"), dbl(math.Inf(-1)), -1, -1},
-		{dec("1E400"), dbl(math.MaxFloat64), 1, 1},
-		// Approximate: the decimal is rounded to a float64 first.
-		{dec("0.1"), dbl(0.1), 0, -1}, // double 0.1 is 0.1000000000000000055...
-		{dec("0.1"), dec("0.1000000000000000000000000000000001"), 0, -1},
-		{dec("9007199254740993"), i64(1<<53 + 1), -1, 0}, // decimal rounds to 2^53
-		{dec("9007199254740993"), dbl(1 << 53), 0, 1},
-		{dec("1E400"), dec("2E400"), 0, -1},                    // both beyond float64: +Inf
-		{dec("1E-400"), dbl(0), 0, 1},                          // below float64's range: 0
-		{dec("9223372036854775807"), i64(math.MaxInt64), 1, 0}, // decimal rounds up to 2^63
+// TestDecimal128Exact: MongoDB compares decimal128 values with every
+// other number by exact value, and so does Parsec. Double 0.1 is
+// 0.1000000000000000055511151231257827021181583404541015625, so it is above
+// NumberDecimal("0.1") and even above the 34-digit decimal that truncates
+// it; the second column of each row is the exact expansion's neighbour.
+func TestDecimal128Exact(t *testing.T) {
+	const p53 = 1 << 53
+	rows := []struct {
+		a, b bsoncore.Value
+		want int // sign of Compare(a, b)
+	}{
+		{dec("0.1"), dbl(0.1), -1},
+		{dec("0.1000000000000000055511151231257827"), dbl(0.1), -1},
+		{dec("0.1000000000000000055511151231257828"), dbl(0.1), 1},
+		{dec("0.3"), dbl(0.3), 1}, // double 0.3 is 0.29999999999999998889...
+		{dec("0.1"), dec("0.1000000000000000000000000000000001"), -1},
+		{dec("0.5"), dbl(0.5), 0},
+		{dec("1.0000000000000000000000000001"), i32(1), 1},
+		{dec("1.0000000000000000000000000001"), dbl(1), 1},
+		{dec("1.0000000000000000000000000001"), dec("1"), 1},
+		{dec("0.9999999999999999999999999999999999"), i64(1), -1},
+		{dec("1.00"), i32(1), 0},
+		{dec("1.00"), i64(1), 0},
+		{dec("1.00"), dbl(1), 0},
+		{dec("100E-2"), dec("0.001E3"), 0},
+		{dec("-1.5"), dbl(-1.5), 0},
+		{dec("2147483647"), i32(math.MaxInt32), 0},
+		{dec("9007199254740993"), i64(p53 + 1), 0},
+		{dec("9007199254740993"), dbl(p53), 1},
+		{dec("9007199254740993"), dbl(p53 + 2), -1},
+		{i64(p53 + 1), dbl(p53), 1},
+		{dec("9223372036854775807"), i64(math.MaxInt64), 0},
+		{dec("9223372036854775807"), dbl(1 << 63), -1},
+		{dec("9223372036854775808"), dbl(1 << 63), 0},
+		{dec("9223372036854775808"), i64(math.MaxInt64), 1},
+		{dec("-9223372036854775808"), i64(math.MinInt64), 0},
+		{dec("-9223372036854775808"), dbl(-(1 << 63)), 0},
+		{dec("-9223372036854775809"), i64(math.MinInt64), -1},
+		{dec("1E22"), dbl(1e22), 0},
+		{dec("1E23"), dbl(1e23), 1}, // double 1e23 is 99999999999999991611392
+		{dec("99999999999999991611392"), dbl(1e23), 0},
+		{dec("1.797693134862315708145274237317043E+308"), dbl(math.MaxFloat64), -1},
+		{dec("1.797693134862315708145274237317044E+308"), dbl(math.MaxFloat64), 1},
+		{dec("4.940656458412465441765687928682213E-324"), dbl(math.SmallestNonzeroFloat64), -1},
+		{dec("4.940656458412465441765687928682214E-324"), dbl(math.SmallestNonzeroFloat64), 1},
+		// Doubles whose exact expansions have zeros in digits 35 to 38
+		// and more digits after: keys keep 34 digits and a sticky one.
+		{dec("3.830814918144652265954132847359329E-34"), dbl(0x1.fd33e0733a35dp-112), -1},
+		{dec("3.830814918144652265954132847359330E-34"), dbl(0x1.fd33e0733a35dp-112), 1},
+		{dec("8.544629676189276663967383103820211E-227"), dbl(0x1.031875f8654a1p-751), -1},
+		{dec("8.544629676189276663967383103820212E-227"), dbl(0x1.031875f8654a1p-751), 1},
+		{dec("1.855849186821939485306045556811245E+64"), dbl(0x1.68e7d29f59ae4p+213), -1},
+		{dec("1.855849186821939485306045556811246E+64"), dbl(0x1.68e7d29f59ae4p+213), 1},
+		// Beyond double's range, decimals keep their order.
+		{dec("1E400"), dec("2E400"), -1},
+		{dec("1E400"), dbl(math.MaxFloat64), 1},
+		{dec("1E400"), dbl(math.Inf(1)), -1},
+		{dec("-1E400"), dbl(math.Inf(-1)), 1},
+		{dec("1E-400"), dbl(0), 1},
+		{dec("1E-400"), dbl(math.SmallestNonzeroFloat64), -1},
+		{dec("-1E-400"), dbl(math.Copysign(0, -1)), -1},
+		{dec("1E-400"), dec("1.0000000000000000000000000000001E-400"), -1},
+		// Exponent extremes.
+		{dec("1E-6176"), dec("0"), 1},
+		{dec("1E-6176"), dec("2E-6176"), -1},
+		{dec("-1E-6176"), dec("-0"), -1},
+		{dec("1E-6176"), dbl(math.SmallestNonzeroFloat64), -1},
+		{dec("9.999999999999999999999999999999999E+6144"), dec("Infinity"), -1},
+		{dec("9.999999999999999999999999999999999E+6144"), dec("1E6144"), 1},
+		{dec("1E6144"), dec("1000000000000000000000000000000000E6111"), 0},
+		{dec("-9.999999999999999999999999999999999E+6144"), dbl(math.Inf(-1)), 1},
+		{dec("0E-6176"), dec("0E+6111"), 0},
+		{dec("-0E+6111"), i32(0), 0},
+		{dec("0E-6176"), dbl(math.Copysign(0, -1)), 0},
+		// NaN equals NaN of both types and sorts below every number.
+		{dec("NaN"), dbl(math.NaN()), 0},
+		{dec("-NaN"), dec("NaN"), 0},
+		{dec("NaN"), dec("-Infinity"), -1},
+		{dbl(math.NaN()), dec("-Infinity"), -1},
+		{dec("NaN"), dbl(math.Inf(-1)), -1},
+		{dec("-Infinity"), dbl(math.Inf(-1)), 0},
+		{dec("Infinity"), dbl(math.Inf(1)), 0},
+		{dec("Infinity"), i64(math.MaxInt64), 1},
+		// A coefficient of 10^34 or more is not canonical: it means zero.
+		{decBits(6176<<49|decLimitHi, decLimitLo), i32(0), 0},
+		{decBits(6176<<49|(1<<49-1), math.MaxUint64), dbl(0), 0}, // 2^113 - 1
+		{decBits(3<<61|6176<<47, 5), i64(0), 0},
 	}
 	for _, r := range rows {
-		got := sign(Compare(r.a, r.b))
-		if got != r.parsec {
-			t.Errorf("Compare(%s, %s) = %d, documented as %d (MongoDB: %d)", show(r.a), show(r.b), got, r.parsec, r.mongo)
+		for _, swap := range []bool{false, true} {
+			a, b, want := r.a, r.b, r.want
+			if swap {
+				a, b, want = b, a, -want
+			}
+			if got := sign(Compare(a, b)); got != want {
+				t.Errorf("Compare(%s, %s) = %d, want %d", show(a), show(b), got, want)
+			}
+			ea, eb := enc(a), enc(b)
+			if got := sign(bytes.Compare(ea, eb)); got != want {
+				t.Errorf("EncodeKey order of %s and %s is %d, want %d\n%x\n%x", show(a), show(b), got, want, ea, eb)
+			}
 		}
-		if e := sign(bytes.Compare(enc(r.a), enc(r.b))); e != got {
-			t.Errorf("EncodeKey order of %s and %s is %d, Compare says %d", show(r.a), show(r.b), e, got)
+	}
+}
+
+// TestEncodeKeyNumberLayout pins the number format the package comment
+// describes.
+func TestEncodeKeyNumberLayout(t *testing.T) {
+	for _, c := range []struct {
+		v    bsoncore.Value
+		want string
+	}{
+		{dbl(math.NaN()), "0a01"},
+		{dec("-Infinity"), "0a02"},
+		{i32(-1), "0a03 7ffe f4 ff"}, // -0.1E1: inverted exponent 0x8001, pair 11, terminator
+		{dec("-0"), "0a04"},
+		{i32(0), "0a04"},
+		{i32(1), "0a05 8001 0b 00"},      // 0.1E1
+		{dec("1.00"), "0a05 8001 0b 00"}, // equal values, equal bytes
+		{dbl(1), "0a05 8001 0b 00"},
+		{i32(10), "0a05 8002 0b 00"},     // 0.1E2
+		{i32(12), "0a05 8002 0d 00"},     // 0.12E2
+		{i32(123), "0a05 8003 0d 1f 00"}, // 0.123E3: pairs 12, 30
+		{dbl(0.5), "0a05 8000 33 00"},    // 0.5E0
+		// 0.1000000000000000055511151231257827|021…: 34 digits and a sticky 1
+		{dbl(0.1), "0a05 8000 0b01010101010101 06380c100d201a4f1c0b 00"},
+		{dec("1E-6176"), "0a05 67e1 0b 00"},
+		{dec("9.999999999999999999999999999999999E+6144"), "0a05 9801 6464646464646464646464646464646464 00"},
+		{dbl(math.Inf(1)), "0a06"},
+	} {
+		want := strings.ReplaceAll(c.want, " ", "")
+		if got := hex.EncodeToString(enc(c.v)); got != want {
+			t.Errorf("EncodeKey(%s) = %s, want %s", show(c.v), got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package value
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"strconv"
 
@@ -188,13 +189,29 @@ func (g *gen) float() float64 {
 }
 
 func (g *gen) decimal() bsoncore.Value {
-	switch g.pick(3) {
+	switch g.pick(6) {
 	case 0:
 		return dec(specialDecimals[g.pick(len(specialDecimals))])
 	case 1:
 		return dec(fmt.Sprintf("%dE%d", g.pick(2001)-1000, g.pick(9)-4))
+	case 2:
+		// Any bits: NaNs and infinities with payloads, non-canonical
+		// coefficients (which mean zero), every exponent.
+		return decBits(g.r.Uint64(), g.r.Uint64())
+	case 3:
+		// Near a double: its shortest form, or its exact expansion cut
+		// to at most 34 digits.
+		f := g.float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return dec(fmt.Sprint(f))
+		}
+		if g.pick(2) == 0 {
+			return dec(strconv.FormatFloat(f, 'e', -1, 64))
+		}
+		return dec(strconv.FormatFloat(f, 'e', g.pick(34), 64))
 	}
-	// A random coefficient of up to 34 digits and a random exponent.
+	// A random coefficient of up to 34 digits and a random exponent,
+	// sometimes anywhere in decimal128's range.
 	digits := 1 + g.pick(34)
 	s := ""
 	if g.pick(2) == 0 {
@@ -203,7 +220,14 @@ func (g *gen) decimal() bsoncore.Value {
 	for i := 0; i < digits; i++ {
 		s += string(rune('0' + g.pick(10)))
 	}
-	return dec(fmt.Sprintf("%sE%d", s, g.pick(700)-350))
+	exp := g.pick(700) - 350
+	if g.pick(4) == 0 {
+		exp = g.pick(6112+6176) - 6176
+		if exp > 6111-digits+1 {
+			exp = 6111 - digits + 1
+		}
+	}
+	return dec(fmt.Sprintf("%sE%d", s, exp))
 }
 
 // value returns a random value; depth bounds nesting.
@@ -298,13 +322,22 @@ func (g *gen) mutate(v bsoncore.Value) bsoncore.Value {
 		return dec(fmt.Sprint(v.Int64()))
 	case bsoncore.TypeDouble:
 		f := v.Double()
-		if g.pick(2) == 0 && f == math.Trunc(f) && math.Abs(f) < 1<<62 {
-			return i64(int64(f))
+		switch g.pick(3) {
+		case 0:
+			if f == math.Trunc(f) && math.Abs(f) < 1<<62 {
+				return i64(int64(f))
+			}
+		case 1:
+			// The decimal of f's exact expansion when it has at most 34
+			// digits (integers, halves, ...), else close to it.
+			if d, err := bson.ParseDecimal128(strconv.FormatFloat(f, 'e', 33, 64)); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+				h, l := d.GetBytes()
+				return decBits(h, l)
+			}
 		}
 		return dbl(math.Nextafter(f, math.Inf(1-2*g.pick(2))))
 	case bsoncore.TypeDecimal128:
-		f, _ := strconv.ParseFloat(bson.NewDecimal128(v.Decimal128()).String(), 64)
-		return dbl(f)
+		return g.mutateDecimal(v)
 	case bsoncore.TypeString:
 		return sym(v.StringValue())
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
@@ -325,4 +358,46 @@ func (g *gen) mutate(v bsoncore.Value) bsoncore.Value {
 		return doc(kv...)
 	}
 	return g.value(1)
+}
+
+// decBits is the decimal128 with the given bits (for non-canonical ones,
+// which ParseDecimal128 never makes).
+func decBits(hi, lo uint64) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, hi, lo)}
+}
+
+// mutateDecimal returns a number equal to or next to decimal v: its
+// nearest double, the same value with another exponent (1.5 and 1.50), a
+// neighbour in the last digit, or the int64 it equals.
+func (g *gen) mutateDecimal(v bsoncore.Value) bsoncore.Value {
+	d := bson.NewDecimal128(v.Decimal128())
+	coef, exp, err := d.BigInt()
+	if err != nil || new(big.Int).Abs(coef).Cmp(decimalLimit) >= 0 {
+		return dbl(DecimalFloat(v))
+	}
+	switch g.pick(4) {
+	case 0:
+		return dbl(DecimalFloat(v))
+	case 1:
+		if x, ok := bson.ParseDecimal128FromBigInt(new(big.Int).Mul(coef, big.NewInt(10)), exp-1); ok {
+			h, l := x.GetBytes()
+			return decBits(h, l)
+		}
+		if q, r := new(big.Int).QuoRem(coef, big.NewInt(10), new(big.Int)); r.Sign() == 0 {
+			if x, ok := bson.ParseDecimal128FromBigInt(q, exp+1); ok {
+				h, l := x.GetBytes()
+				return decBits(h, l)
+			}
+		}
+	case 2:
+		if x, ok := bson.ParseDecimal128FromBigInt(new(big.Int).Add(coef, big.NewInt(int64(g.pick(3)-1))), exp); ok {
+			h, l := x.GetBytes()
+			return decBits(h, l)
+		}
+	case 3:
+		if r := refOf(v); r.class == 2 && r.r.IsInt() && r.r.Num().IsInt64() {
+			return i64(r.r.Num().Int64())
+		}
+	}
+	return dbl(DecimalFloat(v))
 }

@@ -3,9 +3,9 @@ package value
 import (
 	"encoding/binary"
 	"math"
-	"strconv"
+	"math/bits"
+	"slices"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -54,32 +54,14 @@ const endOfDoc = 0x00 // terminates an encoded document or array; sorts before a
 
 // EncodeKey appends an order-preserving, self-delimiting encoding of v to
 // dst: for values a and b, bytes.Compare(EncodeKey(a), EncodeKey(b)) has the
-// sign of MongoDB's comparison of a and b, and numerically equal numbers of
-// different types encode alike (so _id 1 and _id 1.0 collide, as in MongoDB).
-//
-// Numbers: rank, then the value as an order-preserving float64, then the
-// signed difference between the exact integer and that float64 (non-zero
-// only for int64 values past 2^53). Decimal128 values are ordered by their
-// nearest float64.
+// sign of Compare(a, b), and values that compare equal encode alike (so
+// _id 1, 1.0 and NumberDecimal("1.00") collide, as in MongoDB). The format
+// is in the package comment.
 func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 	dst = append(dst, TypeRank(v.Type))
 	switch v.Type {
-	case bsoncore.TypeDouble:
-		return appendNumber(dst, v.Double(), 0)
-	case bsoncore.TypeInt32:
-		return appendNumber(dst, float64(v.Int32()), 0)
-	case bsoncore.TypeInt64:
-		i := v.Int64()
-		f := float64(i)
-		var rem int64
-		if f >= -9.223372036854775808e18 && f < 9.223372036854775808e18 {
-			rem = i - int64(f)
-		} else { // f rounded up to 2^63
-			rem = i - math.MaxInt64 - 1
-		}
-		return appendNumber(dst, f, rem)
-	case bsoncore.TypeDecimal128:
-		return appendNumber(dst, DecimalFloat(v), 0)
+	case bsoncore.TypeDouble, bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDecimal128:
+		return appendNumber(dst, v)
 	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
 		return appendEscaped(dst, stringBytes(v))
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
@@ -133,28 +115,138 @@ func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 	return dst // MinKey, MaxKey, null, undefined: the rank says it all
 }
 
-// appendNumber encodes f so that byte order is numeric order; NaN sorts
-// below every other number, as in MongoDB, and -0 equals 0.
-func appendNumber(dst []byte, f float64, rem int64) []byte {
-	var bits uint64
-	switch {
-	case math.IsNaN(f):
-		bits = 0
-	case f == 0:
-		bits = 1 << 63
-	default:
-		bits = math.Float64bits(f)
-		if bits&(1<<63) != 0 {
-			bits = ^bits
-		} else {
-			bits |= 1 << 63
+// appendNumber writes a number as the package comment lays it out:
+// class, then for finite non-zero numbers the biased exponent, the digit
+// pairs and the terminator, inverted when negative. Numbers whose digits
+// fit a uint64 (integers, decimals with short coefficients, doubles like
+// 3.25) take a shorter path than numKeys: they are most keys.
+func appendNumber(dst []byte, v bsoncore.Value) []byte {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return appendIntKey(dst, int64(v.Int32()))
+	case bsoncore.TypeInt64:
+		return appendIntKey(dst, v.Int64())
+	case bsoncore.TypeDouble:
+		f := v.Double()
+		if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+			return appendIntKey(dst, int64(f))
 		}
-		if bits == 0 { // -Inf must still sort above NaN
-			bits = 1
+		if b := math.Float64bits(f); b&0x7FF0000000000000 != 0 && b&0x7FF0000000000000 != 0x7FF0000000000000 {
+			// Normal and not an integer below 2^63: m·2^-k, which
+			// is m·5^k·10^-k, with m·5^k a uint64 when k is small.
+			m := b&(1<<52-1) | 1<<52
+			k := 1075 - int(b>>52&0x7FF)
+			tz := bits.TrailingZeros64(m)
+			m, k = m>>tz, k-tz
+			if k > 0 && k < len(pow5) {
+				if hi, lo := bits.Mul64(m, pow5[k]); hi == 0 {
+					return appendUintKey(dst, b>>63 != 0, lo, -k)
+				}
+			}
+		}
+	case bsoncore.TypeDecimal128:
+		if class, neg, chi, clo, exp := decimalParts(v.Decimal128()); chi == 0 && (class == numPos || class == numNeg) {
+			return appendUintKey(dst, neg, clo, exp)
 		}
 	}
-	dst = binary.BigEndian.AppendUint64(dst, bits)
-	return binary.BigEndian.AppendUint64(dst, uint64(rem)^(1<<63))
+	var buf [48]byte
+	return appendNumKey(dst, numKeyOf(v, buf[:0]))
+}
+
+func appendNumKey(dst []byte, n numKey) []byte {
+	dst = append(dst, n.class)
+	if n.class != numPos && n.class != numNeg {
+		return dst
+	}
+	var inv byte
+	if n.class == numNeg {
+		inv = 0xFF
+	}
+	e := uint16(n.exp + expBias)
+	dst = append(dst, byte(e>>8)^inv, byte(e)^inv)
+	d := n.digits
+	for i := 0; i < len(d); i += 2 {
+		p := 1 + 10*(d[i]-'0')
+		if i+1 < len(d) {
+			p += d[i+1] - '0'
+		}
+		dst = append(dst, p^inv)
+	}
+	return append(dst, inv)
+}
+
+func appendIntKey(dst []byte, i int64) []byte {
+	switch {
+	case i > 0:
+		return appendUintKey(dst, false, uint64(i), 0)
+	case i < 0:
+		return appendUintKey(dst, true, -uint64(i), 0)
+	}
+	return append(dst, numZero)
+}
+
+// appendUintKey is appendNumKey(dst, digitsKey(neg, u's digits, exp10,
+// false)) computed directly, for u > 0: the digit pairs are u's base-100
+// digits once u is stripped of trailing zeros (its last digit paired with
+// a 0 if that leaves an odd number).
+func appendUintKey(dst []byte, neg bool, u uint64, exp10 int) []byte {
+	class, inv := numPos, byte(0)
+	if neg {
+		class, inv = numNeg, 0xFF
+	}
+	n := decimalLen(u)
+	e := uint16(n + exp10 + expBias)
+	for u%100 == 0 {
+		u /= 100
+		n -= 2
+	}
+	if u%10 == 0 {
+		u /= 10
+		n--
+	}
+	np := (n + 1) / 2
+	k := len(dst)
+	dst = slices.Grow(dst, 4+np)[:k+4+np]
+	b := dst[k:]
+	b[0], b[1], b[2] = class, byte(e>>8)^inv, byte(e)^inv
+	j := 3 + np
+	b[j] = inv
+	if n%2 == 1 {
+		j--
+		b[j] = byte(1+10*(u%10)) ^ inv
+		u /= 10
+	}
+	for u >= 10000 { // four digits at a time: shorter dependency chains
+		q := u / 10000
+		r := u - q*10000
+		j -= 2
+		b[j], b[j+1] = byte(1+r/100)^inv, byte(1+r%100)^inv
+		u = q
+	}
+	switch {
+	case u >= 100:
+		b[j-2], b[j-1] = byte(1+u/100)^inv, byte(1+u%100)^inv
+	case u > 0:
+		b[j-1] = byte(1+u) ^ inv
+	}
+	return dst
+}
+
+var pow10u = func() (p [20]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// decimalLen is the number of decimal digits of u > 0.
+func decimalLen(u uint64) int {
+	t := bits.Len64(u) * 1233 >> 12 // about log10(2^len)
+	if u < pow10u[t] {
+		return t
+	}
+	return t + 1
 }
 
 // appendEscaped writes s with 0x00 escaped as 0x00 0xFF and terminated by
@@ -169,27 +261,3 @@ func appendEscaped(dst, s []byte) []byte {
 	}
 	return append(dst, 0, 1)
 }
-
-// DecimalFloat is the float64 nearest a Decimal128 value (rounded once:
-// rounding to an intermediate precision first is wrong about once in 2^11).
-func DecimalFloat(v bsoncore.Value) float64 {
-	d := bson.NewDecimal128(v.Decimal128())
-	bi, exp, err := d.BigInt()
-	if err == nil && bi.IsInt64() && exp >= -22 && exp <= 22 {
-		// Both the coefficient and 10^|exp| are exact float64s, so one
-		// multiplication or division rounds correctly.
-		if c := bi.Int64(); c > -1<<53 && c < 1<<53 {
-			if exp < 0 {
-				return float64(c) / pow10[-exp]
-			}
-			return float64(c) * pow10[exp]
-		}
-	}
-	// Infinity, NaN and everything else: strconv rounds correctly and
-	// returns ±Inf or 0 when the value is out of float64's range.
-	f, _ := strconv.ParseFloat(d.String(), 64)
-	return f
-}
-
-var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}

@@ -2,12 +2,8 @@ package value
 
 import (
 	"bytes"
-	"math"
-	"math/big"
-	"strconv"
 	"testing"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -149,100 +145,5 @@ func TestEncodeKeyAppends(t *testing.T) {
 	got := EncodeKey(append([]byte(nil), prefix...), v)
 	if !bytes.HasPrefix(got, prefix) || !bytes.Equal(got[len(prefix):], enc(v)) {
 		t.Fatalf("EncodeKey(prefix, v) = %x, want %x + %x", got, prefix, enc(v))
-	}
-}
-
-// exactRat is an independent reference for the order of non-NaN numbers:
-// int32, int64 and double exactly, decimal128 by its nearest float64 (the
-// documented approximation, see TestDecimal128Approximation).
-func exactRat(v bsoncore.Value) (r *big.Float, nan bool) {
-	r = new(big.Float).SetPrec(0)
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return r.SetInt64(int64(v.Int32())), false
-	case bsoncore.TypeInt64:
-		return r.SetInt64(v.Int64()), false
-	}
-	var f float64
-	if v.Type == bsoncore.TypeDouble {
-		f = v.Double()
-	} else {
-		d := bson.NewDecimal128(v.Decimal128())
-		var err error
-		f, err = strconv.ParseFloat(d.String(), 64)
-		if err != nil && !math.IsInf(f, 0) {
-			panic(err)
-		}
-	}
-	if math.IsNaN(f) {
-		return nil, true
-	}
-	return r.SetFloat64(f), false
-}
-
-func TestCompareNumbersAgainstReference(t *testing.T) {
-	g := newGen(5)
-	fails := 0
-	numeric := func() bsoncore.Value {
-		switch g.pick(4) {
-		case 0:
-			return i32(int32(g.int64()))
-		case 1:
-			return i64(g.int64())
-		case 2:
-			return dbl(g.float())
-		}
-		return g.decimal()
-	}
-	for i := 0; i < 50000 && fails < 10; i++ {
-		a := numeric()
-		b := g.mutate(a)
-		if g.pick(2) == 0 || TypeRank(b.Type) != 10 {
-			b = numeric()
-		}
-		ra, nanA := exactRat(a)
-		rb, nanB := exactRat(b)
-		var want int
-		switch {
-		case nanA && nanB:
-			want = 0
-		case nanA:
-			want = -1
-		case nanB:
-			want = 1
-		default:
-			want = ra.Cmp(rb)
-		}
-		if got := sign(Compare(a, b)); got != want {
-			fails++
-			t.Errorf("Compare(%s, %s) = %d, exact comparison says %d", show(a), show(b), got, want)
-		}
-	}
-}
-
-// TestDecimalFloatIsNearest checks that DecimalFloat rounds once, to the
-// nearest float64, as strconv.ParseFloat of the decimal's string does.
-func TestDecimalFloatIsNearest(t *testing.T) {
-	g := newGen(6)
-	check := func(v bsoncore.Value) {
-		t.Helper()
-		s := bson.NewDecimal128(v.Decimal128()).String()
-		want, err := strconv.ParseFloat(s, 64)
-		if err != nil && !math.IsInf(want, 0) {
-			t.Fatalf("ParseFloat(%q): %v", s, err)
-		}
-		got := DecimalFloat(v)
-		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) && !(got == 0 && want == 0) {
-			t.Errorf("DecimalFloat(%s) = %v (%x), nearest float64 is %v (%x)", s, got, math.Float64bits(got), want, math.Float64bits(want))
-		}
-	}
-	for _, s := range specialDecimals {
-		check(dec(s))
-	}
-	// Short coefficients with negative exponents are where rounding twice
-	// (to an intermediate precision, then to 53 bits) goes wrong.
-	for i := 0; i < 20000; i++ {
-		check(dec(strconv.Itoa(1+g.pick(99999)) + "E-" + strconv.Itoa(1+g.pick(40))))
-		check(g.decimal())
 	}
 }

@@ -25,8 +25,8 @@ func keyLen(b []byte, depth int) (int, bool) {
 	switch rank {
 	case 1, 5, 127: // MinKey; null and undefined; MaxKey
 		return 1, true
-	case 10: // numbers: float bits, then the integer remainder
-		n, ok = fixed(rest, 16)
+	case 10: // numbers: class, then exponent and digit pairs if finite, non-zero
+		n, ok = numberLen(rest)
 	case 15, 60: // strings and symbols; JavaScript
 		n, ok = escapedLen(rest)
 	case 20, 25: // documents, arrays
@@ -71,6 +71,34 @@ func keyLen(b []byte, depth int) (int, bool) {
 		return 0, false
 	}
 	return 1 + n, true
+}
+
+// numberLen is the length of what appendExactNum writes: a class byte,
+// and for finite non-zero numbers two exponent bytes and digit pairs up
+// to the terminator (all inverted for negative numbers).
+func numberLen(b []byte) (int, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var inv byte
+	switch b[0] {
+	case numNaN, numNegInf, numZero, numPosInf:
+		return 1, true
+	case numNeg:
+		inv = 0xFF
+	case numPos:
+	default:
+		return 0, false
+	}
+	for i := 3; i < len(b); i++ {
+		switch p := b[i] ^ inv; {
+		case p == 0:
+			return i + 1, i > 3 // at least one pair
+		case p > 100:
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 func fixed(b []byte, n int) (int, bool) { return n, len(b) >= n }

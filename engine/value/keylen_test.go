@@ -1,6 +1,7 @@
 package value
 
 import (
+	"math"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -10,9 +11,17 @@ import (
 // TestKeyLen: for values of every type, KeyLen finds where one encoding
 // ends when another follows it, and refuses every truncation.
 func TestKeyLen(t *testing.T) {
-	dec, _ := bson.ParseDecimal128("1.5")
+	decimal := func(s string) bson.Decimal128 {
+		d, err := bson.ParseDecimal128(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
 	vals := []any{
-		bson.MinKey{}, bson.MaxKey{}, bson.Null{}, bson.Undefined{}, int32(5), int64(-7), 2.5, dec,
+		bson.MinKey{}, bson.MaxKey{}, bson.Null{}, bson.Undefined{}, int32(5), int64(-7), 2.5, decimal("1.5"),
+		int32(0), -0.1, 5e-324, math.Inf(1), math.Inf(-1), math.NaN(), int64(math.MinInt64), -math.MaxFloat64,
+		decimal("-1E-6176"), decimal("9.999999999999999999999999999999999E+6144"), decimal("-0"), decimal("NaN"), decimal("-Infinity"),
 		"", "abc", "a\x00b", bson.Symbol("s"), bson.JavaScript("f()"),
 		bson.D{}, bson.D{{Key: "a", Value: 1}, {Key: "b", Value: bson.D{{Key: "c", Value: bson.A{1, "x"}}}}},
 		bson.A{}, bson.A{bson.A{}, bson.D{}},
