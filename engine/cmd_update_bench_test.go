@@ -43,3 +43,27 @@ func BenchmarkUpdateByID(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkInsertOne is the command layer's part of insertOne: one 1 KB
+// document, without the wire and the driver.
+func BenchmarkInsertOne(b *testing.B) {
+	st, err := store.Open(store.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	e := New(Config{Store: st})
+	defer e.Close()
+	pad := string(make([]byte, 950))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		body, _ := bson.Marshal(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{
+			bson.D{{Key: "_id", Value: int64(i)}, {Key: "p", Value: pad}},
+		}}, {Key: "$db", Value: "d"}})
+		if _, err := e.cmdInsert(context.Background(), &request{name: "insert", db: "d", body: body}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -361,11 +361,17 @@ func newUUID() []byte {
 
 // DropCollection removes db.name and its documents. ErrNotFound if absent.
 func (s *Store) DropCollection(db, name string) error {
-	s.catMu.Lock()
-	c := s.colls[db+"."+name]
+	c := s.Collection(db, name)
 	if c == nil {
-		s.catMu.Unlock()
 		return fmt.Errorf("collection %s.%s: %w", db, name, ErrNotFound)
+	}
+	unfence := s.lockFences(c.ID) // writers in flight commit first (fence.go)
+	defer unfence()
+	s.catMu.Lock()
+	if s.colls[db+"."+name] != c {
+		s.catMu.Unlock()
+		unfence()
+		return s.DropCollection(db, name) // changed meanwhile: drop what is there now
 	}
 	err := s.update(func(txn *badger.Txn) error { return txn.Delete(collKey(db, name)) })
 	if err == nil {
@@ -405,6 +411,15 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 		// With dropTarget this would purge the collection being renamed.
 		return fmt.Errorf("rename %s.%s to itself: %w", fromDB, from, ErrExists)
 	}
+	src0, dst0 := s.Collection(fromDB, from), s.Collection(toDB, to)
+	ids := []uint32{}
+	for _, c := range []*Collection{src0, dst0} {
+		if c != nil {
+			ids = append(ids, c.ID)
+		}
+	}
+	unfence := s.lockFences(ids...) // writers in flight commit first (fence.go)
+	defer unfence()
 	s.catMu.Lock()
 	src := s.colls[fromDB+"."+from]
 	if src == nil {
@@ -412,6 +427,11 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 		return fmt.Errorf("source collection %s.%s: %w", fromDB, from, ErrNotFound)
 	}
 	dst := s.colls[toDB+"."+to]
+	if src != src0 || dst != dst0 {
+		s.catMu.Unlock()
+		unfence()
+		return s.RenameCollection(fromDB, from, toDB, to, dropTarget) // changed meanwhile: again
+	}
 	if dst != nil && !dropTarget {
 		s.catMu.Unlock()
 		return fmt.Errorf("target collection %s.%s: %w", toDB, to, ErrExists)

@@ -2,13 +2,13 @@ package store
 
 import (
 	"bytes"
+	"sync"
 	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/parsecdb/parsec/shard"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // ErrCollectionChanged means the collection a transaction wrote to was
@@ -44,6 +44,7 @@ type Txn struct {
 	stored  map[uint32]*Counts     // unsharded collections' counters, when the size check read them
 	hot     []lpRef                // logical partitions whose deltas piled up: fold after commit
 	ixWork  IndexWork              // secondary index entries written
+	fences  []*sync.RWMutex        // collections' fences held shared until the end (fence.go)
 }
 
 // lpDelta is what a transaction changes in one logical partition.
@@ -86,6 +87,7 @@ func (s *Store) Update(fn func(*Txn) error) error {
 			err = tx.commit()
 		}
 		tx.t.Discard()
+		tx.releaseFences()
 		if errors.Is(err, badger.ErrConflict) && attempt < 1000 {
 			continue
 		}
@@ -103,6 +105,7 @@ func (s *Store) View(fn func(*Txn) error) error {
 		return ErrClosed
 	}
 	tx := &Txn{s: s, t: s.db.NewTransaction(false)}
+	defer tx.releaseFences()
 	defer tx.t.Discard()
 	return mapBadgerErr(fn(tx))
 }
@@ -127,8 +130,10 @@ func (t *Txn) commit() error {
 	return t.t.Commit()
 }
 
-// checkCollection makes the transaction conflict with any concurrent drop
-// or rename of c, and fails if c is already gone.
+// checkCollection holds c's fence shared until the transaction ends and
+// fails with ErrCollectionChanged when c is no longer the published entry
+// writers must use (dropped, renamed, re-placed, or its indexes changed):
+// see fence.go.
 func (t *Txn) checkCollection(c *Collection) error {
 	if t.checked[c.ID] {
 		return nil
@@ -136,26 +141,13 @@ func (t *Txn) checkCollection(c *Collection) error {
 	if t.s.waitResharding(c) {
 		return ErrCollectionChanged // re-placed meanwhile: c is out of date
 	}
-	item, err := t.t.Get(collKey(c.DB, c.Name))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return ErrCollectionChanged
-	}
-	if err != nil {
-		return err
-	}
-	// A collection re-created under the same name has another id.
-	same := false
-	if err := item.Value(func(v []byte) error {
-		doc := bsoncore.Document(v)
-		id, ok := doc.Lookup("id").AsInt64OK()
-		epoch, _ := doc.Lookup("epoch").AsInt64OK() // absent: 0
-		ixv, _ := doc.Lookup("indexVersion").AsInt64OK()
-		same = ok && id == int64(c.ID) && epoch == c.Epoch && ixv == c.IndexVersion
-		return nil
-	}); err != nil {
-		return err
-	}
-	if !same {
+	f := t.s.fence(c.ID)
+	f.RLock()
+	t.fences = append(t.fences, f)
+	t.s.catMu.RLock()
+	cur := t.s.colls[c.Namespace()]
+	t.s.catMu.RUnlock()
+	if cur == nil || cur.ID != c.ID || cur.Epoch != c.Epoch || cur.IndexVersion != c.IndexVersion {
 		return ErrCollectionChanged
 	}
 	if t.checked == nil {

@@ -383,7 +383,7 @@ func (s *Store) CreateIndexes(ctx context.Context, c *Collection, ixs []Index) (
 		building[i] = &ix
 	}
 	var ids []uint32
-	added, err := s.changeEntry(c, func(e *Collection) error {
+	added, err := s.changeEntryFenced(c, func(e *Collection) error {
 		e.cloneIndexes()
 		for _, ix := range building {
 			if e.Index(ix.Name) != nil {
@@ -501,7 +501,7 @@ func (s *Store) DropIndex(c *Collection, name string) (*Collection, error) {
 		return nil, ErrNotFound
 	}
 	var ix *Index
-	out, err := s.changeEntry(c, func(e *Collection) error {
+	out, err := s.changeEntryFenced(c, func(e *Collection) error {
 		e.cloneIndexes()
 		for i, x := range e.Indexes {
 			if x.Name == name {

@@ -449,7 +449,7 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 		s.reshardMu.Unlock()
 		close(done)
 	}()
-	fenced, err := s.changeEntry(cur, func(e *Collection) error { e.Epoch++; return nil })
+	fenced, err := s.changeEntryFenced(cur, func(e *Collection) error { e.Epoch++; return nil })
 	if err != nil {
 		return nil, err
 	}

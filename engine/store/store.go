@@ -47,6 +47,7 @@ type Store struct {
 	colls   map[string]*Collection // by namespace "db.coll"
 	lastCID uint32
 	matcher Matcher // compiles partial filter expressions (SetMatcher)
+	fences  sync.Map // collection id -> *sync.RWMutex (fence.go)
 
 	foldMu  sync.Mutex
 	folding map[uint32]bool
