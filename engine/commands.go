@@ -48,6 +48,8 @@ func newCommandTable() map[string]command {
 		{name: "createIndexes", help: "build secondary indexes (single-field, compound, multikey, unique, sparse, partial, TTL, hidden, wildcard)", run: (*Engine).cmdCreateIndexes},
 		{name: "listIndexes", help: "list a collection's indexes", run: (*Engine).cmdListIndexes},
 		{name: "dropIndexes", help: "drop indexes by name, key pattern, list of names or \"*\"", run: (*Engine).cmdDropIndexes},
+		{name: "commitTransaction", help: "multi-document transactions are not supported: refused", adminOnly: true, run: (*Engine).cmdEndTransaction},
+		{name: "abortTransaction", help: "multi-document transactions are not supported: refused", adminOnly: true, run: (*Engine).cmdEndTransaction},
 		{name: "validate", help: "check a collection's indexes against its documents", run: (*Engine).cmdValidate},
 		{name: "collMod", help: "change an index's hidden flag or TTL", run: (*Engine).cmdCollMod},
 		{name: "createSearchIndexes", help: "Atlas Search indexes (not available: answers as MongoDB outside Atlas)", run: (*Engine).cmdSearchIndexes},

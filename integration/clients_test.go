@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parsecdb/parsec/engine"
 )
 
 // mongoshBin is mongosh as `make clients` installs it from
@@ -50,6 +52,10 @@ var warningRE = regexp.MustCompile(`(?i)warn|deprecat|unexpected|uncaught`)
 //   - clients/python_*.py with /usr/bin/python3 and Debian's pymongo 3.11;
 //   - govone/ (its own module, the v1 Go driver) with `go run .`.
 //
+// The scenarios in clients/throttled/ (mongosh_*.js, node_*.js) drive a
+// collection over its RU budget, so they run against a second server with
+// rate limiting on (`parsec serve --rate-limiting`).
+//
 // Each must exit 0, print "<name>: ok" and print no warning. A missing
 // client fails the test with the command that installs it. The results
 // go to clients/summary.txt, which .ci/run shows.
@@ -59,17 +65,18 @@ func TestClients(t *testing.T) {
 		t.Fatalf("pymongo is not installed for /usr/bin/python3: run `make clients` (apt-get install -y python3-pymongo): %v\n%s", err, out)
 	}
 	type scenario struct {
-		name    string
-		timeout time.Duration
-		cmd     func(ctx context.Context, uri string) *exec.Cmd
+		name      string
+		timeout   time.Duration
+		throttled bool // run against the server with rate limiting
+		cmd       func(ctx context.Context, uri string) *exec.Cmd
 	}
 	var scenarios []scenario
 	home := t.TempDir()
-	for _, pattern := range []string{"mongosh_*.js", "node_*.js", "python_*.py"} {
+	for _, pattern := range []string{"mongosh_*.js", "node_*.js", "python_*.py", "throttled/mongosh_*.js", "throttled/node_*.js"} {
 		files, _ := filepath.Glob(filepath.Join("clients", pattern))
 		for _, file := range files {
 			name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".js"), ".py")
-			sc := scenario{name: name, timeout: 2 * time.Minute}
+			sc := scenario{name: name, timeout: 2 * time.Minute, throttled: strings.HasPrefix(pattern, "throttled/")}
 			switch {
 			case strings.HasPrefix(name, "mongosh_"):
 				sc.cmd = func(ctx context.Context, uri string) *exec.Cmd {
@@ -105,6 +112,7 @@ func TestClients(t *testing.T) {
 	}
 
 	s := StartServer(t, ServerOptions{})
+	throttling := StartServer(t, ServerOptions{RequestUnits: engine.RequestUnitOptions{RateLimiting: true}})
 	var mu sync.Mutex
 	results := map[string]string{}
 	t.Cleanup(func() { writeClientSummary(t, results) })
@@ -120,7 +128,11 @@ func TestClients(t *testing.T) {
 			}()
 			ctx, cancel := context.WithTimeout(context.Background(), sc.timeout)
 			defer cancel()
-			out, err := sc.cmd(ctx, s.URI()).CombinedOutput()
+			uri := s.URI()
+			if sc.throttled {
+				uri = throttling.URI()
+			}
+			out, err := sc.cmd(ctx, uri).CombinedOutput()
 			if err != nil {
 				t.Fatalf("%s failed: %v\n%s", sc.name, err, out)
 			}

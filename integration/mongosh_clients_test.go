@@ -7,10 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parsecdb/parsec/engine"
 )
 
 // nodeDeprecationRE matches the notice mongosh 2.12 prints on Node.js
@@ -184,6 +187,38 @@ func TestMongoshInteractive(t *testing.T) {
 	for _, bad := range []string{"Unexpected log line", "startup warnings", "Uncaught"} {
 		if strings.Contains(sc, bad) {
 			t.Errorf("the screen shows %q", bad)
+		}
+	}
+}
+
+// TestMongoshThrottling shows a 16500 as a person using mongosh sees it:
+// against a server with rate limiting, a loop of 100 KB inserts into a
+// collection of the default 400 RU/s stops at the first refusal, printed
+// as "MongoServerError[TooManyRequests]: Error=16500, RetryAfterMs=...".
+// (clients/throttled/ holds the scripted scenarios TestClients runs.)
+func TestMongoshThrottling(t *testing.T) {
+	requireMongosh(t)
+	srv := StartServer(t, ServerOptions{RequestUnits: engine.RequestUnitOptions{RateLimiting: true}})
+	out := mongoshPiped(t, srv.URI(), strings.Join([]string{
+		`use shop`,
+		`for (let i = 0; i < 200; i++) db.big.insertOne({_id: i, pad: 'x'.repeat(100 * 1024)})`,
+		`db.big.countDocuments() < 200`,
+		`db.runCommand({customAction: 'GetPartitionStats', collection: 'big'}).throttledRequests`,
+	}, "\n")+"\n")
+	t.Logf("mongosh:\n%s", out)
+	// Piped, mongosh prefixes an uncaught error with "Uncaught " and a
+	// carriage return.
+	refused := regexp.MustCompile(`(?m)^\[direct: mongos\] shop> (?:Uncaught[ \r]*)?MongoServerError\[TooManyRequests\]: Error=16500, RetryAfterMs=(\d+), Details='Response status code does not indicate success: TooManyRequests \(429\); Substatus: 3200; Reason: \(Request rate is large\. More Request Units may be needed, so no changes were made\. Please retry this request later\. Learn more: http://aka\.ms/cosmosdb-error-429\)'$`)
+	m := refused.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("mongosh does not show the 16500 as MongoServerError[TooManyRequests] with RetryAfterMs")
+	}
+	if ms, _ := strconv.Atoi(m[1]); ms < 1 || ms > 1000 {
+		t.Errorf("RetryAfterMs=%s for a 50 RU insert at 400 RU/s", m[1])
+	}
+	for _, want := range []string{"[direct: mongos] shop> true\n", "[direct: mongos] shop> Long('1')\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q: the loop did not stop at the first refusal", want)
 		}
 	}
 }

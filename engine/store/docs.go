@@ -2,10 +2,10 @@ package store
 
 import (
 	"bytes"
-	"sync"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/parsecdb/parsec/shard"

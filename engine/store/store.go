@@ -46,7 +46,7 @@ type Store struct {
 	dbs     map[string]*Database
 	colls   map[string]*Collection // by namespace "db.coll"
 	lastCID uint32
-	matcher Matcher // compiles partial filter expressions (SetMatcher)
+	matcher Matcher  // compiles partial filter expressions (SetMatcher)
 	fences  sync.Map // collection id -> *sync.RWMutex (fence.go)
 
 	foldMu  sync.Mutex

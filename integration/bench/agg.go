@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -65,20 +64,11 @@ var aggPipeline = bson.A{bson.D{{Key: "$group", Value: bson.D{
 // alternates the workloads for cfg.Rounds rounds, each running for its
 // share of cfg.Duration.
 func aggPhase(ctx context.Context, cfg config, rep *report, want func(string) bool) (err error) {
-	dir, err := os.MkdirTemp("", "parsec-bench-agg-")
+	srv, stop, err := launchPhase("agg", integration.ServerOptions{})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	srv, err := integration.Launch(integration.ServerOptions{Dir: dir})
-	if err != nil {
-		return fmt.Errorf("start server: %w", err)
-	}
-	defer func() {
-		if serr := srv.Stop(); serr != nil && err == nil {
-			err = fmt.Errorf("stop server: %w", serr)
-		}
-	}()
+	defer stop(&err)
 	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()).SetAppName("parsec-bench"))
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -328,20 +327,11 @@ func checkPlan(ctx context.Context, db *mongo.Database, name string, cmd bson.D,
 // indexPhase loads the read collection, times the index builds, checks
 // the plans, then runs the reads and the inserts.
 func indexPhase(ctx context.Context, cfg config, rep *report, want func(string) bool) (err error) {
-	dir, err := os.MkdirTemp("", "parsec-bench-index-")
+	srv, stop, err := launchPhase("index", integration.ServerOptions{})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	srv, err := integration.Launch(integration.ServerOptions{Dir: dir})
-	if err != nil {
-		return fmt.Errorf("start server: %w", err)
-	}
-	defer func() {
-		if serr := srv.Stop(); serr != nil && err == nil {
-			err = fmt.Errorf("stop server: %w", serr)
-		}
-	}()
+	defer stop(&err)
 	mcs, err := connect(cfg.ClientMode, srv.URI(), slices.Max(cfg.Clients))
 	if err != nil {
 		return err

@@ -295,22 +295,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 func serverPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, tmpl template) (err error) {
 	uri, dbName := cfg.URI, "bench"
 	if cfg.InProcess {
-		dir, err := os.MkdirTemp("", "parsec-bench-server-")
+		srv, stop, err := launchPhase("server", integration.ServerOptions{})
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		srv, err := integration.Launch(integration.ServerOptions{Dir: dir})
-		if err != nil {
-			return fmt.Errorf("start server: %w", err)
-		}
-		defer func() {
-			if serr := srv.Stop(); serr != nil && err == nil {
-				err = fmt.Errorf("stop server: %w", serr)
-			}
-		}()
+		defer stop(&err)
 		uri = srv.URI()
-		progress("server on %s, data in %s", srv.Addr, dir)
+		progress("server on %s, data in %s", srv.Addr, srv.Dir)
 	} else {
 		// Leave nothing behind on someone else's server.
 		dbName = fmt.Sprintf("parsec_bench_%d", os.Getpid())

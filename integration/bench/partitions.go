@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"time"
 
@@ -61,20 +60,11 @@ func partitionDoc(t template, i int64) []byte {
 }
 
 func partitionPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, tmpl template) (err error) {
-	dir, err := os.MkdirTemp("", "parsec-bench-partitions-")
+	srv, stop, err := launchPhase("partitions", integration.ServerOptions{})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	srv, err := integration.Launch(integration.ServerOptions{Dir: dir})
-	if err != nil {
-		return fmt.Errorf("start server: %w", err)
-	}
-	defer func() {
-		if serr := srv.Stop(); serr != nil && err == nil {
-			err = fmt.Errorf("stop server: %w", serr)
-		}
-	}()
+	defer stop(&err)
 	mcs, err := connect(cfg.ClientMode, srv.URI(), max(slicesMax(cfg.Clients), 1))
 	if err != nil {
 		return err

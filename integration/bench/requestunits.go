@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 
 	"github.com/parsecdb/parsec/engine"
 	"github.com/parsecdb/parsec/integration"
@@ -56,22 +55,13 @@ func ruPhase(ctx context.Context, cfg config, rep *report, want func(string) boo
 		if !want(s.name) {
 			continue
 		}
-		dir, err := os.MkdirTemp("", "parsec-bench-ru-")
+		// One partition may hold the whole budget.
+		srv, stop, err := launchPhase("ru", integration.ServerOptions{RequestUnits: s.opts,
+			Partitions: engine.PartitionLimits{MaxRUs: ruBigBudget}})
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		// One partition may hold the whole budget.
-		srv, err := integration.Launch(integration.ServerOptions{Dir: dir, RequestUnits: s.opts,
-			Partitions: engine.PartitionLimits{MaxRUs: ruBigBudget}})
-		if err != nil {
-			return fmt.Errorf("start server: %w", err)
-		}
-		defer func() {
-			if serr := srv.Stop(); serr != nil && err == nil {
-				err = fmt.Errorf("stop server: %w", serr)
-			}
-		}()
+		defer stop(&err)
 		mcs, err := connect(cfg.ClientMode, srv.URI(), max(slicesMax(cfg.Clients), 1))
 		if err != nil {
 			return err

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/parsecdb/parsec/integration"
 )
 
 // opFunc runs one operation of a workload. Each worker owns its opFunc, so
@@ -225,4 +227,26 @@ func withCPUProfile(path string, fn func()) error {
 	fn()
 	pprof.StopCPUProfile()
 	return f.Close()
+}
+
+// launchPhase starts a server for one phase with its data in a temporary
+// directory of its own. stop stops it, removes the directory and reports
+// a failure to stop in *err, unless *err already holds an error.
+func launchPhase(name string, opts integration.ServerOptions) (*integration.Server, func(err *error), error) {
+	dir, err := os.MkdirTemp("", "parsec-bench-"+name+"-")
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Dir = dir
+	srv, err := integration.Launch(opts)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("start server: %w", err)
+	}
+	return srv, func(err *error) {
+		if serr := srv.Stop(); serr != nil && *err == nil {
+			*err = fmt.Errorf("stop server: %w", serr)
+		}
+		_ = os.RemoveAll(dir)
+	}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -53,20 +52,11 @@ func scanDoc(t template, i int64) []byte {
 // preloads it, and alternates the two workloads for cfg.Rounds rounds,
 // each running for its share of cfg.Duration.
 func scanPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, tmpl template) (err error) {
-	dir, err := os.MkdirTemp("", "parsec-bench-scan-")
+	srv, stop, err := launchPhase("scan", integration.ServerOptions{})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	srv, err := integration.Launch(integration.ServerOptions{Dir: dir})
-	if err != nil {
-		return fmt.Errorf("start server: %w", err)
-	}
-	defer func() {
-		if serr := srv.Stop(); serr != nil && err == nil {
-			err = fmt.Errorf("stop server: %w", serr)
-		}
-	}()
+	defer stop(&err)
 	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()).SetAppName("parsec-bench"))
 	if err != nil {
 		return err

@@ -100,20 +100,11 @@ func batchPhase(ctx context.Context, cfg config, rep *report, want func(string) 
 	if want("insertMany") {
 		uri, dbName := cfg.URI, fmt.Sprintf("parsec_bench_batch_%d", os.Getpid())
 		if cfg.InProcess {
-			dir, err := os.MkdirTemp("", "parsec-bench-batch-")
+			srv, stop, err := launchPhase("batch", integration.ServerOptions{})
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(dir)
-			srv, err := integration.Launch(integration.ServerOptions{Dir: dir})
-			if err != nil {
-				return fmt.Errorf("start server: %w", err)
-			}
-			defer func() {
-				if serr := srv.Stop(); serr != nil && err == nil {
-					err = fmt.Errorf("stop server: %w", serr)
-				}
-			}()
+			defer stop(&err)
 			uri = srv.URI()
 		}
 		var mcs []*mongo.Client

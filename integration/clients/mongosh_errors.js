@@ -67,6 +67,24 @@ fails('$text without index', () => c.find({ $text: { $search: 'x' } }).toArray()
 fails('$near without index', () => c.find({ loc: { $near: [0, 0] } }).toArray(), { code: 291, message: /unable to find index for \$geoNear query/ });
 fails('collation', () => c.find({}).collation({ locale: 'fr' }).toArray(), { code: 238, message: /collation is not supported by Parsec/ });
 
+// Multi-document transactions fail at their first statement with 263
+// OperationNotSupportedInTransaction and write nothing; the shell shows
+// Parsec's message for reads and writes alike.
+const txn = db.getMongo().startSession();
+const tc = txn.getDatabase(name).c;
+txn.startTransaction();
+const txnMsg = /^multi-document transactions are not supported by Parsec \(command (find|insert) was sent inside a transaction\)/;
+fails('read in a transaction', () => tc.findOne({ _id: 1 }), { name: 'MongoServerError', code: 263, codeName: 'OperationNotSupportedInTransaction', message: txnMsg });
+const txnWrite = fails('write in a transaction', () => tc.insertOne({ _id: 'txn' }), { name: 'MongoServerError' });
+const txnCause = txnWrite.originalError || txnWrite;
+assert.strictEqual(txnWrite.originalError, undefined, 'the driver replaced the error: ' + txnWrite.message);
+assert.strictEqual(txnCause.code, 263, 'write in a transaction: ' + txnCause.message);
+assert.strictEqual(txnCause.codeName, 'OperationNotSupportedInTransaction');
+assert.ok(/^multi-document transactions are not supported by Parsec \(command insert was sent inside a transaction\)/.test(txnCause.message), txnCause.message);
+txn.abortTransaction();
+txn.endSession();
+assert.strictEqual(c.countDocuments({ _id: 'txn' }), 0, 'the write in the transaction is stored');
+
 // The shell prints server errors as "MongoServerError[codeName]: message".
 const shown = fails('printed form', () => c.find({ a: { $foo: 1 } }).toArray(), {});
 assert.strictEqual(`${shown.name}[${shown.codeName}]: ${shown.message}`, 'MongoServerError[BadValue]: unknown operator: $foo');

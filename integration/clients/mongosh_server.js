@@ -74,8 +74,11 @@ const lsid = { id: UUID() };
 assert.strictEqual(db.getSiblingDB('mongosh_server').runCommand({ find: 's', filter: {}, lsid }).ok, 1);
 assert.strictEqual(db.adminCommand({ endSessions: [lsid] }).ok, 1);
 
-// A write with a transaction number (what retryable writes send).
-const w = { insert: 's', documents: [{ _id: 2 }], lsid, txnNumber: NumberLong('1') };
+// A write with a transaction number (what retryable writes send). The
+// driver sends runCommand with an lsid of its own session pool, not ours:
+// it may be the server session the writes above used up to txnNumber 2,
+// so the number must be newer than any the driver has sent.
+const w = { insert: 's', documents: [{ _id: 2 }], lsid, txnNumber: NumberLong('1000000') };
 assert.strictEqual(db.getSiblingDB('mongosh_server').runCommand(w).n, 1);
 assert.strictEqual(db.getSiblingDB('mongosh_server').s.find({ _id: 2 }).itcount(), 1);
 

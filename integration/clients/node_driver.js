@@ -3,8 +3,8 @@
 // cursors over several batches (getMore, killCursors on close, for await,
 // streams), explicit and implicit sessions with their lsid, retryable
 // writes' txnNumber, endSessions on close, findOneAnd*, distinct,
-// estimatedDocumentCount, explain, a parallel load on the pool and the
-// driver's error classes.
+// estimatedDocumentCount, explain, a parallel load on the pool, the
+// driver's error classes and transactions refused at their first statement.
 const assert = require('assert');
 const { MongoClient, MongoServerError, MongoBulkWriteError } = require('mongodb');
 
@@ -143,6 +143,42 @@ async function main() {
       e.keyValue && e.keyValue._id === 3);
     await assert.rejects(coll.find({ $foo: 1 }).toArray(), (e) => e instanceof MongoServerError && e.code === 2 && e.codeName === 'BadValue');
     await assert.rejects(db.command({ nope: 1 }), (e) => e instanceof MongoServerError && e.code === 59 && e.codeName === 'CommandNotFound');
+
+    // Multi-document transactions fail at their first statement, honestly:
+    // the server answers OperationNotSupportedInTransaction (263) saying
+    // Parsec does not support them, the driver shows it as it is, and
+    // nothing is written.
+    const txnMsg = (cmd) => new RegExp(`^multi-document transactions are not supported by Parsec \\(command ${cmd} was sent inside a transaction\\)`);
+    const txn = client.startSession();
+    try {
+      events.length = 0;
+      txn.startTransaction();
+      await assert.rejects(coll.insertOne({ _id: 'txn' }, { session: txn }), (e) => {
+        assert.ok(e instanceof MongoServerError, String(e));
+        assert.strictEqual(e.originalError, undefined, 'the driver replaced the error: ' + e.message);
+        const cause = e;
+        assert.strictEqual(cause.code, 263, cause.message);
+        assert.strictEqual(cause.codeName, 'OperationNotSupportedInTransaction');
+        assert.ok(txnMsg('insert').test(cause.message), cause.message);
+        return true;
+      });
+      const sent = started('insert')[0].cmd;
+      assert.ok(sent.startTransaction === true && sent.autocommit === false, 'the insert was sent as a transaction statement');
+      const failed = events.find((e) => e.name === 'insert' && e.failed);
+      assert.strictEqual(failed.failed.code, 263);
+      assert.ok(txnMsg('insert').test(failed.failed.message), failed.failed.message);
+      await assert.rejects(coll.findOne({ _id: 3 }, { session: txn }), (e) => e instanceof MongoServerError && e.code === 263 &&
+        e.codeName === 'OperationNotSupportedInTransaction' && txnMsg('find').test(e.message));
+      await txn.abortTransaction();
+      // withTransaction gives up at once: 263 is not a transient error.
+      events.length = 0;
+      await assert.rejects(txn.withTransaction(async () => { await coll.insertOne({ _id: 'txn2' }, { session: txn }); }),
+        (e) => e instanceof MongoServerError && e.code === 263);
+      assert.strictEqual(started('insert').length, 1, 'withTransaction retried');
+    } finally {
+      await txn.endSession();
+    }
+    assert.strictEqual(await coll.countDocuments({ _id: { $in: ['txn', 'txn2'] } }), 0, 'a transaction statement was stored');
 
     // Closing the client ends its sessions on the server.
     events.length = 0;

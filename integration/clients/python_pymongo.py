@@ -1,7 +1,10 @@
 """pymongo scenario: Debian's python3-pymongo (3.11, which speaks wire
 versions up to 9, MongoDB 4.4) against Parsec's 0..21: handshake, catalog,
 CRUD, the find language, counts, updates, findAndModify, bulk writes,
-cursors over several batches, sessions and zlib compression.
+cursors over several batches, sessions, zlib compression, transactions
+refused, and a sharded half: shardCollection with a hashed key, Cosmos DB's
+CreateCollection with throughput for several physical partitions, reads by
+shard key and GetPartitionStats.
 
 Run with /usr/bin/python3 and $PARSEC_URI; prints "python_pymongo: ok".
 """
@@ -157,12 +160,108 @@ def main():
     except OperationFailure as e:
         assert e.code == 2 and "unknown top level operator: $foo" in str(e), e
 
+    # Multi-document transactions are refused at their first statement and
+    # write nothing (pymongo shows the server's code 263 and message).
+    with client.start_session() as s:
+        s.start_transaction()
+        try:
+            coll.insert_one({"_id": "txn"}, session=s)
+            raise AssertionError("a write in a transaction accepted")
+        except OperationFailure as e:
+            assert e.code == 263 and "multi-document transactions are not supported by Parsec" in str(e), e
+        s.abort_transaction()
+    assert coll.find_one({"_id": "txn"}) is None
+
     r = coll.delete_many({"g": {"$gte": 5}})
     assert r.deleted_count == 400, r.deleted_count
     client.drop_database(db)
     assert "python_pymongo" not in client.list_database_names()
+    sharded(client, rec)
     client.close()
     print("python_pymongo: ok")
+
+
+def sharded(client, rec):
+    """Sharded collections as a pymongo application makes and uses them."""
+    name = "python_pymongo_sharded"
+    db = client[name]
+    client.drop_database(db)
+
+    # shardCollection with a hashed key, through admin commands as on any
+    # mongos.
+    assert client.admin.command("enableSharding", name)["ok"] == 1
+    res = client.admin.command("shardCollection", name + ".orders", key={"customer": "hashed"})
+    assert res["collectionsharded"] == name + ".orders", res
+    try:
+        client.admin.command("shardCollection", name + ".ranged", key={"customer": 1})
+        raise AssertionError("range shard key accepted")
+    except OperationFailure as e:
+        assert e.code == 115, e
+    orders = db.orders
+    res = orders.insert_many([{"_id": i, "customer": "c%d" % (i % 40), "total": i} for i in range(2000)])
+    assert len(res.inserted_ids) == 2000
+    assert orders.count_documents({"customer": "c7"}) == 50
+    mine = list(orders.find({"customer": "c7", "total": {"$gte": 1000}}).sort("total", 1))
+    assert [d["_id"] for d in mine] == list(range(1007, 2000, 40)), [d["_id"] for d in mine]
+    one = orders.find({"customer": "c3"}).explain()["queryPlanner"]["winningPlan"]["shards"]
+    assert len(one) == 1, one
+    assert orders.update_one({"_id": 5, "customer": "c5"}, {"$inc": {"total": 1}}).modified_count == 1
+    assert orders.find_one({"_id": 5, "customer": "c5"})["total"] == 6
+    try:
+        orders.insert_one({"_id": "nokey", "total": 1})
+        raise AssertionError("insert without the shard key accepted")
+    except OperationFailure as e:
+        assert e.code == 61 and "shard key" in str(e), e
+    try:
+        orders.update_one({"_id": 1, "customer": "c1"}, {"$set": {"customer": "c2"}})
+        raise AssertionError("update of the shard key accepted")
+    except OperationFailure as e:
+        assert e.code == 66, e
+
+    # Cosmos DB's CreateCollection: a new collection of 24,000 RU/s (manual)
+    # starts on ceil(24000 / 6000) = 4 physical partitions of 6,000 RU/s.
+    res = db.command({"customAction": "CreateCollection", "collection": "events",
+                      "shardKey": "device", "offerThroughput": 24000})
+    assert res["ok"] == 1, res
+    info = db.command({"customAction": "GetCollection", "collection": "events"})
+    assert info["shardKeyDefinition"] == {"device": "hashed"} and info["provisionedThroughput"] == 24000, info
+    events = db.events
+    devices = 200
+    events.insert_many([{"_id": i, "device": "d%d" % (i % devices), "n": i} for i in range(4000)])
+    del rec.events[:]
+    got = list(events.find({"device": "d42"}))
+    assert len(got) == 20 and all(d["device"] == "d42" for d in got), got
+    assert sorted(d["n"] for d in got) == list(range(42, 4000, devices))
+    assert events.find_one({"_id": 42, "device": "d42"})["n"] == 42
+    assert rec.names() == ["find", "find"], rec.names()
+
+    stats = db.command({"customAction": "GetPartitionStats", "collection": "events"})
+    parts = stats["partitions"]
+    assert stats["partitionCount"] == 4 and len(parts) == 4, stats["partitionCount"]
+    assert stats["documentCount"] == 4000 and stats["logicalPartitionCount"] == devices, stats
+    assert sum(p["documentCount"] for p in parts) == 4000
+    assert sum(p["logicalPartitionCount"] for p in parts) == devices
+    assert all(p["documentCount"] > 0 for p in parts), [p["documentCount"] for p in parts]
+    assert all(p["throughputShare"] == 6000 for p in parts), [p["throughputShare"] for p in parts]
+    assert [p["partitionKeyRangeId"] for p in parts] == ["0", "1", "2", "3"]
+    assert stats["ruTotal"] > 0 and stats["throttledRequests"] == 0, stats
+
+    # Duplicate keys: _id is unique within a shard-key value (a logical
+    # partition), as in Cosmos DB.
+    try:
+        events.insert_one({"_id": 42, "device": "d42"})
+        raise AssertionError("duplicate _id in one logical partition accepted")
+    except DuplicateKeyError as e:
+        assert e.code == 11000 and "E11000 duplicate key error collection: %s.events index: _id_ dup key: { _id: 42 }" % name in str(e), e
+    try:
+        events.insert_many([{"_id": "a", "device": "d1"}, {"_id": 1, "device": "d1"}, {"_id": "b", "device": "d1"}])
+        raise AssertionError("duplicate in insert_many accepted")
+    except BulkWriteError as e:
+        errs = e.details["writeErrors"]
+        assert len(errs) == 1 and errs[0]["code"] == 11000 and errs[0]["index"] == 1 and e.details["nInserted"] == 1, e.details
+    assert events.count_documents({"device": "d1"}) == 21
+
+    client.drop_database(db)
 
 
 if __name__ == "__main__":
