@@ -10,15 +10,16 @@ import (
 // cmdConfigureFailPoint sets the failCommand fail point:
 // {configureFailPoint: "failCommand", mode: "alwaysOn" | "off" | {times: n}
 // | {skip: n}, data: {failCommands, errorCode, closeConnection, errorLabels,
-// writeConcernError, blockConnection, blockTimeMS, appName}}.
+// writeConcernError, blockConnection, blockTimeMS, appName}}, and the
+// onPrimaryTransactionalWrite fail point (failpoint_txnwrite.go).
 // It is registered only with --enable-test-commands.
 func (e *Engine) cmdConfigureFailPoint(_ context.Context, req *request) ([]byte, error) {
 	name, err := stringArg(req.name, req.name, req.body.Index(0).Value())
 	if err != nil {
 		return nil, err
 	}
-	if name != "failCommand" {
-		return nil, errorf(ErrBadValue, "unknown fail point: %s (Parsec has failCommand only)", name)
+	if name != "failCommand" && name != "onPrimaryTransactionalWrite" {
+		return nil, errorf(ErrBadValue, "unknown fail point: %s (Parsec has failCommand and onPrimaryTransactionalWrite only)", name)
 	}
 	active, times, skip := false, int64(-1), int64(0)
 	modeV, err := req.body.LookupErr("mode")
@@ -54,6 +55,20 @@ func (e *Engine) cmdConfigureFailPoint(_ context.Context, req *request) ([]byte,
 		}
 	default:
 		return nil, wrongTypes(req.name, "mode", modeV, "string, object")
+	}
+	if name == "onPrimaryTransactionalWrite" {
+		data := txnWriteFailData{closeConnection: true}
+		if v, err := req.body.LookupErr("data"); err == nil {
+			d, err := docArg(req.name, "data", v)
+			if err != nil {
+				return nil, err
+			}
+			if data, err = parseTxnWriteFailData(d); err != nil {
+				return nil, err
+			}
+		}
+		e.txnWriteFailPoint.set(active, times, skip, data)
+		return okReply()
 	}
 	var data failCommandData
 	if v, err := req.body.LookupErr("data"); err == nil {

@@ -33,7 +33,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 			if let, err = docArg(req.name, k, v); err != nil {
 				return nil, err
 			}
-		case "deletes":
+		case "deletes", "stmtIds":
 		default:
 			if !genericFields[k] {
 				return nil, unknownField(req.name, k)
@@ -53,6 +53,11 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 	}
+	rw, err := e.retryableWrite(ctx, req, wc, len(parsed))
+	if err != nil {
+		return nil, err
+	}
+	defer rw.release()
 	e.ops.delete.Add(int64(len(parsed)))
 	var n int64
 	var errs []writeError
@@ -60,7 +65,19 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		removed, err := e.deleteOne(ctx, &req.units, req.db, name, st, let)
+		if o, done := rw.executed(i); done {
+			n += int64(o.n)
+			continue
+		}
+		var removed int64
+		if rw != nil && !st.justOne {
+			err = errorf(ErrInvalidOptions, "Cannot use (or request) retryable writes with limit=0")
+		} else {
+			removed, err = e.deleteOne(ctx, &req.units, req.db, name, st, let, stmtRef{rw, i})
+		}
+		if errors.Is(err, errClosedByFailPoint) {
+			return nil, err
+		}
 		n += removed
 		if err != nil {
 			ce := toCommandError(err)
@@ -81,7 +98,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return writeReply(n, errs)
+	return writeReply(n, errs, rw.replyFields()...)
 }
 
 // deleteStmt is one parsed delete statement.
@@ -136,8 +153,8 @@ func parseDeleteStmt(stmt bsoncore.Document) (deleteStmt, error) {
 	return st, nil
 }
 
-// deleteOne runs one parsed delete statement.
-func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st deleteStmt, let bsoncore.Document) (int64, error) {
+// deleteOne runs one parsed delete statement (stmt: of a retryable write).
+func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st deleteStmt, let bsoncore.Document, stmt stmtRef) (int64, error) {
 	f, err := compileWriteFilter(st.filter, let, e.now())
 	if err != nil {
 		return 0, err
@@ -151,14 +168,15 @@ func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st de
 			return 0, err
 		}
 	}
-	return e.deleteMatching(ctx, m, c, f, st.filter, st.justOne)
+	return e.deleteMatching(ctx, m, c, f, st.filter, st.justOne, stmt)
 }
 
 // deleteMatching removes the documents of c matching f (the first only,
 // when justOne), in transactions of at most chunkDocs deletions. It is
 // admitted by the partitions it is routed to before it removes anything,
-// and charged for each transaction it commits.
-func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collection, f *query.Filter, filter bsoncore.Document, justOne bool) (int64, error) {
+// and charged for each transaction it commits. In a retryable write
+// (stmt.rw set; justOne), the transaction that deletes records it.
+func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collection, f *query.Filter, filter bsoncore.Document, justOne bool, stmt stmtRef) (int64, error) {
 	point := pointKeyFor(c, f, filter)
 	spans := routePartitions(c, filter)
 	var tally writeTally
@@ -193,7 +211,10 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 				}
 				if ok {
 					n = 1
-					return e.deleteItem(tx, &tally, c, point, len(doc))
+					if err := e.deleteItem(tx, &tally, c, point, len(doc)); err != nil {
+						return err
+					}
+					return stmt.record(tx, stmtOutcome{op: "d", n: 1})
 				}
 				return nil
 			}
@@ -230,6 +251,9 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 				}
 			}
 			n = int64(len(victims))
+			if n > 0 {
+				return stmt.record(tx, stmtOutcome{op: "d", n: int32(n)})
+			}
 			return nil
 		})
 		if errors.Is(err, store.ErrCollectionChanged) {
@@ -246,6 +270,9 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 		}
 		e.chargeWrite(m, &tally)
 		total += n
+		if err := stmt.committed(); err != nil {
+			return total, err
+		}
 		resume = next
 		if !more || (justOne && total > 0) {
 			return total, nil

@@ -61,13 +61,21 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
+	rw, err := e.retryableWrite(ctx, req, wc, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer rw.release()
+	if o, done := rw.executed(0); done {
+		return famRetryReply(a, o, project, rw.stmtID(0))
+	}
 	coll := e.store.Collection(req.db, name)
 	if coll != nil && a.hint.Type != 0 {
 		if err := checkHint(a.hint); err != nil {
 			return nil, err
 		}
 	}
-	sp := &updateSpec{query: a.query, filter: f, upsert: a.upsert}
+	sp := &updateSpec{query: a.query, filter: f, upsert: a.upsert, stmt: stmtRef{rw, 0}}
 	if !a.remove {
 		if sp.upd, err = update.Parse(a.update, update.Options{ArrayFilters: a.arrayFilters, Let: a.let}); err != nil {
 			return nil, updateError(err)
@@ -226,14 +234,19 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 			}
 			res.n, res.upserted, res.wrote = 1, id, true
 			if a.returnNew {
-				res.value, err = tx.Get(key)
+				if res.value, err = tx.Get(key); err != nil {
+					return err
+				}
 			}
-			return err
+			return sp.stmt.record(tx, famOutcome(a, res))
 		}
 		res.n = 1
 		if a.remove {
 			res.value, res.wrote = doc, true
-			return e.deleteItem(tx, &tally, coll, key, len(doc))
+			if err := e.deleteItem(tx, &tally, coll, key, len(doc)); err != nil {
+				return err
+			}
+			return sp.stmt.record(tx, famOutcome(a, res))
 		}
 		res.updatedExisting = true
 		_, denv, err := sp.matchForUpdate(doc, env)
@@ -257,7 +270,7 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 			res.value = out
 		}
 		if !changed {
-			return nil
+			return sp.stmt.record(tx, famOutcome(a, res))
 		}
 		res.wrote = true
 		ixEntries, ixBytes := secondaryIndexWork(tx)
@@ -266,10 +279,11 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 		}
 		e1, b1 := secondaryIndexWork(tx)
 		tally.item(ru.KindReplace, key, len(out), e1-ixEntries, b1-ixBytes)
-		return nil
+		return sp.stmt.record(tx, famOutcome(a, res))
 	})
 	if err == nil {
 		e.chargeWrite(m, &tally)
+		err = sp.stmt.committed()
 	}
 	return res, err
 }

@@ -42,7 +42,7 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 			if _, err := boolArg(req.name, k, v); err != nil {
 				return nil, err
 			}
-		case "documents":
+		case "documents", "stmtIds":
 		default:
 			if !genericFields[k] {
 				return nil, unknownField(req.name, k)
@@ -53,16 +53,25 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	rw, err := e.retryableWrite(ctx, req, wc, len(raw))
+	if err != nil {
+		return nil, err
+	}
+	defer rw.release()
 	e.ops.insert.Add(int64(len(raw)))
 	docs := make([]insertDoc, len(raw))
 	for i, d := range raw {
+		if _, done := rw.executed(i); done {
+			docs[i] = insertDoc{retried: true}
+			continue
+		}
 		docs[i] = prepareInsert(d)
 	}
 	coll, _, err := e.store.EnsureCollection(req.db, name)
 	if err != nil {
 		return nil, err
 	}
-	n, errs, err := e.insertDocs(ctx, &req.units, coll, docs, ordered)
+	n, errs, err := e.insertRetryable(ctx, &req.units, coll, docs, ordered, rw)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +83,7 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return writeReply(n, errs)
+	return writeReply(n, errs, rw.replyFields()...)
 }
 
 // insertDoc is a document ready to store, or the reason it cannot be.
@@ -82,6 +91,8 @@ type insertDoc struct {
 	doc []byte
 	id  bsoncore.Value
 	err *CommandError
+	// retried: an earlier attempt of this retryable write inserted it.
+	retried bool
 }
 
 // prepareInsert gives a document an ObjectId _id when it has none, moves
@@ -152,6 +163,13 @@ func idKey(c *store.Collection, id bsoncore.Value) []byte {
 // before the refusal, the request waits outside any transaction, and the
 // insert goes on from the refused document.
 func (e *Engine) insertDocs(ctx context.Context, m *meter, coll *store.Collection, docs []insertDoc, ordered bool) (int64, []writeError, error) {
+	return e.insertRetryable(ctx, m, coll, docs, ordered, nil)
+}
+
+// insertRetryable is insertDocs for a retryable write (rw nil: not one):
+// documents an earlier attempt inserted count as inserted, and each
+// transaction records the documents it inserts.
+func (e *Engine) insertRetryable(ctx context.Context, m *meter, coll *store.Collection, docs []insertDoc, ordered bool, rw *retryableWrite) (int64, []writeError, error) {
 	var inserted int64
 	var errs []writeError
 	// Admissions outlive the transactions, which may rerun: no document
@@ -184,10 +202,15 @@ func (e *Engine) insertDocs(ctx context.Context, m *meter, coll *store.Collectio
 			chunkErrs, chunkN, stop, wait = nil, 0, false, 0
 			extra.reset()
 			bytes := 0
+			var logged []stmtRecord
 			j := i
 		docs:
 			for ; j < len(docs) && j-i < chunkDocs && bytes < chunkBytes; j++ {
 				d := docs[j]
+				if d.retried {
+					chunkN++
+					continue
+				}
 				if d.err != nil {
 					chunkErrs = append(chunkErrs, writeError{index: j, code: d.err.Code, msg: d.err.Msg})
 					if ordered {
@@ -245,10 +268,13 @@ func (e *Engine) insertDocs(ctx context.Context, m *meter, coll *store.Collectio
 				default:
 					chunkN++
 					bytes += len(d.doc)
+					if rw != nil {
+						logged = append(logged, stmtRecord{j, stmtOutcome{op: "i", n: 1}})
+					}
 				}
 			}
 			next = j
-			return nil
+			return rw.record(tx, logged...)
 		})
 		if errors.Is(err, store.ErrCollectionChanged) {
 			// dropped or renamed under us: insert into the collection now under this name
@@ -263,6 +289,9 @@ func (e *Engine) insertDocs(ctx context.Context, m *meter, coll *store.Collectio
 		inserted += chunkN
 		errs = append(errs, chunkErrs...)
 		e.chargeItems(m, &extra)
+		if err := rw.committed(); err != nil {
+			return inserted, errs, err
+		}
 		if stop {
 			break
 		}

@@ -6,8 +6,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// Logical sessions are not tracked beyond the cursors they own: ending or
-// killing a session closes those cursors.
+// Ending or killing a logical session closes the cursors it owns and
+// forgets its retryable writes (retryable.go).
 
 func (e *Engine) cmdEndSessions(_ context.Context, req *request) ([]byte, error) {
 	ids, err := sessionIDs(req)
@@ -17,6 +17,7 @@ func (e *Engine) cmdEndSessions(_ context.Context, req *request) ([]byte, error)
 	for _, id := range ids {
 		e.cursors.closeForSession(id)
 	}
+	e.forgetSessions(ids)
 	return okReply()
 }
 

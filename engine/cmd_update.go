@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -60,6 +61,11 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 	}
+	rw, err := e.retryableWrite(ctx, req, wc, len(stmts))
+	if err != nil {
+		return nil, err
+	}
+	defer rw.release()
 	e.ops.update.Add(int64(len(stmts)))
 	coll := e.store.Collection(req.db, name)
 	var n, nModified int64
@@ -69,7 +75,23 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err := e.updateStmt(ctx, &req.units, req.db, name, st, let, coll != nil)
+		if o, done := rw.executed(i); done {
+			n += int64(o.n)
+			nModified += int64(o.nModified)
+			if o.upserted.Type != 0 {
+				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: rawValue(o.upserted)}})
+			}
+			continue
+		}
+		var res updateResult
+		if rw != nil && st.multi {
+			err = errorf(ErrInvalidOptions, "Cannot use (or request) retryable writes with multi=true")
+		} else {
+			res, err = e.updateStmt(ctx, &req.units, req.db, name, st, let, coll != nil, stmtRef{rw, i})
+		}
+		if errors.Is(err, errClosedByFailPoint) {
+			return nil, err
+		}
 		n += res.matched
 		nModified += res.modified
 		if res.upserted.Type != 0 {
@@ -97,7 +119,8 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if len(errs) == 0 && len(upserted) == 0 {
+	retried := rw.replyFields()
+	if len(errs) == 0 && len(upserted) == 0 && len(retried) == 0 {
 		// The common reply, {n, nModified, ok: 1}, without reflection.
 		idx, b := bsoncore.AppendDocumentStart(make([]byte, 0, 48))
 		b = bsoncore.AppendInt32Element(b, "n", int32(n))
@@ -109,7 +132,7 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 	if len(upserted) > 0 {
 		extra = append(extra, bson.E{Key: "upserted", Value: upserted})
 	}
-	return writeReply(n, errs, extra...)
+	return writeReply(n, errs, append(extra, retried...)...)
 }
 
 // updateStmt is one parsed statement of an update command.
@@ -228,7 +251,9 @@ func compileUpdate(q bsoncore.Document, u bsoncore.Value, arrayFilters []bsoncor
 // updateStmt compiles and runs one statement; exists says whether the
 // collection existed when the command started (hints are checked only
 // against existing collections, as MongoDB plans nothing for missing ones).
-func (e *Engine) updateStmt(ctx context.Context, m *meter, db, name string, st updateStmt, let bsoncore.Document, exists bool) (updateResult, error) {
+//
+// stmt is the statement in a retryable write, which records what it does.
+func (e *Engine) updateStmt(ctx context.Context, m *meter, db, name string, st updateStmt, let bsoncore.Document, exists bool, stmt stmtRef) (updateResult, error) {
 	if exists && st.hint.Type != 0 {
 		if err := checkHint(st.hint); err != nil {
 			return updateResult{}, err
@@ -242,7 +267,7 @@ func (e *Engine) updateStmt(ctx context.Context, m *meter, db, name string, st u
 	if st.multi && sp.upd.Kind() == update.Replacement {
 		return updateResult{}, errorf(ErrFailedToParse, "multi update is not supported for replacement-style update")
 	}
-	sp.multi, sp.upsert = st.multi, st.upsert
+	sp.multi, sp.upsert, sp.stmt = st.multi, st.upsert, stmt
 	return e.runUpdate(ctx, m, db, name, sp)
 }
 

@@ -89,6 +89,10 @@ type Engine struct {
 	units     *throughputs // request-unit pools and partitions (throughput.go)
 	commandRU atomic.Int64 // centi-RU charged to no partition (metadata commands)
 
+	// retryable writes' sessions and fail point (retryable.go)
+	sessions          *sessionTable
+	txnWriteFailPoint txnWriteFailPoint
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -122,6 +126,7 @@ func New(cfg Config) *Engine {
 		commands: newCommandTable(),
 		cursors:  newCursorRegistry(now, timeout),
 		logs:     newLogRing(256),
+		sessions: newSessionTable(),
 		stop:     make(chan struct{}),
 	}
 	if cfg.EnableTestCommands {
@@ -149,6 +154,8 @@ func New(cfg Config) *Engine {
 		}
 		e.wg.Add(1)
 		go e.ttlLoop(every)
+		e.wg.Add(1)
+		go e.reapSessions()
 	}
 	return e
 }
@@ -208,6 +215,10 @@ type request struct {
 	c    *conn
 	// units is the request's request-unit account.
 	units meter
+	// wr is the wire request: setting its CloseConnection drops the
+	// connection instead of replying (the onPrimaryTransactionalWrite
+	// fail point, retryable.go). Nil in requests made inside the engine.
+	wr *wire.Request
 }
 
 // sequence returns the documents of kind-1 section id, if present.
@@ -276,7 +287,7 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 		return errorReply(errorf(ErrFailedToParse, "empty command document")), "", nil
 	}
 	name = first.Key()
-	req := &request{name: name, body: body, seqs: wr.Sequences, c: c, db: wr.DB}
+	req := &request{name: name, body: body, seqs: wr.Sequences, c: c, db: wr.DB, wr: wr}
 	units = &req.units
 	if v, err := body.LookupErr("$db"); err == nil {
 		db, ok := v.StringValueOK()
@@ -299,6 +310,9 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 		return errorReply(ce), name, units
 	}
 	if ce := checkTransaction(cmd.name, body); ce != nil {
+		return errorReply(ce), name, units
+	}
+	if ce := checkTxnNumber(cmd.name, body); ce != nil {
 		return errorReply(ce), name, units
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil && cmd.name != "getMore" {

@@ -66,10 +66,12 @@ func (f *failCommand) trigger(cmd, appName string) (*failAction, bool) {
 }
 
 // retryableCodes are the errors after which MongoDB labels a retryable
-// write RetryableWriteError.
+// write RetryableWriteError. Not WriteConcernFailed (64): a write concern
+// timeout is not retried (spec test "InsertOne fails after
+// WriteConcernError WriteConcernTimeout").
 var retryableCodes = map[int32]bool{
 	6: true, 7: true, 89: true, 91: true, 189: true, 262: true, 9001: true, 10107: true,
-	11600: true, 11602: true, 13388: true, 13435: true, 13436: true, 64: true,
+	11600: true, 11602: true, 13388: true, 13435: true, 13436: true,
 }
 
 var retryableWrites = map[string]bool{

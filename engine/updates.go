@@ -41,6 +41,9 @@ type updateSpec struct {
 	// tally is the statement's request units (nil: not charged): an
 	// upsert adds the item it inserts.
 	tally *writeTally
+	// stmt records what the statement wrote, in a retryable write
+	// (retryable.go).
+	stmt stmtRef
 }
 
 // updateResult is what running one statement did.
@@ -316,6 +319,9 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 				}
 				upserted = id
 			}
+			if stmtErr == nil && (modified > 0 || upserted.Type != 0) {
+				return sp.stmt.record(tx, updateOutcome(res.matched+matched, res.modified+modified, upserted))
+			}
 			return nil
 		})
 		if unlock != nil {
@@ -345,6 +351,9 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 		res.modified += modified
 		if upserted.Type != 0 {
 			res.upserted = upserted
+		}
+		if err := sp.stmt.committed(); err != nil {
+			return res, err
 		}
 		if stmtErr != nil {
 			return res, stmtErr

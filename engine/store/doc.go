@@ -22,6 +22,8 @@
 //	c/<collID:4>d<boot:8><seq:8>       -> collection counter delta written by one transaction
 //	c/<collID:4>l<point:8><shardKey>b  -> logical-partition counter base (sharded collections)
 //	c/<collID:4>l<point:8><shardKey>d<boot:8><seq:8> -> logical-partition counter delta
+//	s/h<lsid:16>                       -> retryable writes: a session's head (sessions.go)
+//	s/r<lsid:16><stmtId:4>             -> retryable writes: one statement's outcome (sessions.go)
 //
 // collID is a uint32, big endian, never reused, so a dropped collection's
 // leftovers can never be mistaken for a new one's. point is the document's

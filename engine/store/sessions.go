@@ -1,0 +1,278 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Retryable-write history: what the statements of a logical session's
+// latest retryable write did, so that a retry of them returns that
+// instead of running them again (MongoDB keeps the same in
+// config.transactions). The command layer owns the meaning of a
+// statement's outcome; to the store it is opaque bytes.
+//
+//	s/h<lsid:16>              -> session head: txnNumber:8 BE, lastUse (Unix ms):8 BE, span:4 BE
+//	s/r<lsid:16><stmtId:4 BE> -> statement: txnNumber:8 BE, then its outcome
+//
+// lsid is the session's UUID. A statement key holds the outcome of the
+// last transaction number that recorded that statement id (the command
+// layer may let one outcome stand for a run of statements from that id
+// on); outcomes of an older transaction number are stale and ignored by
+// readers, until a later one overwrites them or ResetSession deletes
+// them. span is one past the highest statement id written since the last
+// reset: a bound on how many statement keys the session holds. Statement outcomes are
+// written by Txn.PutSessionStatements in the transaction that writes
+// the statement's documents, so after a crash a write and its record
+// exist both or neither.
+
+// SessionIDLen is the length of a logical session id (a UUID).
+const SessionIDLen = 16
+
+var (
+	sessionHeadPrefix = []byte("s/h")
+	sessionStmtPrefix = []byte("s/r")
+)
+
+// sessionDeleteChunk bounds the keys one transaction of DeleteSession
+// or ResetSession deletes.
+const sessionDeleteChunk = 10_000
+
+// SessionHead is what a session's head key holds.
+type SessionHead struct {
+	TxnNumber int64     // the highest transaction number seen
+	LastUse   time.Time // when a statement was last recorded
+	// Span is one past the highest statement id recorded since the
+	// session was last reset: at least as many keys as it holds.
+	Span int32
+}
+
+// SessionStatement is the outcome of one statement, by its id.
+type SessionStatement struct {
+	ID      int32
+	Outcome []byte
+}
+
+func checkSessionID(lsid []byte) error {
+	if len(lsid) != SessionIDLen {
+		return fmt.Errorf("session id of %d bytes, want %d", len(lsid), SessionIDLen)
+	}
+	return nil
+}
+
+func sessionHeadKey(lsid []byte) []byte {
+	return append(append(make([]byte, 0, len(sessionHeadPrefix)+SessionIDLen), sessionHeadPrefix...), lsid...)
+}
+
+// sessionStmtsPrefix is the prefix of the statement keys of lsid.
+func sessionStmtsPrefix(lsid []byte) []byte {
+	return append(append(make([]byte, 0, len(sessionStmtPrefix)+SessionIDLen+4), sessionStmtPrefix...), lsid...)
+}
+
+func sessionStmtKey(lsid []byte, id int32) []byte {
+	return binary.BigEndian.AppendUint32(sessionStmtsPrefix(lsid), uint32(id))
+}
+
+func encodeSessionHead(h SessionHead) []byte {
+	b := make([]byte, 0, 20)
+	b = binary.BigEndian.AppendUint64(b, uint64(h.TxnNumber))
+	b = binary.BigEndian.AppendUint64(b, uint64(h.LastUse.UnixMilli()))
+	return binary.BigEndian.AppendUint32(b, uint32(h.Span))
+}
+
+func decodeSessionHead(v []byte) (SessionHead, error) {
+	if len(v) != 20 {
+		return SessionHead{}, fmt.Errorf("session head of %d bytes: %w", len(v), ErrCorrupted)
+	}
+	return SessionHead{
+		TxnNumber: int64(binary.BigEndian.Uint64(v)),
+		LastUse:   time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:]))),
+		Span:      int32(binary.BigEndian.Uint32(v[16:])),
+	}, nil
+}
+
+// SessionHead returns the head of session lsid; ok is false when the
+// store knows nothing of the session.
+func (s *Store) SessionHead(lsid []byte) (head SessionHead, ok bool, err error) {
+	if err := checkSessionID(lsid); err != nil {
+		return head, false, err
+	}
+	if s.closed.Load() {
+		return head, false, ErrClosed
+	}
+	err = s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(sessionHeadKey(lsid))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			head, err = decodeSessionHead(v)
+			ok = err == nil
+			return err
+		})
+	})
+	return head, ok, mapBadgerErr(err)
+}
+
+// SessionStatements returns the outcomes recorded for session lsid under
+// transaction number txnNumber, by statement id. The slices are copies.
+func (s *Store) SessionStatements(lsid []byte, txnNumber int64) (map[int32][]byte, error) {
+	if err := checkSessionID(lsid); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	out := map[int32][]byte{}
+	prefix := sessionStmtsPrefix(lsid)
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			key := item.Key()
+			if len(key) != len(prefix)+4 {
+				return fmt.Errorf("session statement key %x: %w", key, ErrCorrupted)
+			}
+			id := int32(binary.BigEndian.Uint32(key[len(prefix):]))
+			if err := item.Value(func(v []byte) error {
+				if len(v) < 8 {
+					return fmt.Errorf("session statement %x: %w", key, ErrCorrupted)
+				}
+				if int64(binary.BigEndian.Uint64(v)) == txnNumber {
+					out[id] = append([]byte(nil), v[8:]...)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, mapBadgerErr(err)
+	}
+	return out, nil
+}
+
+// PutSessionStatements records, in the transaction, the outcomes of
+// statements of session lsid under head.TxnNumber, and writes head. The
+// slices must not change until the transaction ends.
+func (t *Txn) PutSessionStatements(lsid []byte, head SessionHead, stmts []SessionStatement) error {
+	if err := checkSessionID(lsid); err != nil {
+		return err
+	}
+	for _, st := range stmts {
+		v := make([]byte, 8, 8+len(st.Outcome))
+		binary.BigEndian.PutUint64(v, uint64(head.TxnNumber))
+		if err := t.t.Set(sessionStmtKey(lsid, st.ID), append(v, st.Outcome...)); err != nil {
+			return mapBadgerErr(err)
+		}
+	}
+	if err := t.t.Set(sessionHeadKey(lsid), encodeSessionHead(head)); err != nil {
+		return mapBadgerErr(err)
+	}
+	return nil
+}
+
+// ResetSession deletes every statement outcome of session lsid and
+// writes head: what a new transaction number does once the session holds
+// many (fewer are left for PutSessionStatements to overwrite, or for
+// readers to skip as stale).
+func (s *Store) ResetSession(lsid []byte, head SessionHead) error {
+	return s.clearSession(lsid, &head)
+}
+
+// DeleteSession forgets session lsid: its head and statement outcomes.
+func (s *Store) DeleteSession(lsid []byte) error {
+	return s.clearSession(lsid, nil)
+}
+
+// clearSession deletes the statement keys of lsid in transactions of at
+// most sessionDeleteChunk keys; the last one also writes head, or
+// deletes the head when head is nil.
+func (s *Store) clearSession(lsid []byte, head *SessionHead) error {
+	if err := checkSessionID(lsid); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	prefix := sessionStmtsPrefix(lsid)
+	for {
+		more := false
+		err := s.update(func(txn *badger.Txn) error {
+			more = false
+			var keys [][]byte
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			for it.Rewind(); it.Valid(); it.Next() {
+				if len(keys) == sessionDeleteChunk {
+					more = true
+					break
+				}
+				keys = append(keys, it.Item().KeyCopy(nil))
+			}
+			it.Close()
+			for _, k := range keys {
+				if err := txn.Delete(k); err != nil {
+					return err
+				}
+			}
+			switch {
+			case more:
+				return nil
+			case head != nil:
+				return txn.Set(sessionHeadKey(lsid), encodeSessionHead(*head))
+			}
+			hk := sessionHeadKey(lsid)
+			if _, err := txn.Get(hk); errors.Is(err, badger.ErrKeyNotFound) {
+				return nil // nothing stored: no write at all
+			} else if err != nil {
+				return err
+			}
+			return txn.Delete(hk)
+		})
+		if err != nil {
+			return fmt.Errorf("clear session %x: %w", lsid, err)
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// IdleSessions returns the sessions whose head was last used before
+// before.
+func (s *Store) IdleSessions(before time.Time) ([][]byte, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	var out [][]byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: sessionHeadPrefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			if err := item.Value(func(v []byte) error {
+				h, err := decodeSessionHead(v)
+				if err != nil {
+					return err
+				}
+				if h.LastUse.Before(before) {
+					out = append(out, append([]byte(nil), item.Key()[len(sessionHeadPrefix):]...))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, mapBadgerErr(err)
+}
