@@ -185,7 +185,7 @@ type testRun struct {
 }
 
 func (r *Runner) runTest(ctx context.Context, f *File, test *Test) error {
-	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	ctx, cancel := cancelAfter(ctx, testTimeout)
 	defer cancel()
 	t := &testRun{r: r, file: f, test: test, entities: newEntityMap()}
 	defer t.cleanup()
@@ -356,7 +356,7 @@ func (t *testRun) runOperation(ctx context.Context, op Operation) (opErr, fail e
 	if err := a.finish(); err != nil {
 		return nil, err
 	}
-	opCtx, cancel := context.WithTimeout(ctx, operationTimeout)
+	opCtx, cancel := cancelAfter(ctx, operationTimeout)
 	res := exec(opCtx)
 	cancel()
 	var rf *runnerFailure
@@ -418,4 +418,18 @@ func (t *testRun) checkResult(op Operation, res opResult) error {
 		return t.entities.add(name, v)
 	}
 	return nil
+}
+
+// cancelAfter bounds a test or an operation by cancelling its context
+// after d, without giving it a deadline: the Go driver treats any
+// deadline as a client-side operation timeout (CSOT) and then retries a
+// retryable error until the deadline instead of once, which is not what
+// the specification tests expect.
+func cancelAfter(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	timer := time.AfterFunc(d, cancel)
+	return ctx, func() {
+		timer.Stop()
+		cancel()
+	}
 }
