@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -139,6 +140,13 @@ func prepareInsert(doc bsoncore.Document) insertDoc {
 	switch id.Type {
 	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeUndefined:
 		return insertDoc{err: errorf(ErrInvalidIDField, "The '_id' value cannot be of type %s", TypeName(id.Type))}
+	case bsoncore.TypeEmbeddedDocument:
+		idElems, _ := id.Document().Elements()
+		for _, el := range idElems {
+			if strings.HasPrefix(el.Key(), "$") {
+				return insertDoc{err: errorf(ErrDollarPrefixedFieldName, "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.", el.Key())}
+			}
+		}
 	}
 	if len(out) > wire.MaxBSONObjectSize {
 		return insertDoc{err: errorf(ErrBSONObjectTooLarge, "object to insert too large. size in bytes: %d, max size: %d", len(out), wire.MaxBSONObjectSize)}

@@ -26,6 +26,7 @@ import (
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -375,12 +376,20 @@ func (e *Engine) countOp(name string) {
 
 // errorReply builds {ok: 0, errmsg, code, codeName}.
 func errorReply(ce *CommandError) []byte {
-	return bsoncore.NewDocumentBuilder().
+	b := bsoncore.NewDocumentBuilder().
 		AppendDouble("ok", 0).
 		AppendString("errmsg", ce.Msg).
 		AppendInt32("code", int32(ce.Code)).
-		AppendString("codeName", ce.codeName()).
-		Build()
+		AppendString("codeName", ce.codeName())
+	if len(ce.Extra) > 0 {
+		if raw, err := bson.Marshal(ce.Extra); err == nil {
+			elems, _ := bsoncore.Document(raw).Elements()
+			for _, el := range elems {
+				b.AppendValue(el.Key(), el.Value())
+			}
+		}
+	}
+	return b.Build()
 }
 
 // logRing keeps recent log lines for getLog.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // Code is a MongoDB error code.
@@ -125,6 +126,9 @@ type CommandError struct {
 	// Name overrides the code's codeName: Cosmos DB answers code 50 as
 	// ExceededTimeLimit where MongoDB says MaxTimeMSExpired.
 	Name string
+	// Extra are fields the reply carries after codeName (a duplicate
+	// key's keyPattern and keyValue).
+	Extra bson.D
 }
 
 func (e *CommandError) Error() string {
@@ -157,7 +161,9 @@ func toCommandError(err error) *CommandError {
 	case isIndexDup(err):
 		var dup *store.DuplicateKeyError
 		errors.As(err, &dup)
-		return errorf(ErrDuplicateKey, "%s", indexDupMessage(dup))
+		ce := errorf(ErrDuplicateKey, "%s", indexDupMessage(dup))
+		ce.Extra = bson.D{{Key: "keyPattern", Value: dup.KeyPattern}, {Key: "keyValue", Value: dup.KeyValue}}
+		return ce
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorf(ErrMaxTimeMSExpired, "operation exceeded time limit")
 	case errors.Is(err, context.Canceled):
