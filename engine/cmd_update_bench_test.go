@@ -11,13 +11,7 @@ import (
 // BenchmarkUpdateByID is the command layer's part of updateOne by _id: one
 // $inc on a 1 KB document, without the wire and the driver.
 func BenchmarkUpdateByID(b *testing.B) {
-	st, err := store.Open(store.Options{InMemory: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	e := New(Config{Store: st})
-	defer e.Close()
+	e := benchEngine(b)
 	pad := string(make([]byte, 900))
 	var docs bson.A
 	for i := range 1000 {
@@ -47,13 +41,7 @@ func BenchmarkUpdateByID(b *testing.B) {
 // BenchmarkInsertOne is the command layer's part of insertOne: one 1 KB
 // document, without the wire and the driver.
 func BenchmarkInsertOne(b *testing.B) {
-	st, err := store.Open(store.Options{InMemory: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	e := New(Config{Store: st})
-	defer e.Close()
+	e := benchEngine(b)
 	pad := string(make([]byte, 950))
 	b.ReportAllocs()
 	i := 0
@@ -66,4 +54,18 @@ func BenchmarkInsertOne(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// benchEngine is an engine over an in-memory store, closed when b ends.
+func benchEngine(b *testing.B) *Engine {
+	st, err := store.Open(store.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := New(Config{Store: st})
+	b.Cleanup(func() {
+		e.Close()
+		_ = st.Close()
+	})
+	return e
 }
