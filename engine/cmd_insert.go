@@ -259,7 +259,7 @@ func (e *Engine) insertRetryable(ctx context.Context, m *meter, coll *store.Coll
 						j++
 						break docs
 					}
-				case errors.As(err, &ce), errors.Is(err, store.ErrLogicalPartitionFull):
+				case errors.As(err, &ce), errors.Is(err, store.ErrLogicalPartitionFull), errors.Is(err, store.ErrParallelArrays):
 					// a shard-key error, a full logical partition or a
 					// throttled document: nothing of it was written
 					ce = toCommandError(err)

@@ -300,10 +300,19 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 					return err
 				}
 			}
-			for _, w := range writes {
+			for i, w := range writes {
 				ixEntries, ixBytes := secondaryIndexWork(tx)
 				if err := tx.Replace(coll, w.key, w.doc, w.oldSize); err != nil {
-					return err
+					if !isIndexDup(err) && !errors.Is(err, store.ErrParallelArrays) {
+						return err
+					}
+					// A document a unique index refuses (the store wrote
+					// nothing of it) ends the statement; those before it
+					// stay updated, as in MongoDB.
+					unapplied := int64(len(writes) - i)
+					matched, modified, more = matched-unapplied, modified-unapplied, false
+					stmtErr = err
+					break
 				}
 				e1, b1 := secondaryIndexWork(tx)
 				tally.item(ru.KindReplace, w.key, len(w.doc), e1-ixEntries, b1-ixBytes)

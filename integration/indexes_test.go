@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -480,4 +481,51 @@ func TestIndexRequestUnits(t *testing.T) {
 	if ix >= scan/2 {
 		t.Errorf("a 10-document index read costs %.2f RU, the collection scan %.2f", ix, scan)
 	}
+}
+
+// TestIndexWriteErrors: a document an index refuses is a write error of
+// its own statement; the other documents are written.
+func TestIndexWriteErrors(t *testing.T) {
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	db := client.Database(dbName(t))
+	coll := db.Collection("c")
+	if _, err := coll.Indexes().CreateMany(testCtx(t), []mongo.IndexModel{
+		{Keys: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}},
+		{Keys: bson.D{{Key: "u", Value: 1}}, Options: options.Index().SetUnique(true).SetSparse(true)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Parallel arrays: 171 for that document only (unordered: the rest go in).
+	_, err := coll.InsertMany(testCtx(t), []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.A{1}}, {Key: "b", Value: bson.A{2}}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: 1}, {Key: "b", Value: bson.A{2, 3}}},
+	}, options.InsertMany().SetOrdered(false))
+	var bwe mongo.BulkWriteException
+	if !errors.As(err, &bwe) || len(bwe.WriteErrors) != 1 || bwe.WriteErrors[0].Code != 171 || bwe.WriteErrors[0].Index != 0 {
+		t.Fatalf("parallel arrays: %v", err)
+	}
+	if n, _ := coll.CountDocuments(testCtx(t), bson.D{}); n != 1 {
+		t.Errorf("%d documents, want 1", n)
+	}
+	// updateMany into a unique violation: the documents before it stay
+	// updated and the error names the index.
+	if _, err := coll.InsertMany(testCtx(t), []any{
+		bson.D{{Key: "_id", Value: 10}, {Key: "g", Value: 1}},
+		bson.D{{Key: "_id", Value: 11}, {Key: "g", Value: 1}},
+		bson.D{{Key: "_id", Value: 12}, {Key: "g", Value: 1}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := coll.UpdateMany(testCtx(t), bson.D{{Key: "g", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "u", Value: "same"}}}})
+	if !mongo.IsDuplicateKeyError(err) || !strings.Contains(err.Error(), "index: u_1") {
+		t.Fatalf("updateMany into a unique violation: %v", err)
+	}
+	if res == nil || res.ModifiedCount != 1 {
+		t.Errorf("updateMany result %+v, want 1 modified before the violation", res)
+	}
+	if n, _ := coll.CountDocuments(testCtx(t), bson.D{{Key: "u", Value: "same"}}); n != 1 {
+		t.Errorf("%d documents hold the unique value, want 1", n)
+	}
+	checkValid(t, db, "c")
 }
