@@ -36,6 +36,9 @@ type indexPlan struct {
 	hasRange bool
 	points   bool         // every field has equalities: each range is one full key
 	branches []*indexPlan // $or: one plan per branch (ix nil)
+	// keysExamined counts the entries read through this plan (a branch's
+	// own, for explain; the read's total is in planStats).
+	keysExamined int64
 }
 
 // dedupe reports whether a document may be met more than once.
@@ -731,12 +734,8 @@ func indexStages(p *readPlan, filter bsoncore.Document, st planStats, withStats 
 		input = ixscan(p.index, st.keysExamined)
 	} else {
 		var subs bson.A
-		for i, b := range p.index.branches {
-			keys := int64(0)
-			if i == 0 {
-				keys = st.keysExamined // per-branch counts are not kept: all on the first
-			}
-			subs = append(subs, ixscan(b, keys))
+		for _, b := range p.index.branches {
+			subs = append(subs, ixscan(b, b.keysExamined))
 		}
 		input = withStats(bson.D{{Key: "stage", Value: "OR"}, {Key: "inputStages", Value: subs}}, st.docsExamined)
 	}

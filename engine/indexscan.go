@@ -69,6 +69,7 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 						cur.resume = append(append(cur.resume[:0], e.Key...), 0)
 					}
 					s.stats.keysExamined++
+					ip.keysExamined++
 					if routed && !s.inSpans(e.DocKey) {
 						return true, nil
 					}

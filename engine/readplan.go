@@ -132,6 +132,9 @@ const ctxCheckEvery = 32
 func (s *scanSource) shape(doc []byte) ([]byte, error) {
 	p := s.plan
 	if p.returnKey {
+		if p.index != nil && p.index.branches == nil && !p.index.ix.Wildcard {
+			return p.index.ix.KeyDocument(doc), nil
+		}
 		if p.point == nil && !p.useIDIndex {
 			return emptyDocument, nil
 		}

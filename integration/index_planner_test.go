@@ -169,6 +169,18 @@ func TestIndexPlanner(t *testing.T) {
 	if err != nil || n != 100 {
 		t.Errorf("count = %d, %v", n, err)
 	}
+	// returnKey shows the key of the index read.
+	keyDocs := findAll(t, coll, bson.D{{Key: "a", Value: 7}, {Key: "b", Value: "s007"}}, options.Find().SetReturnKey(true))
+	if len(keyDocs) != 1 || keyDocs[0].String() != `{"a": {"$numberInt":"7"},"b": "s007"}` {
+		t.Errorf("returnKey through a_1_b_-1: %v", keyDocs)
+	}
+	// Each $or branch reports its own keys.
+	ox := explainFind(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "a", Value: 3}}, bson.D{{Key: "b", Value: "s001"}}}}}}}, "executionStats")
+	or, _ := winningStage(t, ox)
+	branches, _ := or.Lookup("inputStages").Array().Values()
+	if len(branches) != 2 || intOf(t, branches[0].Document().Lookup("keysExamined")) != 10 || intOf(t, branches[1].Document().Lookup("keysExamined")) != 27 {
+		t.Errorf("$or branches' keysExamined: %v", or)
+	}
 	ax := runOK(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{
 		bson.D{{Key: "$match", Value: bson.D{{Key: "b", Value: "s003"}}}},
 		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$a"}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}},

@@ -275,3 +275,19 @@ func (ix *Index) DupKey(doc []byte, key []byte) bson.D {
 	}
 	return out
 }
+
+// KeyDocument is the {field: value, ...} of doc in ix, as returnKey shows
+// an index key: for an array, its first element; for a missing field,
+// null.
+func (ix *Index) KeyDocument(doc []byte) []byte {
+	b := bsoncore.NewDocumentBuilder()
+	for _, f := range ix.Fields {
+		got, _ := valuesAt(bsoncore.Document(doc), f.Path, nil)
+		v := nullValue
+		if len(got) > 0 {
+			v = got[0]
+		}
+		b.AppendValue(f.Path, v)
+	}
+	return b.Build()
+}
