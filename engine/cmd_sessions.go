@@ -31,6 +31,7 @@ func (e *Engine) cmdKillAllSessions(_ context.Context, req *request) ([]byte, er
 		return nil, wrongType(req.name, req.name, v, "array")
 	}
 	e.cursors.closeAllSessions()
+	e.forgetAllSessions()
 	return okReply()
 }
 

@@ -634,6 +634,26 @@ func (e *Engine) forgetSessions(keys []string) {
 	}
 }
 
+// forgetAllSessions forgets every session's retryable-write history
+// (killAllSessions): those in memory and those only the store knows. A
+// session running a command is left to finish it.
+func (e *Engine) forgetAllSessions() {
+	if e.store == nil {
+		return
+	}
+	future := e.now().Add(time.Hour) // every session was idle before then
+	for _, lsid := range e.sessions.idle(future) {
+		e.forgetSession(lsid, time.Time{})
+	}
+	stored, err := e.store.IdleSessions(future)
+	if err != nil {
+		return
+	}
+	for _, lsid := range stored {
+		e.forgetSession(lsid, time.Time{})
+	}
+}
+
 // expireSessions forgets the sessions idle for sessionTimeout: those in
 // memory, and those only the store knows (from before a restart).
 func (e *Engine) expireSessions() {

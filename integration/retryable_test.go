@@ -398,7 +398,13 @@ func TestRetryableWritesCommands(t *testing.T) {
 		if len(r.WriteErrors) != 1 || r.WriteErrors[0].Code != 11000 {
 			t.Fatalf("retry of txnNumber 6: %v", r.Raw)
 		}
-		if n, _ := db.Collection("c").CountDocuments(ctx, bson.D{}); n != 1 {
+		// killAllSessions forgets every session's history: an older
+		// txnNumber is a new transaction again.
+		runOK(t, client.Database("admin"), bson.D{{Key: "killAllSessions", Value: bson.A{}}})
+		if err := db.RunCommand(sctx, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 2}}}}, {Key: "txnNumber", Value: base + 1}}).Err(); err != nil {
+			t.Fatalf("txnNumber 1 after killAllSessions: %v", err)
+		}
+		if n, _ := db.Collection("c").CountDocuments(ctx, bson.D{}); n != 2 {
 			t.Fatalf("%d documents", n)
 		}
 	})
