@@ -55,6 +55,7 @@ func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
 		}},
 		bson.E{Key: "metrics", Value: bson.D{
 			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(e.cursors.count())}}}}},
+			{Key: "ttl", Value: bson.D{{Key: "deletedDocuments", Value: e.ttl.deleted.Load()}, {Key: "passes", Value: e.ttl.passes.Load()}}},
 		}},
 		bson.E{Key: "storageEngine", Value: bson.D{
 			{Key: "name", Value: "badger"},

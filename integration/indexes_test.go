@@ -315,6 +315,10 @@ func TestTTLIndex(t *testing.T) {
 	if got := strings.Join(idsIn(t, coll, bson.D{}), ","); got != "fresh,no-field,not-a-date" {
 		t.Errorf("after the TTL pass: %s", got)
 	}
+	st := runOK(t, client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+	if n := intOf(t, mustLookup(t, st, "metrics", "ttl", "deletedDocuments")); n != 2 {
+		t.Errorf("serverStatus metrics.ttl.deletedDocuments = %d, want 2", n)
+	}
 	checkValid(t, db, "sessions")
 }
 
