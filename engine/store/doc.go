@@ -18,10 +18,11 @@
 //	m/seq/coll                         -> last collection id handed out (uint32 BE)
 //	m/boot                             -> boot counter (uint64 BE), +1 per open
 //	d/<collID:4><point:8><shardKey><id> -> document (raw BSON)
-//	c/<collID:4>b                      -> collection counter base (3 x int64 BE: docs, data bytes, key bytes)
+//	c/<collID:4>b                      -> collection counter base (int64 BE: docs, data bytes, key bytes, and secondary index bytes when not 0)
 //	c/<collID:4>d<boot:8><seq:8>       -> collection counter delta written by one transaction
 //	c/<collID:4>l<point:8><shardKey>b  -> logical-partition counter base (sharded collections)
 //	c/<collID:4>l<point:8><shardKey>d<boot:8><seq:8> -> logical-partition counter delta
+//	x/<collID:4><ixID:4><ixKey>[<point:8><shardKey><id>] -> <point:8><shardKey><id>: a secondary index entry (indexes.go; unique indexes leave the bracketed suffix out of the key)
 //	s/h<lsid:16>                       -> retryable writes: a session's head (sessions.go)
 //	s/r<lsid:16><stmtId:4>             -> retryable writes: one statement's outcome (sessions.go)
 //
@@ -77,11 +78,18 @@
 //     run by readers when deltas pile up (and at Close), sums deltas into
 //     the base and deletes them in one transaction. The sum of base and
 //     deltas is therefore exact after any crash.
-//  3. Every document write reads its collection's catalog key and checks
-//     its id and epoch, so a write racing a drop, a rename or a
-//     re-placement (sharding a collection with data) of its collection
-//     fails with a conflict and is retried against the new catalog
-//     instead of leaving orphans or documents at unsharded keys.
+//  3. Every document write holds its collection's fence shared until it
+//     commits and checks that its entry (id, epoch, index version) is the
+//     published one; a drop, a rename, a re-placement (sharding a
+//     collection with data) or an index change holds the fence exclusively
+//     (fence.go). A write racing them either commits first or fails with
+//     ErrCollectionChanged and is retried against the new catalog, instead
+//     of leaving orphans, documents at unsharded keys, or documents an
+//     index misses.
+//  3a. Secondary index entries change in the transaction that changes
+//     their document, after every unique check passed (a refused write
+//     leaves the transaction as it was); their bytes count in the
+//     document's logical partition (Counts.IndexBytes).
 //  4. Replace, Modify and Delete read the key they write and fail with
 //     ErrNotFound when it holds no document, so counters cannot be
 //     decremented for a document that is not there, and two transactions
