@@ -85,11 +85,10 @@
 //     (fence.go). A write racing them either commits first or fails with
 //     ErrCollectionChanged and is retried against the new catalog, instead
 //     of leaving orphans, documents at unsharded keys, or documents an
-//     index misses.
-//  3a. Secondary index entries change in the transaction that changes
-//     their document, after every unique check passed (a refused write
-//     leaves the transaction as it was); their bytes count in the
-//     document's logical partition (Counts.IndexBytes).
+//     index misses. Secondary index entries change in the transaction
+//     that changes their document, after every unique check passed (a
+//     refused write leaves the transaction as it was); their bytes count
+//     in the document's logical partition (Counts.IndexBytes).
 //  4. Replace, Modify and Delete read the key they write and fail with
 //     ErrNotFound when it holds no document, so counters cannot be
 //     decremented for a document that is not there, and two transactions
