@@ -213,18 +213,8 @@ func aggGoals(rep *report) {
 		if r == nil && b == nil {
 			continue
 		}
-		g := goal{Name: fmt.Sprintf("%s docs/s >= %.2f x badger-scan-agg", w, aggGoal), Workload: w, Clients: 1, Min: aggGoal, Status: "n/a"}
-		if r != nil && b != nil && b.OpsPerS > 0 {
-			g.Ratio = r.OpsPerS / b.OpsPerS
-			for i := range min(len(r.Rounds), len(b.Rounds)) {
-				g.PerRound = append(g.PerRound, r.Rounds[i].OpsPerS/b.Rounds[i].OpsPerS)
-			}
-			g.Status = "FAIL"
-			if g.Ratio >= aggGoal {
-				g.Status = "PASS"
-			}
-		}
-		rep.Goals = append(rep.Goals, g)
+		g := goal{Name: fmt.Sprintf("%s docs/s >= %.2f x badger-scan-agg", w, aggGoal), Workload: w, Clients: 1, Min: aggGoal}
+		rep.Goals = append(rep.Goals, g.judge(r, b))
 	}
 }
 

@@ -565,22 +565,6 @@ var ixPairs = []ixPair{
 	{"indexInsertMany4", "indexInsertMany0"},
 }
 
-// ixRatio compares a with b over all rounds and round by round.
-func ixRatio(a, b *result) (ratio float64, perRound []float64, cpu float64) {
-	if a == nil || b == nil || b.OpsPerS <= 0 {
-		return 0, nil, 0
-	}
-	for i := range min(len(a.Rounds), len(b.Rounds)) {
-		if b.Rounds[i].OpsPerS > 0 {
-			perRound = append(perRound, a.Rounds[i].OpsPerS/b.Rounds[i].OpsPerS)
-		}
-	}
-	if a.CPUPerOpUS > 0 {
-		cpu = b.CPUPerOpUS / a.CPUPerOpUS
-	}
-	return a.OpsPerS / b.OpsPerS, perRound, cpu
-}
-
 func ixFind(rep *report, name string, clients int) *result {
 	for i := range rep.Results {
 		if r := &rep.Results[i]; r.Workload == name && (clients == 0 || r.Clients == clients) {
@@ -598,13 +582,7 @@ func indexGoals(rep *report) {
 			continue
 		}
 		g := goal{Name: fmt.Sprintf("indexByField@%d >= %.2f x indexById@%d", n, ixPointGoal, n), Workload: "indexByField", Clients: n, Min: ixPointGoal, Status: "n/a"}
-		if r, per, cpu := ixRatio(a, b); r > 0 {
-			g.Ratio, g.PerRound, g.CPURatio, g.Status = r, per, cpu, "FAIL"
-			if r >= ixPointGoal {
-				g.Status = "PASS"
-			}
-		}
-		rep.Goals = append(rep.Goals, g)
+		rep.Goals = append(rep.Goals, g.judge(a, b))
 	}
 }
 
@@ -636,7 +614,7 @@ func printIndexSummary(w io.Writer, rep *report) {
 				continue
 			}
 			b := ixFind(rep, p.baseline, a.Clients)
-			r, per, cpu := ixRatio(&a, b)
+			r, per, cpu := ratioOf(&a, b)
 			if r == 0 {
 				continue
 			}

@@ -227,26 +227,6 @@ func partitionGoals(rep *report) {
 		}
 		return nil
 	}
-	pair := func(g goal, a, b *result) goal {
-		g.Status = "n/a"
-		if a == nil || b == nil || b.OpsPerS <= 0 {
-			return g
-		}
-		g.Ratio = a.OpsPerS / b.OpsPerS
-		for i := range min(len(a.Rounds), len(b.Rounds)) {
-			if b.Rounds[i].OpsPerS > 0 {
-				g.PerRound = append(g.PerRound, a.Rounds[i].OpsPerS/b.Rounds[i].OpsPerS)
-			}
-		}
-		if a.CPUPerOpUS > 0 {
-			g.CPURatio = b.CPUPerOpUS / a.CPUPerOpUS
-		}
-		g.Status = "FAIL"
-		if g.Ratio >= g.Min {
-			g.Status = "PASS"
-		}
-		return g
-	}
 	if find("pointSharded16", 0) == nil && find("fanout16", 0) == nil {
 		return
 	}
@@ -254,14 +234,13 @@ func partitionGoals(rep *report) {
 	if find("pointSharded16", clients) == nil {
 		clients = 1
 	}
-	rep.Goals = append(rep.Goals,
-		pair(goal{Name: fmt.Sprintf("pointSharded16@%d >= %.2f x pointUnsharded@%d", clients, pointGoal, clients), Workload: "pointSharded16", Clients: clients, Min: pointGoal},
-			find("pointSharded16", clients), find("pointUnsharded", clients)))
+	point := goal{Name: fmt.Sprintf("pointSharded16@%d >= %.2f x pointUnsharded@%d", clients, pointGoal, clients), Workload: "pointSharded16", Clients: clients, Min: pointGoal}
+	rep.Goals = append(rep.Goals, point.judge(find("pointSharded16", clients), find("pointUnsharded", clients)))
 	fan := goal{Name: fmt.Sprintf("fanout16 docs/s >= %.2f x scanUnsharded (GOMAXPROCS %d)", fanOutGoal, runtime.GOMAXPROCS(0)), Workload: "fanout16", Clients: 1, Min: fanOutGoal}
 	if runtime.GOMAXPROCS(0) < 2 {
 		fan.Min = 0.9 // one core: nothing to gain, nothing to lose
 	}
-	rep.Goals = append(rep.Goals, pair(fan, find("fanout16", 1), find("scanUnsharded", 1)))
+	rep.Goals = append(rep.Goals, fan.judge(find("fanout16", 1), find("scanUnsharded", 1)))
 }
 
 func printPartitionSummary(w io.Writer, rep *report) {

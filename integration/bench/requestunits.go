@@ -139,20 +139,7 @@ func ruGoals(rep *report) {
 			continue
 		}
 		g := goal{Name: fmt.Sprintf("%s@%d >= %.2f x ruBypass@%d", name, clients, ruGoal, clients), Workload: name, Clients: clients, Min: ruGoal}
-		g.Ratio = r.OpsPerS / base.OpsPerS
-		for i := range min(len(r.Rounds), len(base.Rounds)) {
-			if base.Rounds[i].OpsPerS > 0 {
-				g.PerRound = append(g.PerRound, r.Rounds[i].OpsPerS/base.Rounds[i].OpsPerS)
-			}
-		}
-		if r.CPUPerOpUS > 0 {
-			g.CPURatio = base.CPUPerOpUS / r.CPUPerOpUS
-		}
-		g.Status = "FAIL"
-		if g.Ratio >= g.Min {
-			g.Status = "PASS"
-		}
-		rep.Goals = append(rep.Goals, g)
+		rep.Goals = append(rep.Goals, g.judge(r, base))
 	}
 }
 

@@ -250,3 +250,35 @@ func launchPhase(name string, opts integration.ServerOptions) (*integration.Serv
 		_ = os.RemoveAll(dir)
 	}, nil
 }
+
+// ratioOf compares a with b (ops/s) over all rounds and round by round,
+// and by CPU time per operation (b's over a's); 0 when either is missing.
+func ratioOf(a, b *result) (ratio float64, perRound []float64, cpu float64) {
+	if a == nil || b == nil || b.OpsPerS <= 0 {
+		return 0, nil, 0
+	}
+	for i := range min(len(a.Rounds), len(b.Rounds)) {
+		if b.Rounds[i].OpsPerS > 0 {
+			perRound = append(perRound, a.Rounds[i].OpsPerS/b.Rounds[i].OpsPerS)
+		}
+	}
+	if a.CPUPerOpUS > 0 {
+		cpu = b.CPUPerOpUS / a.CPUPerOpUS
+	}
+	return a.OpsPerS / b.OpsPerS, perRound, cpu
+}
+
+// judge fills g's ratio of a to b and its status against g.Min: n/a
+// when either was not measured.
+func (g goal) judge(a, b *result) goal {
+	g.Status = "n/a"
+	r, per, cpu := ratioOf(a, b)
+	if r <= 0 {
+		return g
+	}
+	g.Ratio, g.PerRound, g.CPURatio, g.Status = r, per, cpu, "FAIL"
+	if r >= g.Min {
+		g.Status = "PASS"
+	}
+	return g
+}
