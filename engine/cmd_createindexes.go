@@ -80,26 +80,26 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 		}
 	}
 	before := 1 + len(c.Indexes)
-	var todo []indexSpec
+	var toBuild []indexSpec
 	for _, is := range specs {
 		exists, err := existingIndex(c, is)
 		if err != nil {
 			return nil, err
 		}
 		if !exists {
-			todo = append(todo, is)
+			toBuild = append(toBuild, is)
 		}
 	}
 	reply := bson.D{{Key: "numIndexesBefore", Value: int32(before)}}
-	if len(todo) == 0 {
+	if len(toBuild) == 0 {
 		reply = append(reply, bson.E{Key: "numIndexesAfter", Value: int32(before)}, bson.E{Key: "note", Value: "all indexes already exist"})
 		return okDoc(reply)
 	}
 	// As in MongoDB, the indexes of one command are built together, in
 	// one pass over the documents: if one fails, none of them stays.
 	for attempt := 0; ; attempt++ {
-		ixs := make([]store.Index, len(todo))
-		for i, is := range todo {
+		ixs := make([]store.Index, len(toBuild))
+		for i, is := range toBuild {
 			ixs[i] = is.ix
 		}
 		_, err := e.store.CreateIndexes(ctx, c, ixs)
@@ -109,7 +109,7 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 				return nil, err
 			}
 			var left []indexSpec
-			for _, is := range todo {
+			for _, is := range toBuild {
 				exists, err := existingIndex(c, is)
 				if err != nil {
 					return nil, err
@@ -118,13 +118,13 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 					left = append(left, is)
 				}
 			}
-			if todo = left; len(todo) == 0 {
+			if toBuild = left; len(toBuild) == 0 {
 				break
 			}
 			continue
 		}
 		if err != nil {
-			return nil, indexBuildError(err, todo)
+			return nil, indexBuildError(err, toBuild)
 		}
 		break
 	}

@@ -177,13 +177,13 @@ func (s *scanSource) scanFanOut(ctx context.Context, max, maxBytes int, keep boo
 			return docs, s.finishFanOut(), nil
 		}
 		// Refill every unfinished partition whose buffer is empty.
-		var todo []*partScan
+		var pending []*partScan
 		for _, part := range s.fan.parts {
 			if !part.done && len(part.buf) == 0 {
-				todo = append(todo, part)
+				pending = append(pending, part)
 			}
 		}
-		if len(todo) == 0 {
+		if len(pending) == 0 {
 			return docs, s.finishFanOut(), nil
 		}
 		want := int(s.skip)
@@ -197,7 +197,7 @@ func (s *scanSource) scanFanOut(ctx context.Context, max, maxBytes int, keep boo
 				want = rest
 			}
 		}
-		err := runParallel(len(todo), func(i int) error { return s.fill(ctx, todo[i], want, fanOutBufferBytes, true) })
+		err := runParallel(len(pending), func(i int) error { return s.fill(ctx, pending[i], want, fanOutBufferBytes, true) })
 		s.sumStats()
 		if err != nil {
 			return nil, false, err

@@ -211,16 +211,9 @@ func fieldRanges(ix *store.Index, i int, pred predicate) (rs []keyRange, point b
 	if !desc {
 		return []keyRange{{lo, hi}}, false, true
 	}
-	// Descending fields store inverted bytes, which reverses the order of
-	// complete encodings.
-	inv := func(b []byte) []byte {
-		out := bytes.Clone(b)
-		for j := range out {
-			out[j] = ^out[j]
-		}
-		return out
-	}
-	ie := inv(e)
+	// Descending fields store inverted bytes (enc inverts them), which
+	// reverses the order of complete encodings.
+	ie := enc(v)
 	switch pred.op {
 	case "$gt":
 		lo, hi = []byte{^rank}, ie

@@ -177,7 +177,7 @@ func (s *scanSource) collectIndex(ctx context.Context) ([][]byte, error) {
 	var out [][]byte
 	for !s.ix.done {
 		err := s.walkIndex(ctx, func(_, doc []byte) (bool, error) {
-			out = append(out, bytes.Clone(doc))
+			out = append(out, doc) // a copy already: Txn.Get copies
 			return len(out)%4096 != 0, nil
 		})
 		if err != nil {

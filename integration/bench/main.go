@@ -395,16 +395,16 @@ func badgerPhase(ctx context.Context, cfg config, rep *report, want func(string)
 // them so that a burst of load from other tenants hits all of them rather
 // than one.
 func runPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, workloads []workload) error {
-	var todo []workload
+	var selected []workload
 	for _, wl := range workloads {
 		if want(wl.name) {
-			todo = append(todo, wl)
+			selected = append(selected, wl)
 		}
 	}
 	for _, n := range cfg.Clients {
-		res := make([]result, len(todo))
-		ops := make([][]opFunc, len(todo))
-		for i, wl := range todo {
+		res := make([]result, len(selected))
+		ops := make([][]opFunc, len(selected))
+		for i, wl := range selected {
 			res[i] = result{Workload: wl.name, Kind: wl.kind, Clients: n}
 			ops[i] = make([]opFunc, n)
 			for w := range ops[i] {
@@ -416,7 +416,7 @@ func runPhase(ctx context.Context, cfg config, rep *report, want func(string) bo
 			if rd > 0 {
 				warmup /= 5 // connections and caches are warm already
 			}
-			for i, wl := range todo {
+			for i, wl := range selected {
 				if ctx.Err() != nil {
 					break
 				}
