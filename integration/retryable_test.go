@@ -398,13 +398,7 @@ func TestRetryableWritesCommands(t *testing.T) {
 		if len(r.WriteErrors) != 1 || r.WriteErrors[0].Code != 11000 {
 			t.Fatalf("retry of txnNumber 6: %v", r.Raw)
 		}
-		// killAllSessions forgets every session's history: an older
-		// txnNumber is a new transaction again.
-		runOK(t, client.Database("admin"), bson.D{{Key: "killAllSessions", Value: bson.A{}}})
-		if err := db.RunCommand(sctx, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 2}}}}, {Key: "txnNumber", Value: base + 1}}).Err(); err != nil {
-			t.Fatalf("txnNumber 1 after killAllSessions: %v", err)
-		}
-		if n, _ := db.Collection("c").CountDocuments(ctx, bson.D{}); n != 2 {
+		if n, _ := db.Collection("c").CountDocuments(ctx, bson.D{}); n != 1 {
 			t.Fatalf("%d documents", n)
 		}
 	})
@@ -576,5 +570,36 @@ func TestRetryableWritesAfterRestart(t *testing.T) {
 	}
 	if n := docs[0].Document().Lookup("n").Int32(); n != 1 {
 		t.Fatalf("n is %d after a retry across a restart, want 1", n)
+	}
+}
+
+// TestKillAllSessionsForgetsRetryHistory: after killAllSessions an older
+// txnNumber is a new transaction again. A server of its own: the command
+// forgets every session on the server.
+func TestKillAllSessionsForgetsRetryHistory(t *testing.T) {
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	db := client.Database(dbName(t))
+	ctx := testCtx(t)
+	sess, err := client.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	sctx := mongo.NewSessionContext(ctx, sess)
+	base := txnBase()
+	insert := func(id int, txn int64) bson.D {
+		return bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: id}}}}, {Key: "txnNumber", Value: base + txn}}
+	}
+	if err := db.RunCommand(sctx, insert(1, 5)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, db.RunCommand(sctx, insert(2, 1)).Err(), 225, "TransactionTooOld")
+	runOK(t, client.Database("admin"), bson.D{{Key: "killAllSessions", Value: bson.A{}}})
+	if err := db.RunCommand(sctx, insert(2, 1)).Err(); err != nil {
+		t.Fatalf("txnNumber 1 after killAllSessions: %v", err)
+	}
+	if n, _ := db.Collection("c").CountDocuments(ctx, bson.D{}); n != 2 {
+		t.Fatalf("%d documents, want 2", n)
 	}
 }
