@@ -248,8 +248,32 @@ func writeRatios(rep *report, find func(string, int) *result) {
 	}
 }
 
-// printWriteSummary restates insertMany in documents per second.
+// printWriteSummary restates insertMany in documents per second, and for
+// each single-document write goal against ping, the CPU per operation
+// (client and server together) at which it would pass, beside what ping
+// and the write's raw Badger baseline take in this run: when the baseline
+// alone, without wire, driver or command layer, uses most of what the
+// goal allows, no server-side change to the command layer reaches it.
 func printWriteSummary(w io.Writer, rep *report) {
+	find := func(name string, clients int) *result {
+		for i := range rep.Results {
+			if r := &rep.Results[i]; r.Workload == name && r.Clients == clients {
+				return r
+			}
+		}
+		return nil
+	}
+	base := map[string]string{"insertOne": "badger-insert", "updateOne": "badger-update"}
+	for _, g := range rep.Goals {
+		b, ok := base[g.Workload]
+		p, r, raw := find("ping", g.Clients), find(g.Workload, g.Clients), find(b, g.Clients)
+		if !ok || p == nil || r == nil || raw == nil || p.CPUPerOpUS == 0 || g.Min == 0 {
+			continue
+		}
+		allowed := p.CPUPerOpUS / g.Min
+		fmt.Fprintf(w, "%s@%d: %.2f x ping allows %.0fµs of CPU per operation (client and server), %.0fµs more than ping's %.0fµs; %s alone takes %.0fµs; %s took %.0fµs\n",
+			g.Workload, g.Clients, g.Min, allowed, allowed-p.CPUPerOpUS, p.CPUPerOpUS, b, raw.CPUPerOpUS, g.Workload, r.CPUPerOpUS)
+	}
 	for _, r := range rep.Results {
 		if r.Workload == "insertMany" || r.Workload == "badger-insertMany" {
 			fmt.Fprintf(w, "%s c=%d: %.0f documents/s (batches of %d)\n", r.Workload, r.Clients, r.OpsPerS*insertManyBatch, insertManyBatch)
