@@ -62,6 +62,11 @@ bench:
 FUZZTIME ?= 30s
 fuzz:
 	go test ./wire -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)
+	go test ./engine/query -run '^$$' -fuzz FuzzLanguage -fuzztime $(FUZZTIME)
+	go test ./engine/update -run '^$$' -fuzz FuzzUpdate -fuzztime $(FUZZTIME)
+	go test ./engine/expr -run '^$$' -fuzz FuzzExpression -fuzztime $(FUZZTIME)
+	go test ./engine/agg -run '^$$' -fuzz FuzzPipeline -fuzztime $(FUZZTIME)
+	go test ./engine/value -run '^$$' -fuzz FuzzEncodeKeyOrder -fuzztime $(FUZZTIME)
 
 lint:
 	go vet $(PKGS)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
@@ -103,6 +104,9 @@ func parseDistinct(cmd string, body bsoncore.Document) (*distinctArgs, error) {
 	}
 	if a.key == "" {
 		return nil, errorf(Code(40352), "FieldPath cannot be constructed with empty string")
+	}
+	if strings.IndexByte(a.key, 0) >= 0 {
+		return nil, errorf(Code(31032), "Key field cannot contain an embedded null byte")
 	}
 	return a, nil
 }

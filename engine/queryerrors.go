@@ -37,6 +37,8 @@ const (
 	errExpressionSpec        Code = 15983
 	errNoSwitchBranch        Code = 40066
 	errBadTimezone           Code = 40485
+	errNullInPairKey         Code = 4940400
+	errNullInKV              Code = 4940401
 )
 
 // languageErrors maps the error categories of engine/query and engine/expr
@@ -82,6 +84,8 @@ var languageErrors = []struct {
 	{expr.ErrInvalidRegex, errInvalidRegex},
 	{expr.ErrBadRegexOptions, errBadRegexOptions},
 	{expr.ErrTimezone, errBadTimezone},
+	{expr.ErrNullInPairKey, errNullInPairKey},
+	{expr.ErrNullInKV, errNullInKV},
 }
 
 // languageError turns an error of engine/query or engine/expr into a

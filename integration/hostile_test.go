@@ -1260,3 +1260,34 @@ func TestHostileIdleConnectionsDoNotBlockShutdown(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroBytesInNames sends names that arrive as string values, where a
+// zero byte is legal BSON, but that commands would turn into field names,
+// where it is not: each gets MongoDB's error and the server goes on.
+func TestZeroBytesInNames(t *testing.T) {
+	t.Parallel()
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	db := client.Database("zero_bytes")
+	if _, err := db.Collection("c").InsertOne(testCtx(t), bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.A{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	agg := func(stage bson.D) bson.D {
+		return bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{stage}}, {Key: "cursor", Value: bson.D{}}}
+	}
+	runFail(t, db, bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "a\x00b"}}, 31032, "Location31032")
+	runFail(t, db, agg(bson.D{{Key: "$project", Value: bson.D{{Key: "o", Value: bson.D{{Key: "$arrayToObject", Value: bson.A{bson.A{bson.A{"k\x00", 1}}}}}}}}}), 4940400, "Location4940400")
+	runFail(t, db, agg(bson.D{{Key: "$project", Value: bson.D{{Key: "o", Value: bson.D{{Key: "$arrayToObject", Value: bson.A{bson.A{bson.D{{Key: "k", Value: "k\x00"}, {Key: "v", Value: 1}}}}}}}}}}), 4940401, "Location4940401")
+	runFail(t, db, agg(bson.D{{Key: "$count", Value: "n\x00"}}), 40156, "Location40156")
+	runFail(t, db, agg(bson.D{{Key: "$unwind", Value: bson.D{{Key: "path", Value: "$a"}, {Key: "includeArrayIndex", Value: "i\x00"}}}}), 16410, "Location16410")
+	runFail(t, db, agg(bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "c"}, {Key: "localField", Value: "a"}, {Key: "foreignField", Value: "a"}, {Key: "as", Value: "x\x00"}}}}), 16410, "Location16410")
+	runFail(t, db, agg(bson.D{{Key: "$project", Value: bson.D{{Key: "o", Value: bson.D{{Key: "$setField", Value: bson.D{{Key: "field", Value: "f\x00"}, {Key: "input", Value: "$$ROOT"}, {Key: "value", Value: 1}}}}}}}}), 2, "BadValue")
+	r := runUpdate(t, db, updateCmd("c", bson.A{updStmt(idIs(1), bson.D{{Key: "$rename", Value: bson.D{{Key: "a", Value: "b\x00"}}}})}))
+	if len(r.WriteErrors) != 1 || r.WriteErrors[0].Code != 2 {
+		t.Fatalf("$rename to a name with a zero byte: want one write error 2, got %+v", r.WriteErrors)
+	}
+	var doc bson.D
+	if err := db.Collection("c").FindOne(testCtx(t), idIs(1)).Decode(&doc); err != nil || len(doc) != 2 || doc[1].Key != "a" {
+		t.Fatalf("document after the refused writes: %v, %v", doc, err)
+	}
+}

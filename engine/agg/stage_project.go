@@ -161,6 +161,9 @@ func checkFieldPath(path string) error {
 		if part[0] == '$' {
 			return errorOf(ErrFieldPath, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
+		if strings.IndexByte(part, 0) >= 0 {
+			return errorOf(ErrFieldPath, "FieldPath field names may not contain '\\0'.")
+		}
 	}
 	return nil
 }

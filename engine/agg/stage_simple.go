@@ -157,6 +157,8 @@ func parseCount(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]s
 		return nil, errorOf(ErrCountSpec, "the count field must be a non-empty string")
 	case name[0] == '$':
 		return nil, errorOf(ErrCountSpec, "the count field cannot be a $-prefixed path")
+	case containsByte(name, 0):
+		return nil, errorOf(ErrCountSpec, "the count field cannot contain a null byte")
 	case containsByte(name, '.'):
 		return nil, errorOf(ErrCountSpec, "the count field cannot contain '.'")
 	}

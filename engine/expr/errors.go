@@ -32,6 +32,11 @@ var (
 	ErrDivideByZero = errors.New("division by zero")
 	// ErrNoSwitchBranch: $switch with no matching branch and no default.
 	ErrNoSwitchBranch = errors.New("no matching $switch branch")
+	// ErrNullInPairKey and ErrNullInKV: $arrayToObject given a key with
+	// a zero byte inside, in a [k, v] pair or a {k, v} document (MongoDB
+	// gives the two forms different codes).
+	ErrNullInPairKey = errors.New("null byte in a pair's key")
+	ErrNullInKV      = errors.New("null byte in a k/v key")
 	// ErrTimezone: a timezone identifier that is neither an Olson name
 	// nor a UTC offset.
 	ErrTimezone = errors.New("unrecognized time zone")

@@ -91,7 +91,7 @@ func category(err error) string {
 		{ErrArity, "Arity"}, {ErrNotImplemented, "NotImplemented"}, {ErrConversion, "Conversion"},
 		{ErrFieldPath, "FieldPath"}, {ErrExpressionSpec, "ExpressionSpec"}, {ErrDivideByZero, "DivideByZero"},
 		{ErrNoSwitchBranch, "NoSwitchBranch"}, {ErrInvalidRegex, "InvalidRegex"}, {ErrBadRegexOptions, "BadRegexOptions"},
-		{ErrTimezone, "Timezone"},
+		{ErrTimezone, "Timezone"}, {ErrNullInPairKey, "NullInPairKey"}, {ErrNullInKV, "NullInKV"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"math"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -244,6 +245,9 @@ func arrayToObjectFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, 
 			if !isString(kv[0]) {
 				return Missing, badValue("$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: %s", TypeName(kv[0]))
 			}
+			if strings.IndexByte(stringOf(kv[0]), 0) >= 0 {
+				return Missing, errorOf(ErrNullInPairKey, "Key field cannot contain an embedded null byte")
+			}
 			set(stringOf(kv[0]), kv[1])
 		case bsoncore.TypeEmbeddedDocument:
 			k, okK := lookup(x.Data, "k")
@@ -253,6 +257,9 @@ func arrayToObjectFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, 
 			}
 			if !isString(k) {
 				return Missing, badValue("$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s", TypeName(k))
+			}
+			if strings.IndexByte(stringOf(k), 0) >= 0 {
+				return Missing, errorOf(ErrNullInKV, "Key field cannot contain an embedded null byte")
 			}
 			set(stringOf(k), v)
 		default:

@@ -426,6 +426,9 @@ func setFieldOp(c *compiler, name string, arg bsoncore.Value) (Expression, error
 	if !isString(f) {
 		return nil, badValue("%s requires 'field' to evaluate to type String, but got %s", name, TypeName(f))
 	}
+	if strings.IndexByte(stringOf(f), 0) >= 0 {
+		return nil, badValue("%s: 'field' cannot contain an embedded null byte", name)
+	}
 	e := &setFieldExpr{field: stringOf(f)}
 	if e.input, err = c.compile(m["input"]); err != nil {
 		return nil, err

@@ -25,6 +25,10 @@ func parseRename(v bsoncore.Value, e bsoncore.Element) (op, error) {
 	if !ok {
 		return nil, errorf(ErrBadValue, "The 'to' field for $rename must be a string: %s", renderElem(e.Key(), v))
 	}
+	// A string value may hold a zero byte; a field name cannot.
+	if strings.IndexByte(to, 0) >= 0 {
+		return nil, errorf(ErrBadValue, "The 'to' field for $rename cannot contain an embedded null byte: %s", e.Key())
+	}
 	return &renameOp{to: to}, nil
 }
 
