@@ -509,17 +509,21 @@ func profilePath(base, workload string, clients int) string {
 	return fmt.Sprintf("%s.%s-%d%s", strings.TrimSuffix(base, ext), workload, clients, ext)
 }
 
+// find is the result of workload name at the given concurrency (any, when
+// clients is 0), or nil when it did not run.
+func (rep *report) find(name string, clients int) *result {
+	for i := range rep.Results {
+		if r := &rep.Results[i]; r.Workload == name && (clients == 0 || r.Clients == clients) {
+			return r
+		}
+	}
+	return nil
+}
+
 // ratios fills in each result's ratio to ping and to its Badger baseline at
 // the same concurrency, and evaluates the goals.
 func ratios(rep *report) {
-	find := func(name string, clients int) *result {
-		for i := range rep.Results {
-			if r := &rep.Results[i]; r.Workload == name && r.Clients == clients {
-				return r
-			}
-		}
-		return nil
-	}
+	find := rep.find
 	baseline := map[string]string{"findById": "badger-get", "insertOne": "badger-insert"}
 	for w, b := range writeBaselines {
 		baseline[w] = b

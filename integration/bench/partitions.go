@@ -219,14 +219,7 @@ func fanOutPhase(ctx context.Context, cfg config, rep *report, want func(string)
 // partitionGoals adds the two partition goals (after ratios, which
 // rebuilds the ping goals).
 func partitionGoals(rep *report) {
-	find := func(name string, clients int) *result {
-		for i := range rep.Results {
-			if r := &rep.Results[i]; r.Workload == name && (clients == 0 || r.Clients == clients) {
-				return r
-			}
-		}
-		return nil
-	}
+	find := rep.find
 	if find("pointSharded16", 0) == nil && find("fanout16", 0) == nil {
 		return
 	}

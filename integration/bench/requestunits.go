@@ -117,14 +117,7 @@ func ruPointOp(coll *mongo.Collection, seed uint64) opFunc {
 // ruGoals adds the accounting goals (after ratios, which rebuilds the
 // ping goals).
 func ruGoals(rep *report) {
-	find := func(name string, clients int) *result {
-		for i := range rep.Results {
-			if r := &rep.Results[i]; r.Workload == name && r.Clients == clients {
-				return r
-			}
-		}
-		return nil
-	}
+	find := rep.find
 	clients := 16
 	if find("ruBypass", clients) == nil {
 		clients = 1

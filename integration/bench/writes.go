@@ -255,14 +255,7 @@ func writeRatios(rep *report, find func(string, int) *result) {
 // alone, without wire, driver or command layer, uses most of what the
 // goal allows, no server-side change to the command layer reaches it.
 func printWriteSummary(w io.Writer, rep *report) {
-	find := func(name string, clients int) *result {
-		for i := range rep.Results {
-			if r := &rep.Results[i]; r.Workload == name && r.Clients == clients {
-				return r
-			}
-		}
-		return nil
-	}
+	find := rep.find
 	base := map[string]string{"insertOne": "badger-insert", "updateOne": "badger-update"}
 	for _, g := range rep.Goals {
 		b, ok := base[g.Workload]
