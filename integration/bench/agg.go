@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
-	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/integration"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -130,60 +128,13 @@ func aggPhase(ctx context.Context, cfg config, rep *report, want func(string) bo
 			return aggDocs, nil
 		}
 	}
-	scanOnce := func() (int64, error) {
-		var n int64
-		var sum byte
-		err := st.View(func(tx *store.Txn) error {
-			return tx.Scan(sc, nil, func(_, doc []byte) (bool, error) {
-				n++
-				sum += doc[len(doc)/2] // touch the value, as grouping must
-				return true, nil
-			})
-		})
-		_ = sum
-		if err == nil && n != aggDocs {
-			err = fmt.Errorf("badger-scan-agg visited %d documents, want %d", n, aggDocs)
-		}
-		return n, err
-	}
-	res := map[string]*result{
-		"aggGroup":        {Workload: "aggGroup", Kind: "server-agg", Clients: 1},
-		"aggGroup4":       {Workload: "aggGroup4", Kind: "server-agg", Clients: 1},
-		"badger-scan-agg": {Workload: "badger-scan-agg", Kind: "baseline-badger", Clients: 1},
-	}
-	runs := []struct {
-		name string
-		fn   func() (int64, error)
-	}{{"aggGroup", groupOnce("agg")}, {"aggGroup4", groupOnce("agg4")}, {"badger-scan-agg", scanOnce}}
-	for _, r := range runs { // warm up (page cache, Badger's tables)
-		if _, err := r.fn(); err != nil {
-			return err
-		}
-	}
-	share := cfg.Duration / time.Duration(cfg.Rounds)
-	for rd := range cfg.Rounds {
-		for _, r := range runs {
-			if !want(r.name) || ctx.Err() != nil {
-				continue
-			}
-			var docs int64
-			cpu0, start := cpuTime(), time.Now()
-			for time.Since(start) < share || docs == 0 {
-				n, err := r.fn()
-				if err != nil {
-					return err
-				}
-				docs += n
-			}
-			elapsed, cpu := time.Since(start), cpuTime()-cpu0
-			out := res[r.name]
-			out.Ops += docs
-			out.Seconds += elapsed.Seconds()
-			out.cpu += cpu
-			out.Rounds = append(out.Rounds, round{Ops: docs, Seconds: elapsed.Seconds(), OpsPerS: float64(docs) / elapsed.Seconds(), StopBy: "time"})
-			progress("%-15s round %d/%d  %9d docs in %.2fs  %10.0f docs/s  %.2f cores", r.name, rd+1, cfg.Rounds, docs, elapsed.Seconds(),
-				float64(docs)/elapsed.Seconds(), cpu.Seconds()/elapsed.Seconds())
-		}
+	res, err := runDocRounds(ctx, cfg, want, []docRun{
+		{"aggGroup", "server-agg", groupOnce("agg")},
+		{"aggGroup4", "server-agg", groupOnce("agg4")},
+		{"badger-scan-agg", "baseline-badger", storeScanOnce(st, sc, "badger-scan-agg", aggDocs)},
+	})
+	if err != nil {
+		return err
 	}
 	base := res["badger-scan-agg"]
 	for _, name := range aggWorkloads {
@@ -191,10 +142,8 @@ func aggPhase(ctx context.Context, cfg config, rep *report, want func(string) bo
 		if r.Ops == 0 {
 			continue
 		}
-		r.OpsPerS = float64(r.Ops) / r.Seconds
-		r.CPUPerOpUS = us(r.cpu / time.Duration(r.Ops))
 		if name != "badger-scan-agg" && base.Ops > 0 {
-			r.VsBadger = r.OpsPerS / (float64(base.Ops) / base.Seconds)
+			r.VsBadger = r.OpsPerS / base.OpsPerS
 		}
 		rep.Results = append(rep.Results, *r)
 	}
@@ -203,13 +152,9 @@ func aggPhase(ctx context.Context, cfg config, rep *report, want func(string) bo
 
 // aggGoals adds the aggregation goals to the report.
 func aggGoals(rep *report) {
-	byName := map[string]*result{}
-	for i := range rep.Results {
-		byName[rep.Results[i].Workload] = &rep.Results[i]
-	}
-	b := byName["badger-scan-agg"]
+	b := rep.find("badger-scan-agg", 1)
 	for _, w := range []string{"aggGroup", "aggGroup4"} {
-		r := byName[w]
+		r := rep.find(w, 1)
 		if r == nil && b == nil {
 			continue
 		}

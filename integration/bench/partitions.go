@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
-	"time"
 
 	"github.com/parsecdb/parsec/integration"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -169,49 +168,18 @@ func fanOutPhase(ctx context.Context, cfg config, rep *report, want func(string)
 			return partitionDocs, nil
 		}
 	}
-	runs := []struct {
-		name string
-		fn   func() (int64, error)
-	}{{"scanUnsharded", findOnce("plain")}, {"fanout16", findOnce("sharded")}}
-	res := map[string]*result{}
-	for _, r := range runs {
-		res[r.name] = &result{Workload: r.name, Kind: "server-partitions-scan", Clients: 1}
-		if _, err := r.fn(); err != nil { // warm up
-			return err
-		}
+	runs := []docRun{
+		{"scanUnsharded", "server-partitions-scan", findOnce("plain")},
+		{"fanout16", "server-partitions-scan", findOnce("sharded")},
 	}
-	share := cfg.Duration / time.Duration(cfg.Rounds)
-	for rd := range cfg.Rounds {
-		for _, r := range runs {
-			if !want(r.name) || ctx.Err() != nil {
-				continue
-			}
-			var docs int64
-			cpu0, start := cpuTime(), time.Now()
-			for time.Since(start) < share || docs == 0 {
-				n, err := r.fn()
-				if err != nil {
-					return err
-				}
-				docs += n
-			}
-			elapsed, cpu := time.Since(start), cpuTime()-cpu0
-			out := res[r.name]
-			out.Ops += docs
-			out.Seconds += elapsed.Seconds()
-			out.cpu += cpu
-			out.Rounds = append(out.Rounds, round{Ops: docs, Seconds: elapsed.Seconds(), OpsPerS: float64(docs) / elapsed.Seconds(), StopBy: "time"})
-			progress("%-13s round %d/%d  %9d docs examined in %.2fs  %10.0f docs/s", r.name, rd+1, cfg.Rounds, docs, elapsed.Seconds(), float64(docs)/elapsed.Seconds())
-		}
+	res, err := runDocRounds(ctx, cfg, want, runs)
+	if err != nil {
+		return err
 	}
 	for _, r := range runs {
-		out := res[r.name]
-		if out.Ops == 0 {
-			continue
+		if out := res[r.name]; out.Ops > 0 {
+			rep.Results = append(rep.Results, *out)
 		}
-		out.OpsPerS = float64(out.Ops) / out.Seconds
-		out.CPUPerOpUS = us(out.cpu / time.Duration(out.Ops))
-		rep.Results = append(rep.Results, *out)
 	}
 	return nil
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
-	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/integration"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -95,74 +93,19 @@ func scanPhase(ctx context.Context, cfg config, rep *report, want func(string) b
 		}
 		return scanDocs, nil // a collection scan examines every document
 	}
-	scanOnce := func() (int64, error) {
-		var n int64
-		var sum byte
-		err := st.View(func(tx *store.Txn) error {
-			return tx.Scan(sc, nil, func(_, doc []byte) (bool, error) {
-				n++
-				sum += doc[len(doc)/2] // touch the value, as matching must
-				return true, nil
-			})
-		})
-		_ = sum
-		if err == nil && n != scanDocs {
-			err = fmt.Errorf("badger-scan visited %d documents, want %d", n, scanDocs)
-		}
-		return n, err
+	res, err := runDocRounds(ctx, cfg, want, []docRun{
+		{"scanFilter", "server-scan", findOnce},
+		{"badger-scan", "baseline-badger", storeScanOnce(st, sc, "badger-scan", scanDocs)},
+	})
+	if err != nil {
+		return err
 	}
-	res := map[string]*result{
-		"scanFilter":  {Workload: "scanFilter", Kind: "server-scan", Clients: 1},
-		"badger-scan": {Workload: "badger-scan", Kind: "baseline-badger", Clients: 1},
-	}
-	runs := []struct {
-		name string
-		fn   func() (int64, error)
-	}{{"scanFilter", findOnce}, {"badger-scan", scanOnce}}
-	// Warm up both (page cache, block cache) before measuring.
-	for _, r := range runs {
-		if _, err := r.fn(); err != nil {
-			return err
-		}
-	}
-	share := cfg.Duration / time.Duration(cfg.Rounds)
-	for rd := range cfg.Rounds {
-		for _, r := range runs {
-			if !want(r.name) || ctx.Err() != nil {
-				continue
-			}
-			var docs int64
-			cpu0, start := cpuTime(), time.Now()
-			for time.Since(start) < share || docs == 0 {
-				n, err := r.fn()
-				if err != nil {
-					return err
-				}
-				docs += n
-			}
-			elapsed, cpu := time.Since(start), cpuTime()-cpu0
-			out := res[r.name]
-			out.Ops += docs
-			out.Seconds += elapsed.Seconds()
-			out.cpu += cpu
-			out.Rounds = append(out.Rounds, round{Ops: docs, Seconds: elapsed.Seconds(), OpsPerS: float64(docs) / elapsed.Seconds(), StopBy: "time"})
-			progress("%-13s round %d/%d  %9d docs examined in %.2fs  %10.0f docs/s", r.name, rd+1, cfg.Rounds, docs, elapsed.Seconds(), float64(docs)/elapsed.Seconds())
-		}
+	if f, b := res["scanFilter"], res["badger-scan"]; b.OpsPerS > 0 {
+		f.VsBadger = f.OpsPerS / b.OpsPerS
 	}
 	for _, name := range scanWorkloads {
-		r := res[name]
-		if r.Ops == 0 {
-			continue
-		}
-		r.OpsPerS = float64(r.Ops) / r.Seconds
-		r.CPUPerOpUS = us(r.cpu / time.Duration(r.Ops))
-		rep.Results = append(rep.Results, *r)
-	}
-	if f, b := res["scanFilter"], res["badger-scan"]; f.OpsPerS > 0 && b.OpsPerS > 0 {
-		for i := range rep.Results {
-			if rep.Results[i].Workload == "scanFilter" {
-				rep.Results[i].VsBadger = f.OpsPerS / b.OpsPerS
-			}
+		if r := res[name]; r.Ops > 0 {
+			rep.Results = append(rep.Results, *r)
 		}
 	}
 	return nil
@@ -171,15 +114,7 @@ func scanPhase(ctx context.Context, cfg config, rep *report, want func(string) b
 // scanGoals adds the scan goal to the report (after ratios, which
 // rebuilds the ping goals).
 func scanGoals(rep *report) {
-	var f, b *result
-	for i := range rep.Results {
-		switch rep.Results[i].Workload {
-		case "scanFilter":
-			f = &rep.Results[i]
-		case "badger-scan":
-			b = &rep.Results[i]
-		}
-	}
+	f, b := rep.find("scanFilter", 1), rep.find("badger-scan", 1)
 	if f == nil && b == nil {
 		return
 	}
