@@ -146,19 +146,34 @@ func New(cfg Config) *Engine {
 		e.store.SetLimits(e.limits.storeLimits())
 		e.store.SetMatcher(partialMatcher)
 	}
-	e.wg.Add(1)
-	go e.reapCursors(timeout)
+	e.every(min(timeout/4, time.Minute), e.reapCursors)
 	if e.store != nil {
 		every := cfg.TTLInterval
 		if every <= 0 {
 			every = DefaultTTLInterval
 		}
-		e.wg.Add(1)
-		go e.ttlLoop(every)
-		e.wg.Add(1)
-		go e.reapSessions()
+		e.every(every, func() { e.ttlPass(every) })
+		e.every(time.Minute, e.expireSessions)
 	}
 	return e
+}
+
+// every runs fn every d on a goroutine of its own until Close.
+func (e *Engine) every(d time.Duration, fn func()) {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.stop:
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
 }
 
 // Close stops background work and closes every cursor.
@@ -168,19 +183,10 @@ func (e *Engine) Close() {
 	e.cursors.closeAll()
 }
 
-func (e *Engine) reapCursors(timeout time.Duration) {
-	defer e.wg.Done()
-	t := time.NewTicker(min(timeout/4, time.Minute))
-	defer t.Stop()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C:
-			if n := e.cursors.reapIdle(); n > 0 {
-				e.logger.Debug("closed idle cursors", "count", n)
-			}
-		}
+// reapCursors closes the cursors idle past their timeout.
+func (e *Engine) reapCursors() {
+	if n := e.cursors.reapIdle(); n > 0 {
+		e.logger.Debug("closed idle cursors", "count", n)
 	}
 }
 

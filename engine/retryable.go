@@ -675,21 +675,6 @@ func (e *Engine) expireSessions() {
 	}
 }
 
-// reapSessions expires idle sessions every minute.
-func (e *Engine) reapSessions() {
-	defer e.wg.Done()
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C:
-			e.expireSessions()
-		}
-	}
-}
-
 // famOutcome is the outcome of a findAndModify that found or upserted a
 // document.
 func famOutcome(a famArgs, res famResult) stmtOutcome {

@@ -26,24 +26,15 @@ type ttlStats struct {
 	passes, deleted atomic.Int64
 }
 
-func (e *Engine) ttlLoop(every time.Duration) {
-	defer e.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), every)
-			n, err := e.expire(ctx)
-			cancel()
-			if err != nil && !errors.Is(err, store.ErrClosed) {
-				e.logger.Warn("TTL pass", "err", err)
-			} else if n > 0 {
-				e.logger.Debug("TTL pass", "deleted", n)
-			}
-		}
+// ttlPass runs one TTL pass, bounded by the interval between passes.
+func (e *Engine) ttlPass(every time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), every)
+	n, err := e.expire(ctx)
+	cancel()
+	if err != nil && !errors.Is(err, store.ErrClosed) {
+		e.logger.Warn("TTL pass", "err", err)
+	} else if n > 0 {
+		e.logger.Debug("TTL pass", "deleted", n)
 	}
 }
 
