@@ -69,31 +69,42 @@ func (e *Engine) partitionRUFields(c *store.Collection, p *ru.Partition, now tim
 // adds scaledThroughput: the RU/s its pool scaled to in the busiest
 // second of the last minute (for shared throughput, the database's).
 func collectionRUFields(u *collUnits, now time.Time) []bson.E {
-	var total, second, minute, norm float64
-	var requests, throttled int64
-	for _, p := range u.byID {
-		st := p.Stats(now)
-		total += st.RU
-		second += st.LastSecondRU
-		minute += st.LastMinuteRU
-		requests += st.Requests
-		throttled += st.Throttled
-	}
+	var sum ruSum
+	sum.addPartitions(u, now)
+	var norm float64
 	for _, p := range u.parts {
 		norm = max(norm, p.Stats(now).NormalizedRU)
 	}
 	out := []bson.E{
-		{Key: "ruTotal", Value: ru.Round(total)},
-		{Key: "ruLastSecond", Value: ru.Round(second)},
-		{Key: "ruLastMinute", Value: ru.Round(minute)},
+		{Key: "ruTotal", Value: ru.Round(sum.total)},
+		{Key: "ruLastSecond", Value: ru.Round(sum.second)},
+		{Key: "ruLastMinute", Value: ru.Round(sum.minute)},
 		{Key: "normalizedRUConsumption", Value: norm},
-		{Key: "requestCount", Value: requests},
-		{Key: "throttledRequests", Value: throttled},
+		{Key: "requestCount", Value: sum.requests},
+		{Key: "throttledRequests", Value: sum.throttled},
 	}
 	if ps := u.pool.Stats(now); ps.Throughput.IsAutoscale() {
 		out = append(out, bson.E{Key: "scaledThroughput", Value: ps.ScaledRUs})
 	}
 	return out
+}
+
+// ruSum adds up the request-unit statistics of partitions.
+type ruSum struct {
+	total, second, minute float64
+	requests, throttled   int64
+}
+
+// addPartitions adds every partition of u, those that split included.
+func (s *ruSum) addPartitions(u *collUnits, now time.Time) {
+	for _, p := range u.byID {
+		st := p.Stats(now)
+		s.total += st.RU
+		s.second += st.LastSecondRU
+		s.minute += st.LastMinuteRU
+		s.requests += st.Requests
+		s.throttled += st.Throttled
+	}
 }
 
 // requestUnitSettings are the server's throttling settings.
@@ -108,31 +119,23 @@ func (e *Engine) requestUnitSettings() []bson.E {
 // serverRUStats sum up every partition of the server, split ones
 // included, and the commands charged to no partition.
 func (e *Engine) serverRUStats(now time.Time) bson.D {
-	var total, second, minute float64
-	var requests, throttled int64
+	var sum ruSum
 	partitions := 0
 	if !e.ruOpts.Bypass {
 		for _, u := range e.units.all() {
 			partitions += len(u.parts)
-			for _, p := range u.byID {
-				st := p.Stats(now)
-				total += st.RU
-				second += st.LastSecondRU
-				minute += st.LastMinuteRU
-				requests += st.Requests
-				throttled += st.Throttled
-			}
+			sum.addPartitions(u, now)
 		}
 	}
 	commands := float64(e.commandRU.Load()) / 100
 	return append(bson.D(e.requestUnitSettings()),
-		bson.E{Key: "ruTotal", Value: ru.Round(total + commands)},
-		bson.E{Key: "ruPartitions", Value: ru.Round(total)},
+		bson.E{Key: "ruTotal", Value: ru.Round(sum.total + commands)},
+		bson.E{Key: "ruPartitions", Value: ru.Round(sum.total)},
 		bson.E{Key: "ruCommands", Value: ru.Round(commands)},
-		bson.E{Key: "ruLastSecond", Value: ru.Round(second)},
-		bson.E{Key: "ruLastMinute", Value: ru.Round(minute)},
-		bson.E{Key: "requestCount", Value: requests},
-		bson.E{Key: "throttledRequests", Value: throttled},
+		bson.E{Key: "ruLastSecond", Value: ru.Round(sum.second)},
+		bson.E{Key: "ruLastMinute", Value: ru.Round(sum.minute)},
+		bson.E{Key: "requestCount", Value: sum.requests},
+		bson.E{Key: "throttledRequests", Value: sum.throttled},
 		bson.E{Key: "physicalPartitions", Value: int64(partitions)},
 	)
 }
