@@ -174,10 +174,7 @@ func printAggSummary(w io.Writer, rep *report) {
 				cores = fmt.Sprintf(", %.2f cores", r.cpu.Seconds()/r.Seconds)
 			}
 		}
-		fmt.Fprintf(w, "agg: $group by %d categories with $sum and $avg over %d documents of %d bytes: %s: %.2f (rounds:", aggCats, aggDocs, docSize, g.Name, g.Ratio)
-		for _, r := range g.PerRound {
-			fmt.Fprintf(w, " %.2f", r)
-		}
-		fmt.Fprintf(w, ")%s %s\n", cores, g.Status)
+		fmt.Fprintf(w, "agg: $group by %d categories with $sum and $avg over %d documents of %d bytes: %s: %.2f (rounds: %s)%s %s\n",
+			aggCats, aggDocs, docSize, g.Name, g.Ratio, g.perRound("%.2f"), cores, g.Status)
 	}
 }

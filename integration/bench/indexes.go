@@ -565,19 +565,10 @@ var ixPairs = []ixPair{
 	{"indexInsertMany4", "indexInsertMany0"},
 }
 
-func ixFind(rep *report, name string, clients int) *result {
-	for i := range rep.Results {
-		if r := &rep.Results[i]; r.Workload == name && (clients == 0 || r.Clients == clients) {
-			return r
-		}
-	}
-	return nil
-}
-
 // indexGoals adds the point-lookup goal at each concurrency measured.
 func indexGoals(rep *report) {
 	for _, n := range rep.Config.Clients {
-		a, b := ixFind(rep, "indexByField", n), ixFind(rep, "indexById", n)
+		a, b := rep.find("indexByField", n), rep.find("indexById", n)
 		if a == nil && b == nil {
 			continue
 		}
@@ -596,16 +587,9 @@ func printIndexSummary(w io.Writer, rep *report) {
 	}
 	fmt.Fprintf(w, "index: reads of %d documents of %d bytes through {seq: 1}, ranges of %d keys, sorts limited to %d; inserts with 4 indexes: on %s\n",
 		ixDocs, docSize, ixRangeKeys, ixSortLimit, strings.Join(four, ", "))
-	rounds := func(per []float64) string {
-		var s []string
-		for _, x := range per {
-			s = append(s, fmt.Sprintf("%.2f", x))
-		}
-		return strings.Join(s, " ")
-	}
 	for _, g := range rep.Goals {
 		if g.Workload == "indexByField" && g.Status != "n/a" {
-			fmt.Fprintf(w, "index: %s: %.2f (rounds: %s; from cpu/op: %.2f) %s\n", g.Name, g.Ratio, rounds(g.PerRound), g.CPURatio, g.Status)
+			fmt.Fprintf(w, "index: %s: %.2f (rounds: %s; from cpu/op: %.2f) %s\n", g.Name, g.Ratio, g.perRound("%.2f"), g.CPURatio, g.Status)
 		}
 	}
 	for _, p := range ixPairs[1:] {
@@ -613,7 +597,7 @@ func printIndexSummary(w io.Writer, rep *report) {
 			if a.Workload != p.workload {
 				continue
 			}
-			b := ixFind(rep, p.baseline, a.Clients)
+			b := rep.find(p.baseline, a.Clients)
 			r, per, cpu := ratioOf(&a, b)
 			if r == 0 {
 				continue
@@ -627,16 +611,16 @@ func printIndexSummary(w io.Writer, rep *report) {
 			case p.workload == "indexSortLimit":
 				docs = fmt.Sprintf("%.0f vs %.0f docs/s; ", a.OpsPerS*ixSortLimit, b.OpsPerS*ixSortLimit)
 			}
-			fmt.Fprintf(w, "index: %s@%d / %s@%d: %.2f (%srounds: %s; from cpu/op: %.2f)\n", p.workload, a.Clients, p.baseline, b.Clients, r, docs, rounds(per), cpu)
+			fmt.Fprintf(w, "index: %s@%d / %s@%d: %.2f (%srounds: %s; from cpu/op: %.2f)\n", p.workload, a.Clients, p.baseline, b.Clients, r, docs, goal{PerRound: per}.perRound("%.2f"), cpu)
 		}
 	}
-	if bld := ixFind(rep, "indexBuild", 0); bld != nil {
+	if bld := rep.find("indexBuild", 0); bld != nil {
 		var secs []string
 		for _, rd := range bld.Rounds {
 			secs = append(secs, fmt.Sprintf("%.2fs", rd.Seconds))
 		}
 		line := fmt.Sprintf("index: indexBuild over %d documents (an int64 field): %.0f docs/s (builds: %s; %.2f cores)", ixDocs, bld.OpsPerS, strings.Join(secs, " "), bld.cpu.Seconds()/bld.Seconds)
-		if ins := ixFind(rep, "indexInsertMany0", 0); ins != nil && ins.OpsPerS > 0 {
+		if ins := rep.find("indexInsertMany0", 0); ins != nil && ins.OpsPerS > 0 {
 			line += fmt.Sprintf(", %.2f x indexInsertMany0@%d's %.0f docs/s", bld.OpsPerS/(ins.OpsPerS*insertManyBatch), ins.Clients, ins.OpsPerS*insertManyBatch)
 		}
 		fmt.Fprintln(w, line)

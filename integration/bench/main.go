@@ -601,11 +601,7 @@ func printTable(w io.Writer, rep *report) {
 			fmt.Fprintf(w, "  %-32s   n/a  (not measured)\n", g.Name)
 			continue
 		}
-		var per []string
-		for _, x := range g.PerRound {
-			per = append(per, fmt.Sprintf("%.2f", x))
-		}
-		fmt.Fprintf(w, "  %-32s  %.2f  %s   (per round: %s; from cpu/op: %.2f)\n", g.Name, g.Ratio, g.Status, strings.Join(per, " "), g.CPURatio)
+		fmt.Fprintf(w, "  %-32s  %.2f  %s   (per round: %s; from cpu/op: %.2f)\n", g.Name, g.Ratio, g.Status, g.perRound("%.2f"), g.CPURatio)
 	}
 }
 

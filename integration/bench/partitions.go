@@ -214,10 +214,6 @@ func printPartitionSummary(w io.Writer, rep *report) {
 		if g.Workload != "pointSharded16" && g.Workload != "fanout16" {
 			continue
 		}
-		fmt.Fprintf(w, "partitions: %s: %.2f (rounds:", g.Name, g.Ratio)
-		for _, r := range g.PerRound {
-			fmt.Fprintf(w, " %.2f", r)
-		}
-		fmt.Fprintf(w, "; from cpu/op: %.2f) %s\n", g.CPURatio, g.Status)
+		fmt.Fprintf(w, "partitions: %s: %.2f (rounds: %s; from cpu/op: %.2f) %s\n", g.Name, g.Ratio, g.perRound("%.2f"), g.CPURatio, g.Status)
 	}
 }

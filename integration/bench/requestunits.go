@@ -141,10 +141,6 @@ func printRUSummary(w io.Writer, rep *report) {
 		if g.Workload != "ruCharged" && g.Workload != "ruLimited" {
 			continue
 		}
-		fmt.Fprintf(w, "request units: %s: %.3f (rounds:", g.Name, g.Ratio)
-		for _, r := range g.PerRound {
-			fmt.Fprintf(w, " %.3f", r)
-		}
-		fmt.Fprintf(w, "; from cpu/op: %.3f) %s\n", g.CPURatio, g.Status)
+		fmt.Fprintf(w, "request units: %s: %.3f (rounds: %s; from cpu/op: %.3f) %s\n", g.Name, g.Ratio, g.perRound("%.3f"), g.CPURatio, g.Status)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -266,6 +267,16 @@ func ratioOf(a, b *result) (ratio float64, perRound []float64, cpu float64) {
 		cpu = b.CPUPerOpUS / a.CPUPerOpUS
 	}
 	return a.OpsPerS / b.OpsPerS, perRound, cpu
+}
+
+// perRound is g's ratio in each round, each formatted with verb (such as
+// "%.2f"), separated by spaces.
+func (g goal) perRound(verb string) string {
+	s := make([]string, len(g.PerRound))
+	for i, x := range g.PerRound {
+		s[i] = fmt.Sprintf(verb, x)
+	}
+	return strings.Join(s, " ")
 }
 
 // judge fills g's ratio of a to b and its status against g.Min: n/a

@@ -125,11 +125,7 @@ func scanGoals(rep *report) {
 func printScanSummary(w io.Writer, rep *report) {
 	for _, g := range rep.Goals {
 		if g.Workload == "scanFilter" {
-			fmt.Fprintf(w, "scan: %d documents of %d bytes, a filter matching one: %s: %.2f (rounds:", scanDocs, docSize, g.Name, g.Ratio)
-			for _, r := range g.PerRound {
-				fmt.Fprintf(w, " %.2f", r)
-			}
-			fmt.Fprintf(w, ") %s\n", g.Status)
+			fmt.Fprintf(w, "scan: %d documents of %d bytes, a filter matching one: %s: %.2f (rounds: %s) %s\n", scanDocs, docSize, g.Name, g.Ratio, g.perRound("%.2f"), g.Status)
 		}
 	}
 }
