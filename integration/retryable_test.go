@@ -290,12 +290,7 @@ func TestRetryableWritesLostReply(t *testing.T) {
 		if _, err := db.Collection("c").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}}); err != nil {
 			t.Fatal(err)
 		}
-		sess, err := client.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sess.EndSession(ctx)
-		sctx := mongo.NewSessionContext(ctx, sess)
+		sctx := sessionCtx(t, ctx, client)
 		cmd := bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
 			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "y", Value: 1}}}}}},
 			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 2}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "y", Value: 1}}}}}},
@@ -362,12 +357,7 @@ func TestRetryableWritesCommands(t *testing.T) {
 		t.Parallel()
 		db := client.Database(dbName(t))
 		ctx := testCtx(t)
-		sess, err := client.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sess.EndSession(ctx)
-		sctx := mongo.NewSessionContext(ctx, sess)
+		sctx := sessionCtx(t, ctx, client)
 		base := txnBase()
 		insert := func(txn int64) bson.D {
 			return bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}, {Key: "txnNumber", Value: base + txn}}
@@ -375,7 +365,7 @@ func TestRetryableWritesCommands(t *testing.T) {
 		if r := runWriteIn(t, sctx, db, insert(5)); r.N != 1 || len(r.WriteErrors) != 0 {
 			t.Fatalf("txnNumber 5: %v", r.Raw)
 		}
-		err = db.RunCommand(sctx, insert(4)).Err()
+		err := db.RunCommand(sctx, insert(4)).Err()
 		ce := wantCode(t, err, 225, "TransactionTooOld")
 		if want := fmt.Sprintf("Cannot start transaction %d on session ", base+4); len(ce.Message) < len(want) || ce.Message[:len(want)] != want {
 			t.Fatalf("message %q", ce.Message)
@@ -407,12 +397,7 @@ func TestRetryableWritesCommands(t *testing.T) {
 		t.Parallel()
 		db := client.Database(dbName(t))
 		ctx := testCtx(t)
-		sess, err := client.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sess.EndSession(ctx)
-		sctx := mongo.NewSessionContext(ctx, sess)
+		sctx := sessionCtx(t, ctx, client)
 		runOK(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}}}}})
 		r := runWriteIn(t, sctx, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
 			bson.D{{Key: "q", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "y", Value: 1}}}}}},
@@ -428,7 +413,7 @@ func TestRetryableWritesCommands(t *testing.T) {
 		if len(r.WriteErrors) != 1 || r.WriteErrors[0].Index != 1 || r.WriteErrors[0].Code != 72 {
 			t.Fatalf("delete with limit 0: %v", r.Raw)
 		}
-		err = db.RunCommand(sctx, bson.D{{Key: "find", Value: "c"}, {Key: "txnNumber", Value: txnBase()}}).Err()
+		err := db.RunCommand(sctx, bson.D{{Key: "find", Value: "c"}, {Key: "txnNumber", Value: txnBase()}}).Err()
 		wantCode(t, err, 50768, "NotARetryableWriteCommand")
 	})
 
@@ -436,12 +421,7 @@ func TestRetryableWritesCommands(t *testing.T) {
 		t.Parallel()
 		db := client.Database(dbName(t))
 		ctx := testCtx(t)
-		sess, err := client.StartSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sess.EndSession(ctx)
-		sctx := mongo.NewSessionContext(ctx, sess)
+		sctx := sessionCtx(t, ctx, client)
 		runOK(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 1}}}}})
 		txn := txnBase()
 		fam := bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{{Key: "_id", Value: 1}}},
@@ -581,12 +561,7 @@ func TestKillAllSessionsForgetsRetryHistory(t *testing.T) {
 	client := newTestClient(t, s)
 	db := client.Database(dbName(t))
 	ctx := testCtx(t)
-	sess, err := client.StartSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(ctx)
-	sctx := mongo.NewSessionContext(ctx, sess)
+	sctx := sessionCtx(t, ctx, client)
 	base := txnBase()
 	insert := func(id int, txn int64) bson.D {
 		return bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: id}}}}, {Key: "txnNumber", Value: base + txn}}
@@ -602,4 +577,16 @@ func TestKillAllSessionsForgetsRetryHistory(t *testing.T) {
 	if n, _ := db.Collection("c").CountDocuments(ctx, bson.D{}); n != 2 {
 		t.Fatalf("%d documents, want 2", n)
 	}
+}
+
+// sessionCtx starts an explicit session on client, ended when the test
+// ends, and returns ctx bound to it.
+func sessionCtx(t *testing.T, ctx context.Context, client *mongo.Client) context.Context {
+	t.Helper()
+	sess, err := client.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.EndSession(context.Background()) })
+	return mongo.NewSessionContext(ctx, sess)
 }
