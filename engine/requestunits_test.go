@@ -59,6 +59,27 @@ func TestThrottledOnly(t *testing.T) {
 	}
 }
 
+// benchRUEngine is an engine on an in-memory store with mode's
+// request-unit options and collection d.c, provisioned far above any
+// benchmark's rate; both close when b ends.
+func benchRUEngine(b *testing.B, opts RequestUnitOptions) *Engine {
+	st, err := store.Open(store.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := New(Config{Store: st, RequestUnits: opts, Partitions: PartitionLimits{MaxRUs: 1 << 30}})
+	b.Cleanup(func() {
+		e.Close()
+		_ = st.Close()
+	})
+	create, _ := bson.Marshal(bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "c"},
+		{Key: "offerThroughput", Value: 1_000_000_000}, {Key: "$db", Value: "d"}})
+	if _, err := e.cmdCustomAction(context.Background(), &request{name: "customAction", db: "d", body: create}); err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
 // BenchmarkPointReadRequestUnits is find {_id} of a 1 KB document in the
 // command layer, with request-unit accounting bypassed, on (the
 // default), and on with rate limiting under a budget it never reaches:
@@ -73,18 +94,7 @@ func BenchmarkPointReadRequestUnits(b *testing.B) {
 		{"limited", RequestUnitOptions{RateLimiting: true}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			st, err := store.Open(store.Options{InMemory: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			e := New(Config{Store: st, RequestUnits: mode.opts, Partitions: PartitionLimits{MaxRUs: 1 << 30}})
-			defer e.Close()
-			create, _ := bson.Marshal(bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "c"},
-				{Key: "offerThroughput", Value: 1_000_000_000}, {Key: "$db", Value: "d"}})
-			if _, err := e.cmdCustomAction(context.Background(), &request{name: "customAction", db: "d", body: create}); err != nil {
-				b.Fatal(err)
-			}
+			e := benchRUEngine(b, mode.opts)
 			pad := string(make([]byte, 990))
 			var docs bson.A
 			for i := range 1000 {
@@ -128,18 +138,7 @@ func BenchmarkPointReadAccounting(b *testing.B) {
 		{"limited", RequestUnitOptions{RateLimiting: true}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			st, err := store.Open(store.Options{InMemory: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			e := New(Config{Store: st, RequestUnits: mode.opts, Partitions: PartitionLimits{MaxRUs: 1 << 30}})
-			defer e.Close()
-			create, _ := bson.Marshal(bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "c"},
-				{Key: "offerThroughput", Value: 1_000_000_000}, {Key: "$db", Value: "d"}})
-			if _, err := e.cmdCustomAction(context.Background(), &request{name: "customAction", db: "d", body: create}); err != nil {
-				b.Fatal(err)
-			}
+			e := benchRUEngine(b, mode.opts)
 			body, _ := bson.Marshal(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: int64(1)}}},
 				{Key: "limit", Value: int64(1)}, {Key: "singleBatch", Value: true}, {Key: "$db", Value: "d"}})
 			args, err := parseFind("find", body)
@@ -150,7 +149,7 @@ func BenchmarkPointReadAccounting(b *testing.B) {
 			if err != nil || plan.point == nil {
 				b.Fatalf("plan %+v: %v", plan, err)
 			}
-			src := &scanSource{store: st, plan: plan, stats: planStats{docsExamined: 1, bytesRead: 1024}}
+			src := &scanSource{store: e.store, plan: plan, stats: planStats{docsExamined: 1, bytesRead: 1024}}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
