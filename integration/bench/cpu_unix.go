@@ -9,11 +9,19 @@ import (
 
 // cpuTime is the CPU time this process has used, user plus system.
 func cpuTime() time.Duration {
+	t, _ := usage()
+	return t
+}
+
+// usage is the CPU time this process has used, user plus system, and the
+// page faults it took that needed no I/O (the kernel supplied a page:
+// first writes to fresh memory and to new pages of mapped files).
+func usage() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }
 
 // pageCost is what writing one byte into each 4 KiB page of a fresh

@@ -567,9 +567,20 @@ func ratios(rep *report) {
 	writeRatios(rep, find)
 }
 
+// fmtFaults shows page faults per operation with two significant digits.
+func fmtFaults(f float64) string {
+	switch {
+	case f == 0:
+		return "-"
+	case f < 10:
+		return fmt.Sprintf("%.2g", f)
+	}
+	return fmt.Sprintf("%.0f", f)
+}
+
 func printTable(w io.Writer, rep *report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tclients\tops\tops/s\tp50\tp99\tvs ping\tvs badger\tcpu/op\t")
+	fmt.Fprintln(tw, "workload\tclients\tops\tops/s\tp50\tp99\tvs ping\tvs badger\tcpu/op\tfaults/op\t")
 	ratio := func(x float64) string {
 		if x == 0 {
 			return "-"
@@ -581,14 +592,14 @@ func printTable(w io.Writer, rep *report) {
 		if r.Errors > 0 {
 			name += " (ERRORS)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", name, r.Clients, r.Ops, r.OpsPerS, fmtUS(r.P50US), fmtUS(r.P99US), ratio(r.VsPing), ratio(r.VsBadger), fmtUS(r.CPUPerOpUS))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, r.Clients, r.Ops, r.OpsPerS, fmtUS(r.P50US), fmtUS(r.P99US), ratio(r.VsPing), ratio(r.VsBadger), fmtUS(r.CPUPerOpUS), fmtFaults(r.FaultsPerOp))
 	}
 	_ = tw.Flush()
 	side := "client and in-process server"
 	if !rep.Config.InProcess {
 		side = "client only: the server runs elsewhere"
 	}
-	fmt.Fprintf(w, "\nops/s and ratios over all rounds; cpu/op: this process's CPU time per operation (%s)\n", side)
+	fmt.Fprintf(w, "\nops/s and ratios over all rounds; cpu/op: this process's CPU time per operation (%s); faults/op: its minor page faults per operation\n", side)
 	fmt.Fprintf(w, "%s, GOMAXPROCS %d, client mode %s, %s in %d rounds + %s warmup per workload, load avg %s -> %s\n",
 		rep.GoVersion, rep.GOMAXPROCS, rep.Config.ClientMode, rep.Config.DurationS, rep.Config.Rounds, rep.Config.WarmupS, rep.LoadBefore, rep.LoadAfter)
 	if rep.FreshPageUS > 0 {

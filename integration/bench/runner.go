@@ -36,13 +36,18 @@ type result struct {
 	// operation: client and in-process server together. Unlike ops/s it
 	// hardly moves when other tenants take the CPU.
 	CPUPerOpUS float64 `json:"cpu_per_op_us"`
-	Rounds     []round `json:"rounds"`
+	// FaultsPerOp is the process's minor page faults per operation: pages
+	// the kernel had to supply, each costly on some virtual machines (see
+	// pageCost).
+	FaultsPerOp float64 `json:"faults_per_op"`
+	Rounds      []round `json:"rounds"`
 	// Ratios of ops/s over all rounds (0: no baseline).
 	VsPing   float64 `json:"ratio_vs_ping,omitempty"`
 	VsBadger float64 `json:"ratio_vs_badger,omitempty"`
 
 	samples []time.Duration
 	cpu     time.Duration
+	faults  int64
 }
 
 // round is one measured slice of a workload.
@@ -64,6 +69,7 @@ func (r *result) add(s slice) {
 	}
 	r.Seconds += s.elapsed.Seconds()
 	r.cpu += s.cpu
+	r.faults += s.faults
 	rd := round{Ops: int64(len(s.samples)), Seconds: s.elapsed.Seconds(), StopBy: s.stopBy}
 	if rd.Seconds > 0 {
 		rd.OpsPerS = float64(rd.Ops) / rd.Seconds
@@ -89,6 +95,7 @@ func (r *result) finish() {
 	r.P99US = us(percentile(all, 99))
 	r.MaxUS = us(all[len(all)-1])
 	r.CPUPerOpUS = us(r.cpu / time.Duration(len(all)))
+	r.FaultsPerOp = float64(r.faults) / float64(len(all))
 }
 
 // slice is one measured run of a workload.
@@ -98,6 +105,7 @@ type slice struct {
 	firstErr error
 	elapsed  time.Duration
 	cpu      time.Duration
+	faults   int64
 	stopBy   string
 }
 
@@ -173,7 +181,7 @@ func runSlice(ctx context.Context, name string, clients int, warmup, duration ti
 	case <-time.After(warmup):
 	case <-ctx.Done():
 	}
-	cpu0 := cpuTime()
+	cpu0, faults0 := usage()
 	measureStart := time.Now()
 	phase.Store(phaseMeasure)
 	stopBy := "time"
@@ -188,7 +196,8 @@ func runSlice(ctx context.Context, name string, clients int, warmup, duration ti
 	timer.Stop()
 	phase.Store(phaseStop)
 	wg.Wait()
-	out := slice{elapsed: time.Since(measureStart), cpu: cpuTime() - cpu0, errors: nerr.Load(), firstErr: firstErr, stopBy: stopBy}
+	cpu1, faults1 := usage()
+	out := slice{elapsed: time.Since(measureStart), cpu: cpu1 - cpu0, faults: faults1 - faults0, errors: nerr.Load(), firstErr: firstErr, stopBy: stopBy}
 	n := 0
 	for _, s := range samples {
 		n += len(s)
