@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,11 @@ type serveOptions struct {
 	serverSideRetry bool
 	ruBurstSeconds  float64
 	ruAccounting    bool
+
+	// access control
+	auth         bool
+	rootUser     string
+	rootPassword string
 }
 
 func newServeCommand() *cobra.Command {
@@ -88,6 +94,9 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.Float64Var(&o.ruBurstSeconds, "ru-burst-seconds", 1, "each partition's bucket holds this many seconds of its RU/s (Cosmos DB: 1)")
 	f.BoolVar(&o.ruAccounting, "ru-accounting", true, "charge request units at all; false is for measuring what accounting costs (benchmarks), and disables throttling and RU statistics")
 	_ = f.MarkHidden("ru-accounting")
+	f.BoolVar(&o.auth, "auth", false, "access control: every command but the handshake needs an authenticated user (SCRAM-SHA-1/256) whose built-in roles allow it; while no user exists, a client on localhost may create the first one in admin")
+	f.StringVar(&o.rootUser, "root-user", "", "make sure admin.<name> exists with role root and --root-password (reset at every start); implies --auth")
+	f.StringVar(&o.rootPassword, "root-password", "", "password of --root-user (prefer the PARSEC_ROOT_PASSWORD variable: flags show in the process list)")
 	return cmd
 }
 
@@ -103,6 +112,10 @@ func (o *serveOptions) validate() error {
 		return fmt.Errorf("--ru-burst-seconds must be between 1 and 3600")
 	case !o.ruAccounting && (o.rateLimiting || o.serverSideRetry):
 		return fmt.Errorf("--rate-limiting and --server-side-retry need --ru-accounting")
+	case (o.rootUser == "") != (o.rootPassword == ""):
+		return fmt.Errorf("--root-user and --root-password go together")
+	case strings.ContainsAny(o.rootUser, "\x00"):
+		return fmt.Errorf("--root-user must not contain a zero byte")
 	}
 	return nil
 }
@@ -145,6 +158,9 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	}
 	var srv *wire.Server
 	var warnings []string
+	if !o.auth && o.rootUser == "" {
+		warnings = append(warnings, "Access control is not enabled for the database: read and write access to data and configuration is unrestricted (start with --auth or --root-user)")
+	}
 	if o.inMemory {
 		warnings = append(warnings, "Parsec is running with --in-memory: data is lost when the server stops")
 	}
@@ -168,9 +184,12 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 			BurstSeconds:    o.ruBurstSeconds,
 			Bypass:          !o.ruAccounting,
 		},
-		Argv:            argv,
+		Argv:            redactArgv(argv),
 		Options:         o.asMap(),
 		StartupWarnings: warnings,
+		Auth:            o.auth || o.rootUser != "",
+		RootUser:        o.rootUser,
+		RootPassword:    o.rootPassword,
 	})
 	srv = wire.NewServer(eng, logger, o.maxConnections)
 	where := dataDir
@@ -224,5 +243,22 @@ func (o *serveOptions) asMap() map[string]any {
 		"serverSideRetry": o.serverSideRetry,
 		"ruBurstSeconds":  o.ruBurstSeconds,
 		"ruAccounting":    o.ruAccounting,
+
+		"auth":     o.auth || o.rootUser != "",
+		"rootUser": o.rootUser,
 	}
+}
+
+// redactArgv hides the value of --root-password from getCmdLineOpts.
+func redactArgv(argv []string) []string {
+	out := slices.Clone(argv)
+	for i, a := range out {
+		switch {
+		case strings.HasPrefix(a, "--root-password="):
+			out[i] = "--root-password=<redacted>"
+		case a == "--root-password" && i+1 < len(out):
+			out[i+1] = "<redacted>"
+		}
+	}
+	return out
 }

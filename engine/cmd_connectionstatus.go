@@ -6,12 +6,17 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// cmdConnectionStatus reports an unauthenticated connection: Parsec has no
-// users yet, so every connection may do everything.
+// cmdConnectionStatus reports the connection's authenticated user and its
+// roles (none before authentication).
 func (e *Engine) cmdConnectionStatus(_ context.Context, req *request) ([]byte, error) {
+	users, roles := bson.A{}, bson.A{}
+	if u := req.c.user(); u != nil {
+		users = append(users, bson.D{{Key: "user", Value: u.name}, {Key: "db", Value: u.db}})
+		roles = rolesValue(u.roles)
+	}
 	info := bson.D{
-		{Key: "authenticatedUsers", Value: bson.A{}},
-		{Key: "authenticatedUserRoles", Value: bson.A{}},
+		{Key: "authenticatedUsers", Value: users},
+		{Key: "authenticatedUserRoles", Value: roles},
 	}
 	if v, err := req.body.LookupErr("showPrivileges"); err == nil {
 		show, err := boolArg(req.name, "showPrivileges", v)

@@ -75,5 +75,11 @@ func (e *Engine) cmdHello(_ context.Context, req *request) ([]byte, error) {
 	if helloOK {
 		d = append(d, bson.E{Key: "helloOk", Value: true})
 	}
+	if mechs, ok := e.saslMechs(req); ok {
+		d = append(d, bson.E{Key: "saslSupportedMechs", Value: mechs})
+	}
+	if out, ok := e.speculativeAuth(req); ok {
+		d = append(d, bson.E{Key: "speculativeAuthenticate", Value: out})
+	}
 	return okReply(d...)
 }

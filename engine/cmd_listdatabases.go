@@ -3,10 +3,32 @@ package engine
 import (
 	"context"
 
+	"github.com/parsecdb/parsec/engine/auth"
 	"github.com/parsecdb/parsec/engine/query"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
+
+// visibleDatabases is, with access control on, the databases the
+// connection's roles name when they do not cover every database (MongoDB's
+// authorizedDatabases); nil means all.
+func (e *Engine) visibleDatabases(c *conn) map[string]bool {
+	if !e.cfg.Auth {
+		return nil
+	}
+	u := c.user()
+	if u == nil {
+		return map[string]bool{}
+	}
+	if auth.SeesAllDatabases(u.roles) {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, r := range u.roles {
+		out[r.DB] = true
+	}
+	return out
+}
 
 // cmdListDatabases lists databases with sizeOnDisk (their data and _id key
 // bytes) and empty, filtered by filter; nameOnly leaves the sizes out.
@@ -42,7 +64,11 @@ func (e *Engine) cmdListDatabases(_ context.Context, req *request) ([]byte, erro
 	}
 	dbs := bson.A{}
 	var total int64
+	visible := e.visibleDatabases(req.c)
 	for _, name := range e.store.Databases() {
+		if visible != nil && !visible[name] {
+			continue
+		}
 		var size, docs int64
 		for _, c := range e.store.Collections(name) {
 			counts, err := e.store.Counts(c)

@@ -36,6 +36,28 @@ func newCommandTable() map[string]command {
 		{name: "killSessions", help: "kill logical sessions and their cursors", run: (*Engine).cmdKillSessions},
 		{name: "killAllSessions", help: "kill all logical sessions and their cursors", run: (*Engine).cmdKillAllSessions},
 
+		// authentication and users (cmd_auth.go, cmd_users.go)
+		{name: "saslStart", help: "begin a SCRAM-SHA-1 or SCRAM-SHA-256 authentication", run: (*Engine).cmdSaslStart},
+		{name: "saslContinue", help: "continue a SCRAM authentication", run: (*Engine).cmdSaslContinue},
+		{name: "authenticate", help: "legacy authentication (X.509, MONGODB-CR): not available, use SCRAM", run: (*Engine).cmdAuthenticate},
+		{name: "logout", help: "forget the connection's user", run: (*Engine).cmdLogout},
+		{name: "createUser", help: "create a user with a password and built-in roles", run: (*Engine).cmdCreateUser},
+		{name: "updateUser", help: "change a user's password, roles, mechanisms or customData", run: (*Engine).cmdUpdateUser},
+		{name: "dropUser", help: "delete a user", run: (*Engine).cmdDropUser},
+		{name: "dropAllUsersFromDatabase", help: "delete every user of the database", run: (*Engine).cmdDropAllUsersFromDatabase},
+		{name: "grantRolesToUser", help: "add built-in roles to a user", run: (*Engine).cmdGrantRevokeRoles},
+		{name: "revokeRolesFromUser", help: "remove roles from a user", run: (*Engine).cmdGrantRevokeRoles},
+		{name: "usersInfo", help: "describe users", run: (*Engine).cmdUsersInfo},
+		{name: "rolesInfo", help: "describe built-in roles", run: (*Engine).cmdRolesInfo},
+		{name: "createRole", help: "user-defined roles are not supported: refused", run: (*Engine).cmdUserDefinedRoles},
+		{name: "updateRole", help: "user-defined roles are not supported: refused", run: (*Engine).cmdUserDefinedRoles},
+		{name: "dropRole", help: "user-defined roles are not supported: refused", run: (*Engine).cmdUserDefinedRoles},
+		{name: "dropAllRolesFromDatabase", help: "user-defined roles are not supported: refused", run: (*Engine).cmdUserDefinedRoles},
+		{name: "grantRolesToRole", help: "user-defined roles are not supported: refused", run: (*Engine).cmdUserDefinedRoles},
+		{name: "revokeRolesFromRole", help: "user-defined roles are not supported: refused", run: (*Engine).cmdUserDefinedRoles},
+		{name: "grantPrivilegesToRole", help: "user-defined roles are not supported: refused", run: (*Engine).cmdUserDefinedRoles},
+		{name: "revokePrivilegesFromRole", help: "user-defined roles are not supported: refused", run: (*Engine).cmdUserDefinedRoles},
+
 		// catalog
 		{name: "create", help: "create a collection", run: (*Engine).cmdCreate},
 		{name: "drop", help: "drop a collection", run: (*Engine).cmdDrop},

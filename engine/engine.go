@@ -66,6 +66,13 @@ type Config struct {
 	// RequestUnits configures request-unit accounting and throttling
 	// (requestunits.go).
 	RequestUnits RequestUnitOptions
+	// Auth turns access control on: commands need an authenticated user
+	// whose roles allow them (authz.go). Users authenticate either way.
+	Auth bool
+	// RootUser and RootPassword, when set, make sure admin.RootUser exists
+	// with role root and this password (the password is reset at every
+	// start), so a fresh server with Auth can be used at once.
+	RootUser, RootPassword string
 }
 
 // Engine runs commands. It implements wire.Handler.
@@ -89,6 +96,9 @@ type Engine struct {
 	ruOpts    RequestUnitOptions
 	units     *throughputs // request-unit pools and partitions (throughput.go)
 	commandRU atomic.Int64 // centi-RU charged to no partition (metadata commands)
+	// usersVersion changes with every change to users: connections then
+	// re-read their user's roles (cmd_auth.go).
+	usersVersion atomic.Uint64
 
 	// retryable writes' sessions and fail point (retryable.go)
 	sessions          *sessionTable
@@ -145,6 +155,13 @@ func New(cfg Config) *Engine {
 	if e.store != nil {
 		e.store.SetLimits(e.limits.storeLimits())
 		e.store.SetMatcher(partialMatcher)
+	}
+	if cfg.RootUser != "" && e.store != nil {
+		if err := e.ensureRootUser(cfg.RootUser, cfg.RootPassword); err != nil {
+			logger.Error("creating the root user", "user", cfg.RootUser, "err", err)
+		} else {
+			logger.Info("root user ready", "user", cfg.RootUser, "db", "admin")
+		}
 	}
 	e.every(min(timeout/4, time.Minute), e.reapCursors)
 	if e.store != nil {
@@ -211,6 +228,8 @@ type conn struct {
 	lastCharge float64
 	requests   uint64
 	seed       [8]byte
+
+	auth authState // the authenticated user and SCRAM exchange (cmd_auth.go)
 }
 
 // request is one command being run.
@@ -312,6 +331,11 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	}
 	if cmd.adminOnly && req.db != "admin" {
 		return errorReply(errorf(ErrUnauthorized, "%s may only be run against the admin database.", name)), name, units
+	}
+	if c.e.cfg.Auth {
+		if ce := c.authorize(cmd, req); ce != nil {
+			return errorReply(ce), name, units
+		}
 	}
 	if ce := checkReadConcern(cmd.name, body); ce != nil {
 		return errorReply(ce), name, units

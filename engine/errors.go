@@ -14,11 +14,18 @@ type Code int32
 
 // MongoDB error codes Parsec uses, with the codeName MongoDB gives each.
 const (
-	ErrInternalError           Code = 1
-	ErrBadValue                Code = 2
-	ErrNoSuchKey               Code = 4
-	ErrFailedToParse           Code = 9
-	ErrUnauthorized            Code = 13
+	ErrInternalError        Code = 1
+	ErrBadValue             Code = 2
+	ErrNoSuchKey            Code = 4
+	ErrFailedToParse        Code = 9
+	ErrUnauthorized         Code = 13
+	ErrUserNotFound         Code = 11
+	ErrProtocolError        Code = 17
+	ErrAuthenticationFailed Code = 18
+	ErrRoleNotFound         Code = 31
+	ErrMechanismUnavailable Code = 334
+	// ErrUserExists is createUser's "already exists" (codeName Location51003).
+	ErrUserExists              Code = 51003
 	ErrTypeMismatch            Code = 14
 	ErrIllegalOperation        Code = 20
 	ErrNamespaceNotFound       Code = 26
@@ -71,6 +78,11 @@ var codeNames = map[Code]string{
 	ErrNoSuchKey:               "NoSuchKey",
 	ErrFailedToParse:           "FailedToParse",
 	ErrUnauthorized:            "Unauthorized",
+	ErrUserNotFound:            "UserNotFound",
+	ErrProtocolError:           "ProtocolError",
+	ErrAuthenticationFailed:    "AuthenticationFailed",
+	ErrRoleNotFound:            "RoleNotFound",
+	ErrMechanismUnavailable:    "MechanismUnavailable",
 	ErrTypeMismatch:            "TypeMismatch",
 	ErrIllegalOperation:        "IllegalOperation",
 	ErrNamespaceNotFound:       "NamespaceNotFound",

@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"github.com/parsecdb/parsec/engine/auth"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// commandClasses is what each command needs from the caller's roles when
+// access control is on (--auth). Every command in the table has an entry
+// (a test checks it); customAction, aggregate, renameCollection and
+// usersInfo refine theirs in needs.
+var commandClasses = map[string]auth.Class{
+	// before authentication
+	"hello": auth.ClassNone, "isMaster": auth.ClassNone, "ping": auth.ClassNone,
+	"buildInfo": auth.ClassNone, "saslStart": auth.ClassNone, "saslContinue": auth.ClassNone,
+	"authenticate": auth.ClassNone, "logout": auth.ClassNone, "connectionStatus": auth.ClassNone,
+	"whatsmyuri": auth.ClassNone, "endSessions": auth.ClassNone,
+
+	// any authenticated user
+	"listCommands": auth.ClassAuthenticated, "getLastRequestStatistics": auth.ClassAuthenticated,
+	"listDatabases": auth.ClassAuthenticated, "killCursors": auth.ClassAuthenticated,
+	"killSessions": auth.ClassAuthenticated, "rolesInfo": auth.ClassAuthenticated,
+	"commitTransaction": auth.ClassAuthenticated, "abortTransaction": auth.ClassAuthenticated,
+
+	"find": auth.ClassFind, "getMore": auth.ClassFind, "count": auth.ClassFind,
+	"distinct": auth.ClassFind, "aggregate": auth.ClassFind, "explain": auth.ClassFind,
+
+	"listCollections": auth.ClassCatalog, "listIndexes": auth.ClassCatalog,
+	"collStats": auth.ClassCatalog, "dbStats": auth.ClassCatalog, "customAction": auth.ClassCatalog,
+	"createSearchIndexes": auth.ClassCatalog, "updateSearchIndex": auth.ClassCatalog, "dropSearchIndex": auth.ClassCatalog,
+
+	"insert": auth.ClassWrite, "update": auth.ClassWrite, "delete": auth.ClassWrite,
+	"findAndModify": auth.ClassWrite,
+
+	"create": auth.ClassDDL, "drop": auth.ClassDDL, "createIndexes": auth.ClassDDL,
+	"dropIndexes": auth.ClassDDL, "renameCollection": auth.ClassDDL,
+
+	"collMod": auth.ClassDBAdmin, "dropDatabase": auth.ClassDBAdmin, "validate": auth.ClassDBAdmin,
+
+	"createUser": auth.ClassUserAdmin, "updateUser": auth.ClassUserAdmin, "dropUser": auth.ClassUserAdmin,
+	"dropAllUsersFromDatabase": auth.ClassUserAdmin, "grantRolesToUser": auth.ClassUserAdmin,
+	"revokeRolesFromUser": auth.ClassUserAdmin, "usersInfo": auth.ClassUserAdmin,
+	"createRole": auth.ClassUserAdmin, "updateRole": auth.ClassUserAdmin, "dropRole": auth.ClassUserAdmin,
+	"dropAllRolesFromDatabase": auth.ClassUserAdmin, "grantRolesToRole": auth.ClassUserAdmin,
+	"revokeRolesFromRole": auth.ClassUserAdmin, "grantPrivilegesToRole": auth.ClassUserAdmin,
+	"revokePrivilegesFromRole": auth.ClassUserAdmin,
+
+	"serverStatus": auth.ClassClusterMonitor, "getLog": auth.ClassClusterMonitor,
+	"getCmdLineOpts": auth.ClassClusterMonitor, "hostInfo": auth.ClassClusterMonitor,
+	"getParameter": auth.ClassClusterMonitor,
+
+	"shardCollection": auth.ClassClusterAdmin, "enableSharding": auth.ClassClusterAdmin,
+	"killAllSessions": auth.ClassClusterAdmin, "configureFailPoint": auth.ClassClusterAdmin,
+}
+
+// need is one privilege a request needs: class on database db.
+type need struct {
+	class auth.Class
+	db    string
+}
+
+// needs lists what req needs. Commands not in commandClasses need
+// ClassClusterAdmin: a new command is closed until it is classified.
+func needs(cmd command, req *request) []need {
+	class, ok := commandClasses[cmd.name]
+	if !ok {
+		class = auth.ClassClusterAdmin
+	}
+	out := []need{{class, req.db}}
+	switch cmd.name {
+	case "aggregate":
+		// $out and $merge write their target.
+		if target, ok := aggWriteTarget(req); ok {
+			out = append(out, need{auth.ClassWrite, target}, need{auth.ClassDDL, target})
+		}
+	case "customAction":
+		if v, err := req.body.LookupErr("customAction"); err == nil {
+			if s, _ := v.StringValueOK(); len(s) > 6 && (s[:6] == "Create" || s[:6] == "Update") {
+				out[0].class = auth.ClassDDL
+			}
+		}
+	case "renameCollection":
+		out = out[:0]
+		for _, field := range []string{"renameCollection", "to"} {
+			if v, err := req.body.LookupErr(field); err == nil {
+				if ns, ok := v.StringValueOK(); ok {
+					db, _, _ := cutNamespace(ns)
+					out = append(out, need{auth.ClassDDL, db}, need{auth.ClassFind, db}, need{auth.ClassWrite, db})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// cutNamespace splits "db.coll" at its first dot.
+func cutNamespace(ns string) (db, coll string, ok bool) {
+	for i := 0; i < len(ns); i++ {
+		if ns[i] == '.' {
+			return ns[:i], ns[i+1:], true
+		}
+	}
+	return ns, "", false
+}
+
+// aggWriteTarget finds the database an aggregation's last stage, $out or
+// $merge, writes into.
+func aggWriteTarget(req *request) (string, bool) {
+	v, err := req.body.LookupErr("pipeline")
+	if err != nil {
+		return "", false
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return "", false
+	}
+	vals, _ := arr.Values()
+	if len(vals) == 0 {
+		return "", false
+	}
+	stage, ok := vals[len(vals)-1].DocumentOK()
+	if !ok {
+		return "", false
+	}
+	el, err := stage.IndexErr(0)
+	if err != nil {
+		return "", false
+	}
+	switch el.Key() {
+	case "$out":
+		return targetDB(el.Value(), req.db), true
+	case "$merge":
+		sv := el.Value()
+		if d, ok := sv.DocumentOK(); ok {
+			if into, err := d.LookupErr("into"); err == nil {
+				return targetDB(into, req.db), true
+			}
+		}
+		return req.db, true
+	}
+	return "", false
+}
+
+// targetDB is the db of a {db, coll} target, or def for a bare name.
+func targetDB(v bsoncore.Value, def string) string {
+	if d, ok := v.DocumentOK(); ok {
+		if dbv, err := d.LookupErr("db"); err == nil {
+			if s, ok := dbv.StringValueOK(); ok {
+				return s
+			}
+		}
+	}
+	return def
+}
+
+// authorize checks, with access control on, that the connection may run
+// cmd; nil when it may.
+func (c *conn) authorize(cmd command, req *request) *CommandError {
+	ns := needs(cmd, req)
+	if ns[0].class == auth.ClassNone {
+		return nil
+	}
+	u := c.user()
+	if u == nil {
+		if c.localhostException(cmd, req) {
+			return nil
+		}
+		return errorf(ErrUnauthorized, "Command %s requires authentication", req.name)
+	}
+	if cmd.name == "usersInfo" && asksForSelf(req, u) {
+		return nil
+	}
+	for _, n := range ns {
+		if !auth.Allowed(u.roles, n.class, n.db) {
+			return errorf(ErrUnauthorized, "not authorized on %s to execute command { %s: %s, $db: \"%s\" }", n.db, req.name, firstValueString(req), req.db)
+		}
+	}
+	return nil
+}
+
+// localhostException lets a client on a loopback address create the first
+// user, in the admin database, while no user exists (MongoDB's localhost
+// exception).
+func (c *conn) localhostException(cmd command, req *request) bool {
+	if cmd.name != "createUser" || req.db != "admin" || !isLoopback(c.wc.RemoteAddr()) {
+		return false
+	}
+	has, err := c.e.store.HasUsers()
+	return err == nil && !has
+}
+
+// asksForSelf reports whether a usersInfo asks only about the connection's
+// own user, which needs no privilege.
+func asksForSelf(req *request, u *authUser) bool {
+	v, err := req.body.LookupErr("usersInfo")
+	if err != nil {
+		return false
+	}
+	if s, ok := v.StringValueOK(); ok {
+		return s == u.name && req.db == u.db
+	}
+	if d, ok := v.DocumentOK(); ok {
+		name, _ := d.Lookup("user").StringValueOK()
+		db, _ := d.Lookup("db").StringValueOK()
+		return name == u.name && db == u.db
+	}
+	return false
+}
+
+// firstValueString renders the command's first value for an error
+// message.
+func firstValueString(req *request) string {
+	el, err := req.body.IndexErr(0)
+	if err != nil {
+		return "?"
+	}
+	return el.Value().String()
+}

@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/parsecdb/parsec/engine/auth"
+	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// authState is a connection's authentication: the user it authenticated
+// as, and the SCRAM exchange in progress.
+type authState struct {
+	mu   sync.Mutex
+	user *authUser
+
+	conv      *auth.Conversation
+	convDB    string
+	convID    int32
+	skipEmpty bool // the client asked to skip SCRAM's final empty exchange
+}
+
+// authUser is an authenticated user and its roles as of version (the
+// engine's users version): any change to users re-reads them.
+type authUser struct {
+	name, db string
+	roles    []auth.RoleRef
+	version  uint64
+}
+
+// user returns the connection's user with up-to-date roles, or nil when it
+// is not authenticated (or its user was dropped since).
+func (c *conn) user() *authUser {
+	c.auth.mu.Lock()
+	defer c.auth.mu.Unlock()
+	u := c.auth.user
+	if u == nil {
+		return nil
+	}
+	if v := c.e.usersVersion.Load(); v != u.version {
+		fresh, ok, err := c.e.lookupUser(u.db, u.name)
+		switch {
+		case err != nil:
+			return u // keep what was known; the store error shows elsewhere
+		case !ok:
+			c.auth.user = nil
+			return nil
+		}
+		u = &authUser{name: u.name, db: u.db, roles: fresh.Roles, version: v}
+		c.auth.user = u
+	}
+	return u
+}
+
+// lookupUser reads user name of db from the store.
+func (e *Engine) lookupUser(db, name string) (auth.User, bool, error) {
+	raw, err := e.store.User(db, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return auth.User{}, false, nil
+	}
+	if err != nil {
+		return auth.User{}, false, err
+	}
+	var u auth.User
+	if err := bson.Unmarshal(raw, &u); err != nil {
+		return auth.User{}, false, errorf(ErrInternalError, "stored user %s@%s: %v", name, db, err)
+	}
+	return u, true, nil
+}
+
+// cmdSaslStart begins a SCRAM exchange: {saslStart: 1, mechanism, payload,
+// options: {skipEmptyExchange}}.
+func (e *Engine) cmdSaslStart(_ context.Context, req *request) ([]byte, error) {
+	out, err := e.saslStart(req.c, req.name, req.db, req.body)
+	if err != nil {
+		return nil, err
+	}
+	return okReply(out...)
+}
+
+// saslStart runs the first step of a SCRAM exchange for saslStart and for
+// hello's speculativeAuthenticate, and returns the reply's fields.
+func (e *Engine) saslStart(c *conn, cmd, db string, body bsoncore.Document) (bson.D, error) {
+	var mech string
+	var payload []byte
+	var havePayload, skip bool
+	elems, _ := body.Elements()
+	for _, el := range elems[1:] {
+		v := el.Value()
+		switch k := el.Key(); k {
+		case "mechanism":
+			s, err := stringArg(cmd, k, v)
+			if err != nil {
+				return nil, err
+			}
+			mech = s
+		case "payload":
+			p, err := payloadArg(cmd, v)
+			if err != nil {
+				return nil, err
+			}
+			payload, havePayload = p, true
+		case "options":
+			d, err := docArg(cmd, k, v)
+			if err != nil {
+				return nil, err
+			}
+			if sv, err := d.LookupErr("skipEmptyExchange"); err == nil {
+				if skip, err = boolArg(cmd, "options.skipEmptyExchange", sv); err != nil {
+					return nil, err
+				}
+			}
+		case "autoAuthorize", "db":
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(cmd, k)
+			}
+		}
+	}
+	if mech == "" {
+		return nil, missingField(cmd, "mechanism")
+	}
+	if !havePayload {
+		return nil, missingField(cmd, "payload")
+	}
+	conv, err := auth.NewConversation(mech, func(name string) (auth.User, bool, error) { return e.lookupUser(db, name) })
+	if errors.Is(err, auth.ErrUnknownMechanism) {
+		return nil, errorf(ErrMechanismUnavailable, "Received authentication for mechanism %s which is not enabled (Parsec supports %s)", mech, strings.Join(auth.Mechanisms, " and "))
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := conv.Step(payload)
+	if err != nil {
+		return nil, e.authFailed(c, db, conv, err)
+	}
+	c.auth.mu.Lock()
+	c.auth.convID++
+	c.auth.conv, c.auth.convDB, c.auth.skipEmpty = conv, db, skip
+	id := c.auth.convID
+	c.auth.mu.Unlock()
+	return bson.D{
+		{Key: "conversationId", Value: id},
+		{Key: "done", Value: false},
+		{Key: "payload", Value: bson.Binary{Data: out}},
+	}, nil
+}
+
+// payloadArg reads a SASL payload: binary, or a string from older clients.
+func payloadArg(cmd string, v bsoncore.Value) ([]byte, error) {
+	if _, data, ok := v.BinaryOK(); ok {
+		return data, nil
+	}
+	if s, ok := v.StringValueOK(); ok {
+		return []byte(s), nil
+	}
+	return nil, wrongTypes(cmd, "payload", v, "string, binData")
+}
+
+// authFailed logs a failed authentication and returns what the client sees:
+// the same error whatever went wrong, as MongoDB does.
+func (e *Engine) authFailed(c *conn, db string, conv *auth.Conversation, cause error) *CommandError {
+	var user string
+	if conv != nil {
+		user = conv.Username()
+	}
+	e.logger.Info("authentication failed", "user", user, "db", db, "remote", c.wc.RemoteAddr().String(), "reason", cause)
+	c.auth.mu.Lock()
+	c.auth.conv = nil
+	c.auth.mu.Unlock()
+	return errorf(ErrAuthenticationFailed, "Authentication failed.")
+}
+
+// cmdSaslContinue takes the next step of the connection's SCRAM exchange.
+func (e *Engine) cmdSaslContinue(_ context.Context, req *request) ([]byte, error) {
+	var id int64
+	var payload []byte
+	var haveID, havePayload bool
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		v := el.Value()
+		switch k := el.Key(); k {
+		case "conversationId":
+			n, err := int64Arg(req.name, k, v)
+			if err != nil {
+				return nil, err
+			}
+			id, haveID = n, true
+		case "payload":
+			p, err := payloadArg(req.name, v)
+			if err != nil {
+				return nil, err
+			}
+			payload, havePayload = p, true
+		default:
+			if !genericFields[k] {
+				return nil, unknownField(req.name, k)
+			}
+		}
+	}
+	if !haveID {
+		return nil, missingField(req.name, "conversationId")
+	}
+	if !havePayload {
+		return nil, missingField(req.name, "payload")
+	}
+	c := req.c
+	c.auth.mu.Lock()
+	conv, db, skip := c.auth.conv, c.auth.convDB, c.auth.skipEmpty
+	current := int64(c.auth.convID)
+	c.auth.mu.Unlock()
+	if conv == nil || id != current || db != req.db {
+		return nil, errorf(ErrProtocolError, "No SASL session state found")
+	}
+	reply := func(done bool, out []byte) ([]byte, error) {
+		return okReply(bson.E{Key: "conversationId", Value: int32(id)}, bson.E{Key: "done", Value: done}, bson.E{Key: "payload", Value: bson.Binary{Data: out}})
+	}
+	if conv.Done() {
+		// The client's empty message after the server's signature.
+		if !conv.Valid() || len(payload) != 0 {
+			return nil, e.authFailed(c, db, conv, errors.New("unexpected message after the exchange"))
+		}
+		c.auth.mu.Lock()
+		c.auth.conv = nil
+		c.auth.mu.Unlock()
+		return reply(true, nil)
+	}
+	out, err := conv.Step(payload)
+	if err != nil || !conv.Valid() {
+		if err == nil {
+			err = errors.New("the exchange did not complete")
+		}
+		return nil, e.authFailed(c, db, conv, err)
+	}
+	u, ok, err := e.lookupUser(db, conv.Username())
+	if err != nil || !ok {
+		return nil, e.authFailed(c, db, conv, errors.New("user dropped during the exchange"))
+	}
+	c.auth.mu.Lock()
+	c.auth.user = &authUser{name: u.User, db: u.DB, roles: u.Roles, version: e.usersVersion.Load()}
+	if skip {
+		c.auth.conv = nil
+	}
+	c.auth.mu.Unlock()
+	e.logger.Info("authentication succeeded", "user", u.User, "db", db, "mechanism", conv.Mechanism, "remote", c.wc.RemoteAddr().String())
+	return reply(skip, out)
+}
+
+// speculativeAuth answers hello's speculativeAuthenticate: the first SCRAM
+// step, or nothing when it fails (the driver then authenticates as usual
+// and gets the error there).
+func (e *Engine) speculativeAuth(req *request) (bson.D, bool) {
+	v, err := req.body.LookupErr("speculativeAuthenticate")
+	if err != nil {
+		return nil, false
+	}
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return nil, false
+	}
+	first, err := doc.IndexErr(0)
+	if err != nil || first.Key() != "saslStart" {
+		return nil, false
+	}
+	db := "admin"
+	if dv, err := doc.LookupErr("db"); err == nil {
+		if s, ok := dv.StringValueOK(); ok {
+			db = s
+		}
+	}
+	out, err := e.saslStart(req.c, "saslStart", db, doc)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// saslMechs answers hello's saslSupportedMechs: "<db>.<user>": the
+// mechanisms that user has credentials for.
+func (e *Engine) saslMechs(req *request) ([]string, bool) {
+	v, err := req.body.LookupErr("saslSupportedMechs")
+	if err != nil {
+		return nil, false
+	}
+	s, ok := v.StringValueOK()
+	if !ok {
+		return nil, false
+	}
+	db, name, ok := strings.Cut(s, ".")
+	if !ok {
+		return nil, false
+	}
+	u, found, err := e.lookupUser(db, name)
+	if err != nil || !found {
+		return nil, false
+	}
+	return u.Credentials.Mechanisms(), true
+}
+
+// cmdLogout forgets the connection's user.
+func (e *Engine) cmdLogout(_ context.Context, req *request) ([]byte, error) {
+	req.c.auth.mu.Lock()
+	req.c.auth.user = nil
+	req.c.auth.conv = nil
+	req.c.auth.mu.Unlock()
+	return okReply()
+}
+
+// cmdAuthenticate is the legacy authenticate command (MONGODB-X509,
+// MONGODB-CR): Parsec speaks SCRAM only.
+func (e *Engine) cmdAuthenticate(_ context.Context, req *request) ([]byte, error) {
+	mech := ""
+	if v, err := req.body.LookupErr("mechanism"); err == nil {
+		mech, _ = v.StringValueOK()
+	}
+	return nil, errorf(ErrMechanismUnavailable, "Received authentication for mechanism %s which is not enabled (Parsec supports %s through saslStart)", mech, strings.Join(auth.Mechanisms, " and "))
+}
+
+// isLoopback reports whether addr is a loopback address (the localhost
+// exception applies to such clients only).
+func isLoopback(addr net.Addr) bool {
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		return tcp.IP.IsLoopback()
+	}
+	return false
+}
