@@ -45,6 +45,10 @@ type ServerOptions struct {
 	// and bounds server-side retry (RetryLimit); Bypass turns accounting
 	// off, for benchmarks. Zero: accounting on, throttling off.
 	RequestUnits engine.RequestUnitOptions
+	// Auth turns access control on; RootUser and RootPassword make an
+	// admin user with role root (as --root-user does).
+	Auth                   bool
+	RootUser, RootPassword string
 }
 
 // StartServer starts a server on 127.0.0.1:0 with its data in a temporary
@@ -94,6 +98,9 @@ func Launch(opts ServerOptions) (*Server, error) {
 		Partitions:         opts.Partitions,
 		AggMemoryLimit:     opts.AggMemoryLimit,
 		RequestUnits:       opts.RequestUnits,
+		Auth:               opts.Auth,
+		RootUser:           opts.RootUser,
+		RootPassword:       opts.RootPassword,
 		Argv:               []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
 		Options:            map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
 	})
