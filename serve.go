@@ -158,9 +158,6 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	}
 	var srv *wire.Server
 	var warnings []string
-	if !o.auth && o.rootUser == "" {
-		warnings = append(warnings, "Access control is not enabled for the database: read and write access to data and configuration is unrestricted (start with --auth or --root-user)")
-	}
 	if o.inMemory {
 		warnings = append(warnings, "Parsec is running with --in-memory: data is lost when the server stops")
 	}

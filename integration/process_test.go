@@ -328,3 +328,54 @@ func TestStartupLine(t *testing.T) {
 		}
 	}
 }
+
+// TestRootUser: --root-user with PARSEC_ROOT_PASSWORD turns access control
+// on and makes a root user at once; the password never shows in
+// getCmdLineOpts; the two flags go together.
+func TestRootUser(t *testing.T) {
+	t.Parallel()
+	p := startProc(t, []string{"PARSEC_ROOT_PASSWORD=from-env"}, "--listen", "127.0.0.1:0", "--in-memory", "--root-user", "boss")
+	ctx := context.Background()
+	anon := connect(t, p.addr)
+	_, err := anon.Database("test").Collection("c").InsertOne(ctx, bson.D{})
+	wantUnauthorized(t, err, "requires authentication")
+
+	opts := options.Client().ApplyURI("mongodb://boss:from-env@" + p.addr + "/?authSource=admin").SetServerSelectionTimeout(5 * time.Second)
+	boss, err := mongo.Connect(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = boss.Disconnect(ctx) }()
+	if _, err := boss.Database("test").Collection("c").InsertOne(ctx, bson.D{}); err != nil {
+		t.Fatalf("root user's insert: %v", err)
+	}
+	raw, err := boss.Database("admin").RunCommand(ctx, bson.D{{Key: "getCmdLineOpts", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(raw.String(), "from-env") {
+		t.Errorf("getCmdLineOpts shows the root password: %s", raw)
+	}
+
+	flagged := startProc(t, nil, "--listen", "127.0.0.1:0", "--in-memory", "--root-user", "boss", "--root-password", "on-the-command-line")
+	fc, err := mongo.Connect(options.Client().ApplyURI("mongodb://boss:on-the-command-line@" + flagged.addr + "/?authSource=admin").SetServerSelectionTimeout(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fc.Disconnect(ctx) }()
+	raw, err = fc.Database("admin").RunCommand(ctx, bson.D{{Key: "getCmdLineOpts", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(raw.String(), "on-the-command-line") || !strings.Contains(raw.String(), "redacted") {
+		t.Errorf("getCmdLineOpts does not redact --root-password: %s", raw)
+	}
+
+	bad, err := tryStartProc(t, nil, "--listen", "127.0.0.1:0", "--in-memory", "--root-user", "boss")
+	if err == nil {
+		t.Fatal("--root-user without a password started")
+	}
+	if !strings.Contains(bad.log(), "--root-password") {
+		t.Errorf("error does not name --root-password:\n%s", bad.log())
+	}
+}
