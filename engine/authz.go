@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"strconv"
+
 	"github.com/parsecdb/parsec/engine/auth"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -214,5 +216,12 @@ func firstValueString(req *request) string {
 	if err != nil {
 		return "?"
 	}
-	return el.Value().String()
+	v := el.Value()
+	if s, ok := v.StringValueOK(); ok {
+		return strconv.Quote(s)
+	}
+	if f, ok := numberFloat(v); ok {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return v.String()
 }

@@ -54,7 +54,9 @@ var warningRE = regexp.MustCompile(`(?i)warn|deprecat|unexpected|uncaught`)
 //
 // The scenarios in clients/throttled/ (mongosh_*.js, node_*.js) drive a
 // collection over its RU budget, so they run against a second server with
-// rate limiting on (`parsec serve --rate-limiting`).
+// rate limiting on (`parsec serve --rate-limiting`); those in
+// clients/auth/ against a third with access control and a root user
+// (`parsec serve --root-user root`), authenticated as root.
 //
 // Each must exit 0, print "<name>: ok" and print no warning. A missing
 // client fails the test with the command that installs it. The results
@@ -68,19 +70,24 @@ func TestClients(t *testing.T) {
 		name      string
 		timeout   time.Duration
 		throttled bool // run against the server with rate limiting
+		auth      bool // run against the server with access control, as root
 		cmd       func(ctx context.Context, uri string) *exec.Cmd
 	}
 	var scenarios []scenario
 	home := t.TempDir()
-	for _, pattern := range []string{"mongosh_*.js", "node_*.js", "python_*.py", "throttled/mongosh_*.js", "throttled/node_*.js"} {
+	for _, pattern := range []string{"mongosh_*.js", "node_*.js", "python_*.py", "throttled/mongosh_*.js", "throttled/node_*.js", "auth/mongosh_*.js"} {
 		files, _ := filepath.Glob(filepath.Join("clients", pattern))
 		for _, file := range files {
 			name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".js"), ".py")
-			sc := scenario{name: name, timeout: 2 * time.Minute, throttled: strings.HasPrefix(pattern, "throttled/")}
+			sc := scenario{name: name, timeout: 2 * time.Minute, throttled: strings.HasPrefix(pattern, "throttled/"), auth: strings.HasPrefix(pattern, "auth/")}
+			db := "test"
+			if sc.auth {
+				db = "admin" // where the root user authenticates
+			}
 			switch {
 			case strings.HasPrefix(name, "mongosh_"):
 				sc.cmd = func(ctx context.Context, uri string) *exec.Cmd {
-					cmd := exec.CommandContext(ctx, mongoshBin, uri+"test", "--quiet", "--norc", "--file", file)
+					cmd := exec.CommandContext(ctx, mongoshBin, uri+db, "--quiet", "--norc", "--file", file)
 					cmd.Env = clientEnv(uri, home)
 					return cmd
 				}
@@ -113,6 +120,8 @@ func TestClients(t *testing.T) {
 
 	s := StartServer(t, ServerOptions{})
 	throttling := StartServer(t, ServerOptions{RequestUnits: engine.RequestUnitOptions{RateLimiting: true}})
+	const rootPwd = "clients-r00t"
+	guarded := StartServer(t, ServerOptions{Auth: true, RootUser: "root", RootPassword: rootPwd})
 	var mu sync.Mutex
 	results := map[string]string{}
 	t.Cleanup(func() { writeClientSummary(t, results) })
@@ -129,8 +138,11 @@ func TestClients(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), sc.timeout)
 			defer cancel()
 			uri := s.URI()
-			if sc.throttled {
+			switch {
+			case sc.throttled:
 				uri = throttling.URI()
+			case sc.auth:
+				uri = "mongodb://root:" + rootPwd + "@" + guarded.Addr + "/"
 			}
 			out, err := sc.cmd(ctx, uri).CombinedOutput()
 			if err != nil {
