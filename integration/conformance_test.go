@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/integration/unified"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // TestConformance runs the MongoDB driver specification tests (unified
@@ -140,13 +141,16 @@ func TestConformance(t *testing.T) {
 // runConformanceFolder runs a folder's files in order against a server of
 // its own (the folders share database names).
 func runConformanceFolder(folder string, files []string, filter *regexp.Regexp) ([]unified.Result, error) {
-	srv, err := Launch(ServerOptions{InMemory: true, EnableTestCommands: true})
+	// Access control is on, as in the drivers' own CI: every client
+	// authenticates as root (and the tests that need auth run).
+	const user, pwd = "spec-root", "spec-pw"
+	srv, err := Launch(ServerOptions{InMemory: true, EnableTestCommands: true, Auth: true, RootUser: user, RootPassword: pwd})
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = srv.Stop() }()
 	ctx := context.Background()
-	runner, err := unified.NewRunner(ctx, srv.Addr)
+	runner, err := unified.NewRunner(ctx, srv.Addr, &options.Credential{Username: user, Password: pwd, AuthSource: "admin"})
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ type clientSpec struct {
 // newClient makes a client entity. hosts are "host:port" seeds of the
 // server; with useMultipleMongoses the client is given two names of it
 // (127.0.0.1 and localhost), which the driver sees as two mongos routers.
-func newClient(host string, raw bson.Raw) (*clientEntity, error) {
+func newClient(host string, cred *options.Credential, raw bson.Raw) (*clientEntity, error) {
 	var spec clientSpec
 	if err := bson.Unmarshal(raw, &spec); err != nil {
 		return nil, fmt.Errorf("runner: client entity: %w", err)
@@ -131,6 +131,9 @@ func newClient(host string, raw bson.Raw) (*clientEntity, error) {
 		}
 	}
 	opts := options.Client().ApplyURI("mongodb://" + hosts + "/?" + query.Encode())
+	if cred != nil {
+		opts.SetAuth(*cred)
+	}
 	opts.SetMonitor(&event.CommandMonitor{
 		Started:   c.started,
 		Succeeded: c.succeeded,

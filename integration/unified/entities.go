@@ -166,7 +166,7 @@ func (t *testRun) createEntity(kind string, spec bson.Raw) error {
 	id, _ := spec.Lookup("id").StringValueOK()
 	switch kind {
 	case "client":
-		c, err := newClient(t.r.host, spec)
+		c, err := newClient(t.r.host, t.r.cred, spec)
 		if err != nil {
 			return err
 		}
