@@ -67,6 +67,7 @@ fuzz:
 	go test ./engine/expr -run '^$$' -fuzz FuzzExpression -fuzztime $(FUZZTIME)
 	go test ./engine/agg -run '^$$' -fuzz FuzzPipeline -fuzztime $(FUZZTIME)
 	go test ./engine/value -run '^$$' -fuzz FuzzEncodeKeyOrder -fuzztime $(FUZZTIME)
+	go test ./engine/auth -run '^$$' -fuzz FuzzConversation -fuzztime $(FUZZTIME)
 
 lint:
 	go vet $(PKGS)
