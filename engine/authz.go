@@ -70,6 +70,17 @@ func needs(cmd command, req *request) []need {
 	}
 	out := []need{{class, req.db}}
 	switch cmd.name {
+	case "explain":
+		// An explained command needs what it needs when it runs.
+		if v, err := req.body.LookupErr("explain"); err == nil {
+			if d, ok := v.DocumentOK(); ok {
+				if el, err := d.IndexErr(0); err == nil {
+					if inner, ok := commandClasses[el.Key()]; ok && inner > out[0].class {
+						out[0].class = inner
+					}
+				}
+			}
+		}
 	case "aggregate":
 		// $out and $merge write their target.
 		if target, ok := aggWriteTarget(req); ok {

@@ -57,6 +57,19 @@ func (c *conn) user() *authUser {
 	return u
 }
 
+// cursorOwner names the connection's user for the cursors it opens: ""
+// without access control or before authentication.
+func (c *conn) cursorOwner() string {
+	if !c.e.cfg.Auth {
+		return ""
+	}
+	u := c.user()
+	if u == nil {
+		return ""
+	}
+	return u.db + "\x00" + u.name
+}
+
 // lookupUser reads user name of db from the store.
 func (e *Engine) lookupUser(db, name string) (auth.User, bool, error) {
 	raw, err := e.store.User(db, name)

@@ -52,7 +52,7 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 		}
 	}
 	ns := namespaceOf(req.db, coll)
-	cur, err := e.cursors.checkout(id, ns)
+	cur, err := e.cursors.checkout(id, ns, req.c.cursorOwner())
 	if err != nil {
 		return nil, err
 	}

@@ -32,12 +32,13 @@ func (e *Engine) cmdKillCursors(_ context.Context, req *request) ([]byte, error)
 	ns := namespaceOf(req.db, coll)
 	killed := bsoncore.NewArrayBuilder()
 	notFound := bsoncore.NewArrayBuilder()
+	owner := req.c.cursorOwner()
 	for _, x := range vals {
 		id, ok := x.Int64OK()
 		if !ok {
 			return nil, wrongType(req.name, "cursors", x, "long")
 		}
-		if e.cursors.kill(id, ns) {
+		if e.cursors.kill(id, ns, owner) {
 			killed.AppendInt64(id)
 		} else {
 			notFound.AppendInt64(id)

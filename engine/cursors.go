@@ -43,6 +43,9 @@ type cursor struct {
 
 	lastUsed time.Time
 	inUse    bool
+	// owner is the authenticated user that opened it, with access control
+	// on ("" otherwise): only that user may use or kill it.
+	owner string
 }
 
 // cursorOptions are a cursor's settings from the command that opened it.
@@ -50,6 +53,7 @@ type cursorOptions struct {
 	budget    time.Duration
 	noTimeout bool
 	bill      *readBill
+	owner     string
 }
 
 // cursorRegistry holds open cursors. Ids are random, positive and unique
@@ -76,14 +80,14 @@ func (r *cursorRegistry) open(ns string, connID int64, session string, src batch
 			continue
 		}
 		r.cursors[id] = &cursor{id: id, ns: ns, connID: connID, session: session, source: src, lastUsed: r.now(),
-			budget: opts.budget, noTimeout: opts.noTimeout, bill: opts.bill}
+			budget: opts.budget, noTimeout: opts.noTimeout, bill: opts.bill, owner: opts.owner}
 		return id
 	}
 }
 
-// checkout takes the cursor for one getMore; release must follow. A
-// cursor another request holds is CursorInUse.
-func (r *cursorRegistry) checkout(id int64, ns string) (*cursor, error) {
+// checkout takes the cursor for one getMore by owner; release must
+// follow. A cursor another request holds is CursorInUse.
+func (r *cursorRegistry) checkout(id int64, ns, owner string) (*cursor, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.cursors[id]
@@ -92,6 +96,9 @@ func (r *cursorRegistry) checkout(id int64, ns string) (*cursor, error) {
 	}
 	if c.ns != ns {
 		return nil, errorf(ErrUnauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
+	}
+	if c.owner != owner {
+		return nil, errorf(ErrUnauthorized, "cursor id %d was not created by the authenticated user", id)
 	}
 	if c.inUse {
 		return nil, errorf(ErrCursorInUse, "Cursor already in use (namespace: '%s', id: %d).", ns, id)
@@ -118,10 +125,10 @@ func (r *cursorRegistry) release(c *cursor, done bool) {
 }
 
 // kill removes the cursor and reports whether it existed.
-func (r *cursorRegistry) kill(id int64, ns string) bool {
+func (r *cursorRegistry) kill(id int64, ns, owner string) bool {
 	r.mu.Lock()
 	c := r.cursors[id]
-	if c == nil || c.ns != ns {
+	if c == nil || c.ns != ns || c.owner != owner {
 		r.mu.Unlock()
 		return false
 	}

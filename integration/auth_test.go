@@ -367,3 +367,48 @@ func TestAuthWithoutAccessControl(t *testing.T) {
 	wantAuthFailed(t, userClient(t, s, "app", "nope", "test", "").Ping(ctx, nil))
 	wantAuthFailed(t, userClient(t, s, "ghost", "pw", "test", "").Ping(ctx, nil))
 }
+
+// TestAuthExplain: explaining a command needs what running it needs.
+func TestAuthExplain(t *testing.T) {
+	s := StartServer(t, ServerOptions{Dir: t.TempDir(), Auth: true, RootUser: "root", RootPassword: rootPassword})
+	root := userClient(t, s, "root", rootPassword, "admin", "")
+	createUser(t, root.Database("shop"), "reader", "pw", bson.A{"read"})
+	reader := userClient(t, s, "reader", "pw", "shop", "").Database("shop")
+	runOK(t, reader, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{}}}}})
+	err := reader.RunCommand(testCtx(t), bson.D{{Key: "explain", Value: bson.D{
+		{Key: "update", Value: "c"},
+		{Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}}}}}},
+	}}}).Err()
+	wantUnauthorized(t, err, "not authorized on shop to execute command { explain: ")
+}
+
+// TestAuthCursorOwner: with access control on, only the user that opened a
+// cursor may use or kill it.
+func TestAuthCursorOwner(t *testing.T) {
+	s := StartServer(t, ServerOptions{Dir: t.TempDir(), Auth: true, RootUser: "root", RootPassword: rootPassword})
+	root := userClient(t, s, "root", rootPassword, "admin", "")
+	ctx := testCtx(t)
+	if _, err := root.Database("shop").Collection("c").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "_id", Value: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	createUser(t, root.Database("shop"), "alice", "pw", bson.A{"read"})
+	createUser(t, root.Database("shop"), "bob", "pw", bson.A{"read"})
+	alice := userClient(t, s, "alice", "pw", "shop", "").Database("shop")
+	bob := userClient(t, s, "bob", "pw", "shop", "").Database("shop")
+	raw := runOK(t, alice, bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 1}})
+	id := mustLookup(t, raw, "cursor", "id").Int64()
+	if id == 0 {
+		t.Fatal("find with batchSize 1 left no cursor open")
+	}
+	runFail(t, bob, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}}, 13, "Unauthorized")
+	raw = runOK(t, bob, bson.D{{Key: "killCursors", Value: "c"}, {Key: "cursors", Value: bson.A{id}}})
+	killed, _ := mustLookup(t, raw, "cursorsKilled").Array().Values()
+	notFound, _ := mustLookup(t, raw, "cursorsNotFound").Array().Values()
+	if len(killed) != 0 || len(notFound) != 1 || notFound[0].Int64() != id {
+		t.Fatalf("bob's killCursors of alice's cursor: %v", raw)
+	}
+	raw = runOK(t, alice, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 1}})
+	if next, _ := mustLookup(t, raw, "cursor", "nextBatch").Array().Values(); len(next) != 1 {
+		t.Fatalf("alice's getMore after bob's attempts: %v", raw)
+	}
+}
