@@ -30,6 +30,19 @@ func (e *Engine) visibleDatabases(c *conn) map[string]bool {
 	return out
 }
 
+// matchesD reports whether a reply entry built as bson.D matches filter
+// (nil matches everything).
+func matchesD(filter *query.Filter, d bson.D) (bool, error) {
+	if filter == nil {
+		return true, nil
+	}
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		return false, err
+	}
+	return filter.Match(bsoncore.Document(raw)), nil
+}
+
 // cmdListDatabases lists databases with sizeOnDisk (their data and _id key
 // bytes) and empty, filtered by filter; nameOnly leaves the sizes out.
 func (e *Engine) cmdListDatabases(_ context.Context, req *request) ([]byte, error) {
@@ -82,14 +95,11 @@ func (e *Engine) cmdListDatabases(_ context.Context, req *request) ([]byte, erro
 		if !nameOnly {
 			entry = append(entry, bson.E{Key: "sizeOnDisk", Value: size}, bson.E{Key: "empty", Value: docs == 0})
 		}
-		if filter != nil {
-			raw, err := bson.Marshal(entry)
+		if ok, err := matchesD(filter, entry); err != nil || !ok {
 			if err != nil {
 				return nil, err
 			}
-			if !filter.Match(bsoncore.Document(raw)) {
-				continue
-			}
+			continue
 		}
 		total += size
 		dbs = append(dbs, entry)

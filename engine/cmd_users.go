@@ -443,14 +443,11 @@ func (e *Engine) cmdUsersInfo(_ context.Context, req *request) ([]byte, error) {
 			d = append(d, bson.E{Key: "credentials", Value: u.Credentials})
 		}
 		d = append(d, bson.E{Key: "mechanisms", Value: u.Credentials.Mechanisms()})
-		if filter != nil {
-			raw, err := bson.Marshal(d)
+		if ok, err := matchesD(filter, d); err != nil || !ok {
 			if err != nil {
 				return nil, err
 			}
-			if !filter.Match(bsoncore.Document(raw)) {
-				continue
-			}
+			continue
 		}
 		out = append(out, d)
 	}

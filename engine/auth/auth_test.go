@@ -23,12 +23,7 @@ func converse(t *testing.T, mech string, u User, name, password string) (serverO
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv, err := NewConversation(mech, func(n string) (User, bool, error) {
-		if n != u.User {
-			return User{}, false, nil
-		}
-		return u, true, nil
-	})
+	conv, err := NewConversation(mech, only(u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +43,16 @@ func converse(t *testing.T, mech string, u User, name, password string) (serverO
 		}
 	}
 	return conv.Valid(), cc.Valid()
+}
+
+// only is a lookup that knows u alone.
+func only(u User) Lookup {
+	return func(n string) (User, bool, error) {
+		if n != u.User {
+			return User{}, false, nil
+		}
+		return u, true, nil
+	}
 }
 
 func TestConversations(t *testing.T) {

@@ -33,12 +33,7 @@ func FuzzConversation(f *testing.F) {
 	f.Add(uint8(1), []byte("n,,n=us=2Cer,r=1,e=x"), []byte(","), []byte("=="))
 	f.Fuzz(func(t *testing.T, mech uint8, m1, m2, m3 []byte) {
 		name := Mechanisms[int(mech)%len(Mechanisms)]
-		conv, err := NewConversation(name, func(n string) (User, bool, error) {
-			if n != fuzzUser.User {
-				return User{}, false, nil
-			}
-			return fuzzUser, true, nil
-		})
+		conv, err := NewConversation(name, only(fuzzUser))
 		if err != nil {
 			t.Fatal(err)
 		}
