@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,13 @@ type serveOptions struct {
 	serverSideRetry bool
 	ruBurstSeconds  float64
 	ruAccounting    bool
+
+	// Cosmos DB connection strings: TLS and a replica set name
+	tlsCertFile   string
+	tlsKeyFile    string
+	tlsSelfSigned bool
+	replicaSet    string
+	advertise     string
 
 	// access control
 	auth         bool
@@ -94,6 +102,11 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.Float64Var(&o.ruBurstSeconds, "ru-burst-seconds", 1, "each partition's bucket holds this many seconds of its RU/s (Cosmos DB: 1)")
 	f.BoolVar(&o.ruAccounting, "ru-accounting", true, "charge request units at all; false is for measuring what accounting costs (benchmarks), and disables throttling and RU statistics")
 	_ = f.MarkHidden("ru-accounting")
+	f.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serve TLS only, with this PEM certificate (chain) and --tls-key-file")
+	f.StringVar(&o.tlsKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
+	f.BoolVar(&o.tlsSelfSigned, "tls-self-signed", false, "serve TLS only, with a new self-signed certificate for localhost and this host, written to <data-dir>/tls-cert.pem for clients' tlsCAFile")
+	f.StringVar(&o.replicaSet, "replica-set", "", "answer as the primary of a one-member replica set of this name (Cosmos DB's is globaldb) instead of as a router, so connection strings with replicaSet=<name> work")
+	f.StringVar(&o.advertise, "advertise", "", "with --replica-set, the host:port the server names itself by (default: the address each client connected to)")
 	f.BoolVar(&o.auth, "auth", false, "access control: every command but the handshake needs an authenticated user (SCRAM-SHA-1/256) whose built-in roles allow it; while no user exists, a client on localhost may create the first one in admin")
 	f.StringVar(&o.rootUser, "root-user", "", "make sure admin.<name> exists with role root and --root-password (reset at every start); implies --auth")
 	f.StringVar(&o.rootPassword, "root-password", "", "password of --root-user (prefer the PARSEC_ROOT_PASSWORD variable: flags show in the process list)")
@@ -112,6 +125,12 @@ func (o *serveOptions) validate() error {
 		return fmt.Errorf("--ru-burst-seconds must be between 1 and 3600")
 	case !o.ruAccounting && (o.rateLimiting || o.serverSideRetry):
 		return fmt.Errorf("--rate-limiting and --server-side-retry need --ru-accounting")
+	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
+		return fmt.Errorf("--tls-cert-file and --tls-key-file go together")
+	case o.tlsSelfSigned && o.tlsCertFile != "":
+		return fmt.Errorf("--tls-self-signed and --tls-cert-file exclude each other")
+	case o.advertise != "" && o.replicaSet == "":
+		return fmt.Errorf("--advertise needs --replica-set")
 	case (o.rootUser == "") != (o.rootPassword == ""):
 		return fmt.Errorf("--root-user and --root-password go together")
 	case strings.ContainsAny(o.rootUser, "\x00"):
@@ -156,6 +175,16 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		_ = st.Close()
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
+	tlsCfg, certPath, err := o.tlsConfig(selfSignedPath(dataDir))
+	if err != nil {
+		_ = ln.Close()
+		_ = st.Close()
+		return err
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+		logger.Info("TLS on", "certificate", certPath, "self_signed", o.tlsSelfSigned)
+	}
 	var srv *wire.Server
 	var warnings []string
 	if o.inMemory {
@@ -185,6 +214,8 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		Options:         o.asMap(),
 		StartupWarnings: warnings,
 		Auth:            o.auth || o.rootUser != "",
+		ReplicaSet:      o.replicaSet,
+		Advertise:       o.advertise,
 		RootUser:        o.rootUser,
 		RootPassword:    o.rootPassword,
 	})
@@ -241,8 +272,10 @@ func (o *serveOptions) asMap() map[string]any {
 		"ruBurstSeconds":  o.ruBurstSeconds,
 		"ruAccounting":    o.ruAccounting,
 
-		"auth":     o.auth || o.rootUser != "",
-		"rootUser": o.rootUser,
+		"auth":       o.auth || o.rootUser != "",
+		"rootUser":   o.rootUser,
+		"tls":        o.tlsCertFile != "" || o.tlsSelfSigned,
+		"replicaSet": o.replicaSet,
 	}
 }
 

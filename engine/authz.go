@@ -49,7 +49,8 @@ var commandClasses = map[string]auth.Class{
 
 	"serverStatus": auth.ClassClusterMonitor, "getLog": auth.ClassClusterMonitor,
 	"getCmdLineOpts": auth.ClassClusterMonitor, "hostInfo": auth.ClassClusterMonitor,
-	"getParameter": auth.ClassClusterMonitor,
+	"getParameter": auth.ClassClusterMonitor, "replSetGetStatus": auth.ClassClusterMonitor,
+	"replSetGetConfig": auth.ClassClusterMonitor,
 
 	"shardCollection": auth.ClassClusterAdmin, "enableSharding": auth.ClassClusterAdmin,
 	"killAllSessions": auth.ClassClusterAdmin, "configureFailPoint": auth.ClassClusterAdmin,

@@ -15,7 +15,10 @@ const (
 
 // cmdHello answers hello and isMaster/ismaster. Parsec presents itself as
 // a router (msg: "isdbgrid"): drivers then enable sessions and retryable
-// writes, and mongosh's sh.* helpers work. No topologyVersion is sent, so
+// writes, and mongosh's sh.* helpers work. With Config.ReplicaSet it
+// presents itself as the primary of a one-member replica set of that name
+// instead, as Cosmos DB does ("globaldb"), so connection strings that name
+// the set work unchanged (replset.go). No topologyVersion is sent, so
 // drivers poll instead of streaming hello.
 func (e *Engine) cmdHello(_ context.Context, req *request) ([]byte, error) {
 	var compression []string
@@ -57,8 +60,12 @@ func (e *Engine) cmdHello(_ context.Context, req *request) ([]byte, error) {
 	} else {
 		d = append(d, bson.E{Key: "ismaster", Value: true})
 	}
+	if e.cfg.ReplicaSet != "" {
+		d = append(d, e.replicaSetHello(req.c)...)
+	} else {
+		d = append(d, bson.E{Key: "msg", Value: "isdbgrid"})
+	}
 	d = append(d,
-		bson.E{Key: "msg", Value: "isdbgrid"},
 		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
 		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},
 		bson.E{Key: "maxWriteBatchSize", Value: int32(maxWriteBatchSize)},

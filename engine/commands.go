@@ -36,6 +36,9 @@ func newCommandTable() map[string]command {
 		{name: "killSessions", help: "kill logical sessions and their cursors", run: (*Engine).cmdKillSessions},
 		{name: "killAllSessions", help: "kill all logical sessions and their cursors", run: (*Engine).cmdKillAllSessions},
 
+		{name: "replSetGetStatus", help: "replica set status (with --replica-set: this server, the primary)", adminOnly: true, run: (*Engine).cmdReplSetGetStatus},
+		{name: "replSetGetConfig", help: "replica set configuration (with --replica-set)", adminOnly: true, run: (*Engine).cmdReplSetGetConfig},
+
 		// authentication and users (cmd_auth.go, cmd_users.go)
 		{name: "saslStart", help: "begin a SCRAM-SHA-1 or SCRAM-SHA-256 authentication", run: (*Engine).cmdSaslStart},
 		{name: "saslContinue", help: "continue a SCRAM authentication", run: (*Engine).cmdSaslContinue},

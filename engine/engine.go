@@ -69,6 +69,11 @@ type Config struct {
 	// Auth turns access control on: commands need an authenticated user
 	// whose roles allow them (authz.go). Users authenticate either way.
 	Auth bool
+	// ReplicaSet, when set, makes the server answer hello as the primary of
+	// a one-member replica set of that name instead of as a router
+	// (replset.go); Advertise is the host:port it names itself by there
+	// ("": the address each client connected to).
+	ReplicaSet, Advertise string
 	// RootUser and RootPassword, when set, make sure admin.RootUser exists
 	// with role root and this password (the password is reset at every
 	// start), so a fresh server with Auth can be used at once.
@@ -84,18 +89,19 @@ type Engine struct {
 	started time.Time
 	host    string
 
-	commands  map[string]command
-	failPoint failCommand
-	cursors   *cursorRegistry
-	ops       opCounters
-	logs      *logRing
-	warnings  []string   // startup warnings as structured log lines (cmd_getlog.go)
-	writes    writeState // update clock and document locks (updates.go)
-	limits    PartitionLimits
-	ttl       ttlStats
-	ruOpts    RequestUnitOptions
-	units     *throughputs // request-unit pools and partitions (throughput.go)
-	commandRU atomic.Int64 // centi-RU charged to no partition (metadata commands)
+	commands   map[string]command
+	failPoint  failCommand
+	cursors    *cursorRegistry
+	ops        opCounters
+	logs       *logRing
+	warnings   []string   // startup warnings as structured log lines (cmd_getlog.go)
+	writes     writeState // update clock and document locks (updates.go)
+	limits     PartitionLimits
+	ttl        ttlStats
+	ruOpts     RequestUnitOptions
+	units      *throughputs  // request-unit pools and partitions (throughput.go)
+	commandRU  atomic.Int64  // centi-RU charged to no partition (metadata commands)
+	electionID bson.ObjectID // the replica set's electionId (replset.go)
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64
@@ -140,6 +146,7 @@ func New(cfg Config) *Engine {
 		sessions: newSessionTable(),
 		stop:     make(chan struct{}),
 	}
+	e.electionID = bson.NewObjectIDFromTimestamp(e.started)
 	if cfg.EnableTestCommands {
 		e.commands["configureFailPoint"] = command{name: "configureFailPoint", adminOnly: true,
 			help: "make chosen commands fail, block or drop the connection (test command)", run: (*Engine).cmdConfigureFailPoint}

@@ -24,6 +24,7 @@ const (
 	ErrAuthenticationFailed Code = 18
 	ErrRoleNotFound         Code = 31
 	ErrMechanismUnavailable Code = 334
+	ErrNoReplicationEnabled Code = 76
 	// ErrUserExists is createUser's "already exists" (codeName Location51003).
 	ErrUserExists              Code = 51003
 	ErrTypeMismatch            Code = 14
@@ -83,6 +84,7 @@ var codeNames = map[Code]string{
 	ErrAuthenticationFailed:    "AuthenticationFailed",
 	ErrRoleNotFound:            "RoleNotFound",
 	ErrMechanismUnavailable:    "MechanismUnavailable",
+	ErrNoReplicationEnabled:    "NoReplicationEnabled",
 	ErrTypeMismatch:            "TypeMismatch",
 	ErrIllegalOperation:        "IllegalOperation",
 	ErrNamespaceNotFound:       "NamespaceNotFound",

@@ -6,6 +6,7 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"os"
@@ -49,6 +50,11 @@ type ServerOptions struct {
 	// admin user with role root (as --root-user does).
 	Auth                   bool
 	RootUser, RootPassword string
+	// TLS serves TLS only, with this configuration.
+	TLS *tls.Config
+	// ReplicaSet presents the server as the primary of a one-member
+	// replica set of that name (as --replica-set does).
+	ReplicaSet string
 }
 
 // StartServer starts a server on 127.0.0.1:0 with its data in a temporary
@@ -86,6 +92,9 @@ func Launch(opts ServerOptions) (*Server, error) {
 		_ = st.Close()
 		return nil, err
 	}
+	if opts.TLS != nil {
+		ln = tls.NewListener(ln, opts.TLS)
+	}
 	s := &Server{Addr: ln.Addr().String(), Dir: dir, store: st, done: make(chan error, 1)}
 	s.eng = engine.New(engine.Config{
 		Store:              st,
@@ -101,6 +110,7 @@ func Launch(opts ServerOptions) (*Server, error) {
 		Auth:               opts.Auth,
 		RootUser:           opts.RootUser,
 		RootPassword:       opts.RootPassword,
+		ReplicaSet:         opts.ReplicaSet,
 		Argv:               []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
 		Options:            map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
 	})
@@ -126,4 +136,9 @@ func (s *Server) Stop() error {
 	<-s.done
 	s.eng.Close()
 	return s.store.Close()
+}
+
+// tlsConfigFor is a server TLS configuration with cert.
+func tlsConfigFor(cert tls.Certificate) *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 }

@@ -379,3 +379,39 @@ func TestRootUser(t *testing.T) {
 		t.Errorf("error does not name --root-password:\n%s", bad.log())
 	}
 }
+
+// TestTLSSelfSigned: --tls-self-signed writes its certificate to the data
+// directory, and a client that trusts it connects through TLS to the
+// replica set --replica-set names.
+func TestTLSSelfSigned(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := startProc(t, nil, "--listen", "127.0.0.1:0", "--data-dir", dir, "--tls-self-signed", "--replica-set", "rs0")
+	caFile := filepath.Join(dir, "tls-cert.pem")
+	if _, err := os.Stat(caFile); err != nil {
+		t.Fatalf("no certificate in the data directory: %v\n%s", err, p.log())
+	}
+	ctx := context.Background()
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + p.addr + "/?tls=true&replicaSet=rs0&tlsCAFile=" + caFile).SetServerSelectionTimeout(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Disconnect(ctx) }()
+	if _, err := c.Database("test").Collection("c").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatalf("insert through TLS to replica set rs0: %v\n%s", err, p.log())
+	}
+	for _, args := range [][]string{
+		{"--advertise", "h:1"},
+		{"--tls-cert-file", caFile},
+		{"--tls-self-signed", "--tls-cert-file", caFile, "--tls-key-file", caFile},
+	} {
+		bad, err := tryStartProc(t, nil, append([]string{"--listen", "127.0.0.1:0", "--in-memory"}, args...)...)
+		if err == nil {
+			t.Errorf("%v: started", args)
+			continue
+		}
+		if !strings.Contains(bad.log(), args[0]) {
+			t.Errorf("%v: the error does not name %s:\n%s", args, args[0], bad.log())
+		}
+	}
+}
