@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine"
+	"github.com/parsecdb/parsec/wire"
 )
 
 // nodeDeprecationRE matches the notice mongosh 2.12 prints on Node.js
@@ -219,6 +221,38 @@ func TestMongoshThrottling(t *testing.T) {
 	for _, want := range []string{"[direct: mongos] shop> true\n", "[direct: mongos] shop> Long('1')\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q: the loop did not stop at the first refusal", want)
+		}
+	}
+}
+
+// TestMongoshCosmosConnectionString: mongosh with a Cosmos DB connection
+// string (host changed, certificate trusted) reaches the replica set
+// "globaldb" through TLS as the account, and shows the replica set prompt.
+func TestMongoshCosmosConnectionString(t *testing.T) {
+	requireMongosh(t)
+	cert, certPEM, err := wire.SelfSignedCert(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := StartServer(t, ServerOptions{TLS: tlsConfigFor(cert), Auth: true, RootUser: "acct", RootPassword: "k3y/+=", ReplicaSet: "globaldb"})
+	_, port, _ := strings.Cut(s.Addr, ":")
+	uri := "mongodb://acct:" + url.QueryEscape("k3y/+=") + "@localhost:" + port + "/?ssl=true&replicaSet=globaldb&retrywrites=false&maxIdleTimeMS=120000&appName=@acct@&tlsCAFile=" + url.QueryEscape(caFile)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mongoshBin, uri, "--norc")
+	cmd.Env = clientEnv(uri, t.TempDir())
+	cmd.Stdin = strings.NewReader("db.c.insertOne({_id: 1}).insertedId\nrs.status().members[0].stateStr\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mongosh: %v\n%s", err, out)
+	}
+	for _, want := range []string{"globaldb [primary] test> 1", "globaldb [primary] test> PRIMARY"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("mongosh output lacks %q:\n%s", want, out)
 		}
 	}
 }
