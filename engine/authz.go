@@ -50,7 +50,10 @@ var commandClasses = map[string]auth.Class{
 	"serverStatus": auth.ClassClusterMonitor, "getLog": auth.ClassClusterMonitor,
 	"getCmdLineOpts": auth.ClassClusterMonitor, "hostInfo": auth.ClassClusterMonitor,
 	"getParameter": auth.ClassClusterMonitor, "replSetGetStatus": auth.ClassClusterMonitor,
-	"replSetGetConfig": auth.ClassClusterMonitor,
+	"replSetGetConfig": auth.ClassClusterMonitor, "getDefaultRWConcern": auth.ClassClusterMonitor,
+	"listShards": auth.ClassClusterMonitor, "balancerStatus": auth.ClassClusterMonitor,
+	"profile": auth.ClassDBAdmin,
+	"fsync":   auth.ClassClusterAdmin, "fsyncUnlock": auth.ClassClusterAdmin, "killOp": auth.ClassClusterAdmin,
 
 	"shardCollection": auth.ClassClusterAdmin, "enableSharding": auth.ClassClusterAdmin,
 	"killAllSessions": auth.ClassClusterAdmin, "configureFailPoint": auth.ClassClusterAdmin,

@@ -33,6 +33,12 @@ func (e *Engine) cmdGetLog(_ context.Context, req *request) ([]byte, error) {
 // format getLog returns and tools parse: mongosh shows a startup warning
 // as "<t>: <msg>" and anything else as "Unexpected log line format".
 func logLine(t time.Time, severity, component string, id int, ctx, msg string, tags ...string) string {
+	return logLineAttr(t, severity, component, id, ctx, msg, nil, tags...)
+}
+
+// logLineAttr is logLine with the line's attributes (attr: any value that
+// encodes as a JSON object; nil for none).
+func logLineAttr(t time.Time, severity, component string, id int, ctx, msg string, attr any, tags ...string) string {
 	type date struct {
 		Date string `json:"$date"`
 	}
@@ -43,8 +49,9 @@ func logLine(t time.Time, severity, component string, id int, ctx, msg string, t
 		ID   int      `json:"id"`
 		Ctx  string   `json:"ctx"`
 		Msg  string   `json:"msg"`
+		Attr any      `json:"attr,omitempty"`
 		Tags []string `json:"tags,omitempty"`
-	}{date{t.UTC().Format("2006-01-02T15:04:05.000+00:00")}, severity, component, id, ctx, msg, tags}
+	}{date{t.UTC().Format("2006-01-02T15:04:05.000+00:00")}, severity, component, id, ctx, msg, attr, tags}
 	b, _ := json.Marshal(line)
 	return string(b)
 }

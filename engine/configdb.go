@@ -28,6 +28,17 @@ var virtualConfigCollections = map[string]bool{
 	"settings": true, "tags": true, "locks": true, "changelog": true, "actionlog": true,
 }
 
+// shardDoc describes Parsec's one shard, as config.shards and listShards
+// show it.
+func (e *Engine) shardDoc() bson.D {
+	return bson.D{
+		{Key: "_id", Value: explainShardName},
+		{Key: "host", Value: e.host + ":27017"},
+		{Key: "state", Value: int32(1)},
+		{Key: "topologyTime", Value: bson.Timestamp{T: uint32(e.started.Unix()), I: 1}},
+	}
+}
+
 // virtualDocs returns the documents of db.coll when it is one of the
 // config views, in _id order.
 func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
@@ -39,12 +50,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 	case "version":
 		docs = []bson.D{{{Key: "_id", Value: int32(1)}, {Key: "clusterId", Value: e.clusterID()}}}
 	case "shards":
-		docs = []bson.D{{
-			{Key: "_id", Value: explainShardName},
-			{Key: "host", Value: e.host + ":27017"},
-			{Key: "state", Value: int32(1)},
-			{Key: "topologyTime", Value: bson.Timestamp{T: uint32(e.started.Unix()), I: 1}},
-		}}
+		docs = []bson.D{e.shardDoc()}
 	case "mongos":
 		docs = []bson.D{{
 			{Key: "_id", Value: e.host + ":27017"},

@@ -102,6 +102,7 @@ type Engine struct {
 	units      *throughputs  // request-unit pools and partitions (throughput.go)
 	commandRU  atomic.Int64  // centi-RU charged to no partition (metadata commands)
 	electionID bson.ObjectID // the replica set's electionId (replset.go)
+	profile    profileState  // the profile command's setting (cmd_servermisc.go)
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64
@@ -277,10 +278,14 @@ func (c *conn) Handle(ctx context.Context, wr *wire.Request) []byte {
 	if name == "getLastRequestStatistics" {
 		return reply // it reports the command before it, however often asked
 	}
+	dur := c.e.now().Sub(start)
 	c.mu.Lock()
-	c.lastCmd, c.lastDur, c.lastCharge = name, c.e.now().Sub(start), charge
+	c.lastCmd, c.lastDur, c.lastCharge = name, dur, charge
 	c.requests++
 	c.mu.Unlock()
+	if dur >= c.e.profile.slowThreshold() && name != "" {
+		c.e.logSlow(c, wr, name, dur, charge)
+	}
 	return reply
 }
 
