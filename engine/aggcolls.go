@@ -21,7 +21,7 @@ type aggCollections struct {
 
 var _ agg.Collections = aggCollections{}
 
-func (a aggCollections) Scan(_ context.Context, db, coll string) (agg.Iterator, error) {
+func (a aggCollections) Scan(ctx context.Context, db, coll string) (agg.Iterator, error) {
 	if err := validateCollName(db, coll); err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (a aggCollections) Scan(_ context.Context, db, coll string) (agg.Iterator, 
 	spans := partitionsOf(c)
 	readers := make([]agg.Iterator, len(spans))
 	for i, s := range spans {
-		r := a.e.newPartitionReader(c, s, nil)
+		r := a.e.newPartitionReader(a.e.viewOf(ctx), c, s, nil)
 		r.readAhead = true // read one after the other by one consumer
 		readers[i] = r
 	}
@@ -89,14 +89,14 @@ func (a aggCollections) find(tx *store.Txn, c *store.Collection, id bsoncore.Val
 	return key, doc, key != nil, err
 }
 
-func (a aggCollections) Get(_ context.Context, db, coll string, id bsoncore.Value) (bsoncore.Document, bool, error) {
+func (a aggCollections) Get(ctx context.Context, db, coll string, id bsoncore.Value) (bsoncore.Document, bool, error) {
 	c := a.e.store.Collection(db, coll)
 	if c == nil {
 		return nil, false, nil
 	}
 	var doc []byte
 	var found bool
-	err := a.e.store.View(func(tx *store.Txn) error {
+	err := a.e.viewOf(ctx).View(func(tx *store.Txn) error {
 		var err error
 		_, doc, found, err = a.find(tx, c, id)
 		return err

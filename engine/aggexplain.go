@@ -27,7 +27,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 	executed := false
 	if v >= verbosityExecutionStats && !p.Writes() {
 		started := e.now()
-		it := e.runPipeline(db, coll, p, c, &examined, &spans, nil)
+		it := e.runPipeline(ctx, db, coll, p, c, &examined, &spans, nil)
 		err := agg.Drain(ctx, it, func(bsoncore.Document) error { nReturned++; return nil })
 		if err != nil {
 			return nil, aggError(err)

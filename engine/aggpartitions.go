@@ -66,7 +66,7 @@ func routePartitions(c *store.Collection, filter bsoncore.Document) []partitionS
 // read in their own workers instead. With point set it reads that one
 // key.
 type partitionReader struct {
-	store     *store.Store
+	store     reader
 	coll      *store.Collection
 	span      partitionSpan
 	point     []byte
@@ -105,8 +105,8 @@ const (
 	readBatchBytes = 4 << 20
 )
 
-func (e *Engine) newPartitionReader(c *store.Collection, span partitionSpan, examined *atomic.Int64) *partitionReader {
-	return &partitionReader{store: e.store, coll: c, span: span, examined: examined}
+func (e *Engine) newPartitionReader(view reader, c *store.Collection, span partitionSpan, examined *atomic.Int64) *partitionReader {
+	return &partitionReader{store: view, coll: c, span: span, examined: examined}
 }
 
 func (r *partitionReader) Next(ctx context.Context) (bsoncore.Document, error) {
@@ -261,7 +261,7 @@ func (r *partitionReader) Close() {
 // aggPartitionSources opens a reader per partition the pipeline's
 // leading $match can match. An unsharded collection read by _id
 // equality reads just that key.
-func (e *Engine) aggPartitionSources(db, coll string, c *store.Collection, p *agg.Pipeline, examined *atomic.Int64) ([]partitionSpan, []agg.Iterator) {
+func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Collection, p *agg.Pipeline, examined *atomic.Int64) ([]partitionSpan, []agg.Iterator) {
 	if docs, ok := e.virtualDocs(db, coll); ok {
 		return []partitionSpan{{id: "0"}}, []agg.Iterator{virtualSource(docs)}
 	}
@@ -289,7 +289,7 @@ func (e *Engine) aggPartitionSources(db, coll string, c *store.Collection, p *ag
 		}
 	}
 	for i, s := range spans {
-		r := e.newPartitionReader(c, s, examined)
+		r := e.newPartitionReader(view, c, s, examined)
 		r.readAhead = len(spans) == 1
 		if !c.Sharded() && len(filter) > 5 {
 			if f, err := query.Compile(filter); err == nil {

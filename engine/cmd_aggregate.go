@@ -94,7 +94,7 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	if err := e.admitRead(ctx, req, &bill); err != nil {
 		return nil, err
 	}
-	src := &aggSource{it: e.runPipeline(req.db, coll, p, c, nil, nil, tally), reads: tally}
+	src := &aggSource{it: e.runPipeline(ctx, req.db, coll, p, c, nil, nil, tally), reads: tally}
 	if p.Writes() {
 		// $out and $merge run to completion before the reply, which has
 		// no documents and no cursor.
@@ -135,7 +135,7 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 			}
 		}
 		kept := bill
-		id = e.cursors.open(ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{budget: budget, bill: &kept, owner: req.c.cursorOwner()})
+		id = e.cursors.open(ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{budget: budget, bill: &kept, owner: req.c.cursorOwner(), snap: snapshotOf(ctx)})
 	}
 	return cursorReply(id, ns, "firstBatch", batchArray(docs)), nil
 }
@@ -290,12 +290,12 @@ func (e *Engine) checkAggregateHint(c *store.Collection, db, coll string, a *agg
 //
 // tally (nil: none) counts what each partition's reader reads, for
 // request units.
-func (e *Engine) runPipeline(db, coll string, p *agg.Pipeline, c *store.Collection, examined *atomic.Int64, spansOut *[]partitionSpan, tally *aggTally) agg.Iterator {
+func (e *Engine) runPipeline(ctx context.Context, db, coll string, p *agg.Pipeline, c *store.Collection, examined *atomic.Int64, spansOut *[]partitionSpan, tally *aggTally) agg.Iterator {
 	split := p.Split()
 	var its []agg.Iterator
 	var spans []partitionSpan
 	if p.NeedsInput() {
-		spans, its = e.aggPartitionSources(db, coll, c, p, examined)
+		spans, its = e.aggPartitionSources(e.viewOf(ctx), db, coll, c, p, examined)
 		tally.count(its)
 	} else {
 		spans, its = []partitionSpan{{id: "0"}}, []agg.Iterator{agg.Empty()}

@@ -173,7 +173,7 @@ func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bs
 		query.DistinctValues(doc, key, add)
 		return nil
 	}
-	err := e.store.View(func(tx *store.Txn) error {
+	err := e.viewOf(ctx).View(func(tx *store.Txn) error {
 		if p.point != nil {
 			src.stats.keysExamined++
 			doc, err := tx.Get(p.point)

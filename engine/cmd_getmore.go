@@ -56,6 +56,11 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cur.snap != nil {
+		// A snapshot read's cursor reads its snapshot to the end.
+		ctx = withSnapshot(ctx, cur.snap)
+		e.touchSnapshot(cur.snap)
+	}
 	// The find's maxTimeMS covers all of its cursor's work; the
 	// getMore's own maxTimeMS bounds this batch.
 	if cur.budget > 0 {

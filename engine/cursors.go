@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/parsecdb/parsec/engine/store"
 )
 
 // batchSource produces a cursor's documents batch by batch.
@@ -43,6 +45,9 @@ type cursor struct {
 
 	lastUsed time.Time
 	inUse    bool
+	// snap is the snapshot a snapshot read's cursor reads (nil: the
+	// latest data).
+	snap *store.Snapshot
 	// owner is the authenticated user that opened it, with access control
 	// on ("" otherwise): only that user may use or kill it.
 	owner string
@@ -54,6 +59,7 @@ type cursorOptions struct {
 	noTimeout bool
 	bill      *readBill
 	owner     string
+	snap      *store.Snapshot
 }
 
 // cursorRegistry holds open cursors. Ids are random, positive and unique
@@ -80,7 +86,7 @@ func (r *cursorRegistry) open(ns string, connID int64, session string, src batch
 			continue
 		}
 		r.cursors[id] = &cursor{id: id, ns: ns, connID: connID, session: session, source: src, lastUsed: r.now(),
-			budget: opts.budget, noTimeout: opts.noTimeout, bill: opts.bill, owner: opts.owner}
+			budget: opts.budget, noTimeout: opts.noTimeout, bill: opts.bill, owner: opts.owner, snap: opts.snap}
 		return id
 	}
 }

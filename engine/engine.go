@@ -99,10 +99,11 @@ type Engine struct {
 	limits     PartitionLimits
 	ttl        ttlStats
 	ruOpts     RequestUnitOptions
-	units      *throughputs  // request-unit pools and partitions (throughput.go)
-	commandRU  atomic.Int64  // centi-RU charged to no partition (metadata commands)
-	electionID bson.ObjectID // the replica set's electionId (replset.go)
-	profile    profileState  // the profile command's setting (cmd_servermisc.go)
+	units      *throughputs     // request-unit pools and partitions (throughput.go)
+	commandRU  atomic.Int64     // centi-RU charged to no partition (metadata commands)
+	electionID bson.ObjectID    // the replica set's electionId (replset.go)
+	profile    profileState     // the profile command's setting (cmd_servermisc.go)
+	snapshots  snapshotRegistry // snapshot reads' snapshots (snapshots.go)
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64
@@ -179,6 +180,7 @@ func New(cfg Config) *Engine {
 		}
 		e.every(every, func() { e.ttlPass(every) })
 		e.every(time.Minute, e.expireSessions)
+		e.every(time.Minute, func() { e.expireSnapshots(false) })
 	}
 	return e
 }
@@ -206,6 +208,7 @@ func (e *Engine) Close() {
 	close(e.stop)
 	e.wg.Wait()
 	e.cursors.closeAll()
+	e.expireSnapshots(true)
 }
 
 // reapCursors closes the cursors idle past their timeout.
@@ -352,6 +355,10 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	if ce := checkReadConcern(cmd.name, body); ce != nil {
 		return errorReply(ce), name, units
 	}
+	ctx, snapTS, ce := c.e.snapshotRead(ctx, cmd.name, body)
+	if ce != nil {
+		return errorReply(ce), name, units
+	}
 	if ce := checkTransaction(cmd.name, body); ce != nil {
 		return errorReply(ce), name, units
 	}
@@ -395,6 +402,9 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	}
 	if fail != nil {
 		out = fail.after(req, out)
+	}
+	if snapTS != nil {
+		out = withAtClusterTime(out, *snapTS)
 	}
 	return out, name, units
 }

@@ -25,6 +25,8 @@ const (
 	ErrRoleNotFound         Code = 31
 	ErrMechanismUnavailable Code = 334
 	ErrNoReplicationEnabled Code = 76
+	ErrSnapshotTooOld       Code = 239
+	ErrSnapshotUnavailable  Code = 246
 	// ErrUserExists is createUser's "already exists" (codeName Location51003).
 	ErrUserExists              Code = 51003
 	ErrTypeMismatch            Code = 14
@@ -85,6 +87,8 @@ var codeNames = map[Code]string{
 	ErrRoleNotFound:            "RoleNotFound",
 	ErrMechanismUnavailable:    "MechanismUnavailable",
 	ErrNoReplicationEnabled:    "NoReplicationEnabled",
+	ErrSnapshotTooOld:          "SnapshotTooOld",
+	ErrSnapshotUnavailable:     "SnapshotUnavailable",
 	ErrTypeMismatch:            "TypeMismatch",
 	ErrIllegalOperation:        "IllegalOperation",
 	ErrNamespaceNotFound:       "NamespaceNotFound",

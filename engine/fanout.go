@@ -89,7 +89,7 @@ func (s *scanSource) fill(ctx context.Context, part *partScan, wantDocs, wantByt
 	}
 	stopped := false
 	examined := 0
-	err := s.store.View(func(tx *store.Txn) error {
+	err := s.view(ctx).View(func(tx *store.Txn) error {
 		return tx.ScanRange(p.coll, start, part.span.end, func(key, doc []byte) (bool, error) {
 			if examined++; examined%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {

@@ -39,7 +39,7 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 	}
 	routed := p.coll.Sharded() && len(p.spans) > 0 && len(p.spans) < p.coll.Map().Len()
 	examined := 0
-	return s.store.View(func(tx *store.Txn) error {
+	return s.view(ctx).View(func(tx *store.Txn) error {
 		for cur.branch < len(plans) {
 			ip := plans[cur.branch]
 			for cur.rng < len(ip.ranges) {

@@ -6,12 +6,15 @@ import "go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 // outside a multi-document transaction in MongoDB 5.0 and later.
 var snapshotReads = map[string]bool{"find": true, "aggregate": true, "distinct": true}
 
-// checkReadConcern refuses a snapshot read concern. Commands MongoDB
-// refuses it for get MongoDB's error (drivers' snapshot sessions rely on
-// it); the reads that would take it (find, aggregate, distinct) are
-// refused too, rather than answered with the latest data under a
-// snapshot's name: Parsec cannot read at a past point in time
-// (atClusterTime), which is what a snapshot session promises.
+// cursorCommands take any read concern and ignore it: a cursor reads as
+// the command that opened it did. Drivers send a snapshot session's read
+// concern with every command of the session, getMore included.
+var cursorCommands = map[string]bool{"getMore": true, "killCursors": true}
+
+// checkReadConcern refuses a snapshot read concern for the commands
+// MongoDB refuses it for, with MongoDB's error (drivers' snapshot sessions
+// rely on it). find, aggregate and distinct take it: they read a snapshot
+// (snapshots.go).
 func checkReadConcern(cmd string, body bsoncore.Document) *CommandError {
 	rc, err := body.LookupErr("readConcern")
 	if err != nil {
@@ -27,8 +30,8 @@ func checkReadConcern(cmd string, body bsoncore.Document) *CommandError {
 	if _, err := body.LookupErr("autocommit"); err == nil {
 		return nil // part of a transaction: refused as such
 	}
-	if snapshotReads[cmd] {
-		return errorf(ErrInvalidOptions, `Command %s does not support { readConcern: { level: "snapshot" } } :: caused by :: snapshot reads are not supported by Parsec: it cannot read at a past point in time (atClusterTime); use readConcern "local" or "majority"`, cmd)
+	if snapshotReads[cmd] || cursorCommands[cmd] {
+		return nil
 	}
 	return errorf(ErrInvalidOptions, `Command %s does not support { readConcern: { level: "snapshot", provenance: "clientSupplied" } } :: caused by :: read concern not supported`, cmd)
 }

@@ -96,6 +96,15 @@ func (e *Engine) source(p *readPlan) batchSource {
 	return scan
 }
 
+// view is what the scan reads under ctx: the snapshot of a snapshot read,
+// else the store.
+func (s *scanSource) view(ctx context.Context) reader {
+	if sn := snapshotOf(ctx); sn != nil {
+		return sn
+	}
+	return s.store
+}
+
 // scanSource reads a collection in key order (or one key), filtering,
 // skipping and limiting. It resumes after the last key it returned, each
 // batch in its own read transaction. A plan over several partitions reads
@@ -199,7 +208,7 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 	}
 	if p.point != nil {
 		s.done = true
-		err := s.store.View(func(tx *store.Txn) error {
+		err := s.view(ctx).View(func(tx *store.Txn) error {
 			s.stats.keysExamined++
 			doc, err := tx.Get(p.point)
 			if errors.Is(err, store.ErrNotFound) {
@@ -237,7 +246,7 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 	if s.next != nil {
 		start = s.next
 	}
-	err := s.store.View(func(tx *store.Txn) error {
+	err := s.view(ctx).View(func(tx *store.Txn) error {
 		return tx.ScanRange(p.coll, start, end, func(key, doc []byte) (bool, error) {
 			if examined++; examined%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
