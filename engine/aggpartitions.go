@@ -271,7 +271,8 @@ func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Coll
 	filter := p.LeadingMatch()
 	spans := routePartitions(c, filter)
 	its := make([]agg.Iterator, len(spans))
-	if len(filter) > 5 && len(c.Indexes) > 0 {
+	_, snapshot := view.(*store.Snapshot) // its index entries may predate an index
+	if len(filter) > 5 && len(c.Indexes) > 0 && !snapshot {
 		if f, err := query.Compile(filter); err == nil {
 			routed := c.Sharded() && len(spans) < c.Map().Len()
 			indexed := true

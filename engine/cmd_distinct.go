@@ -18,6 +18,7 @@ type distinctArgs struct {
 	query, hint bsoncore.Document
 	hintName    string
 	hasHint     bool
+	snapshot    bool // a snapshot read: secondary indexes are not used
 }
 
 func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) {
@@ -32,6 +33,7 @@ func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
+	args.snapshot = snapshotOf(ctx) != nil
 	plan, err := e.planDistinct(req.db, name, args)
 	if err != nil {
 		return nil, err
@@ -116,7 +118,7 @@ func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, erro
 	if err != nil {
 		return nil, queryError(err)
 	}
-	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter}
+	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter, snapshot: a.snapshot}
 	if err := e.applyHint(p, a.hintName, a.hint, a.hasHint, nil, nil); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ const (
 
 // findArgs are the parsed options of find.
 type findArgs struct {
+	snapshot                                      bool // a snapshot read: secondary indexes are not used
 	filter, sort, projection, hint, let, min, max bsoncore.Document
 	hintName                                      string
 	hasHint                                       bool
@@ -41,6 +42,7 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	args.snapshot = snapshotOf(ctx) != nil
 	plan, err := e.planFind(req.db, name, args)
 	if err != nil {
 		return nil, err
@@ -233,7 +235,7 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 		return nil, queryError(err)
 	}
 	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter,
-		skip: a.skip, limit: a.limit, returnKey: a.returnKey}
+		skip: a.skip, limit: a.limit, returnKey: a.returnKey, snapshot: a.snapshot}
 	if docs, ok := e.virtualDocs(db, name); ok {
 		p.coll, p.virtual = nil, docs
 	}
@@ -268,7 +270,7 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 // chooseIndex sets the secondary index plan of a read, if one serves it.
 func (p *readPlan) chooseIndex(filter, sort bsoncore.Document) {
 	switch {
-	case p.coll == nil || p.virtual != nil || p.point != nil || p.natural != 0 || p.naturalHint || p.useIDIndex:
+	case p.coll == nil || p.virtual != nil || p.point != nil || p.natural != 0 || p.naturalHint || p.useIDIndex || p.snapshot:
 	case p.hinted != nil:
 		p.index = hintedIndex(p.hinted, filter, sort)
 	case p.streamByID && len(filter) <= 5:

@@ -16,6 +16,9 @@ import (
 // goes through one collection: which physical partitions and keys it
 // reads, in what order, what it keeps and how it shapes the result.
 type readPlan struct {
+	// snapshot: the read reads a snapshot, whose index entries may
+	// predate an index (snapshots.go); it uses no secondary index.
+	snapshot    bool
 	ns          string
 	coll        *store.Collection // nil: the collection does not exist
 	spans       []partitionSpan   // the partitions routed to, in hash order

@@ -80,3 +80,39 @@ func TestSnapshotReads(t *testing.T) {
 	raw = runOK(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}})
 	mustLookup(t, raw, "cursor", "atClusterTime").Timestamp()
 }
+
+// TestSnapshotReadsNewIndex: an index built after a snapshot was taken
+// holds no entries in it; reads of the snapshot still find its documents.
+func TestSnapshotReadsNewIndex(t *testing.T) {
+	s := startTestServer(t)
+	c := newTestClient(t, s)
+	ctx := testCtx(t)
+	coll := c.Database("snapix").Collection("c")
+	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "a"}}, bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: "b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.StartSession(options.Session().SetSnapshot(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	sctx := mongo.NewSessionContext(ctx, sess)
+	if n, err := coll.CountDocuments(sctx, bson.D{}); err != nil || n != 2 {
+		t.Fatalf("first snapshot read: %d %v", n, err)
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var got bson.M
+	if err := coll.FindOne(sctx, bson.D{{Key: "k", Value: "b"}}).Decode(&got); err != nil || got["_id"] != int32(2) {
+		t.Fatalf("find by the new index's key in the snapshot: %v %v", got, err)
+	}
+	n, err := coll.CountDocuments(sctx, bson.D{{Key: "k", Value: "a"}})
+	if err != nil || n != 1 {
+		t.Fatalf("aggregate by the new index's key in the snapshot: %d %v", n, err)
+	}
+	var ids []int32
+	if err := coll.Distinct(sctx, "_id", bson.D{{Key: "k", Value: "b"}}).Decode(&ids); err != nil || len(ids) != 1 {
+		t.Fatalf("distinct by the new index's key in the snapshot: %v %v", ids, err)
+	}
+}
