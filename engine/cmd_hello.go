@@ -18,7 +18,7 @@ const (
 // writes, and mongosh's sh.* helpers work. With Config.ReplicaSet it
 // presents itself as the primary of a one-member replica set of that name
 // instead, as Cosmos DB does ("globaldb"), so connection strings that name
-// the set work unchanged (replset.go). No topologyVersion is sent, so
+// the set work unchanged (cmd_replset.go). No topologyVersion is sent, so
 // drivers poll instead of streaming hello.
 func (e *Engine) cmdHello(_ context.Context, req *request) ([]byte, error) {
 	var compression []string

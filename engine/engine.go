@@ -71,7 +71,7 @@ type Config struct {
 	Auth bool
 	// ReplicaSet, when set, makes the server answer hello as the primary of
 	// a one-member replica set of that name instead of as a router
-	// (replset.go); Advertise is the host:port it names itself by there
+	// (cmd_replset.go); Advertise is the host:port it names itself by there
 	// ("": the address each client connected to).
 	ReplicaSet, Advertise string
 	// RootUser and RootPassword, when set, make sure admin.RootUser exists
@@ -101,8 +101,8 @@ type Engine struct {
 	ruOpts     RequestUnitOptions
 	units      *throughputs     // request-unit pools and partitions (throughput.go)
 	commandRU  atomic.Int64     // centi-RU charged to no partition (metadata commands)
-	electionID bson.ObjectID    // the replica set's electionId (replset.go)
-	profile    profileState     // the profile command's setting (cmd_servermisc.go)
+	electionID bson.ObjectID    // the replica set's electionId (cmd_replset.go)
+	profile    profileState     // the profile command's setting (cmd_profile.go)
 	snapshots  snapshotRegistry // snapshot reads' snapshots (snapshots.go)
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).

@@ -12,33 +12,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// Server commands that tools and shell helpers call and that need little
-// from Parsec: fsync, profile, killOp, getDefaultRWConcern, listShards and
-// balancerStatus.
-
-// cmdFsync flushes every acknowledged write to disk. The lock form
-// (db.fsyncLock) is refused: Parsec has no global write lock.
-func (e *Engine) cmdFsync(_ context.Context, req *request) ([]byte, error) {
-	if v, err := req.body.LookupErr("lock"); err == nil {
-		lock, err := boolArg(req.name, "lock", v)
-		if err != nil {
-			return nil, err
-		}
-		if lock {
-			return nil, errorf(ErrCommandNotSupported, "fsync with lock is not supported by Parsec: it has no global write lock (a backup may copy the data directory of a stopped server)")
-		}
-	}
-	if err := e.store.Sync(); err != nil {
-		return nil, err
-	}
-	return okReply(bson.E{Key: "numFiles", Value: int32(1)})
-}
-
-// cmdFsyncUnlock answers db.fsyncUnlock(): nothing is ever locked.
-func (e *Engine) cmdFsyncUnlock(_ context.Context, _ *request) ([]byte, error) {
-	return nil, errorf(ErrIllegalOperation, "fsyncUnlock called when not locked")
-}
-
 // profileState is the profiler setting the profile command reports. As on
 // a mongos, level 0 and 1 only set what counts as a slow operation;
 // Parsec keeps no system.profile collection.
@@ -128,42 +101,4 @@ func (e *Engine) cmdProfile(_ context.Context, req *request) ([]byte, error) {
 	p.slowMS, p.sampleRate = slow, rate
 	p.slow.Store(int64(slow))
 	return okReply(was...)
-}
-
-// cmdKillOp answers killOp: Parsec runs no operation currentOp would list,
-// so there is never one to kill.
-func (e *Engine) cmdKillOp(_ context.Context, req *request) ([]byte, error) {
-	if _, err := req.body.LookupErr("op"); err != nil {
-		return nil, errorf(ErrBadValue, "Did not provide \"op\" field")
-	}
-	return okReply(bson.E{Key: "info", Value: "attempting to kill op"})
-}
-
-// cmdGetDefaultRWConcern reports the implicit defaults MongoDB 7.0 has:
-// read concern local, write concern majority (which, with one member,
-// is the server's own journal).
-func (e *Engine) cmdGetDefaultRWConcern(_ context.Context, _ *request) ([]byte, error) {
-	return okReply(
-		bson.E{Key: "defaultReadConcern", Value: bson.D{{Key: "level", Value: "local"}}},
-		bson.E{Key: "defaultWriteConcern", Value: bson.D{{Key: "w", Value: "majority"}, {Key: "wtimeout", Value: int32(0)}}},
-		bson.E{Key: "defaultWriteConcernSource", Value: "implicit"},
-		bson.E{Key: "defaultReadConcernSource", Value: "implicit"},
-		bson.E{Key: "localUpdateWallClockTime", Value: bson.NewDateTimeFromTime(e.started)},
-	)
-}
-
-// cmdListShards lists Parsec's one shard (physical partitions are inside
-// it: GetPartitionStats shows them).
-func (e *Engine) cmdListShards(_ context.Context, _ *request) ([]byte, error) {
-	return okReply(bson.E{Key: "shards", Value: bson.A{e.shardDoc()}})
-}
-
-// cmdBalancerStatus answers sh.isBalancerRunning(): Parsec moves no data
-// between shards, its partitions split in place.
-func (e *Engine) cmdBalancerStatus(_ context.Context, _ *request) ([]byte, error) {
-	return okReply(
-		bson.E{Key: "mode", Value: "full"},
-		bson.E{Key: "inBalancerRound", Value: false},
-		bson.E{Key: "numBalancerRounds", Value: int64(0)},
-	)
 }

@@ -1,0 +1,30 @@
+package engine
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// cmdFsync flushes every acknowledged write to disk. The lock form
+// (db.fsyncLock) is refused: Parsec has no global write lock.
+func (e *Engine) cmdFsync(_ context.Context, req *request) ([]byte, error) {
+	if v, err := req.body.LookupErr("lock"); err == nil {
+		lock, err := boolArg(req.name, "lock", v)
+		if err != nil {
+			return nil, err
+		}
+		if lock {
+			return nil, errorf(ErrCommandNotSupported, "fsync with lock is not supported by Parsec: it has no global write lock (a backup may copy the data directory of a stopped server)")
+		}
+	}
+	if err := e.store.Sync(); err != nil {
+		return nil, err
+	}
+	return okReply(bson.E{Key: "numFiles", Value: int32(1)})
+}
+
+// cmdFsyncUnlock answers db.fsyncUnlock(): nothing is ever locked.
+func (e *Engine) cmdFsyncUnlock(_ context.Context, _ *request) ([]byte, error) {
+	return nil, errorf(ErrIllegalOperation, "fsyncUnlock called when not locked")
+}
