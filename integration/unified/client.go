@@ -48,6 +48,11 @@ type clientEntity struct {
 	mu         sync.Mutex
 	listening  bool
 	ignoredReq map[int64]bool // request IDs of ignored started events
+	// reqLsid maps a started command's request ID to its session id;
+	// dirtyLsids are the sessions a command of which met a network error
+	// (the driver then marks the session dirty and discards it).
+	reqLsid    map[int64]string
+	dirtyLsids map[string]bool
 	commands   []observedEvent
 	cmap       []observedEvent
 	checkedOut int
@@ -91,6 +96,8 @@ func newClient(host string, cred *options.Credential, raw bson.Raw) (*clientEnti
 		observeSensitive: spec.ObserveSensitiveCommands,
 		listening:        true,
 		ignoredReq:       map[int64]bool{},
+		reqLsid:          map[int64]string{},
+		dirtyLsids:       map[string]bool{},
 	}
 	for _, e := range spec.ObserveEvents {
 		c.observe[e] = true
@@ -187,6 +194,9 @@ func (c *clientEntity) ignored(name string) bool {
 func (c *clientEntity) started(_ context.Context, e *event.CommandStartedEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if id, ok := lsidKey(e.Command.Lookup("lsid")); ok {
+		c.reqLsid[e.RequestID] = id
+	}
 	redactedHello := (e.CommandName == "hello" || strings.EqualFold(e.CommandName, "isMaster")) && len(e.Command) <= 5
 	if c.ignored(e.CommandName) || (redactedHello && !c.observeSensitive) {
 		c.ignoredReq[e.RequestID] = true
@@ -204,6 +214,7 @@ func (c *clientEntity) started(_ context.Context, e *event.CommandStartedEvent) 
 func (c *clientEntity) succeeded(_ context.Context, e *event.CommandSucceededEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.reqLsid, e.RequestID)
 	if c.ignoredReq[e.RequestID] || c.ignored(e.CommandName) {
 		delete(c.ignoredReq, e.RequestID)
 		return
@@ -220,6 +231,10 @@ func (c *clientEntity) succeeded(_ context.Context, e *event.CommandSucceededEve
 func (c *clientEntity) failed(_ context.Context, e *event.CommandFailedEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if id, ok := c.reqLsid[e.RequestID]; ok && mongo.IsNetworkError(e.Failure) {
+		c.dirtyLsids[id] = true
+	}
+	delete(c.reqLsid, e.RequestID)
 	if c.ignoredReq[e.RequestID] || c.ignored(e.CommandName) {
 		delete(c.ignoredReq, e.RequestID)
 		return
@@ -300,4 +315,26 @@ func (c *clientEntity) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = c.client.Disconnect(ctx)
+}
+
+// lsidKey is the session id of an lsid document ({id: UUID}).
+func lsidKey(v bson.RawValue) (string, bool) {
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return "", false
+	}
+	_, data, ok := doc.Lookup("id").BinaryOK()
+	return string(data), ok
+}
+
+// sessionDirty reports whether a command of the session with lsid met a
+// network error.
+func (c *clientEntity) sessionDirty(lsid bson.Raw) bool {
+	id, ok := lsidKey(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: lsid})
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dirtyLsids[id]
 }

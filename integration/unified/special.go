@@ -89,9 +89,9 @@ func (t *testRun) special(ctx context.Context, op Operation) error {
 		case "assertSessionUnpinned":
 			got, want = s.pinned, false
 		case "assertSessionDirty":
-			got, want = s.dirty, true
+			got, want = s.dirty || s.client.sessionDirty(s.lsid), true
 		default:
-			got, want = s.dirty, false
+			got, want = s.dirty || s.client.sessionDirty(s.lsid), false
 		}
 		if got != want {
 			return failf(op.Name+" failed", "%s: session %s does not hold", op.Name, s.id)
