@@ -355,10 +355,6 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	if ce := checkReadConcern(cmd.name, body); ce != nil {
 		return errorReply(ce), name, units
 	}
-	ctx, snapTS, ce := c.e.snapshotRead(ctx, cmd.name, body)
-	if ce != nil {
-		return errorReply(ce), name, units
-	}
 	if ce := checkTransaction(cmd.name, body); ce != nil {
 		return errorReply(ce), name, units
 	}
@@ -390,6 +386,10 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 				return out, name, units
 			}
 		}
+	}
+	ctx, snapTS, ce := c.e.snapshotRead(ctx, cmd.name, body)
+	if ce != nil {
+		return errorReply(ce), name, units
 	}
 	c.e.countOp(cmd.name)
 	out, err := cmd.run(c.e, ctx, req)

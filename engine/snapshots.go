@@ -22,6 +22,10 @@ import (
 // snapshotWindow is how long an unused snapshot is kept.
 const snapshotWindow = 5 * time.Minute
 
+// maxSnapshots bounds the snapshots held at once: each keeps the versions
+// it sees from compaction.
+const maxSnapshots = 1000
+
 // reader runs read transactions: the store (the latest data) or a
 // snapshot.
 type reader interface {
@@ -83,6 +87,9 @@ func (e *Engine) acquireSnapshot(at *bson.Timestamp) (*store.Snapshot, bson.Time
 		}
 		h.lastUsed = now
 		return h.snap, *at, nil
+	}
+	if len(r.byTS) >= maxSnapshots {
+		return nil, bson.Timestamp{}, errorf(ErrSnapshotUnavailable, "Parsec holds %d snapshots, its most; they are released %v after their last read", maxSnapshots, snapshotWindow)
 	}
 	sn, err := e.store.Snapshot()
 	if err != nil {
