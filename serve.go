@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine"
+	"github.com/parsecdb/parsec/engine/auth"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/wire"
 	"github.com/spf13/cobra"
@@ -133,8 +134,13 @@ func (o *serveOptions) validate() error {
 		return fmt.Errorf("--advertise needs --replica-set")
 	case (o.rootUser == "") != (o.rootPassword == ""):
 		return fmt.Errorf("--root-user and --root-password go together")
-	case strings.ContainsAny(o.rootUser, "\x00"):
+	case strings.IndexByte(o.rootUser, 0) >= 0:
 		return fmt.Errorf("--root-user must not contain a zero byte")
+	}
+	if o.rootUser != "" {
+		if _, err := auth.NewCredentials(o.rootUser, o.rootPassword, nil); err != nil {
+			return fmt.Errorf("--root-password: %w", err)
+		}
 	}
 	return nil
 }
