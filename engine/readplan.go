@@ -101,12 +101,7 @@ func (e *Engine) source(p *readPlan) batchSource {
 
 // view is what the scan reads under ctx: the snapshot of a snapshot read,
 // else the store.
-func (s *scanSource) view(ctx context.Context) reader {
-	if sn := snapshotOf(ctx); sn != nil {
-		return sn
-	}
-	return s.store
-}
+func (s *scanSource) view(ctx context.Context) reader { return viewIn(ctx, s.store) }
 
 // scanSource reads a collection in key order (or one key), filtering,
 // skipping and limiting. It resumes after the last key it returned, each

@@ -46,11 +46,14 @@ func snapshotOf(ctx context.Context) *store.Snapshot {
 }
 
 // viewOf is what the reads under ctx read: their snapshot, or the store.
-func (e *Engine) viewOf(ctx context.Context) reader {
+func (e *Engine) viewOf(ctx context.Context) reader { return viewIn(ctx, e.store) }
+
+// viewIn is the snapshot of the reads under ctx, else latest.
+func viewIn(ctx context.Context, latest reader) reader {
 	if sn := snapshotOf(ctx); sn != nil {
 		return sn
 	}
-	return e.store
+	return latest
 }
 
 // snapshotRegistry holds the snapshots by the cluster time that names them.

@@ -3,13 +3,10 @@ package integration
 import (
 	"context"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -20,18 +17,11 @@ import (
 // host changed (and the test's certificate trusted), works against a
 // server with TLS, the replica set "globaldb" and the account as root user.
 func TestCosmosConnectionString(t *testing.T) {
-	cert, certPEM, err := wire.SelfSignedCert(time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tlsCfg, caFile := selfSignedTLS(t)
 	const account, key = "myaccount", "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 	s := StartServer(t, ServerOptions{
 		Dir:  t.TempDir(),
-		TLS:  tlsConfigFor(cert),
+		TLS:  tlsCfg,
 		Auth: true, RootUser: account, RootPassword: key,
 		ReplicaSet: "globaldb",
 	})

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -138,7 +139,18 @@ func (s *Server) Stop() error {
 	return s.store.Close()
 }
 
-// tlsConfigFor is a server TLS configuration with cert.
-func tlsConfigFor(cert tls.Certificate) *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+// selfSignedTLS makes a self-signed certificate for a test server: its
+// TLS configuration, and the certificate's PEM file for clients'
+// tlsCAFile (removed when the test ends).
+func selfSignedTLS(tb testing.TB) (*tls.Config, string) {
+	tb.Helper()
+	cert, certPEM, err := wire.SelfSignedCert(time.Now())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	caFile := filepath.Join(tb.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, caFile
 }

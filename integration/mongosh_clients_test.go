@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine"
-	"github.com/parsecdb/parsec/wire"
 )
 
 // nodeDeprecationRE matches the notice mongosh 2.12 prints on Node.js
@@ -230,15 +229,8 @@ func TestMongoshThrottling(t *testing.T) {
 // "globaldb" through TLS as the account, and shows the replica set prompt.
 func TestMongoshCosmosConnectionString(t *testing.T) {
 	requireMongosh(t)
-	cert, certPEM, err := wire.SelfSignedCert(time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := StartServer(t, ServerOptions{TLS: tlsConfigFor(cert), Auth: true, RootUser: "acct", RootPassword: "k3y/+=", ReplicaSet: "globaldb"})
+	tlsCfg, caFile := selfSignedTLS(t)
+	s := StartServer(t, ServerOptions{TLS: tlsCfg, Auth: true, RootUser: "acct", RootPassword: "k3y/+=", ReplicaSet: "globaldb"})
 	_, port, _ := strings.Cut(s.Addr, ":")
 	uri := "mongodb://acct:" + url.QueryEscape("k3y/+=") + "@localhost:" + port + "/?ssl=true&replicaSet=globaldb&retrywrites=false&maxIdleTimeMS=120000&appName=@acct@&tlsCAFile=" + url.QueryEscape(caFile)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

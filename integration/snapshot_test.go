@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -19,12 +20,7 @@ func TestSnapshotReads(t *testing.T) {
 	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "x", Value: 1}}, bson.D{{Key: "_id", Value: 3}, {Key: "x", Value: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := c.StartSession(options.Session().SetSnapshot(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(ctx)
-	sctx := mongo.NewSessionContext(ctx, sess)
+	sess, sctx := snapshotSession(t, c)
 
 	// The first read takes the snapshot; a cursor of batches of 1 stays open.
 	cur, err := coll.Find(sctx, bson.D{}, options.Find().SetBatchSize(1).SetSort(bson.D{{Key: "_id", Value: 1}}))
@@ -91,12 +87,7 @@ func TestSnapshotReadsNewIndex(t *testing.T) {
 	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "a"}}, bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: "b"}}}); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := c.StartSession(options.Session().SetSnapshot(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(ctx)
-	sctx := mongo.NewSessionContext(ctx, sess)
+	_, sctx := snapshotSession(t, c)
 	if n, err := coll.CountDocuments(sctx, bson.D{}); err != nil || n != 2 {
 		t.Fatalf("first snapshot read: %d %v", n, err)
 	}
@@ -115,4 +106,16 @@ func TestSnapshotReadsNewIndex(t *testing.T) {
 	if err := coll.Distinct(sctx, "_id", bson.D{{Key: "k", Value: "b"}}).Decode(&ids); err != nil || len(ids) != 1 {
 		t.Fatalf("distinct by the new index's key in the snapshot: %v %v", ids, err)
 	}
+}
+
+// snapshotSession starts a snapshot session, ended with the test, and
+// returns it with a context that carries it.
+func snapshotSession(t *testing.T, c *mongo.Client) (*mongo.Session, context.Context) {
+	t.Helper()
+	sess, err := c.StartSession(options.Session().SetSnapshot(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.EndSession(context.Background()) })
+	return sess, mongo.NewSessionContext(testCtx(t), sess)
 }
