@@ -219,6 +219,7 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		Argv:            redactArgv(argv),
 		Options:         o.asMap(),
 		StartupWarnings: warnings,
+		Port:            ln.Addr().(*net.TCPAddr).Port,
 		Auth:            o.auth || o.rootUser != "",
 		ReplicaSet:      o.replicaSet,
 		Advertise:       o.advertise,

@@ -234,7 +234,7 @@ func (a aggCollections) CollStats(_ context.Context, db, coll string, spec bsonc
 			{Key: "ns", Value: namespaceOf(db, coll)},
 			{Key: "shard", Value: explainShardName},
 			{Key: "partitionKeyRangeId", Value: s.id},
-			{Key: "host", Value: a.e.host + ":27017"},
+			{Key: "host", Value: a.e.hostPort()},
 			{Key: "localTime", Value: bson.DateTime(now.UnixMilli())},
 		}
 		share := func(n int64) int64 {
@@ -314,7 +314,7 @@ func (a aggCollections) IndexStats(_ context.Context, db, coll string) ([]bsonco
 	b, err := bson.Marshal(bson.D{
 		{Key: "name", Value: "_id_"},
 		{Key: "key", Value: key},
-		{Key: "host", Value: a.e.host + ":27017"},
+		{Key: "host", Value: a.e.hostPort()},
 		{Key: "accesses", Value: bson.D{{Key: "ops", Value: int64(0)}, {Key: "since", Value: bson.DateTime(a.e.started.UnixMilli())}}},
 		{Key: "shard", Value: explainShardName},
 		{Key: "spec", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: key}, {Key: "name", Value: "_id_"}}},

@@ -104,7 +104,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 		}},
 		{Key: "partitionsTargeted", Value: ids},
 		{Key: "shards", Value: bson.D{{Key: explainShardName, Value: bson.D{
-			{Key: "host", Value: e.host + ":27017"},
+			{Key: "host", Value: e.hostPort()},
 			{Key: "partitions", Value: partitions},
 		}}}},
 	}

@@ -33,7 +33,7 @@ var virtualConfigCollections = map[string]bool{
 func (e *Engine) shardDoc() bson.D {
 	return bson.D{
 		{Key: "_id", Value: explainShardName},
-		{Key: "host", Value: e.host + ":27017"},
+		{Key: "host", Value: e.hostPort()},
 		{Key: "state", Value: int32(1)},
 		{Key: "topologyTime", Value: bson.Timestamp{T: uint32(e.started.Unix()), I: 1}},
 	}
@@ -53,7 +53,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 		docs = []bson.D{e.shardDoc()}
 	case "mongos":
 		docs = []bson.D{{
-			{Key: "_id", Value: e.host + ":27017"},
+			{Key: "_id", Value: e.hostPort()},
 			{Key: "advisoryHostFQDNs", Value: bson.A{}},
 			{Key: "created", Value: bson.NewDateTimeFromTime(e.started)},
 			{Key: "mongoVersion", Value: MongoVersion},

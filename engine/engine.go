@@ -15,6 +15,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -69,6 +70,9 @@ type Config struct {
 	// Auth turns access control on: commands need an authenticated user
 	// whose roles allow them (authz.go). Users authenticate either way.
 	Auth bool
+	// Port is the port the server listens on, as config.shards and
+	// $collStats name it (0: 27017).
+	Port int
 	// ReplicaSet, when set, makes the server answer hello as the primary of
 	// a one-member replica set of that name instead of as a router
 	// (cmd_replset.go); Advertise is the host:port it names itself by there
@@ -183,6 +187,16 @@ func New(cfg Config) *Engine {
 		e.every(time.Minute, func() { e.expireSnapshots(false) })
 	}
 	return e
+}
+
+// hostPort names this server as config.shards, config.mongos and
+// $collStats do: the host name and the port it listens on.
+func (e *Engine) hostPort() string {
+	port := e.cfg.Port
+	if port == 0 {
+		port = 27017
+	}
+	return fmt.Sprintf("%s:%d", e.host, port)
 }
 
 // every runs fn every d on a goroutine of its own until Close.

@@ -108,6 +108,7 @@ func Launch(opts ServerOptions) (*Server, error) {
 		Partitions:         opts.Partitions,
 		AggMemoryLimit:     opts.AggMemoryLimit,
 		RequestUnits:       opts.RequestUnits,
+		Port:               ln.Addr().(*net.TCPAddr).Port,
 		Auth:               opts.Auth,
 		RootUser:           opts.RootUser,
 		RootPassword:       opts.RootPassword,

@@ -74,6 +74,10 @@ func TestServerMiscCommands(t *testing.T) {
 	if got := mustLookup(t, raw, "shards", "0", "_id").StringValue(); got != "shard-0" {
 		t.Errorf("listShards: %v", raw)
 	}
+	_, port, _ := strings.Cut(s.Addr, ":")
+	if host := mustLookup(t, raw, "shards", "0", "host").StringValue(); !strings.HasSuffix(host, ":"+port) {
+		t.Errorf("listShards host %q does not name the port the server listens on (%s)", host, port)
+	}
 	raw = runOK(t, admin, bson.D{{Key: "balancerStatus", Value: 1}})
 	if mustLookup(t, raw, "inBalancerRound").Boolean() {
 		t.Errorf("balancerStatus: %v", raw)
