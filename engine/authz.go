@@ -96,6 +96,10 @@ func needs(cmd command, req *request) []need {
 				out[0].class = auth.ClassDDL
 			}
 		}
+	case "usersInfo":
+		// Users of other databases need userAdmin there; every database's
+		// needs it everywhere (userAdminAnyDatabase, root).
+		out = append(out, usersInfoNeeds(req)...)
 	case "renameCollection":
 		out = out[:0]
 		for _, field := range []string{"renameCollection", "to"} {
@@ -189,7 +193,11 @@ func (c *conn) authorize(cmd command, req *request) *CommandError {
 	}
 	for _, n := range ns {
 		if !auth.Allowed(u.roles, n.class, n.db) {
-			return errorf(ErrUnauthorized, "not authorized on %s to execute command { %s: %s, $db: \"%s\" }", n.db, req.name, firstValueString(req), req.db)
+			db := n.db
+			if db == everyDatabase {
+				db = req.db
+			}
+			return errorf(ErrUnauthorized, "not authorized on %s to execute command { %s: %s, $db: \"%s\" }", db, req.name, firstValueString(req), req.db)
 		}
 	}
 	return nil
@@ -239,4 +247,37 @@ func firstValueString(req *request) string {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return v.String()
+}
+
+// everyDatabase stands for all databases in a need: only roles that span
+// every database grant it (no database has this name).
+const everyDatabase = "\x00every database"
+
+// usersInfoNeeds are the databases a usersInfo asks about besides its own.
+func usersInfoNeeds(req *request) []need {
+	v, err := req.body.LookupErr("usersInfo")
+	if err != nil {
+		return nil
+	}
+	var out []need
+	ref := func(x bsoncore.Value) {
+		if d, ok := x.DocumentOK(); ok {
+			if _, err := d.LookupErr("forAllDBs"); err == nil {
+				out = append(out, need{auth.ClassUserAdmin, everyDatabase})
+				return
+			}
+			if db, ok := d.Lookup("db").StringValueOK(); ok && db != req.db {
+				out = append(out, need{auth.ClassUserAdmin, db})
+			}
+		}
+	}
+	if arr, ok := v.ArrayOK(); ok {
+		vals, _ := arr.Values()
+		for _, x := range vals {
+			ref(x)
+		}
+	} else {
+		ref(v)
+	}
+	return out
 }

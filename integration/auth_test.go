@@ -313,6 +313,13 @@ func TestAuth(t *testing.T) {
 			t.Fatalf("usersInfo self: %v", raw)
 		}
 		wantUnauthorized(t, self.RunCommand(testCtx(t), bson.D{{Key: "usersInfo", Value: 1}}).Err(), "usersInfo")
+
+		// A userAdmin of one database sees no other database's users.
+		createUser(t, root.Database(name), "ua", "pw", bson.A{"userAdmin"})
+		ua := userClient(t, s, "ua", "pw", name, "").Database(name)
+		runOK(t, ua, bson.D{{Key: "usersInfo", Value: "self"}})
+		wantUnauthorized(t, ua.RunCommand(testCtx(t), bson.D{{Key: "usersInfo", Value: bson.D{{Key: "user", Value: "root"}, {Key: "db", Value: "admin"}}}}).Err(), "not authorized on admin")
+		wantUnauthorized(t, ua.Client().Database("admin").RunCommand(testCtx(t), bson.D{{Key: "usersInfo", Value: bson.D{{Key: "forAllDBs", Value: true}}}}).Err(), "usersInfo")
 	})
 }
 
