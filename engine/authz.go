@@ -96,6 +96,10 @@ func needs(cmd command, req *request) []need {
 				out[0].class = auth.ClassDDL
 			}
 		}
+	case "createUser", "updateUser", "grantRolesToUser":
+		// Granting a role of another database needs userAdmin there, as
+		// MongoDB's grantRole action does.
+		out = append(out, grantNeeds(req)...)
 	case "usersInfo":
 		// Users of other databases need userAdmin there; every database's
 		// needs it everywhere (userAdminAnyDatabase, root).
@@ -278,6 +282,28 @@ func usersInfoNeeds(req *request) []need {
 		}
 	} else {
 		ref(v)
+	}
+	return out
+}
+
+// grantNeeds are the databases of the roles a command grants.
+func grantNeeds(req *request) []need {
+	v, err := req.body.LookupErr("roles")
+	if err != nil {
+		return nil
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	var out []need
+	vals, _ := arr.Values()
+	for _, x := range vals {
+		if d, ok := x.DocumentOK(); ok {
+			if db, ok := d.Lookup("db").StringValueOK(); ok && db != req.db {
+				out = append(out, need{auth.ClassUserAdmin, db})
+			}
+		}
 	}
 	return out
 }

@@ -320,6 +320,11 @@ func TestAuth(t *testing.T) {
 		runOK(t, ua, bson.D{{Key: "usersInfo", Value: "self"}})
 		wantUnauthorized(t, ua.RunCommand(testCtx(t), bson.D{{Key: "usersInfo", Value: bson.D{{Key: "user", Value: "root"}, {Key: "db", Value: "admin"}}}}).Err(), "not authorized on admin")
 		wantUnauthorized(t, ua.Client().Database("admin").RunCommand(testCtx(t), bson.D{{Key: "usersInfo", Value: bson.D{{Key: "forAllDBs", Value: true}}}}).Err(), "usersInfo")
+		// ... nor grants roles of other databases: no way up to root.
+		rootRole := bson.A{bson.D{{Key: "role", Value: "root"}, {Key: "db", Value: "admin"}}}
+		wantUnauthorized(t, ua.RunCommand(testCtx(t), bson.D{{Key: "createUser", Value: "up"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: rootRole}}).Err(), "not authorized on admin")
+		wantUnauthorized(t, ua.RunCommand(testCtx(t), bson.D{{Key: "grantRolesToUser", Value: "ua"}, {Key: "roles", Value: rootRole}}).Err(), "not authorized on admin")
+		runOK(t, ua, bson.D{{Key: "createUser", Value: "local"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"read"}}})
 	})
 }
 
