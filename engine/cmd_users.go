@@ -344,7 +344,7 @@ func (e *Engine) cmdGrantRevokeRoles(_ context.Context, req *request) ([]byte, e
 // cmdUsersInfo answers usersInfo: 1 (the database's users), {forAllDBs:
 // true}, "name", {user, db}, or an array of names and {user, db}.
 func (e *Engine) cmdUsersInfo(_ context.Context, req *request) ([]byte, error) {
-	showCreds := false
+	showCreds, showPrivs := false, false
 	var filter *query.Filter
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
@@ -355,7 +355,13 @@ func (e *Engine) cmdUsersInfo(_ context.Context, req *request) ([]byte, error) {
 				return nil, err
 			}
 			showCreds = b
-		case "showPrivileges", "showAuthenticationRestrictions", "showCustomData":
+		case "showPrivileges":
+			b, err := boolArg(req.name, k, el.Value())
+			if err != nil {
+				return nil, err
+			}
+			showPrivs = b
+		case "showAuthenticationRestrictions", "showCustomData":
 		case "filter":
 			d, err := docArg(req.name, k, el.Value())
 			if err != nil {
@@ -443,6 +449,9 @@ func (e *Engine) cmdUsersInfo(_ context.Context, req *request) ([]byte, error) {
 			d = append(d, bson.E{Key: "credentials", Value: u.Credentials})
 		}
 		d = append(d, bson.E{Key: "mechanisms", Value: u.Credentials.Mechanisms()})
+		if showPrivs {
+			d = append(d, bson.E{Key: "inheritedRoles", Value: rolesValue(u.Roles)}, bson.E{Key: "inheritedPrivileges", Value: privilegesValue(u.Roles)})
+		}
 		if ok, err := matchesD(filter, d); err != nil || !ok {
 			if err != nil {
 				return nil, err
@@ -452,6 +461,20 @@ func (e *Engine) cmdUsersInfo(_ context.Context, req *request) ([]byte, error) {
 		out = append(out, d)
 	}
 	return okReply(bson.E{Key: "users", Value: out})
+}
+
+// privilegesValue lists what roles allow as MongoDB's privilege documents:
+// {resource: {db, collection: ""} or {cluster: true}, actions}.
+func privilegesValue(roles []auth.RoleRef) bson.A {
+	out := bson.A{}
+	for _, p := range auth.Privileges(roles) {
+		res := bson.D{{Key: "db", Value: p.Resource.DB}, {Key: "collection", Value: ""}}
+		if p.Resource.Cluster {
+			res = bson.D{{Key: "cluster", Value: true}}
+		}
+		out = append(out, bson.D{{Key: "resource", Value: res}, {Key: "actions", Value: p.Actions}})
+	}
+	return out
 }
 
 func rolesValue(roles []auth.RoleRef) bson.A {
@@ -465,7 +488,14 @@ func rolesValue(roles []auth.RoleRef) bson.A {
 // cmdRolesInfo answers rolesInfo about built-in roles: Parsec has no
 // user-defined roles, so rolesInfo: 1 lists none unless showBuiltinRoles.
 func (e *Engine) cmdRolesInfo(_ context.Context, req *request) ([]byte, error) {
-	showBuiltin := false
+	showBuiltin, showPrivs := false, false
+	if v, err := req.body.LookupErr("showPrivileges"); err == nil {
+		b, err := boolArg(req.name, "showPrivileges", v)
+		if err != nil {
+			return nil, err
+		}
+		showPrivs = b
+	}
 	if v, err := req.body.LookupErr("showBuiltinRoles"); err == nil {
 		b, err := boolArg(req.name, "showBuiltinRoles", v)
 		if err != nil {
@@ -514,10 +544,15 @@ func (e *Engine) cmdRolesInfo(_ context.Context, req *request) ([]byte, error) {
 		if !auth.IsBuiltinRole(r) {
 			continue
 		}
-		out = append(out, bson.D{
+		d := bson.D{
 			{Key: "role", Value: r.Role}, {Key: "db", Value: r.DB}, {Key: "isBuiltin", Value: true},
 			{Key: "roles", Value: bson.A{}}, {Key: "inheritedRoles", Value: bson.A{}},
-		})
+		}
+		if showPrivs {
+			privs := privilegesValue([]auth.RoleRef{r})
+			d = append(d, bson.E{Key: "privileges", Value: privs}, bson.E{Key: "inheritedPrivileges", Value: privs})
+		}
+		out = append(out, d)
 	}
 	return okReply(bson.E{Key: "roles", Value: out})
 }

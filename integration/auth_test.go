@@ -303,6 +303,36 @@ func TestAuth(t *testing.T) {
 		}
 	})
 
+	t.Run("privileges", func(t *testing.T) {
+		t.Parallel()
+		name := dbName(t)
+		createUser(t, root.Database(name), "reader", "pw", bson.A{"read"})
+		reader := userClient(t, s, "reader", "pw", name, "").Database(name)
+		raw := runOK(t, reader, bson.D{{Key: "connectionStatus", Value: 1}, {Key: "showPrivileges", Value: true}})
+		privs := mustLookup(t, raw, "authInfo", "authenticatedUserPrivileges").Array().String()
+		for _, want := range []string{`"db": "` + name + `"`, `"find"`, `"listCollections"`} {
+			if !strings.Contains(privs, want) {
+				t.Errorf("reader's privileges lack %s: %s", want, privs)
+			}
+		}
+		if strings.Contains(privs, `"insert"`) || strings.Contains(privs, `"cluster"`) {
+			t.Errorf("reader's privileges grant more than read: %s", privs)
+		}
+		raw = runOK(t, root.Database("admin"), bson.D{{Key: "connectionStatus", Value: 1}, {Key: "showPrivileges", Value: true}})
+		privs = mustLookup(t, raw, "authInfo", "authenticatedUserPrivileges").Array().String()
+		if !strings.Contains(privs, `"cluster": true`) || !strings.Contains(privs, `"db": ""`) {
+			t.Errorf("root's privileges: %s", privs)
+		}
+		raw = runOK(t, root.Database(name), bson.D{{Key: "usersInfo", Value: "reader"}, {Key: "showPrivileges", Value: true}})
+		if got := mustLookup(t, raw, "users", "0", "inheritedPrivileges").Array().String(); !strings.Contains(got, `"find"`) {
+			t.Errorf("usersInfo inheritedPrivileges: %s", got)
+		}
+		raw = runOK(t, root.Database(name), bson.D{{Key: "rolesInfo", Value: "readWrite"}, {Key: "showPrivileges", Value: true}})
+		if got := mustLookup(t, raw, "roles", "0", "privileges").Array().String(); !strings.Contains(got, `"insert"`) {
+			t.Errorf("rolesInfo privileges: %s", got)
+		}
+	})
+
 	t.Run("own user without userAdmin", func(t *testing.T) {
 		t.Parallel()
 		name := dbName(t)

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/xdg-go/scram"
 )
@@ -369,3 +370,91 @@ func SeesAllDatabases(roles []RoleRef) bool {
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 func unb64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+// classActions are MongoDB's action names for each class, as privileges
+// list them.
+var classActions = map[Class][]string{
+	ClassFind:           {"find", "killCursors"},
+	ClassCatalog:        {"collStats", "dbStats", "listCollections", "listIndexes"},
+	ClassWrite:          {"insert", "remove", "update"},
+	ClassDDL:            {"createCollection", "createIndex", "dropCollection", "dropIndex", "renameCollectionSameDB"},
+	ClassDBAdmin:        {"collMod", "dropDatabase", "enableProfiler", "validate"},
+	ClassUserAdmin:      {"changeCustomData", "changePassword", "createUser", "dropUser", "grantRole", "revokeRole", "viewRole", "viewUser"},
+	ClassClusterMonitor: {"getCmdLineOpts", "getLog", "getParameter", "hostInfo", "listDatabases", "listShards", "replSetGetConfig", "replSetGetStatus", "serverStatus"},
+	ClassClusterAdmin:   {"enableSharding", "fsync", "killAnySession", "killop"},
+}
+
+// Resource is what a privilege applies to: a database ("" with AnyDB:
+// every database), or the cluster.
+type Resource struct {
+	DB      string
+	AnyDB   bool
+	Cluster bool
+}
+
+// Privilege is a set of actions on a resource.
+type Privilege struct {
+	Resource Resource
+	Actions  []string
+}
+
+// Privileges lists what roles allow, one privilege per resource, in a
+// stable order: the cluster first, then every database, then databases by
+// name.
+func Privileges(roles []RoleRef) []Privilege {
+	acts := map[Resource]map[string]bool{}
+	grant := func(r Resource, c Class) {
+		if acts[r] == nil {
+			acts[r] = map[string]bool{}
+		}
+		for _, a := range classActions[c] {
+			acts[r][a] = true
+		}
+	}
+	for _, r := range roles {
+		def, ok := builtinRoles[r.Role]
+		if !ok || (def.adminOnly && r.DB != "admin") {
+			continue
+		}
+		for _, c := range def.grants {
+			switch {
+			case c >= ClassClusterMonitor:
+				grant(Resource{Cluster: true}, c)
+			case def.anyDB:
+				grant(Resource{AnyDB: true}, c)
+			default:
+				grant(Resource{DB: r.DB}, c)
+			}
+		}
+		for db, classes := range def.on {
+			for _, c := range classes {
+				grant(Resource{DB: db}, c)
+			}
+		}
+	}
+	out := make([]Privilege, 0, len(acts))
+	for res, set := range acts {
+		p := Privilege{Resource: res}
+		for a := range set {
+			p.Actions = append(p.Actions, a)
+		}
+		slices.Sort(p.Actions)
+		out = append(out, p)
+	}
+	rank := func(r Resource) int {
+		switch {
+		case r.Cluster:
+			return 0
+		case r.AnyDB:
+			return 1
+		}
+		return 2
+	}
+	slices.SortFunc(out, func(a, b Privilege) int {
+		if d := rank(a.Resource) - rank(b.Resource); d != 0 {
+			return d
+		}
+		return strings.Compare(a.Resource.DB, b.Resource.DB)
+	})
+	return out
+}

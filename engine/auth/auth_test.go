@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/xdg-go/scram"
@@ -149,5 +150,34 @@ func TestAllowed(t *testing.T) {
 	}
 	if n, m := len(BuiltinRoles("x")), len(BuiltinRoles("admin")); n != 5 || m <= n {
 		t.Errorf("BuiltinRoles: %d in a database, %d in admin", n, m)
+	}
+}
+
+func TestPrivileges(t *testing.T) {
+	ps := Privileges([]RoleRef{{Role: "readWrite", DB: "shop"}, {Role: "read", DB: "shop"}, {Role: "clusterMonitor", DB: "admin"}})
+	if len(ps) != 4 {
+		t.Fatalf("privileges: %+v", ps)
+	}
+	if !ps[0].Resource.Cluster || !slices.Contains(ps[0].Actions, "serverStatus") {
+		t.Errorf("first privilege is not the cluster's: %+v", ps[0])
+	}
+	var shop *Privilege
+	for i := range ps {
+		if ps[i].Resource.DB == "shop" {
+			shop = &ps[i]
+		}
+	}
+	if shop == nil || !slices.Contains(shop.Actions, "insert") || !slices.Contains(shop.Actions, "find") || slices.Contains(shop.Actions, "dropDatabase") {
+		t.Errorf("shop privilege: %+v", shop)
+	}
+	if !slices.IsSorted(shop.Actions) {
+		t.Errorf("actions not sorted: %v", shop.Actions)
+	}
+	root := Privileges([]RoleRef{{Role: "root", DB: "admin"}})
+	if len(root) != 2 || !root[0].Resource.Cluster || !root[1].Resource.AnyDB {
+		t.Errorf("root: %+v", root)
+	}
+	if len(Privileges([]RoleRef{{Role: "root", DB: "shop"}})) != 0 {
+		t.Error("root outside admin grants privileges")
 	}
 }
