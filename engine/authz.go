@@ -265,11 +265,11 @@ func usersInfoNeeds(req *request) []need {
 	}
 	var out []need
 	ref := func(x bsoncore.Value) {
+		if forAllDBs(x) {
+			out = append(out, need{auth.ClassUserAdmin, everyDatabase})
+			return
+		}
 		if d, ok := x.DocumentOK(); ok {
-			if _, err := d.LookupErr("forAllDBs"); err == nil {
-				out = append(out, need{auth.ClassUserAdmin, everyDatabase})
-				return
-			}
 			if db, ok := d.Lookup("db").StringValueOK(); ok && db != req.db {
 				out = append(out, need{auth.ClassUserAdmin, db})
 			}

@@ -416,7 +416,7 @@ func (e *Engine) cmdUsersInfo(_ context.Context, req *request) ([]byte, error) {
 	switch {
 	case isNumber(v):
 		err = addAll(req.db, false)
-	case v.Type == bsoncore.TypeEmbeddedDocument && func() bool { _, e := v.Document().LookupErr("forAllDBs"); return e == nil }():
+	case forAllDBs(v):
 		if req.db != "admin" {
 			return nil, errorf(ErrBadValue, "forAllDBs is only allowed on the admin database")
 		}
@@ -475,6 +475,16 @@ func privilegesValue(roles []auth.RoleRef) bson.A {
 		out = append(out, bson.D{{Key: "resource", Value: res}, {Key: "actions", Value: p.Actions}})
 	}
 	return out
+}
+
+// forAllDBs reports whether a usersInfo value is {forAllDBs: ...}.
+func forAllDBs(v bsoncore.Value) bool {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return false
+	}
+	_, err := d.LookupErr("forAllDBs")
+	return err == nil
 }
 
 func rolesValue(roles []auth.RoleRef) bson.A {
