@@ -42,22 +42,15 @@ func wantAuthFailed(t testing.TB, err error) {
 // wantUnauthorized checks that err is 13 Unauthorized with msg in its text.
 func wantUnauthorized(t testing.TB, err error, msg string) {
 	t.Helper()
+	if err == nil {
+		t.Fatal("want Unauthorized (13), got success")
+	}
 	var ce mongo.CommandError
-	var we mongo.WriteException
-	switch {
-	case errors.As(err, &ce):
-	case errors.As(err, &we) && len(we.WriteErrors) == 0 && we.WriteConcernError == nil:
-		t.Fatalf("want Unauthorized, got %v", err)
-	default:
-		if err == nil {
-			t.Fatal("want Unauthorized (13), got success")
-		}
+	if !errors.As(err, &ce) || ce.Code != 13 || ce.Name != "Unauthorized" {
+		t.Fatalf("want Unauthorized (13), got %T %v", err, err)
 	}
-	if !strings.Contains(err.Error(), "Unauthorized") && !strings.Contains(err.Error(), "(13)") && ce.Code != 13 {
-		t.Fatalf("want Unauthorized (13), got %v", err)
-	}
-	if !strings.Contains(err.Error(), msg) {
-		t.Fatalf("want %q in the error, got %v", msg, err)
+	if !strings.Contains(ce.Message, msg) {
+		t.Fatalf("want %q in the error, got %q", msg, ce.Message)
 	}
 }
 
