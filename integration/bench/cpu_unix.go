@@ -3,6 +3,9 @@
 package main
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -47,4 +50,32 @@ func pageCost() (fresh, reused time.Duration) {
 	}
 	fresh = touch()
 	return fresh, touch()
+}
+
+// processCPU is the CPU time (user plus system) process pid has used, from
+// /proc/<pid>/stat in clock ticks of 10 ms (Linux's USER_HZ); 0 when pid
+// is 0 or unknown.
+func processCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }

@@ -31,6 +31,15 @@
 //	go run ./integration/bench -out bench-results.json
 //	go run ./integration/bench -cpuprofile /tmp/cpu.pprof   # one profile per workload
 //	go tool pprof -tagignore side=client -top /tmp/cpu.findById-16.pprof
+//
+// With the server in a process of its own, -server-pid splits each
+// operation's CPU time into the client's and the server's, and the write
+// goals' summary shows how much of what the goal allows the driver's side
+// alone uses:
+//
+//	bin/parsec serve --listen 127.0.0.1:27099 --data-dir /tmp/b & \
+//	  go run ./integration/bench -uri mongodb://127.0.0.1:27099 -server-pid $! \
+//	  -only '^(ping|insertOne|updateOne)$' -clients 16
 package main
 
 import (
@@ -62,6 +71,7 @@ import (
 type config struct {
 	URI        string        `json:"uri,omitempty"`
 	InProcess  bool          `json:"in_process"`
+	ServerPID  int           `json:"server_pid,omitempty"`
 	Duration   time.Duration `json:"-"`
 	Warmup     time.Duration `json:"-"`
 	DurationS  string        `json:"duration"`
@@ -118,6 +128,7 @@ func main() {
 	var clients string
 	flag.StringVar(&cfg.Out, "out", "", "write all results as JSON to this file")
 	flag.StringVar(&cfg.URI, "uri", "", "bench this running server instead of starting one in-process")
+	flag.IntVar(&cfg.ServerPID, "server-pid", 0, "with -uri: the server's process id, to measure its CPU time per operation apart from the client's (Linux)")
 	flag.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured time per workload (after warmup)")
 	flag.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured warmup per workload")
 	flag.Int64Var(&cfg.MaxOps, "max-ops", 300_000, "measured operations per workload at most (whichever of -duration and -max-ops comes first)")
@@ -147,6 +158,9 @@ func main() {
 	}
 	cfg.DurationS, cfg.WarmupS, cfg.DocBytes = cfg.Duration.String(), cfg.Warmup.String(), docSize
 	cfg.InProcess = cfg.URI == ""
+	if cfg.ServerPID != 0 && cfg.InProcess {
+		fatalf("-server-pid needs -uri")
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	rep, err := bench(ctx, cfg)
@@ -436,7 +450,7 @@ func runPhase(ctx context.Context, cfg config, rep *report, want func(string) bo
 				}
 				var s slice
 				perr := withCPUProfile(profilePath(cfg.CPUProfile, wl.name, n), func() {
-					s = runSlice(ctx, wl.name, n, warmup, cfg.Duration/time.Duration(cfg.Rounds), max(cfg.MaxOps/int64(cfg.Rounds), 1), ops[i])
+					s = runSlice(ctx, wl.name, n, warmup, cfg.Duration/time.Duration(cfg.Rounds), max(cfg.MaxOps/int64(cfg.Rounds), 1), ops[i], cfg.ServerPID)
 				})
 				if perr != nil {
 					return perr
@@ -554,8 +568,8 @@ func ratios(rep *report) {
 			for _, rd := range r.Rounds {
 				g.PerRound = append(g.PerRound, rd.VsPing)
 			}
-			if p := find("ping", g.Clients); p != nil && r.CPUPerOpUS > 0 {
-				g.CPURatio = p.CPUPerOpUS / r.CPUPerOpUS
+			if p := find("ping", g.Clients); p != nil && r.totalCPU() > 0 {
+				g.CPURatio = p.totalCPU() / r.totalCPU()
 			}
 			g.Status = "FAIL"
 			if g.Ratio >= g.Min {
@@ -580,7 +594,15 @@ func fmtFaults(f float64) string {
 
 func printTable(w io.Writer, rep *report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tclients\tops\tops/s\tp50\tp99\tvs ping\tvs badger\tcpu/op\tfaults/op\t")
+	split := false // a server in its own process was measured (-server-pid)
+	for _, r := range rep.Results {
+		split = split || r.ServerCPUPerOpUS > 0
+	}
+	header := "workload\tclients\tops\tops/s\tp50\tp99\tvs ping\tvs badger\tcpu/op\tfaults/op\t"
+	if split {
+		header += "server cpu/op\t"
+	}
+	fmt.Fprintln(tw, header)
 	ratio := func(x float64) string {
 		if x == 0 {
 			return "-"
@@ -592,7 +614,11 @@ func printTable(w io.Writer, rep *report) {
 		if r.Errors > 0 {
 			name += " (ERRORS)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, r.Clients, r.Ops, r.OpsPerS, fmtUS(r.P50US), fmtUS(r.P99US), ratio(r.VsPing), ratio(r.VsBadger), fmtUS(r.CPUPerOpUS), fmtFaults(r.FaultsPerOp))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t", name, r.Clients, r.Ops, r.OpsPerS, fmtUS(r.P50US), fmtUS(r.P99US), ratio(r.VsPing), ratio(r.VsBadger), fmtUS(r.CPUPerOpUS), fmtFaults(r.FaultsPerOp))
+		if split {
+			fmt.Fprintf(tw, "%s\t", fmtUS(r.ServerCPUPerOpUS))
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	side := "client and in-process server"
@@ -600,6 +626,9 @@ func printTable(w io.Writer, rep *report) {
 		side = "client only: the server runs elsewhere"
 	}
 	fmt.Fprintf(w, "\nops/s and ratios over all rounds; cpu/op: this process's CPU time per operation (%s); faults/op: its minor page faults per operation\n", side)
+	if split {
+		fmt.Fprintf(w, "server cpu/op: the server process's CPU time per operation (-server-pid %d)\n", rep.Config.ServerPID)
+	}
 	fmt.Fprintf(w, "%s, GOMAXPROCS %d, client mode %s, %s in %d rounds + %s warmup per workload, load avg %s -> %s\n",
 		rep.GoVersion, rep.GOMAXPROCS, rep.Config.ClientMode, rep.Config.DurationS, rep.Config.Rounds, rep.Config.WarmupS, rep.LoadBefore, rep.LoadAfter)
 	if rep.FreshPageUS > 0 {

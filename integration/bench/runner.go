@@ -36,6 +36,9 @@ type result struct {
 	// operation: client and in-process server together. Unlike ops/s it
 	// hardly moves when other tenants take the CPU.
 	CPUPerOpUS float64 `json:"cpu_per_op_us"`
+	// ServerCPUPerOpUS is the CPU time per operation of a server in its own
+	// process (-uri with -server-pid): CPUPerOpUS is then the client's alone.
+	ServerCPUPerOpUS float64 `json:"server_cpu_per_op_us,omitempty"`
 	// FaultsPerOp is the process's minor page faults per operation: pages
 	// the kernel had to supply, each costly on some virtual machines (see
 	// pageCost).
@@ -45,9 +48,10 @@ type result struct {
 	VsPing   float64 `json:"ratio_vs_ping,omitempty"`
 	VsBadger float64 `json:"ratio_vs_badger,omitempty"`
 
-	samples []time.Duration
-	cpu     time.Duration
-	faults  int64
+	samples   []time.Duration
+	cpu       time.Duration
+	serverCPU time.Duration
+	faults    int64
 }
 
 // round is one measured slice of a workload.
@@ -58,6 +62,10 @@ type round struct {
 	StopBy  string  `json:"stopped_by"` // "time", "count" or "interrupt"
 	VsPing  float64 `json:"ratio_vs_ping,omitempty"`
 }
+
+// totalCPU is the CPU time per operation of client and server: this
+// process's, plus a separate server's when measured.
+func (r *result) totalCPU() float64 { return r.CPUPerOpUS + r.ServerCPUPerOpUS }
 
 // add merges one slice into r.
 func (r *result) add(s slice) {
@@ -70,6 +78,7 @@ func (r *result) add(s slice) {
 	r.Seconds += s.elapsed.Seconds()
 	r.cpu += s.cpu
 	r.faults += s.faults
+	r.serverCPU += s.serverCPU
 	rd := round{Ops: int64(len(s.samples)), Seconds: s.elapsed.Seconds(), StopBy: s.stopBy}
 	if rd.Seconds > 0 {
 		rd.OpsPerS = float64(rd.Ops) / rd.Seconds
@@ -96,6 +105,7 @@ func (r *result) finish() {
 	r.MaxUS = us(all[len(all)-1])
 	r.CPUPerOpUS = us(r.cpu / time.Duration(len(all)))
 	r.FaultsPerOp = float64(r.faults) / float64(len(all))
+	r.ServerCPUPerOpUS = us(r.serverCPU / time.Duration(len(all)))
 }
 
 // slice is one measured run of a workload.
@@ -106,7 +116,10 @@ type slice struct {
 	elapsed  time.Duration
 	cpu      time.Duration
 	faults   int64
-	stopBy   string
+	// serverCPU is the server process's CPU time (-server-pid; 0: not
+	// measured).
+	serverCPU time.Duration
+	stopBy    string
 }
 
 const (
@@ -122,7 +135,10 @@ const (
 // worker's preallocated slice; the slices are merged at the end. An
 // operation counts when it completes after the warmup; the elapsed time
 // runs until the last of them has completed.
-func runSlice(ctx context.Context, name string, clients int, warmup, duration time.Duration, maxOps int64, ops []opFunc) slice {
+//
+// With serverPID (a server in its own process, -uri), the slice also
+// measures that process's CPU time.
+func runSlice(ctx context.Context, name string, clients int, warmup, duration time.Duration, maxOps int64, ops []opFunc, serverPID int) slice {
 	var (
 		phase    atomic.Int32
 		measured atomic.Int64
@@ -182,6 +198,7 @@ func runSlice(ctx context.Context, name string, clients int, warmup, duration ti
 	case <-ctx.Done():
 	}
 	cpu0, faults0 := usage()
+	srv0 := processCPU(serverPID)
 	measureStart := time.Now()
 	phase.Store(phaseMeasure)
 	stopBy := "time"
@@ -197,7 +214,7 @@ func runSlice(ctx context.Context, name string, clients int, warmup, duration ti
 	phase.Store(phaseStop)
 	wg.Wait()
 	cpu1, faults1 := usage()
-	out := slice{elapsed: time.Since(measureStart), cpu: cpu1 - cpu0, faults: faults1 - faults0, errors: nerr.Load(), firstErr: firstErr, stopBy: stopBy}
+	out := slice{elapsed: time.Since(measureStart), cpu: cpu1 - cpu0, serverCPU: processCPU(serverPID) - srv0, faults: faults1 - faults0, errors: nerr.Load(), firstErr: firstErr, stopBy: stopBy}
 	n := 0
 	for _, s := range samples {
 		n += len(s)
@@ -272,8 +289,8 @@ func ratioOf(a, b *result) (ratio float64, perRound []float64, cpu float64) {
 			perRound = append(perRound, a.Rounds[i].OpsPerS/b.Rounds[i].OpsPerS)
 		}
 	}
-	if a.CPUPerOpUS > 0 {
-		cpu = b.CPUPerOpUS / a.CPUPerOpUS
+	if a.totalCPU() > 0 {
+		cpu = b.totalCPU() / a.totalCPU()
 	}
 	return a.OpsPerS / b.OpsPerS, perRound, cpu
 }

@@ -258,6 +258,13 @@ func printWriteSummary(w io.Writer, rep *report) {
 	find := rep.find
 	base := map[string]string{"insertOne": "badger-insert", "updateOne": "badger-update"}
 	for _, g := range rep.Goals {
+		p, r := find("ping", g.Clients), find(g.Workload, g.Clients)
+		if _, write := base[g.Workload]; write && p != nil && r != nil && p.ServerCPUPerOpUS > 0 && r.ServerCPUPerOpUS > 0 && g.Min > 0 {
+			fmt.Fprintf(w, "%s@%d: ping takes %.0fµs of CPU per operation (client %.0f, server %.0f), %s %.0fµs (client %.0f, server %.0f); %.2f x ping allows %.0fµs, of which the client alone takes %.0fµs\n",
+				g.Workload, g.Clients, p.totalCPU(), p.CPUPerOpUS, p.ServerCPUPerOpUS, g.Workload, r.totalCPU(), r.CPUPerOpUS, r.ServerCPUPerOpUS, g.Min, p.totalCPU()/g.Min, r.CPUPerOpUS)
+		}
+	}
+	for _, g := range rep.Goals {
 		b, ok := base[g.Workload]
 		p, r, raw := find("ping", g.Clients), find(g.Workload, g.Clients), find(b, g.Clients)
 		if !ok || p == nil || r == nil || raw == nil || p.CPUPerOpUS == 0 || g.Min == 0 {
