@@ -56,7 +56,7 @@ func init() {
 		"$out": parseOut, "$merge": parseMerge, "$unionWith": parseUnionWith, "$redact": parseRedact,
 		"$graphLookup": parseGraphLookup, "$setWindowFields": parseSetWindowFields, "$documents": parseDocuments,
 		"$collStats": parseCollStats, "$indexStats": parseIndexStats, "$currentOp": parseNoOutput,
-		"$listLocalSessions": parseNoOutput, "$listSessions": parseNoOutput,
+		"$listLocalSessions": parseNoOutput, "$listSessions": parseNoOutput, "$fill": parseFill,
 	}
 }
 
@@ -64,7 +64,6 @@ func init() {
 var unsupportedStages = map[string]string{
 	"$geoNear":                     "geospatial indexes do not exist in Parsec",
 	"$densify":                     "not supported by Parsec yet",
-	"$fill":                        "not supported by Parsec yet",
 	"$changeStream":                "change streams are not supported by Parsec",
 	"$changeStreamSplitLargeEvent": "change streams are not supported by Parsec",
 	"$search":                      "Atlas Search is only available on MongoDB Atlas",

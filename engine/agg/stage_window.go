@@ -219,7 +219,17 @@ func (w *windowStage) parseOutput(field string, v bsoncore.Value) (*windowOutput
 		if o.arg, err = w.env.compile(m["input"]); err != nil {
 			return nil, err
 		}
-	case o.fn == "$derivative" || o.fn == "$integral" || o.fn == "$covariancePop" || o.fn == "$covarianceSamp" || o.fn == "$linearFill":
+	case o.fn == "$linearFill":
+		if window.Type != 0 {
+			return nil, windowError("$linearFill does not accept a 'window' field")
+		}
+		if w.sortBy == nil || len(w.sortBy.Paths()) != 1 {
+			return nil, windowError("$linearFill requires a 'sortBy' on exactly one field")
+		}
+		if o.arg, err = w.env.compile(fnArg); err != nil {
+			return nil, err
+		}
+	case o.fn == "$derivative" || o.fn == "$integral" || o.fn == "$covariancePop" || o.fn == "$covarianceSamp":
 		return nil, errorOf(ErrNotImplemented, "window function %s is not supported by Parsec yet", o.fn)
 	default:
 		return nil, windowError("Unrecognized window function, %s", o.fn)
@@ -504,6 +514,8 @@ func (w *windowStage) compute(ectx *expr.Context, o *windowOutput, oi int, rows 
 			r.out[oi] = last
 		}
 		return nil
+	case "$linearFill":
+		return linearFill(ectx, o, oi, rows)
 	case "$expMovingAvg":
 		var ema float64
 		started := false
@@ -661,4 +673,63 @@ func sortSearch(n int, f func(int) bool) int {
 		}
 	}
 	return lo
+}
+
+// linearFill fills each null or missing value of o's input (rows are one
+// partition in sortBy order) on the line between the nearest values before
+// and after it, by the sortBy value (a number or a date); at either end of
+// the partition it stays null.
+func linearFill(ectx *expr.Context, o *windowOutput, oi int, rows []*windowRow) error {
+	ys := make([]bsoncore.Value, len(rows))
+	xs := make([]float64, len(rows))
+	for i, r := range rows {
+		ectx.Root = r.doc
+		v, err := o.arg.Eval(ectx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined:
+			v = bsoncore.Value{}
+		case !isNumeric(v):
+			return windowError("$linearFill only supports numeric types, found %s", typeName(v))
+		}
+		ys[i] = v
+		k := r.keys[0]
+		switch {
+		case isNumeric(k):
+			xs[i] = value.Float(k)
+		case k.Type == bsoncore.TypeDateTime:
+			xs[i] = float64(k.DateTime())
+		default:
+			return windowError("$linearFill requires the sortBy field to be a number or a date, found %s", typeName(k))
+		}
+		if i > 0 && xs[i] == xs[i-1] {
+			return windowError("There can be no repeated values in the sortBy field for $linearFill in one partition")
+		}
+	}
+	next := make([]int, len(rows)) // index of the next row with a value (-1: none)
+	n := -1
+	for i := len(rows) - 1; i >= 0; i-- {
+		next[i] = n
+		if ys[i].Type != 0 {
+			n = i
+		}
+	}
+	prev := -1
+	for i, r := range rows {
+		switch {
+		case ys[i].Type != 0:
+			r.out[oi] = ys[i]
+			prev = i
+		case prev < 0 || next[i] < 0:
+			r.out[oi] = expr.Null
+		default:
+			j := next[i]
+			y1, y2 := value.Float(ys[prev]), value.Float(ys[j])
+			y := y1 + (y2-y1)*(xs[i]-xs[prev])/(xs[j]-xs[prev])
+			r.out[oi] = bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, y)}
+		}
+	}
+	return nil
 }
