@@ -56,14 +56,13 @@ func init() {
 		"$out": parseOut, "$merge": parseMerge, "$unionWith": parseUnionWith, "$redact": parseRedact,
 		"$graphLookup": parseGraphLookup, "$setWindowFields": parseSetWindowFields, "$documents": parseDocuments,
 		"$collStats": parseCollStats, "$indexStats": parseIndexStats, "$currentOp": parseNoOutput,
-		"$listLocalSessions": parseNoOutput, "$listSessions": parseNoOutput, "$fill": parseFill,
+		"$listLocalSessions": parseNoOutput, "$listSessions": parseNoOutput, "$fill": parseFill, "$densify": parseDensify,
 	}
 }
 
 // unsupportedStages are MongoDB stages Parsec does not run, with why.
 var unsupportedStages = map[string]string{
 	"$geoNear":                     "geospatial indexes do not exist in Parsec",
-	"$densify":                     "not supported by Parsec yet",
 	"$changeStream":                "change streams are not supported by Parsec",
 	"$changeStreamSplitLargeEvent": "change streams are not supported by Parsec",
 	"$search":                      "Atlas Search is only available on MongoDB Atlas",
