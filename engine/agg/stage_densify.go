@@ -184,17 +184,7 @@ func (*densifyStage) name() string              { return "$densify" }
 func (s *densifyStage) spec() bsoncore.Document { return s.raw }
 
 func (s *densifyStage) open(in Iterator) Iterator {
-	var out Iterator
-	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
-		if out == nil {
-			docs, err := s.run(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			out = Docs(docs)
-		}
-		return out.Next(ctx)
-	}, close: in.Close}
+	return blocking(in, s.run)
 }
 
 // densifyRow is one document with its field value.

@@ -437,17 +437,7 @@ func (s *sampleStage) spec() bsoncore.Document { return s.raw }
 // open keeps the size documents with the largest random priorities
 // (reservoir sampling), then returns them in random order.
 func (s *sampleStage) open(in Iterator) Iterator {
-	var out Iterator
-	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
-		if out == nil {
-			docs, err := s.sample(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			out = Docs(docs)
-		}
-		return out.Next(ctx)
-	}, close: in.Close}
+	return blocking(in, s.sample)
 }
 
 func (s *sampleStage) sample(ctx context.Context, in Iterator) ([]bsoncore.Document, error) {

@@ -354,17 +354,7 @@ type windowRow struct {
 }
 
 func (w *windowStage) open(in Iterator) Iterator {
-	var out Iterator
-	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
-		if out == nil {
-			docs, err := w.run(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			out = Docs(docs)
-		}
-		return out.Next(ctx)
-	}, close: in.Close}
+	return blocking(in, w.run)
 }
 
 func (w *windowStage) run(ctx context.Context, in Iterator) ([]bsoncore.Document, error) {

@@ -114,3 +114,19 @@ func pull(ctx context.Context, in Iterator, n *int) (bsoncore.Document, error) {
 	}
 	return in.Next(ctx)
 }
+
+// blocking runs a stage that needs all its input before its first output:
+// run, on the first Next, reads in and returns every output document.
+func blocking(in Iterator, run func(ctx context.Context, in Iterator) ([]bsoncore.Document, error)) Iterator {
+	var out Iterator
+	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
+		if out == nil {
+			docs, err := run(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			out = Docs(docs)
+		}
+		return out.Next(ctx)
+	}, close: in.Close}
+}
