@@ -82,6 +82,8 @@ func (e *Engine) cmdExplain(ctx context.Context, req *request) ([]byte, error) {
 		ex, err = e.explainCount(ctx, req.db, coll, inner, verbosity)
 	case "distinct":
 		ex, err = e.explainDistinct(ctx, req.db, coll, inner, verbosity)
+	case "update", "delete", "findAndModify", "findandmodify":
+		ex, err = e.explainWrite(ctx, req.db, e.commands[cmd].name, inner, verbosity)
 	default:
 		if _, known := e.commands[cmd]; known {
 			return nil, errorf(ErrCommandNotSupported, "explain of %s is not supported by Parsec yet", cmd)

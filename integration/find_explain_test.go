@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // TestExplain covers explain of find, count and distinct: mongos's shape
@@ -164,4 +165,48 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestExplainWrites: explaining update, delete and findAndModify shows the
+// plan of their query under an UPDATE or DELETE stage, and writes nothing.
+func TestExplainWrites(t *testing.T) {
+	s := startTestServer(t)
+	c := newTestClient(t, s)
+	ctx := testCtx(t)
+	db := c.Database("explainwrites")
+	coll := db.Collection("c")
+	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	stageOf := func(raw bson.Raw) (string, string) {
+		plan := mustLookup(t, raw, "queryPlanner", "winningPlan", "shards", "0", "winningPlan").Document()
+		return plan.Lookup("stage").StringValue(), plan.Lookup("inputStage", "stage").StringValue()
+	}
+	update := bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "a", Value: 2}}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "b", Value: 1}}}}}}}}}
+	raw := runOK(t, db, bson.D{{Key: "explain", Value: update}, {Key: "verbosity", Value: "executionStats"}})
+	if top, in := stageOf(raw); top != "UPDATE" || in != "LIMIT" {
+		t.Errorf("explain update: %s over %s, want UPDATE over LIMIT: %v", top, in, raw)
+	}
+	if n := intOf(t, mustLookup(t, raw, "executionStats", "totalKeysExamined")); n != 1 {
+		t.Errorf("explain update examined %d keys, want 1 (the index on a)", n)
+	}
+	deleteAll := bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "limit", Value: 0}}}}}
+	if top, _ := stageOf(runOK(t, db, bson.D{{Key: "explain", Value: deleteAll}})); top != "DELETE" {
+		t.Errorf("explain delete: %s", top)
+	}
+	fam := bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "remove", Value: true}}
+	if top, _ := stageOf(runOK(t, db, bson.D{{Key: "explain", Value: fam}})); top != "DELETE" {
+		t.Errorf("explain findAndModify remove: %s", top)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 2 {
+		t.Fatalf("explain wrote: %d documents, %v", n, err)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "b", Value: 1}}); err != nil || n != 0 {
+		t.Fatalf("explain updated: %d, %v", n, err)
+	}
+	two := bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "limit", Value: 1}}, bson.D{{Key: "q", Value: bson.D{}}, {Key: "limit", Value: 1}}}}}
+	runFail(t, db, bson.D{{Key: "explain", Value: two}}, 16, "InvalidLength")
 }
