@@ -43,7 +43,8 @@ type windowOutput struct {
 	byRange  bool
 	unit     string // range unit for dates ("" : numbers)
 	lo, hi   bound
-	windowed bool // a window was given
+	windowed bool  // a window was given
+	rateMs   int64 // $derivative and $integral: the unit's milliseconds (0: numbers)
 }
 
 var rankFunctions = map[string]bool{"$rank": true, "$denseRank": true, "$documentNumber": true}
@@ -229,8 +230,38 @@ func (w *windowStage) parseOutput(field string, v bsoncore.Value) (*windowOutput
 		if o.arg, err = w.env.compile(fnArg); err != nil {
 			return nil, err
 		}
-	case o.fn == "$derivative" || o.fn == "$integral" || o.fn == "$covariancePop" || o.fn == "$covarianceSamp":
-		return nil, errorOf(ErrNotImplemented, "window function %s is not supported by Parsec yet", o.fn)
+	case o.fn == "$covariancePop" || o.fn == "$covarianceSamp":
+		if o.arg, err = w.env.compile(fnArg); err != nil {
+			return nil, err
+		}
+	case o.fn == "$derivative" || o.fn == "$integral":
+		m, err := namedArgs(o.fn, fnArg, []string{"input", "unit"}, "input")
+		if err != nil {
+			return nil, err
+		}
+		if w.sortBy == nil || len(w.sortBy.Paths()) != 1 {
+			return nil, windowError("%s requires a 'sortBy' on exactly one field", o.fn)
+		}
+		if o.fn == "$derivative" && window.Type == 0 {
+			return nil, windowError("$derivative requires explicit window bounds")
+		}
+		if u, ok := m["unit"]; ok {
+			s, isStr := u.StringValueOK()
+			if !isStr {
+				return nil, windowError("%s 'unit' must be a string, found %s", o.fn, typeName(u))
+			}
+			ms, err := windowUnitMillis(s)
+			if err != nil {
+				return nil, err
+			}
+			if ms == 0 {
+				return nil, windowError("%s 'unit' must be week or a smaller unit, found %s", o.fn, s)
+			}
+			o.rateMs = ms
+		}
+		if o.arg, err = w.env.compile(m["input"]); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, windowError("Unrecognized window function, %s", o.fn)
 	}
@@ -556,6 +587,12 @@ func (w *windowStage) compute(ectx *expr.Context, o *windowOutput, oi int, rows 
 
 // accumulate runs the output's accumulator over rows[s:e].
 func (w *windowStage) accumulate(ectx *expr.Context, o *windowOutput, rows []*windowRow, s, e int) (bsoncore.Value, error) {
+	switch o.fn {
+	case "$covariancePop", "$covarianceSamp":
+		return covariance(ectx, o, rows[s:e])
+	case "$derivative", "$integral":
+		return rate(ectx, o, rows[s:e])
+	}
 	nctx := w.env.context()
 	nctx.Root = emptyDoc
 	acc, err := o.acc.newAccumulator(nctx)
@@ -722,4 +759,90 @@ func linearFill(ectx *expr.Context, o *windowOutput, oi int, rows []*windowRow) 
 		}
 	}
 	return nil
+}
+
+// covariance is $covariancePop or $covarianceSamp over rows: the input is
+// [x, y]; pairs that are not two numbers are skipped.
+func covariance(ectx *expr.Context, o *windowOutput, rows []*windowRow) (bsoncore.Value, error) {
+	var xs, ys []float64
+	for _, r := range rows {
+		ectx.Root = r.doc
+		v, err := o.arg.Eval(ectx)
+		if err != nil {
+			return expr.Missing, err
+		}
+		pair := expr.Elements(v)
+		if v.Type != bsoncore.TypeArray || len(pair) != 2 || !isNumeric(pair[0]) || !isNumeric(pair[1]) {
+			continue
+		}
+		xs, ys = append(xs, value.Float(pair[0])), append(ys, value.Float(pair[1]))
+	}
+	n := float64(len(xs))
+	if n == 0 || (o.fn == "$covarianceSamp" && n < 2) {
+		return expr.Null, nil
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx, my = mx/n, my/n
+	var c float64
+	for i := range xs {
+		c += (xs[i] - mx) * (ys[i] - my)
+	}
+	if o.fn == "$covarianceSamp" {
+		return expr.Double(c / (n - 1)), nil
+	}
+	return expr.Double(c / n), nil
+}
+
+// rate is $derivative (the change of the input per sortBy unit between the
+// window's first and last documents) or $integral (the area under the
+// input by the trapezoidal rule) over rows. Dates on the sortBy field need
+// a unit; numbers take none.
+func rate(ectx *expr.Context, o *windowOutput, rows []*windowRow) (bsoncore.Value, error) {
+	xs := make([]float64, 0, len(rows))
+	ys := make([]float64, 0, len(rows))
+	for _, r := range rows {
+		k := r.keys[0]
+		var x float64
+		switch {
+		case k.Type == bsoncore.TypeDateTime:
+			if o.rateMs == 0 {
+				return expr.Missing, windowError("%s where the sortBy is a Date requires an 'unit'", o.fn)
+			}
+			x = float64(k.DateTime()) / float64(o.rateMs)
+		case isNumeric(k):
+			if o.rateMs != 0 {
+				return expr.Missing, windowError("%s with 'unit' expects the sortBy field to be a Date", o.fn)
+			}
+			x = value.Float(k)
+		default:
+			return expr.Missing, windowError("%s requires the sortBy field to be a number or a date, found %s", o.fn, typeName(k))
+		}
+		ectx.Root = r.doc
+		v, err := o.arg.Eval(ectx)
+		if err != nil {
+			return expr.Missing, err
+		}
+		if !isNumeric(v) {
+			return expr.Missing, windowError("%s requires a numeric input, found %s", o.fn, typeName(v))
+		}
+		xs, ys = append(xs, x), append(ys, value.Float(v))
+	}
+	if o.fn == "$derivative" {
+		if len(xs) < 2 || xs[len(xs)-1] == xs[0] {
+			return expr.Null, nil
+		}
+		return expr.Double((ys[len(ys)-1] - ys[0]) / (xs[len(xs)-1] - xs[0])), nil
+	}
+	if len(xs) == 0 {
+		return expr.Null, nil
+	}
+	var area float64
+	for i := 1; i < len(xs); i++ {
+		area += (ys[i] + ys[i-1]) / 2 * (xs[i] - xs[i-1])
+	}
+	return expr.Double(area), nil
 }
