@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/parsecdb/parsec/engine/auth"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -109,23 +110,13 @@ func needs(cmd command, req *request) []need {
 		for _, field := range []string{"renameCollection", "to"} {
 			if v, err := req.body.LookupErr(field); err == nil {
 				if ns, ok := v.StringValueOK(); ok {
-					db, _, _ := cutNamespace(ns)
+					db, _, _ := strings.Cut(ns, ".")
 					out = append(out, need{auth.ClassDDL, db}, need{auth.ClassFind, db}, need{auth.ClassWrite, db})
 				}
 			}
 		}
 	}
 	return out
-}
-
-// cutNamespace splits "db.coll" at its first dot.
-func cutNamespace(ns string) (db, coll string, ok bool) {
-	for i := 0; i < len(ns); i++ {
-		if ns[i] == '.' {
-			return ns[:i], ns[i+1:], true
-		}
-	}
-	return ns, "", false
 }
 
 // aggWriteTarget finds the database an aggregation's last stage, $out or
@@ -225,15 +216,8 @@ func asksForSelf(req *request, u *authUser) bool {
 	if err != nil {
 		return false
 	}
-	if s, ok := v.StringValueOK(); ok {
-		return s == u.name && req.db == u.db
-	}
-	if d, ok := v.DocumentOK(); ok {
-		name, _ := d.Lookup("user").StringValueOK()
-		db, _ := d.Lookup("db").StringValueOK()
-		return name == u.name && db == u.db
-	}
-	return false
+	name, db, _ := nameRef(v, "user", req.db)
+	return name == u.name && db == u.db
 }
 
 // firstValueString renders the command's first value for an error

@@ -16,21 +16,21 @@ import (
 // a mongos, level 0 and 1 only set what counts as a slow operation;
 // Parsec keeps no system.profile collection.
 type profileState struct {
-	mu         sync.Mutex
+	mu         sync.Mutex // one profile command at a time
 	level      int32
-	slowMS     int32
 	sampleRate float64
-	// slow is slowMS for the request path (Handle logs slower commands).
-	slow atomic.Int64
+	// slowMS is read by every command (Handle logs slower ones).
+	slowMS atomic.Int64
 }
 
-// slowThreshold is the duration past which a command is logged as slow
-// (slowms, 100 ms unless profile set it).
+func (p *profileState) init() {
+	p.sampleRate = 1
+	p.slowMS.Store(100) // MongoDB's default
+}
+
+// slowThreshold is the duration past which a command is logged as slow.
 func (p *profileState) slowThreshold() time.Duration {
-	if ms := p.slow.Load(); ms > 0 {
-		return time.Duration(ms) * time.Millisecond
-	}
-	return 100 * time.Millisecond
+	return time.Duration(p.slowMS.Load()) * time.Millisecond
 }
 
 // logSlow records a command slower than slowms as MongoDB's "Slow query"
@@ -76,11 +76,8 @@ func (e *Engine) cmdProfile(_ context.Context, req *request) ([]byte, error) {
 	p := &e.profile
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.slowMS == 0 && p.sampleRate == 0 {
-		p.slowMS, p.sampleRate = 100, 1
-	}
-	was := bson.D{{Key: "was", Value: p.level}, {Key: "slowms", Value: p.slowMS}, {Key: "sampleRate", Value: p.sampleRate}}
-	slow, rate := p.slowMS, p.sampleRate
+	slow, rate := int32(p.slowMS.Load()), p.sampleRate
+	was := bson.D{{Key: "was", Value: p.level}, {Key: "slowms", Value: slow}, {Key: "sampleRate", Value: rate}}
 	if v, err := req.body.LookupErr("slowms"); err == nil {
 		n, err := int64Arg(req.name, "slowms", v)
 		if err != nil {
@@ -98,7 +95,7 @@ func (e *Engine) cmdProfile(_ context.Context, req *request) ([]byte, error) {
 	if level >= 0 {
 		p.level = int32(level)
 	}
-	p.slowMS, p.sampleRate = slow, rate
-	p.slow.Store(int64(slow))
+	p.sampleRate = rate
+	p.slowMS.Store(int64(slow))
 	return okReply(was...)
 }

@@ -104,6 +104,20 @@ func parseUserSpec(req *request) (userSpec, error) {
 	return s, nil
 }
 
+// nameRef reads a user or role named by a string (of database db) or by
+// {<key>: name, db}; ok is false unless both are strings.
+func nameRef(x bsoncore.Value, key, db string) (name, in string, ok bool) {
+	if s, isStr := x.StringValueOK(); isStr {
+		return s, db, true
+	}
+	if d, isDoc := x.DocumentOK(); isDoc {
+		name, ok1 := d.Lookup(key).StringValueOK()
+		in, ok2 := d.Lookup("db").StringValueOK()
+		return name, in, ok1 && ok2
+	}
+	return "", "", false
+}
+
 func mustValues(arr bsoncore.Array) []bsoncore.Value {
 	vals, _ := arr.Values()
 	return vals
@@ -118,21 +132,14 @@ func parseRoles(req *request, field string, v bsoncore.Value) ([]auth.RoleRef, e
 	}
 	var out []auth.RoleRef
 	for _, x := range mustValues(arr) {
-		var r auth.RoleRef
-		switch x.Type {
-		case bsoncore.TypeString:
-			r = auth.RoleRef{Role: x.StringValue(), DB: req.db}
-		case bsoncore.TypeEmbeddedDocument:
-			d := x.Document()
-			role, ok1 := d.Lookup("role").StringValueOK()
-			db, ok2 := d.Lookup("db").StringValueOK()
-			if !ok1 || !ok2 {
-				return nil, errorf(ErrBadValue, "Role must be a string or an object with string fields 'role' and 'db'")
-			}
-			r = auth.RoleRef{Role: role, DB: db}
-		default:
+		if x.Type != bsoncore.TypeString && x.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, errorf(ErrBadValue, "Role names must be either strings or objects")
 		}
+		role, db, ok := nameRef(x, "role", req.db)
+		if !ok {
+			return nil, errorf(ErrBadValue, "Role must be a string or an object with string fields 'role' and 'db'")
+		}
+		r := auth.RoleRef{Role: role, DB: db}
 		if !auth.IsBuiltinRole(r) {
 			return nil, errorf(ErrRoleNotFound, "Could not find role: %s (Parsec has MongoDB's built-in roles only)", r)
 		}
@@ -399,15 +406,8 @@ func (e *Engine) cmdUsersInfo(_ context.Context, req *request) ([]byte, error) {
 		return nil
 	}
 	byRef := func(x bsoncore.Value) error {
-		if s, ok := x.StringValueOK(); ok {
-			return add(req.db, s)
-		}
-		if d, ok := x.DocumentOK(); ok {
-			name, ok1 := d.Lookup("user").StringValueOK()
-			db, ok2 := d.Lookup("db").StringValueOK()
-			if ok1 && ok2 {
-				return add(db, name)
-			}
+		if name, db, ok := nameRef(x, "user", req.db); ok {
+			return add(db, name)
 		}
 		return errorf(ErrBadValue, "User name must be a string or an object with string fields 'user' and 'db'")
 	}
@@ -515,17 +515,9 @@ func (e *Engine) cmdRolesInfo(_ context.Context, req *request) ([]byte, error) {
 	}
 	var refs []auth.RoleRef
 	byRef := func(x bsoncore.Value) error {
-		if s, ok := x.StringValueOK(); ok {
-			refs = append(refs, auth.RoleRef{Role: s, DB: req.db})
+		if role, db, ok := nameRef(x, "role", req.db); ok {
+			refs = append(refs, auth.RoleRef{Role: role, DB: db})
 			return nil
-		}
-		if d, ok := x.DocumentOK(); ok {
-			role, ok1 := d.Lookup("role").StringValueOK()
-			db, ok2 := d.Lookup("db").StringValueOK()
-			if ok1 && ok2 {
-				refs = append(refs, auth.RoleRef{Role: role, DB: db})
-				return nil
-			}
 		}
 		return errorf(ErrBadValue, "Role must be a string or an object with string fields 'role' and 'db'")
 	}

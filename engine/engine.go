@@ -153,6 +153,7 @@ func New(cfg Config) *Engine {
 		stop:     make(chan struct{}),
 	}
 	e.electionID = bson.NewObjectIDFromTimestamp(e.started)
+	e.profile.init()
 	if cfg.EnableTestCommands {
 		e.commands["configureFailPoint"] = command{name: "configureFailPoint", adminOnly: true,
 			help: "make chosen commands fail, block or drop the connection (test command)", run: (*Engine).cmdConfigureFailPoint}
@@ -366,7 +367,8 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 			return errorReply(ce), name, units
 		}
 	}
-	if ce := checkReadConcern(cmd.name, body); ce != nil {
+	snapshotRC, ce := checkReadConcern(cmd.name, body)
+	if ce != nil {
 		return errorReply(ce), name, units
 	}
 	if ce := checkTransaction(cmd.name, body); ce != nil {
@@ -401,7 +403,7 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 			}
 		}
 	}
-	ctx, snapTS, ce := c.e.snapshotRead(ctx, cmd.name, body)
+	ctx, snapTS, ce := c.e.snapshotRead(ctx, cmd.name, snapshotRC)
 	if ce != nil {
 		return errorReply(ce), name, units
 	}

@@ -13,25 +13,28 @@ var cursorCommands = map[string]bool{"getMore": true, "killCursors": true}
 
 // checkReadConcern refuses a snapshot read concern for the commands
 // MongoDB refuses it for, with MongoDB's error (drivers' snapshot sessions
-// rely on it). find, aggregate and distinct take it: they read a snapshot
-// (snapshots.go).
-func checkReadConcern(cmd string, body bsoncore.Document) *CommandError {
+// rely on it). find, aggregate and distinct take it: for them it returns
+// the read concern, and they read a snapshot (snapshots.go).
+func checkReadConcern(cmd string, body bsoncore.Document) (snapshot bsoncore.Document, _ *CommandError) {
 	rc, err := body.LookupErr("readConcern")
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	doc, ok := rc.DocumentOK()
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	if level, _ := doc.Lookup("level").StringValueOK(); level != "snapshot" {
-		return nil
+		return nil, nil
 	}
 	if _, err := body.LookupErr("autocommit"); err == nil {
-		return nil // part of a transaction: refused as such
+		return nil, nil // part of a transaction: refused as such
 	}
-	if snapshotReads[cmd] || cursorCommands[cmd] {
-		return nil
+	switch {
+	case snapshotReads[cmd]:
+		return doc, nil
+	case cursorCommands[cmd]:
+		return nil, nil
 	}
-	return errorf(ErrInvalidOptions, `Command %s does not support { readConcern: { level: "snapshot", provenance: "clientSupplied" } } :: caused by :: read concern not supported`, cmd)
+	return nil, errorf(ErrInvalidOptions, `Command %s does not support { readConcern: { level: "snapshot", provenance: "clientSupplied" } } :: caused by :: read concern not supported`, cmd)
 }

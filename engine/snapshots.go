@@ -135,30 +135,15 @@ func (e *Engine) expireSnapshots(all bool) {
 	}
 }
 
-// snapshotRead reads a snapshot read concern: nil when the command reads
-// the latest data, else the snapshot to read (and its cluster time) put in
-// the returned context. Commands that take no snapshot read concern were
-// refused before (checkReadConcern).
-func (e *Engine) snapshotRead(ctx context.Context, cmd string, body bsoncore.Document) (context.Context, *bson.Timestamp, *CommandError) {
-	if !snapshotReads[cmd] {
+// snapshotRead takes the snapshot a snapshot read concern (rc, from
+// checkReadConcern; nil: the command reads the latest data) names, or a
+// new one, and returns it in the context with its cluster time.
+func (e *Engine) snapshotRead(ctx context.Context, cmd string, rc bsoncore.Document) (context.Context, *bson.Timestamp, *CommandError) {
+	if rc == nil {
 		return ctx, nil, nil
-	}
-	rc, err := body.LookupErr("readConcern")
-	if err != nil {
-		return ctx, nil, nil
-	}
-	doc, ok := rc.DocumentOK()
-	if !ok {
-		return ctx, nil, nil
-	}
-	if level, _ := doc.Lookup("level").StringValueOK(); level != "snapshot" {
-		return ctx, nil, nil
-	}
-	if _, err := body.LookupErr("autocommit"); err == nil {
-		return ctx, nil, nil // part of a transaction: refused as such
 	}
 	var at *bson.Timestamp
-	if v, err := doc.LookupErr("atClusterTime"); err == nil {
+	if v, err := rc.LookupErr("atClusterTime"); err == nil {
 		t, i, ok := v.TimestampOK()
 		if !ok {
 			return ctx, nil, wrongType(cmd, "readConcern.atClusterTime", v, "timestamp")
