@@ -36,13 +36,22 @@ func runDocRounds(ctx context.Context, cfg config, want func(string) bool, runs 
 				continue
 			}
 			var docs int64
+			var err error
 			cpu0, start := cpuTime(), time.Now()
-			for time.Since(start) < share || docs == 0 {
-				n, err := r.fn()
-				if err != nil {
-					return nil, err
+			perr := withCPUProfile(profilePath(cfg.CPUProfile, r.name, 1), func() {
+				for time.Since(start) < share || docs == 0 {
+					var n int64
+					if n, err = r.fn(); err != nil {
+						return
+					}
+					docs += n
 				}
-				docs += n
+			})
+			if err == nil {
+				err = perr
+			}
+			if err != nil {
+				return nil, err
 			}
 			elapsed, cpu := time.Since(start), cpuTime()-cpu0
 			out := res[r.name]
