@@ -135,7 +135,7 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 			}
 		}
 		kept := bill
-		id = e.cursors.open(ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{budget: budget, bill: &kept, owner: req.c.cursorOwner(), snap: snapshotOf(ctx)})
+		id = e.cursors.open(ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{budget: budget, bill: &kept, owner: req.c.cursorOwner(), snap: snapshotOf(ctx), txn: txnOf(ctx)})
 	}
 	return cursorReply(id, ns, "firstBatch", batchArray(docs)), nil
 }

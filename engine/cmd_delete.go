@@ -193,7 +193,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 		var n int64
 		var more bool
 		var next []byte
-		err := e.store.Update(func(tx *store.Txn) error {
+		err := e.writerOf(ctx).Update(func(tx *store.Txn) error {
 			n, more, next = 0, false, nil
 			tally.reset()
 			if point != nil {

@@ -81,7 +81,7 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 		}
 		kept := bill
 		id = e.cursors.open(plan.ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{
-			budget: budget, noTimeout: args.noCursorTimeout, bill: &kept, owner: req.c.cursorOwner(), snap: snapshotOf(ctx),
+			budget: budget, noTimeout: args.noCursorTimeout, bill: &kept, owner: req.c.cursorOwner(), snap: snapshotOf(ctx), txn: txnOf(ctx),
 		})
 	}
 	return cursorReply(id, plan.ns, "firstBatch", batchArray(docs)), nil

@@ -217,7 +217,7 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 	if point != nil {
 		defer e.writes.lockKey(point)()
 	}
-	err := e.store.Update(func(tx *store.Txn) error {
+	err := e.writerOf(ctx).Update(func(tx *store.Txn) error {
 		res = famResult{}
 		tally.reset()
 		key, doc, err := findTarget(tx, coll, sp.filter, sp.query, sort, &tally)

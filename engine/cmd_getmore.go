@@ -56,6 +56,10 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cur.txn != nil && txnOf(ctx) != cur.txn {
+		e.cursors.release(cur, false)
+		return nil, errorf(ErrNoSuchTransaction, "Cannot run getMore on cursor %d, which was created in a transaction, outside of that transaction", id)
+	}
 	if cur.snap != nil {
 		// A snapshot read's cursor reads its snapshot to the end.
 		ctx = withSnapshot(ctx, cur.snap)

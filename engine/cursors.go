@@ -48,6 +48,9 @@ type cursor struct {
 	// snap is the snapshot a snapshot read's cursor reads (nil: the
 	// latest data).
 	snap *store.Snapshot
+	// txn is the transaction the cursor was opened in: only its
+	// statements may use it.
+	txn *store.Transaction
 	// owner is the authenticated user that opened it, with access control
 	// on ("" otherwise): only that user may use or kill it.
 	owner string
@@ -60,6 +63,7 @@ type cursorOptions struct {
 	bill      *readBill
 	owner     string
 	snap      *store.Snapshot
+	txn       *store.Transaction
 }
 
 // cursorRegistry holds open cursors. Ids are random, positive and unique
@@ -86,7 +90,7 @@ func (r *cursorRegistry) open(ns string, connID int64, session string, src batch
 			continue
 		}
 		r.cursors[id] = &cursor{id: id, ns: ns, connID: connID, session: session, source: src, lastUsed: r.now(),
-			budget: opts.budget, noTimeout: opts.noTimeout, bill: opts.bill, owner: opts.owner, snap: opts.snap}
+			budget: opts.budget, noTimeout: opts.noTimeout, bill: opts.bill, owner: opts.owner, snap: opts.snap, txn: opts.txn}
 		return id
 	}
 }

@@ -371,10 +371,13 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	if ce != nil {
 		return errorReply(ce), name, units
 	}
-	if ce := checkTransaction(cmd.name, body); ce != nil {
+	ctx, stmt, ce := c.e.transactionStatement(ctx, cmd.name, body)
+	if ce != nil {
 		return errorReply(ce), name, units
 	}
-	if ce := checkTxnNumber(cmd.name, body); ce != nil {
+	if stmt != nil {
+		defer func() { reply = stmt.finish(reply) }()
+	} else if ce := checkTxnNumber(cmd.name, body); ce != nil {
 		return errorReply(ce), name, units
 	}
 	if v, err := body.LookupErr("maxTimeMS"); err == nil && cmd.name != "getMore" {
@@ -399,6 +402,9 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 		if a, ok := c.e.failPoint.trigger(name, app); ok {
 			fail = a
 			if out, done := a.before(ctx, req, func() { wr.CloseConnection = true }); done {
+				if stmt != nil {
+					stmt.injected = true // a fail point's error does not abort the transaction
+				}
 				return out, name, units
 			}
 		}

@@ -188,6 +188,10 @@ func toCommandError(err error) *CommandError {
 		return errorf(ErrInterrupted, "operation was interrupted")
 	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrCollectionChanged):
 		return errorf(ErrWriteConflict, "%v", err)
+	case errors.Is(err, store.ErrLockTimeout):
+		return errorf(ErrLockTimeout, "Unable to acquire a lock on the collection within the transaction's lock timeout: a catalog change of it is waiting or running")
+	case errors.Is(err, store.ErrTransactionEnded):
+		return errorf(ErrNoSuchTransaction, "the transaction has ended (committed, aborted, or past its lifetime limit)")
 	case errors.Is(err, store.ErrTooLarge):
 		return errorf(ErrBSONObjectTooLarge, "%v", err)
 	case errors.Is(err, store.ErrClosed):

@@ -110,6 +110,9 @@ type txnSession struct {
 	// records were last deleted (store.SessionHead.Span).
 	txnNumber int64
 	span      int32
+	// txn is the session's multi-statement transaction with number
+	// txnNumber, in progress or ended (nil: none; transactions.go).
+	txn *sessionTxn
 }
 
 func newSessionTable() *sessionTable {
@@ -304,8 +307,8 @@ type retryableWrite struct {
 // (no txnNumber, or w: 0).
 func (e *Engine) retryableWrite(ctx context.Context, req *request, wc writeConcern, n int) (*retryableWrite, error) {
 	v, err := req.body.LookupErr("txnNumber")
-	if err != nil {
-		return nil, nil
+	if err != nil || txnOf(ctx) != nil {
+		return nil, nil // not retryable, or a statement of a transaction
 	}
 	txn, err := int64Arg("OperationSessionInfo", "txnNumber", v)
 	if err != nil {
@@ -346,15 +349,11 @@ func (rw *retryableWrite) begin() error {
 	s, e := rw.sess, rw.e
 	now := e.now()
 	s.lastUse.Store(now.UnixNano())
-	if !s.loaded {
-		h, ok, err := e.store.SessionHead(rw.lsid)
-		if err != nil {
-			return err
-		}
-		if ok {
-			s.txnNumber, s.span = h.TxnNumber, h.Span
-		}
-		s.loaded = true
+	if err := s.load(e, rw.lsid); err != nil {
+		return err
+	}
+	if rw.txn > s.txnNumber {
+		s.endTransaction() // a newer txnNumber aborts the transaction in progress
 	}
 	switch {
 	case rw.txn < s.txnNumber:
@@ -385,6 +384,23 @@ func (rw *retryableWrite) begin() error {
 		}
 	}
 	rw.pending = s.span
+	return nil
+}
+
+// load reads the session's txnNumber and statement span from the store
+// the first time the session is checked out.
+func (s *txnSession) load(e *Engine, lsid []byte) error {
+	if s.loaded {
+		return nil
+	}
+	h, ok, err := e.store.SessionHead(lsid)
+	if err != nil {
+		return err
+	}
+	if ok {
+		s.txnNumber, s.span = h.TxnNumber, h.Span
+	}
+	s.loaded = true
 	return nil
 }
 
@@ -616,6 +632,7 @@ func (e *Engine) forgetSession(lsid []byte, idleBefore time.Time) {
 		s.release()
 		return
 	}
+	s.endTransaction()
 	if err := e.store.DeleteSession(lsid); err != nil && !errors.Is(err, store.ErrClosed) {
 		e.logger.Warn("forgetting a session", "lsid", sessionString(lsid), "err", err)
 	}

@@ -48,8 +48,12 @@ func snapshotOf(ctx context.Context) *store.Snapshot {
 // viewOf is what the reads under ctx read: their snapshot, or the store.
 func (e *Engine) viewOf(ctx context.Context) reader { return viewIn(ctx, e.store) }
 
-// viewIn is the snapshot of the reads under ctx, else latest.
+// viewIn is the transaction or snapshot the reads under ctx read, else
+// latest.
 func viewIn(ctx context.Context, latest reader) reader {
+	if t := txnOf(ctx); t != nil {
+		return t
+	}
 	if sn := snapshotOf(ctx); sn != nil {
 		return sn
 	}

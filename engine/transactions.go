@@ -2,38 +2,452 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
 
+	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// ErrOperationNotSupportedInTransaction is what a transaction statement
-// gets. Not IllegalOperation (20): drivers turn a write's 20 into their own
-// "this deployment does not support retryable writes" message, hiding
-// Parsec's.
-const ErrOperationNotSupportedInTransaction Code = 263
+// Multi-document transactions.
+//
+// Drivers send every command of a transaction with the session's lsid,
+// the transaction's txnNumber and autocommit: false; the first also
+// carries startTransaction: true (and the transaction's read concern),
+// and commitTransaction or abortTransaction ends it. Each transaction is
+// a store.Transaction: one Badger read-write transaction held across its
+// commands, so its statements see its own writes, others see none of them
+// until commit, and an abort leaves nothing behind. Reads see the data as
+// of the transaction's first statement (snapshot isolation), whatever its
+// read concern.
+//
+// As in MongoDB:
+//   - a statement that fails aborts its transaction; later statements and
+//     commitTransaction then get 251 NoSuchTransaction;
+//   - two transactions that write one document conflict at once: the
+//     second gets 112 WriteConflict (a write outside any transaction waits
+//     for the transaction to end instead);
+//   - both errors carry the TransientTransactionError label, on which
+//     drivers' withTransaction helpers run the transaction again;
+//   - a transaction open longer than transactionLifetimeLimitSeconds (60)
+//     is aborted;
+//   - count, listCollections, drop and the other commands MongoDB refuses
+//     in a transaction get 263 OperationNotSupportedInTransaction, and so
+//     do $out and $merge;
+//   - commitTransaction is idempotent: run again after a commit (a
+//     driver's retry) it succeeds again.
+//
+// Collections created inside a transaction (by create, or implicitly by a
+// first insert) are created at once and stay after an abort; their
+// documents do not.
 
-func init() { codeNames[ErrOperationNotSupportedInTransaction] = "OperationNotSupportedInTransaction" }
+// Codes of transactions.
+const (
+	ErrOperationNotSupportedInTransaction Code = 263
+	ErrNoSuchTransaction                  Code = 251
+	ErrTransactionCommitted               Code = 256
+	ErrTransactionTooLarge                Code = 257
+	ErrLockTimeout                        Code = 24
+)
 
-// checkTransaction refuses commands that belong to a multi-document
-// transaction. Parsec does not run transactions yet; accepting their
-// commands would apply each write at once and make abortTransaction a lie,
-// so the first statement of a transaction fails instead and nothing is
-// written.
-func checkTransaction(cmd string, body bsoncore.Document) *CommandError {
-	if _, err := body.LookupErr("autocommit"); err != nil {
-		if _, err := body.LookupErr("startTransaction"); err != nil {
-			return nil
+func init() {
+	codeNames[ErrOperationNotSupportedInTransaction] = "OperationNotSupportedInTransaction"
+	codeNames[ErrNoSuchTransaction] = "NoSuchTransaction"
+	codeNames[ErrTransactionCommitted] = "TransactionCommitted"
+	codeNames[ErrTransactionTooLarge] = "TransactionTooLarge"
+	codeNames[ErrLockTimeout] = "LockTimeout"
+}
+
+// transactionLifetime is transactionLifetimeLimitSeconds.
+const transactionLifetime = 60 * time.Second
+
+// transactionCommands are the commands a transaction may run.
+var transactionCommands = map[string]bool{
+	"find": true, "getMore": true, "killCursors": true, "aggregate": true, "distinct": true,
+	"insert": true, "update": true, "delete": true, "findAndModify": true,
+	"create": true, "createIndexes": true,
+	"commitTransaction": true, "abortTransaction": true,
+}
+
+// transientCodes are the errors a driver may retry the whole transaction
+// on.
+var transientCodes = map[Code]bool{ErrWriteConflict: true, ErrNoSuchTransaction: true, ErrLockTimeout: true}
+
+type txnState int
+
+const (
+	txnActive txnState = iota
+	txnCommitted
+	txnAborted
+)
+
+// sessionTxn is a session's transaction.
+type sessionTxn struct {
+	number int64
+	st     *store.Transaction
+
+	mu     sync.Mutex
+	state  txnState
+	why    string // why it was aborted, when not by abortTransaction
+	expiry *time.Timer
+}
+
+func (t *sessionTxn) getState() (txnState, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state, t.why
+}
+
+// abort aborts t if it is in progress.
+func (t *sessionTxn) abort(why string) {
+	t.mu.Lock()
+	if t.state != txnActive {
+		t.mu.Unlock()
+		return
+	}
+	t.state, t.why = txnAborted, why
+	t.expiry.Stop()
+	t.mu.Unlock()
+	t.st.Abort()
+}
+
+// commit commits t, in progress; it is aborted when that fails.
+func (t *sessionTxn) commit() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != txnActive {
+		return errors.New("transaction is not in progress")
+	}
+	t.expiry.Stop()
+	if err := t.st.Commit(); err != nil {
+		t.state, t.why = txnAborted, "its commit failed"
+		return err
+	}
+	t.state = txnCommitted
+	return nil
+}
+
+// endTransaction aborts the session's transaction, if one is in progress
+// (the session is held).
+func (s *txnSession) endTransaction() {
+	if s.txn != nil {
+		s.txn.abort("a newer transaction or retryable write started on its session")
+	}
+}
+
+type txnKey struct{}
+type statementKey struct{}
+
+// txnOf is the transaction the command under ctx runs in, or nil.
+func txnOf(ctx context.Context) *store.Transaction {
+	t, _ := ctx.Value(txnKey{}).(*store.Transaction)
+	return t
+}
+
+// writer runs write transactions: the store's, or a transaction's.
+type writer interface {
+	Update(fn func(*store.Txn) error) error
+}
+
+// writerOf is where the writes under ctx go: their transaction, or the
+// store (each write committed at once).
+func (e *Engine) writerOf(ctx context.Context) writer {
+	if t := txnOf(ctx); t != nil {
+		return t
+	}
+	return e.store
+}
+
+// txnStatement is a command of a transaction, holding its session.
+type txnStatement struct {
+	e    *Engine
+	sess *txnSession
+	lsid []byte
+	txn  *sessionTxn
+	cmd  string
+	n    int64
+	// injected: the reply is a fail point's (configureFailPoint), not
+	// the command's.
+	injected bool
+}
+
+// transactionStatement starts or continues the transaction a command
+// with autocommit belongs to, checking the session out until finish. It
+// returns a nil statement for a command outside any transaction.
+func (e *Engine) transactionStatement(ctx context.Context, cmd string, body bsoncore.Document) (context.Context, *txnStatement, *CommandError) {
+	acv, acErr := body.LookupErr("autocommit")
+	stv, stErr := body.LookupErr("startTransaction")
+	if acErr != nil && stErr != nil {
+		return ctx, nil, nil
+	}
+	if acErr != nil {
+		return ctx, nil, errorf(ErrInvalidOptions, "startTransaction requires autocommit: false")
+	}
+	ac, ok := acv.BooleanOK()
+	if !ok {
+		return ctx, nil, wrongType(cmd, "autocommit", acv, "bool")
+	}
+	if ac {
+		return ctx, nil, errorf(ErrInvalidOptions, "autocommit may only be given as false, in a multi-document transaction")
+	}
+	start := false
+	if stErr == nil {
+		b, ok := stv.BooleanOK()
+		if !ok {
+			return ctx, nil, wrongType(cmd, "startTransaction", stv, "bool")
+		}
+		if !b {
+			return ctx, nil, errorf(ErrInvalidOptions, "startTransaction may only be given as true")
+		}
+		start = true
+	}
+	v, err := body.LookupErr("txnNumber")
+	if err != nil {
+		return ctx, nil, errorf(ErrInvalidOptions, "'autocommit' field requires a transaction number to also be specified")
+	}
+	n, err := int64Arg("OperationSessionInfo", "txnNumber", v)
+	if err != nil {
+		return ctx, nil, toCommandError(err)
+	}
+	idv, err := body.LookupErr("lsid", "id")
+	if err != nil {
+		return ctx, nil, errorf(ErrInvalidOptions, "Transaction number requires a session ID to also be specified")
+	}
+	lsid, err := sessionUUID(idv)
+	if err != nil {
+		return ctx, nil, toCommandError(err)
+	}
+	if ce := checkTransactionCommand(cmd, body, start); ce != nil {
+		return ctx, nil, ce
+	}
+	sess, err := e.sessions.checkout(ctx, lsid)
+	if err != nil {
+		return ctx, nil, toCommandError(err)
+	}
+	s := &txnStatement{e: e, sess: sess, lsid: lsid, cmd: cmd, n: n}
+	ctx, ce := s.enter(ctx, start)
+	if ce != nil {
+		s.release()
+		return ctx, nil, ce
+	}
+	return context.WithValue(ctx, statementKey{}, s), s, nil
+}
+
+// checkTransactionCommand refuses what MongoDB refuses in a transaction.
+func checkTransactionCommand(cmd string, body bsoncore.Document, start bool) *CommandError {
+	if !transactionCommands[cmd] {
+		return errorf(ErrOperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", cmd)
+	}
+	if cmd == "aggregate" {
+		if stages, ok := body.Lookup("pipeline").ArrayOK(); ok {
+			vals, _ := stages.Values()
+			for _, st := range vals {
+				if d, ok := st.DocumentOK(); ok {
+					if el, err := d.IndexErr(0); err == nil && (el.Key() == "$out" || el.Key() == "$merge") {
+						return errorf(ErrOperationNotSupportedInTransaction, "%s cannot be used in a transaction", el.Key())
+					}
+				}
+			}
 		}
 	}
-	return transactionsRefused(cmd)
+	if _, err := body.LookupErr("writeConcern"); err == nil && cmd != "commitTransaction" && cmd != "abortTransaction" {
+		return errorf(ErrInvalidOptions, "writeConcern is not allowed within a multi-statement transaction")
+	}
+	rc, err := body.LookupErr("readConcern")
+	if err != nil {
+		return nil
+	}
+	if !start {
+		return errorf(ErrInvalidOptions, "Only the first command in a transaction may specify a readConcern")
+	}
+	if d, ok := rc.DocumentOK(); ok {
+		switch level, _ := d.Lookup("level").StringValueOK(); level {
+		case "", "local", "majority", "snapshot":
+		default:
+			return errorf(ErrInvalidOptions, "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction")
+		}
+	}
+	return nil
 }
 
-func transactionsRefused(cmd string) *CommandError {
-	return errorf(ErrOperationNotSupportedInTransaction, "multi-document transactions are not supported by Parsec (command %s was sent inside a transaction); run the statements without a transaction", cmd)
+// enter checks the statement against its session's transaction, starting
+// one for startTransaction, and returns ctx with the transaction.
+func (s *txnStatement) enter(ctx context.Context, start bool) (context.Context, *CommandError) {
+	e, sess := s.e, s.sess
+	sess.lastUse.Store(e.now().UnixNano())
+	if err := sess.load(e, s.lsid); err != nil {
+		return ctx, toCommandError(err)
+	}
+	if s.n < sess.txnNumber {
+		return ctx, &CommandError{Code: ErrTransactionTooOld, Name: "TransactionTooOld",
+			Msg: fmt.Sprintf("Cannot start transaction %d on session %s because a newer transaction with txnNumber %d has already started on this session.", s.n, sessionString(s.lsid), sess.txnNumber)}
+	}
+	if start {
+		if s.n == sess.txnNumber {
+			return ctx, errorf(ErrConflictingOperationInProgress, "Cannot start a transaction at given transaction number %d on session %s because a transaction with the same number is in progress or has run.", s.n, sessionString(s.lsid))
+		}
+		sess.endTransaction()
+		st, err := e.store.Begin()
+		if err != nil {
+			return ctx, toCommandError(err)
+		}
+		t := &sessionTxn{number: s.n, st: st}
+		t.expiry = time.AfterFunc(transactionLifetime, func() {
+			t.abort(fmt.Sprintf("it ran longer than transactionLifetimeLimitSeconds (%d)", int(transactionLifetime.Seconds())))
+		})
+		sess.txnNumber, sess.txn = s.n, t
+		s.txn = t
+		return context.WithValue(ctx, txnKey{}, st), nil
+	}
+	t := sess.txn
+	if s.n > sess.txnNumber || t == nil || t.number != s.n {
+		return ctx, s.noSuchTransaction("")
+	}
+	s.txn = t
+	if s.cmd == "commitTransaction" || s.cmd == "abortTransaction" {
+		return ctx, nil // their handlers look at the state
+	}
+	switch state, why := t.getState(); state {
+	case txnCommitted:
+		return ctx, errorf(ErrTransactionCommitted, "Transaction %d has been committed.", s.n)
+	case txnAborted:
+		return ctx, s.noSuchTransaction(why)
+	}
+	return context.WithValue(ctx, txnKey{}, t.st), nil
 }
 
-// cmdEndTransaction answers commitTransaction and abortTransaction: there
-// is no transaction to end, since its first statement was refused.
-func (e *Engine) cmdEndTransaction(_ context.Context, req *request) ([]byte, error) {
-	return nil, transactionsRefused(req.name)
+func (s *txnStatement) noSuchTransaction(why string) *CommandError {
+	msg := fmt.Sprintf("Transaction with txnNumber %d on session %s is not in progress", s.n, sessionString(s.lsid))
+	if why != "" {
+		msg = fmt.Sprintf("Transaction with txnNumber %d on session %s has been aborted because %s", s.n, sessionString(s.lsid), why)
+	}
+	return errorf(ErrNoSuchTransaction, "%s", msg)
+}
+
+// finish ends the statement and returns its reply: a failed one (an
+// error, write errors, or no reply after a panic) aborts the transaction,
+// and an error a driver may retry the whole transaction on gets the
+// TransientTransactionError label.
+func (s *txnStatement) finish(out []byte) []byte {
+	defer s.release()
+	doc := bsoncore.Document(out)
+	okv, err := doc.LookupErr("ok")
+	ok, isNum := okv.AsFloat64OK()
+	failed := out == nil || err != nil || !isNum || ok != 1
+	if !failed {
+		wes, err := doc.LookupErr("writeErrors")
+		failed = err == nil
+		if ce := conflictIn(wes); ce != nil {
+			// In a transaction a write conflict fails the command, as
+			// MongoDB throws it, rather than being one statement's error.
+			out = errorReply(ce)
+			doc = out
+			okv, isNum, ok = bsoncore.Value{}, true, 0
+		}
+	}
+	if failed && !s.injected && s.txn != nil && s.cmd != "commitTransaction" && s.cmd != "abortTransaction" {
+		s.txn.abort("a statement of it failed")
+	}
+	if out == nil || !failed || (isNum && ok == 1) {
+		return out
+	}
+	if _, err := doc.LookupErr("errorLabels"); err == nil {
+		return out
+	}
+	code, _ := doc.Lookup("code").AsInt64OK()
+	if !transientCodes[Code(code)] {
+		return out
+	}
+	elems, err := doc.Elements()
+	if err != nil {
+		return out
+	}
+	idx, b := bsoncore.AppendDocumentStart(make([]byte, 0, len(out)+48))
+	for _, el := range elems {
+		b = append(b, el...)
+	}
+	aidx, b := bsoncore.AppendArrayElementStart(b, "errorLabels")
+	b = bsoncore.AppendStringElement(b, "0", "TransientTransactionError")
+	b, _ = bsoncore.AppendArrayEnd(b, aidx)
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return b
+}
+
+// conflictIn is the WriteConflict among a reply's writeErrors, or nil.
+func conflictIn(writeErrors bsoncore.Value) *CommandError {
+	arr, ok := writeErrors.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	for _, v := range vals {
+		d, _ := v.DocumentOK()
+		if code, _ := d.Lookup("code").AsInt64OK(); Code(code) == ErrWriteConflict {
+			msg, _ := d.Lookup("errmsg").StringValueOK()
+			return errorf(ErrWriteConflict, "%s", msg)
+		}
+	}
+	return nil
+}
+
+func (s *txnStatement) release() {
+	s.sess.lastUse.Store(s.e.now().UnixNano())
+	s.sess.release()
+}
+
+func statementOf(ctx context.Context) *txnStatement {
+	s, _ := ctx.Value(statementKey{}).(*txnStatement)
+	return s
+}
+
+// cmdCommitTransaction commits the session's transaction, or answers ok
+// again for one already committed.
+func (e *Engine) cmdCommitTransaction(ctx context.Context, req *request) ([]byte, error) {
+	s := statementOf(ctx)
+	if s == nil {
+		return nil, errorf(ErrInvalidOptions, "commitTransaction must be run within a transaction")
+	}
+	wc, err := parseWriteConcern(req)
+	if err != nil {
+		return nil, err
+	}
+	switch state, why := s.txn.getState(); state {
+	case txnCommitted:
+		return okReply()
+	case txnAborted:
+		return nil, s.noSuchTransaction(why)
+	}
+	if err := s.txn.commit(); err != nil {
+		if errors.Is(err, store.ErrTooLarge) {
+			return nil, errorf(ErrTransactionTooLarge, "Transaction is too large to commit: %v", err)
+		}
+		return nil, err
+	}
+	if wc.journal {
+		if err := e.store.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	return okReply()
+}
+
+// cmdAbortTransaction aborts the session's transaction.
+func (e *Engine) cmdAbortTransaction(ctx context.Context, req *request) ([]byte, error) {
+	s := statementOf(ctx)
+	if s == nil {
+		return nil, errorf(ErrInvalidOptions, "abortTransaction must be run within a transaction")
+	}
+	if _, err := parseWriteConcern(req); err != nil {
+		return nil, err
+	}
+	switch state, why := s.txn.getState(); state {
+	case txnCommitted:
+		return nil, errorf(ErrTransactionCommitted, "Transaction %d has been committed.", s.n)
+	case txnAborted:
+		return nil, s.noSuchTransaction(why)
+	}
+	s.txn.abort("")
+	return okReply()
 }

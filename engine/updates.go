@@ -230,7 +230,7 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 		if point != nil {
 			unlock = e.writes.lockKey(point)
 		}
-		err := e.store.Update(func(tx *store.Txn) error {
+		err := e.writerOf(ctx).Update(func(tx *store.Txn) error {
 			matched, modified, upserted, more, next, stmtErr = 0, 0, bsoncore.Value{}, false, nil, nil
 			tally.reset()
 			var writes []pendingWrite

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/parsecdb/parsec/shard"
@@ -45,6 +46,7 @@ type Txn struct {
 	hot     []lpRef                // logical partitions whose deltas piled up: fold after commit
 	ixWork  IndexWork              // secondary index entries written
 	fences  []*sync.RWMutex        // collections' fences held shared until the end (fence.go)
+	owner   *Transaction           // the multi-statement transaction this is, or nil
 }
 
 // lpDelta is what a transaction changes in one logical partition.
@@ -90,6 +92,15 @@ func (s *Store) Update(fn func(*Txn) error) error {
 		tx.releaseFences()
 		if errors.Is(err, badger.ErrConflict) && attempt < 1000 {
 			continue
+		}
+		var wait *lockWaitError
+		if errors.As(err, &wait) {
+			select {
+			case <-wait.done:
+				continue
+			case <-time.After(lockWaitLimit):
+				return fmt.Errorf("%w: a transaction in progress holds a document this write changes", ErrConflict)
+			}
 		}
 		if err == nil {
 			s.dirty.Store(true)
@@ -142,7 +153,11 @@ func (t *Txn) checkCollection(c *Collection) error {
 		return ErrCollectionChanged // re-placed meanwhile: c is out of date
 	}
 	f := t.s.fence(c.ID)
-	f.RLock()
+	if t.owner == nil {
+		f.RLock()
+	} else if !tryRLock(f, txnLockTimeout) {
+		return ErrLockTimeout
+	}
 	t.fences = append(t.fences, f)
 	t.s.catMu.RLock()
 	cur := t.s.colls[c.Namespace()]
@@ -287,6 +302,9 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.checkCollection(c); err != nil {
 		return err
 	}
+	if err := t.lockKey(key); err != nil {
+		return err
+	}
 	_, err := t.t.Get(key)
 	if err == nil {
 		return &DuplicateKeyError{Key: key}
@@ -303,7 +321,7 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 			return err
 		}
 	}
-	if err := t.t.Set(key, doc); err != nil {
+	if err := t.set(key, doc); err != nil {
 		return mapBadgerErr(err)
 	}
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
@@ -342,6 +360,9 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
 		return err
 	}
+	if err := t.lockKey(key); err != nil {
+		return err
+	}
 	var changes []ixChange
 	if len(c.Indexes) > 0 {
 		old, err := t.current(key)
@@ -357,7 +378,7 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.checkGrowth(c, key, int64(len(doc)-oldSize)); err != nil {
 		return err
 	}
-	if err := t.t.Set(key, doc); err != nil {
+	if err := t.set(key, doc); err != nil {
 		return mapBadgerErr(err)
 	}
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
@@ -370,6 +391,9 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 // bytes. ErrNotFound if there is no document at key.
 func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
+		return err
+	}
+	if err := t.lockKey(key); err != nil {
 		return err
 	}
 	if len(c.Indexes) > 0 {
@@ -387,7 +411,7 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	} else if err := t.exists(key); err != nil {
 		return err
 	}
-	if err := t.t.Delete(key); err != nil {
+	if err := t.del(key); err != nil {
 		return mapBadgerErr(err)
 	}
 	return t.account(c, key, Counts{Docs: -1, Bytes: -int64(oldSize), KeyBytes: -int64(len(key))})

@@ -1,6 +1,9 @@
 package store
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Writers and catalog changes.
 //
@@ -32,6 +35,18 @@ func (s *Store) fence(id uint32) *sync.RWMutex {
 	}
 	f, _ := s.fences.LoadOrStore(id, &sync.RWMutex{})
 	return f.(*sync.RWMutex)
+}
+
+// tryRLock takes f shared, giving up after d.
+func tryRLock(f *sync.RWMutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !f.TryRLock() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return true
 }
 
 // releaseFences ends a transaction's shared holds.

@@ -276,7 +276,7 @@ func (t *Txn) putEntry(c *Collection, ix *Index, docKey, key []byte) error {
 			return err
 		}
 	}
-	if err := t.t.Set(k, v); err != nil {
+	if err := t.set(k, v); err != nil {
 		return mapBadgerErr(err)
 	}
 	n := int64(len(k) + len(v))
@@ -299,7 +299,7 @@ func (t *Txn) removeEntry(c *Collection, ix *Index, docKey, key []byte) error {
 			return err
 		}
 	}
-	if err := t.t.Delete(k); err != nil {
+	if err := t.del(k); err != nil {
 		return mapBadgerErr(err)
 	}
 	n := int64(len(k) + len(v))
@@ -548,7 +548,7 @@ func (s *Store) removeEntries(c *Collection, id uint32) error {
 		}
 		err = s.Update(func(tx *Txn) error {
 			for _, e := range batch {
-				if err := tx.t.Delete(e.k); err != nil {
+				if err := tx.del(e.k); err != nil {
 					return err
 				}
 				docKey := append(DocPrefix(c.ID), e.suffix...)

@@ -55,7 +55,10 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 	if err := t.checkGrowth(c, key, int64(len(out)-oldSize)); err != nil {
 		return err
 	}
-	if err := t.t.Set(key, out); err != nil {
+	if err := t.lockKey(key); err != nil {
+		return err
+	}
+	if err := t.set(key, out); err != nil {
 		return mapBadgerErr(err)
 	}
 	if err := t.applyIndexChanges(c, key, changes); err != nil {

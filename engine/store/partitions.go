@@ -561,7 +561,7 @@ func (t *Txn) insertUnchecked(c *Collection, key, doc []byte) error {
 	} else if !errors.Is(err, badger.ErrKeyNotFound) {
 		return err
 	}
-	if err := t.t.Set(key, doc); err != nil {
+	if err := t.set(key, doc); err != nil {
 		return mapBadgerErr(err)
 	}
 	if len(c.Indexes) > 0 {

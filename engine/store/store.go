@@ -26,6 +26,7 @@ type Options struct {
 
 // Store is one node's Badger database with Parsec's catalog on top.
 type Store struct {
+	locks  writeLocks // document keys written by open transactions (transaction.go)
 	db     *badger.DB
 	logger *slog.Logger
 	dir    string
