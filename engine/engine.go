@@ -108,6 +108,7 @@ type Engine struct {
 	electionID bson.ObjectID    // the replica set's electionId (cmd_replset.go)
 	profile    profileState     // the profile command's setting (cmd_profile.go)
 	snapshots  snapshotRegistry // snapshot reads' snapshots (snapshots.go)
+	clock      clusterClock     // operationTime and snapshots' cluster times (snapshots.go)
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64
@@ -322,6 +323,9 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 		}
 	}()
 	reply, name, units = c.dispatch(ctx, wr)
+	if wr.Err == nil {
+		reply = c.e.withOperationTime(wr.Body, reply)
+	}
 	return reply, name, charge
 }
 
@@ -429,6 +433,20 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 		out = withAtClusterTime(out, *snapTS)
 	}
 	return out, name, units
+}
+
+// withOperationTime adds operationTime to the reply of a command sent in a
+// session, as a router's replies carry it: the driver keeps the latest
+// for the session's causal consistency.
+func (e *Engine) withOperationTime(body bsoncore.Document, reply []byte) []byte {
+	if reply == nil {
+		return nil
+	}
+	if _, err := body.LookupErr("lsid"); err != nil {
+		return reply
+	}
+	ts := e.clock.next(e.now())
+	return appendElement(reply, bsoncore.AppendTimestampElement(nil, "operationTime", ts.T, ts.I))
 }
 
 // countOp counts a command in serverStatus.opcounters. As in MongoDB,

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -72,6 +73,26 @@ type heldSnapshot struct {
 	lastUsed time.Time
 }
 
+// clusterClock hands out cluster times: Timestamp{seconds, counter},
+// each later than the one before. Replies carry one as operationTime, the
+// time a causally consistent session's next read (readConcern
+// afterClusterTime) and next transaction must see; snapshots are named by
+// one.
+type clusterClock struct{ last atomic.Uint64 }
+
+func (c *clusterClock) next(now time.Time) bson.Timestamp {
+	for {
+		last := c.last.Load()
+		t := uint64(now.Unix()) << 32
+		if t <= last {
+			t = last + 1
+		}
+		if c.last.CompareAndSwap(last, t) {
+			return bson.Timestamp{T: uint32(t >> 32), I: uint32(t)}
+		}
+	}
+}
+
 func tsKey(ts bson.Timestamp) uint64 { return uint64(ts.T)<<32 | uint64(ts.I) }
 
 // acquire returns the snapshot named at (taking a new one, and naming it,
@@ -102,10 +123,7 @@ func (e *Engine) acquireSnapshot(at *bson.Timestamp) (*store.Snapshot, bson.Time
 	if err != nil {
 		return nil, bson.Timestamp{}, err
 	}
-	ts := bson.Timestamp{T: uint32(now.Unix()), I: 1}
-	if !ts.After(r.last) {
-		ts = bson.Timestamp{T: r.last.T, I: r.last.I + 1}
-	}
+	ts := e.clock.next(now)
 	r.last = ts
 	r.byTS[tsKey(ts)] = &heldSnapshot{snap: sn, lastUsed: now}
 	return sn, ts, nil

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -72,8 +74,16 @@ var transactionCommands = map[string]bool{
 }
 
 // transientCodes are the errors a driver may retry the whole transaction
-// on.
+// on; so are the retryable errors (failover, shutdown, network) of a
+// statement other than commitTransaction and abortTransaction.
 var transientCodes = map[Code]bool{ErrWriteConflict: true, ErrNoSuchTransaction: true, ErrLockTimeout: true}
+
+func (s *txnStatement) transient(code Code) bool {
+	if transientCodes[code] {
+		return true
+	}
+	return retryableCodes[int32(code)] && s.cmd != "commitTransaction" && s.cmd != "abortTransaction"
+}
 
 type txnState int
 
@@ -87,6 +97,8 @@ const (
 type sessionTxn struct {
 	number int64
 	st     *store.Transaction
+
+	ran bool // a statement has run (not only failed by a fail point)
 
 	mu     sync.Mutex
 	state  txnState
@@ -230,6 +242,11 @@ func (e *Engine) transactionStatement(ctx context.Context, cmd string, body bson
 	ctx, ce := s.enter(ctx, start)
 	if ce != nil {
 		s.release()
+		if s.transient(ce.Code) {
+			labeled := *ce
+			labeled.Extra = append(append(bson.D(nil), ce.Extra...), bson.E{Key: "errorLabels", Value: bson.A{"TransientTransactionError"}})
+			ce = &labeled
+		}
 		return ctx, nil, ce
 	}
 	return context.WithValue(ctx, statementKey{}, s), s, nil
@@ -285,7 +302,11 @@ func (s *txnStatement) enter(ctx context.Context, start bool) (context.Context, 
 			Msg: fmt.Sprintf("Cannot start transaction %d on session %s because a newer transaction with txnNumber %d has already started on this session.", s.n, sessionString(s.lsid), sess.txnNumber)}
 	}
 	if start {
-		if s.n == sess.txnNumber {
+		if t := sess.txn; s.n == sess.txnNumber && t != nil && t.number == s.n && !t.ran {
+			// The first statement again, its first attempt refused before
+			// it ran (a driver's retry): start afresh.
+			t.abort("its first statement was sent again")
+		} else if s.n == sess.txnNumber {
 			return ctx, errorf(ErrConflictingOperationInProgress, "Cannot start a transaction at given transaction number %d on session %s because a transaction with the same number is in progress or has run.", s.n, sessionString(s.lsid))
 		}
 		sess.endTransaction()
@@ -329,50 +350,69 @@ func (s *txnStatement) noSuchTransaction(why string) *CommandError {
 // finish ends the statement and returns its reply: a failed one (an
 // error, write errors, or no reply after a panic) aborts the transaction,
 // and an error a driver may retry the whole transaction on gets the
-// TransientTransactionError label.
+// TransientTransactionError label. A statement's successful reply carries
+// a recoveryToken, as a router's does, which drivers send back with
+// commitTransaction and abortTransaction.
 func (s *txnStatement) finish(out []byte) []byte {
 	defer s.release()
+	endCmd := s.cmd == "commitTransaction" || s.cmd == "abortTransaction"
 	doc := bsoncore.Document(out)
-	okv, err := doc.LookupErr("ok")
-	ok, isNum := okv.AsFloat64OK()
-	failed := out == nil || err != nil || !isNum || ok != 1
+	ok, isNum := doc.Lookup("ok").AsFloat64OK()
+	failed := out == nil || !isNum || ok != 1
 	if !failed {
 		wes, err := doc.LookupErr("writeErrors")
 		failed = err == nil
 		if ce := conflictIn(wes); ce != nil {
 			// In a transaction a write conflict fails the command, as
 			// MongoDB throws it, rather than being one statement's error.
-			out = errorReply(ce)
-			doc = out
-			okv, isNum, ok = bsoncore.Value{}, true, 0
+			out, doc, ok = errorReply(ce), errorReply(ce), 0
 		}
 	}
-	if failed && !s.injected && s.txn != nil && s.cmd != "commitTransaction" && s.cmd != "abortTransaction" {
-		s.txn.abort("a statement of it failed")
+	if s.txn != nil && !s.injected && !endCmd {
+		s.txn.ran = true
+		if failed {
+			s.txn.abort("a statement of it failed")
+		}
 	}
-	if out == nil || !failed || (isNum && ok == 1) {
+	if out == nil {
 		return out
+	}
+	if ok == 1 {
+		if endCmd {
+			return out
+		}
+		return appendElement(out, bsoncore.AppendDocumentElement(nil, "recoveryToken", recoveryToken))
 	}
 	if _, err := doc.LookupErr("errorLabels"); err == nil {
 		return out
 	}
-	code, _ := doc.Lookup("code").AsInt64OK()
-	if !transientCodes[Code(code)] {
+	if code, _ := doc.Lookup("code").AsInt64OK(); !s.transient(Code(code)) {
 		return out
 	}
-	elems, err := doc.Elements()
-	if err != nil {
-		return out
-	}
-	idx, b := bsoncore.AppendDocumentStart(make([]byte, 0, len(out)+48))
-	for _, el := range elems {
-		b = append(b, el...)
-	}
-	aidx, b := bsoncore.AppendArrayElementStart(b, "errorLabels")
+	return appendElement(out, transientLabel)
+}
+
+// recoveryToken is what a statement's reply names the shard that can
+// tell a transaction's outcome by: Parsec is its only shard.
+var recoveryToken = bsoncore.NewDocumentBuilder().AppendString("recoveryShardId", "parsec").Build()
+
+// transientLabel is the errorLabels element of a transient error.
+var transientLabel = func() []byte {
+	aidx, b := bsoncore.AppendArrayElementStart(nil, "errorLabels")
 	b = bsoncore.AppendStringElement(b, "0", "TransientTransactionError")
 	b, _ = bsoncore.AppendArrayEnd(b, aidx)
-	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	return b
+}()
+
+// appendElement adds the encoded element el at the end of document doc.
+func appendElement(doc, el []byte) []byte {
+	if len(doc) < 5 {
+		return doc
+	}
+	out := append(doc[:len(doc)-1:len(doc)-1], el...)
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
 }
 
 // conflictIn is the WriteConflict among a reply's writeErrors, or nil.

@@ -267,8 +267,14 @@ func TestTransactionErrors(t *testing.T) {
 	runFail(t, admin, bson.D{{Key: "commitTransaction", Value: 1}}, 72, "InvalidOptions")
 	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}
 	db := c.Database("txn")
-	runOK(t, db, bson.D{{Key: "insert", Value: "errors"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 9}}}},
+	reply := runOK(t, db, bson.D{{Key: "insert", Value: "errors"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 9}}}},
 		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(5)}, {Key: "startTransaction", Value: true}, {Key: "autocommit", Value: false}})
+	// A router's replies: the recovery token drivers send back with
+	// commitTransaction, and the operationTime of causal consistency.
+	mustLookup(t, reply, "recoveryToken", "recoveryShardId")
+	if ts := mustLookup(t, reply, "operationTime"); ts.Type != bson.TypeTimestamp {
+		t.Fatalf("operationTime is a %v", ts.Type)
+	}
 	runFail(t, db, bson.D{{Key: "find", Value: "errors"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}},
 		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(5)}, {Key: "autocommit", Value: false}}, 72, "InvalidOptions")
 	runFail(t, db, bson.D{{Key: "find", Value: "errors"}, {Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(4)},
