@@ -4,7 +4,7 @@
 // streams), explicit and implicit sessions with their lsid, retryable
 // writes' txnNumber, endSessions on close, findOneAnd*, distinct,
 // estimatedDocumentCount, explain, a parallel load on the pool, the
-// driver's error classes and transactions refused at their first statement.
+// driver's error classes and transactions (withTransaction, conflicts).
 const assert = require('assert');
 const { MongoClient, MongoServerError, MongoBulkWriteError } = require('mongodb');
 
@@ -144,41 +144,52 @@ async function main() {
     await assert.rejects(coll.find({ $foo: 1 }).toArray(), (e) => e instanceof MongoServerError && e.code === 2 && e.codeName === 'BadValue');
     await assert.rejects(db.command({ nope: 1 }), (e) => e instanceof MongoServerError && e.code === 59 && e.codeName === 'CommandNotFound');
 
-    // Multi-document transactions fail at their first statement, honestly:
-    // the server answers OperationNotSupportedInTransaction (263) saying
-    // Parsec does not support them, the driver shows it as it is, and
-    // nothing is written.
-    const txnMsg = (cmd) => new RegExp(`^multi-document transactions are not supported by Parsec \\(command ${cmd} was sent inside a transaction\\)`);
+    // Multi-document transactions with withTransaction: the statements
+    // go out with the session's txnNumber, startTransaction on the first,
+    // autocommit: false on all, and the writes appear together at commit.
+    const accounts = db.collection('accounts');
+    await accounts.insertMany([{ _id: 'a', bal: 100 }, { _id: 'b', bal: 0 }]);
     const txn = client.startSession();
     try {
       events.length = 0;
-      txn.startTransaction();
-      await assert.rejects(coll.insertOne({ _id: 'txn' }, { session: txn }), (e) => {
-        assert.ok(e instanceof MongoServerError, String(e));
-        assert.strictEqual(e.originalError, undefined, 'the driver replaced the error: ' + e.message);
-        const cause = e;
-        assert.strictEqual(cause.code, 263, cause.message);
-        assert.strictEqual(cause.codeName, 'OperationNotSupportedInTransaction');
-        assert.ok(txnMsg('insert').test(cause.message), cause.message);
-        return true;
+      await txn.withTransaction(async () => {
+        await accounts.updateOne({ _id: 'a' }, { $inc: { bal: -30 } }, { session: txn });
+        await accounts.updateOne({ _id: 'b' }, { $inc: { bal: 30 } }, { session: txn });
+        const seen = await accounts.find({}, { session: txn }).sort({ _id: 1 }).toArray();
+        assert.deepStrictEqual(seen.map((d) => d.bal), [70, 30], 'the transaction does not see its own writes');
+        const outside = await accounts.findOne({ _id: 'b' });
+        assert.strictEqual(outside.bal, 0, 'a write was seen outside the transaction before commit');
       });
-      const sent = started('insert')[0].cmd;
-      assert.ok(sent.startTransaction === true && sent.autocommit === false, 'the insert was sent as a transaction statement');
-      const failed = events.find((e) => e.name === 'insert' && e.failed);
-      assert.strictEqual(failed.failed.code, 263);
-      assert.ok(txnMsg('insert').test(failed.failed.message), failed.failed.message);
-      await assert.rejects(coll.findOne({ _id: 3 }, { session: txn }), (e) => e instanceof MongoServerError && e.code === 263 &&
-        e.codeName === 'OperationNotSupportedInTransaction' && txnMsg('find').test(e.message));
-      await txn.abortTransaction();
-      // withTransaction gives up at once: 263 is not a transient error.
-      events.length = 0;
-      await assert.rejects(txn.withTransaction(async () => { await coll.insertOne({ _id: 'txn2' }, { session: txn }); }),
-        (e) => e instanceof MongoServerError && e.code === 263);
-      assert.strictEqual(started('insert').length, 1, 'withTransaction retried');
+      const ups = started('update');
+      assert.strictEqual(ups.length, 2);
+      assert.ok(ups[0].cmd.startTransaction === true && ups[0].cmd.autocommit === false, 'first statement');
+      assert.ok(ups[1].cmd.startTransaction === undefined && ups[1].cmd.autocommit === false, 'second statement');
+      assert.strictEqual(started('commitTransaction').length, 1);
+      assert.deepStrictEqual((await accounts.find().sort({ _id: 1 }).toArray()).map((d) => d.bal), [70, 30]);
+      // An error in the callback aborts: nothing is written.
+      await assert.rejects(txn.withTransaction(async () => {
+        await accounts.insertOne({ _id: 'c', bal: 5 }, { session: txn });
+        throw new Error('stop');
+      }), /stop/);
+      assert.strictEqual(await accounts.countDocuments({ _id: 'c' }), 0, 'an aborted transaction wrote');
+      // Two transactions on one document: the second fails at once with a
+      // WriteConflict labelled TransientTransactionError.
+      const other = client.startSession();
+      try {
+        txn.startTransaction();
+        other.startTransaction();
+        await accounts.updateOne({ _id: 'a' }, { $inc: { bal: 1 } }, { session: txn });
+        await assert.rejects(accounts.updateOne({ _id: 'a' }, { $inc: { bal: 1 } }, { session: other }), (e) =>
+          e instanceof MongoServerError && e.code === 112 && e.hasErrorLabel('TransientTransactionError'));
+        await other.abortTransaction();
+        await txn.commitTransaction();
+      } finally {
+        await other.endSession();
+      }
+      assert.strictEqual((await accounts.findOne({ _id: 'a' })).bal, 71);
     } finally {
       await txn.endSession();
     }
-    assert.strictEqual(await coll.countDocuments({ _id: { $in: ['txn', 'txn2'] } }), 0, 'a transaction statement was stored');
 
     // Closing the client ends its sessions on the server.
     events.length = 0;
