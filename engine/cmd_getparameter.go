@@ -17,7 +17,7 @@ func (e *Engine) serverParameters() bson.D {
 		{Key: "maxBSONDepth", Value: int32(200)},
 		{Key: "cursorTimeoutMillis", Value: e.cursors.timeout.Milliseconds()},
 		{Key: "quiet", Value: false},
-		{Key: "transactionLifetimeLimitSeconds", Value: int32(60)},
+		{Key: "transactionLifetimeLimitSeconds", Value: int32(e.transactionLifetime().Seconds())},
 		{Key: "internalQueryMaxBlockingSortMemoryUsageBytes", Value: int64(100 * 1024 * 1024)},
 		{Key: "requireApiVersion", Value: false},
 		{Key: "enableTestCommands", Value: e.cfg.EnableTestCommands},

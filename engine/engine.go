@@ -62,6 +62,9 @@ type Config struct {
 	AggMemoryLimit int64
 	// TTLInterval is how often expired documents are deleted (0: 60 s).
 	TTLInterval time.Duration
+	// TransactionLifetime aborts a transaction open longer than this
+	// (0: 60 s, MongoDB's transactionLifetimeLimitSeconds).
+	TransactionLifetime time.Duration
 	// Partition limits and throughput defaults (partitions.go).
 	Partitions PartitionLimits
 	// RequestUnits configures request-unit accounting and throttling

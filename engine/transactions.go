@@ -62,8 +62,16 @@ func init() {
 	codeNames[ErrLockTimeout] = "LockTimeout"
 }
 
-// transactionLifetime is transactionLifetimeLimitSeconds.
-const transactionLifetime = 60 * time.Second
+// defaultTransactionLifetime is MongoDB's transactionLifetimeLimitSeconds.
+const defaultTransactionLifetime = 60 * time.Second
+
+// transactionLifetime is how long a transaction may stay open.
+func (e *Engine) transactionLifetime() time.Duration {
+	if e.cfg.TransactionLifetime > 0 {
+		return e.cfg.TransactionLifetime
+	}
+	return defaultTransactionLifetime
+}
 
 // transactionCommands are the commands a transaction may run.
 var transactionCommands = map[string]bool{
@@ -315,8 +323,9 @@ func (s *txnStatement) enter(ctx context.Context, start bool) (context.Context, 
 			return ctx, toCommandError(err)
 		}
 		t := &sessionTxn{number: s.n, st: st}
-		t.expiry = time.AfterFunc(transactionLifetime, func() {
-			t.abort(fmt.Sprintf("it ran longer than transactionLifetimeLimitSeconds (%d)", int(transactionLifetime.Seconds())))
+		life := e.transactionLifetime()
+		t.expiry = time.AfterFunc(life, func() {
+			t.abort(fmt.Sprintf("it ran longer than transactionLifetimeLimitSeconds (%v)", life))
 		})
 		sess.txnNumber, sess.txn = s.n, t
 		s.txn = t

@@ -36,6 +36,8 @@ type ServerOptions struct {
 	MaxConnections int
 	CursorTimeout  time.Duration
 	TTLInterval    time.Duration // how often TTL indexes expire documents (0: 60 s)
+	// TransactionLifetime aborts transactions open longer (0: 60 s).
+	TransactionLifetime time.Duration
 	// EnableTestCommands registers configureFailPoint.
 	EnableTestCommands bool
 	// Partitions are the partition limits (zero fields: Cosmos DB's).
@@ -98,23 +100,24 @@ func Launch(opts ServerOptions) (*Server, error) {
 	}
 	s := &Server{Addr: ln.Addr().String(), Dir: dir, store: st, done: make(chan error, 1)}
 	s.eng = engine.New(engine.Config{
-		Store:              st,
-		Logger:             logger,
-		CursorTimeout:      opts.CursorTimeout,
-		TTLInterval:        opts.TTLInterval,
-		ConnStats:          func() wire.Stats { return s.srv.Stats() },
-		MaxConnections:     opts.MaxConnections,
-		EnableTestCommands: opts.EnableTestCommands,
-		Partitions:         opts.Partitions,
-		AggMemoryLimit:     opts.AggMemoryLimit,
-		RequestUnits:       opts.RequestUnits,
-		Port:               ln.Addr().(*net.TCPAddr).Port,
-		Auth:               opts.Auth,
-		RootUser:           opts.RootUser,
-		RootPassword:       opts.RootPassword,
-		ReplicaSet:         opts.ReplicaSet,
-		Argv:               []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
-		Options:            map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
+		Store:               st,
+		Logger:              logger,
+		CursorTimeout:       opts.CursorTimeout,
+		TTLInterval:         opts.TTLInterval,
+		TransactionLifetime: opts.TransactionLifetime,
+		ConnStats:           func() wire.Stats { return s.srv.Stats() },
+		MaxConnections:      opts.MaxConnections,
+		EnableTestCommands:  opts.EnableTestCommands,
+		Partitions:          opts.Partitions,
+		AggMemoryLimit:      opts.AggMemoryLimit,
+		RequestUnits:        opts.RequestUnits,
+		Port:                ln.Addr().(*net.TCPAddr).Port,
+		Auth:                opts.Auth,
+		RootUser:            opts.RootUser,
+		RootPassword:        opts.RootPassword,
+		ReplicaSet:          opts.ReplicaSet,
+		Argv:                []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
+		Options:             map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
 	})
 	s.srv = wire.NewServer(s.eng, logger, opts.MaxConnections)
 	go func() { s.done <- s.srv.Serve(ln) }()

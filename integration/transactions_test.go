@@ -284,3 +284,35 @@ func TestTransactionErrors(t *testing.T) {
 	runFail(t, db, bson.D{{Key: "find", Value: "errors"}, {Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(5)},
 		{Key: "autocommit", Value: true}}, 72, "InvalidOptions")
 }
+
+// TestTransactionLifetime: a transaction left open past its lifetime is
+// aborted: its writes are gone, its locks free, its commit fails.
+func TestTransactionLifetime(t *testing.T) {
+	s := StartServer(t, ServerOptions{TransactionLifetime: 300 * time.Millisecond})
+	c := newTestClient(t, s)
+	ctx := testCtx(t)
+	coll := c.Database("txn").Collection("lifetime")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := c.StartSession()
+	defer sess.EndSession(ctx)
+	sctx := mongo.NewSessionContext(ctx, sess)
+	_ = sess.StartTransaction()
+	if _, err := coll.UpdateOne(sctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	// A plain write of the document waits for the abort, then runs.
+	start := time.Now()
+	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Fatalf("the write did not wait for the transaction (%v)", waited)
+	}
+	wantCode(t, sess.CommitTransaction(ctx), 251, "NoSuchTransaction")
+	var got bson.M
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil || got["n"] != int32(2) {
+		t.Fatalf("after the expired transaction: %v %v, want n 2", got, err)
+	}
+}
