@@ -316,3 +316,60 @@ func TestTransactionLifetime(t *testing.T) {
 		t.Fatalf("after the expired transaction: %v %v, want n 2", got, err)
 	}
 }
+
+// TestTransactionSharded: a transaction over a collection of several
+// physical partitions reads and writes across them, and the partition
+// statistics count its documents after commit, and not after an abort.
+func TestTransactionSharded(t *testing.T) {
+	s := startTestServer(t)
+	c := newTestClient(t, s)
+	ctx := testCtx(t)
+	db := c.Database("txnsh")
+	runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "sh"}, {Key: "shardKey", Value: "k"}, {Key: "offerThroughput", Value: 40000}})
+	coll := db.Collection("sh")
+	docs := make([]any, 0, 200)
+	for i := range 200 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 37}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	stats := func() int64 {
+		return intOf(t, mustLookup(t, runOK(t, db, bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "collection", Value: "sh"}}), "documentCount"))
+	}
+	sess, _ := c.StartSession()
+	defer sess.EndSession(ctx)
+	sctx := mongo.NewSessionContext(ctx, sess)
+	for _, commit := range []bool{false, true} {
+		_ = sess.StartTransaction()
+		for i := 200; i < 260; i++ {
+			if _, err := coll.InsertOne(sctx, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 37}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := coll.UpdateMany(sctx, bson.D{{Key: "k", Value: 3}}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}})
+		if err != nil || res.ModifiedCount != 7 {
+			t.Fatalf("updateMany across partitions in a transaction: %+v %v", res, err)
+		}
+		if n, err := coll.CountDocuments(sctx, bson.D{}); err != nil || n != 260 {
+			t.Fatalf("count inside: %d %v", n, err)
+		}
+		if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 200 {
+			t.Fatalf("count outside: %d %v", n, err)
+		}
+		if commit {
+			if err := sess.CommitTransaction(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := sess.AbortTransaction(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(200)
+		if commit {
+			want = 260
+		}
+		if got := stats(); got != want {
+			t.Fatalf("commit %v: GetPartitionStats documentCount %d, want %d", commit, got, want)
+		}
+	}
+}
