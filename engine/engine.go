@@ -327,7 +327,7 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 	}()
 	reply, name, units = c.dispatch(ctx, wr)
 	if wr.Err == nil {
-		reply = c.e.withOperationTime(wr.Body, reply)
+		reply = c.e.withOperationTime(name, wr.Body, reply)
 	}
 	return reply, name, charge
 }
@@ -438,12 +438,22 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	return out, name, units
 }
 
-// withOperationTime adds operationTime to the reply of a command sent in a
-// session, as a router's replies carry it: the driver keeps the latest
-// for the session's causal consistency.
-func (e *Engine) withOperationTime(body bsoncore.Document, reply []byte) []byte {
-	if reply == nil {
-		return nil
+// operationTimeCommands are the commands whose replies carry
+// operationTime: the reads and writes a causally consistent session
+// orders. Others (ping, hello, ...) answer as a standalone server does.
+var operationTimeCommands = map[string]bool{
+	"find": true, "getMore": true, "aggregate": true, "distinct": true, "count": true,
+	"insert": true, "update": true, "delete": true, "findAndModify": true,
+	"commitTransaction": true, "abortTransaction": true,
+}
+
+// withOperationTime adds operationTime to the reply of a read or write
+// sent in a session, as a router's replies carry it: the driver keeps the
+// latest for the session's causal consistency (readConcern
+// afterClusterTime on its next read or transaction).
+func (e *Engine) withOperationTime(name string, body bsoncore.Document, reply []byte) []byte {
+	if reply == nil || !operationTimeCommands[name] {
+		return reply
 	}
 	if _, err := body.LookupErr("lsid"); err != nil {
 		return reply

@@ -324,9 +324,11 @@ func (s *txnStatement) enter(ctx context.Context, start bool) (context.Context, 
 		}
 		t := &sessionTxn{number: s.n, st: st}
 		life := e.transactionLifetime()
+		t.mu.Lock() // abort, from the timer, reads expiry under mu
 		t.expiry = time.AfterFunc(life, func() {
 			t.abort(fmt.Sprintf("it ran longer than transactionLifetimeLimitSeconds (%v)", life))
 		})
+		t.mu.Unlock()
 		sess.txnNumber, sess.txn = s.n, t
 		s.txn = t
 		return context.WithValue(ctx, txnKey{}, st), nil
