@@ -275,36 +275,29 @@ func (s *bucketAutoStage) run(ctx context.Context, in Iterator, stp **sorter) ([
 	cmp := func(a, b []bsoncore.Value) int { return expr.Compare(a[0], b[0]) }
 	st := newSorter(s.env, "$bucketAuto", keyFn, cmp, 0)
 	*stp = st
-	n, pulled := 0, 0
-	for {
-		d, err := pull(ctx, in, &pulled)
-		if err != nil {
-			return nil, err
-		}
-		if d == nil {
-			break
-		}
+	n := 0
+	err := drain(ctx, in, func(d bsoncore.Document) error {
 		ectx.Root = d
 		k, err := s.groupBy.Eval(ectx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if k.Type == 0 || k.Type == bsoncore.TypeUndefined {
 			k = expr.Null
 		}
 		if s.granularity != nil {
 			if !isNumeric(k) {
-				return nil, errorOf(ErrBucketAutoSpec, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(k))
+				return errorOf(ErrBucketAutoSpec, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(k))
 			}
 			if f := value.Float(k); f < 0 || math.IsNaN(f) {
-				return nil, errorOf(ErrBucketAutoSpec, "A granularity rounder cannot round a value that is not a positive number: %s", render(k))
+				return errorOf(ErrBucketAutoSpec, "A granularity rounder cannot round a value that is not a positive number: %s", render(k))
 			}
 		}
-		wrapped := bsoncore.NewDocumentBuilder().AppendValue("k", k).AppendDocument("d", d).Build()
-		if err := st.add(wrapped); err != nil {
-			return nil, err
-		}
 		n++
+		return st.add(bsoncore.NewDocumentBuilder().AppendValue("k", k).AppendDocument("d", d).Build())
+	})
+	if err != nil {
+		return nil, err
 	}
 	sorted, err := st.iterator()
 	if err != nil {

@@ -200,26 +200,18 @@ func (s *densifyStage) run(ctx context.Context, in Iterator) ([]bsoncore.Documen
 	var order []string
 	var partVals = map[string][]bsoncore.Value{}
 	var lo, hi bsoncore.Value // over every document ("full")
-	pulled := 0
-	for {
-		d, err := pull(ctx, in, &pulled)
-		if err != nil {
-			return nil, err
-		}
-		if d == nil {
-			break
-		}
+	err := drain(ctx, in, func(d bsoncore.Document) error {
 		if err := mem.add(len(d)); err != nil {
-			return nil, err
+			return err
 		}
 		d = clone(d)
 		v := getPath(d, s.path)
 		if v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
 			out = append(out, d)
-			continue
+			return nil
 		}
 		if err := s.checkValue(v); err != nil {
-			return nil, err
+			return err
 		}
 		pv := make([]bsoncore.Value, len(s.partitions))
 		key := make([]byte, 0, 32)
@@ -240,6 +232,10 @@ func (s *densifyStage) run(ctx context.Context, in Iterator) ([]bsoncore.Documen
 		if hi.Type == 0 || expr.Compare(v, hi) > 0 {
 			hi = v
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Partitions in the order of their values, documents by field value.
 	slices.SortFunc(order, func(a, b string) int { return compareValues(partVals[a], partVals[b]) })

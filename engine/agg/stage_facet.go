@@ -111,18 +111,8 @@ func (f *facetStage) open(in Iterator) Iterator {
 			return nil, nil
 		}
 		done = true
-		pulled := 0
-		for {
-			d, err := pull(ctx, in, &pulled)
-			if err != nil {
-				return nil, err
-			}
-			if d == nil {
-				break
-			}
-			if err := buf.add(d); err != nil {
-				return nil, err
-			}
+		if err := drain(ctx, in, buf.add); err != nil {
+			return nil, err
 		}
 		var fields []expr.Field
 		total := 0

@@ -444,26 +444,20 @@ func (s *sampleStage) sample(ctx context.Context, in Iterator) ([]bsoncore.Docum
 	rng := s.env.newRand()
 	var kept []bsoncore.Document
 	mem := newMemory(s.env, "$sample")
-	seen, pulled := int64(0), 0
-	for {
-		d, err := pull(ctx, in, &pulled)
-		if err != nil {
-			return nil, err
-		}
-		if d == nil {
-			break
-		}
+	seen := int64(0)
+	err := drain(ctx, in, func(d bsoncore.Document) error {
 		seen++
 		if int64(len(kept)) < s.size {
-			if err := mem.add(len(d)); err != nil {
-				return nil, err
-			}
 			kept = append(kept, clone(d))
-			continue
+			return mem.add(len(d))
 		}
 		if j := rng.Int64N(seen); j < s.size {
 			kept[j] = clone(d)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	rng.Shuffle(len(kept), func(i, j int) { kept[i], kept[j] = kept[j], kept[i] })
 	return kept, nil

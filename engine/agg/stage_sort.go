@@ -54,18 +54,8 @@ func (s *sortStage) open(in Iterator) Iterator {
 	st := s.newSorter()
 	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
 		if out == nil {
-			pulled := 0
-			for {
-				d, err := pull(ctx, in, &pulled)
-				if err != nil {
-					return nil, err
-				}
-				if d == nil {
-					break
-				}
-				if err := st.add(d); err != nil {
-					return nil, err
-				}
+			if err := drain(ctx, in, st.add); err != nil {
+				return nil, err
 			}
 			it, err := st.iterator()
 			if err != nil {

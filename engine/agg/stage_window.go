@@ -392,27 +392,19 @@ func (w *windowStage) run(ctx context.Context, in Iterator) ([]bsoncore.Document
 	ectx := w.env.context()
 	mem := newMemory(w.env, "$setWindowFields")
 	var rows []*windowRow
-	pulled := 0
-	for {
-		d, err := pull(ctx, in, &pulled)
-		if err != nil {
-			return nil, err
-		}
-		if d == nil {
-			break
-		}
+	err := drain(ctx, in, func(d bsoncore.Document) error {
 		if err := mem.add(len(d)); err != nil {
-			return nil, err
+			return err
 		}
 		r := &windowRow{doc: clone(d), part: expr.Null}
 		if w.partitionBy != nil {
 			ectx.Root = r.doc
 			v, err := w.partitionBy.Eval(ectx)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if v.Type == bsoncore.TypeArray {
-				return nil, windowError("An expression used to partition cannot evaluate to value of type array")
+				return windowError("An expression used to partition cannot evaluate to value of type array")
 			}
 			if v.Type != 0 {
 				r.part = v
@@ -423,6 +415,10 @@ func (w *windowStage) run(ctx context.Context, in Iterator) ([]bsoncore.Document
 		}
 		r.out = make([]bsoncore.Value, len(w.outputs))
 		rows = append(rows, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(rows, func(a, b *windowRow) int {
 		if c := expr.Compare(a.part, b.part); c != 0 {

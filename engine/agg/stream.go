@@ -115,6 +115,21 @@ func pull(ctx context.Context, in Iterator, n *int) (bsoncore.Document, error) {
 	return in.Next(ctx)
 }
 
+// drain passes the documents of in to fn in order, until in ends or fn
+// fails. A document is valid only during its call: fn clones what it keeps.
+func drain(ctx context.Context, in Iterator, fn func(d bsoncore.Document) error) error {
+	pulled := 0
+	for {
+		d, err := pull(ctx, in, &pulled)
+		if err != nil || d == nil {
+			return err
+		}
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+}
+
 // blocking runs a stage that needs all its input before its first output:
 // run, on the first Next, reads in and returns every output document.
 func blocking(in Iterator, run func(ctx context.Context, in Iterator) ([]bsoncore.Document, error)) Iterator {
