@@ -327,6 +327,7 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 	}()
 	reply, name, units = c.dispatch(ctx, wr)
 	if wr.Err == nil {
+		reply = withWriteConcernError(name, wr.Body, reply)
 		reply = c.e.withOperationTime(name, wr.Body, reply)
 	}
 	return reply, name, charge

@@ -14,19 +14,21 @@ type Code int32
 
 // MongoDB error codes Parsec uses, with the codeName MongoDB gives each.
 const (
-	ErrInternalError        Code = 1
-	ErrBadValue             Code = 2
-	ErrNoSuchKey            Code = 4
-	ErrFailedToParse        Code = 9
-	ErrUnauthorized         Code = 13
-	ErrUserNotFound         Code = 11
-	ErrProtocolError        Code = 17
-	ErrAuthenticationFailed Code = 18
-	ErrRoleNotFound         Code = 31
-	ErrMechanismUnavailable Code = 334
-	ErrNoReplicationEnabled Code = 76
-	ErrSnapshotTooOld       Code = 239
-	ErrSnapshotUnavailable  Code = 246
+	ErrInternalError             Code = 1
+	ErrBadValue                  Code = 2
+	ErrNoSuchKey                 Code = 4
+	ErrFailedToParse             Code = 9
+	ErrUnauthorized              Code = 13
+	ErrUserNotFound              Code = 11
+	ErrProtocolError             Code = 17
+	ErrAuthenticationFailed      Code = 18
+	ErrRoleNotFound              Code = 31
+	ErrMechanismUnavailable      Code = 334
+	ErrNoReplicationEnabled      Code = 76
+	ErrUnknownReplWriteConcern   Code = 79
+	ErrUnsatisfiableWriteConcern Code = 100
+	ErrSnapshotTooOld            Code = 239
+	ErrSnapshotUnavailable       Code = 246
 	// ErrUserExists is createUser's "already exists" (codeName Location51003).
 	ErrUserExists              Code = 51003
 	ErrTypeMismatch            Code = 14
@@ -76,47 +78,49 @@ const (
 )
 
 var codeNames = map[Code]string{
-	ErrInternalError:           "InternalError",
-	ErrBadValue:                "BadValue",
-	ErrNoSuchKey:               "NoSuchKey",
-	ErrFailedToParse:           "FailedToParse",
-	ErrUnauthorized:            "Unauthorized",
-	ErrUserNotFound:            "UserNotFound",
-	ErrProtocolError:           "ProtocolError",
-	ErrAuthenticationFailed:    "AuthenticationFailed",
-	ErrRoleNotFound:            "RoleNotFound",
-	ErrMechanismUnavailable:    "MechanismUnavailable",
-	ErrNoReplicationEnabled:    "NoReplicationEnabled",
-	ErrSnapshotTooOld:          "SnapshotTooOld",
-	ErrSnapshotUnavailable:     "SnapshotUnavailable",
-	ErrTypeMismatch:            "TypeMismatch",
-	ErrIllegalOperation:        "IllegalOperation",
-	ErrNamespaceNotFound:       "NamespaceNotFound",
-	ErrIndexNotFound:           "IndexNotFound",
-	ErrCursorNotFound:          "CursorNotFound",
-	ErrCursorInUse:             "CursorInUse",
-	ErrNamespaceExists:         "NamespaceExists",
-	ErrMaxTimeMSExpired:        "MaxTimeMSExpired",
-	ErrCommandNotFound:         "CommandNotFound",
-	ErrShardKeyNotFound:        "ShardKeyNotFound",
-	ErrImmutableField:          "ImmutableField",
-	ErrInvalidOptions:          "InvalidOptions",
-	ErrInvalidNamespace:        "InvalidNamespace",
-	ErrNotImplemented:          "NotImplemented",
-	ErrWriteConflict:           "WriteConflict",
-	ErrCommandNotSupported:     "CommandNotSupported",
-	ErrExceededTimeLimit:       "ExceededTimeLimit",
-	ErrInterrupted:             "Interrupted",
-	ErrDuplicateKey:            "DuplicateKey",
-	ErrBSONObjectTooLarge:      "BSONObjectTooLarge",
-	ErrTooManyRequests:         "TooManyRequests",
-	ErrInvalidIDField:          "InvalidIdField",
-	ErrInvalidLength:           "InvalidLength",
-	ErrOperationFailed:         "OperationFailed",
-	ErrInvalidPipelineOperator: "InvalidPipelineOperator",
-	ErrNoQueryExecutionPlans:   "NoQueryExecutionPlans",
-	ErrConversionFailure:       "ConversionFailure",
-	ErrQueryMemoryLimit:        "QueryExceededMemoryLimitNoDiskUseAllowed",
+	ErrInternalError:             "InternalError",
+	ErrBadValue:                  "BadValue",
+	ErrNoSuchKey:                 "NoSuchKey",
+	ErrFailedToParse:             "FailedToParse",
+	ErrUnauthorized:              "Unauthorized",
+	ErrUserNotFound:              "UserNotFound",
+	ErrProtocolError:             "ProtocolError",
+	ErrAuthenticationFailed:      "AuthenticationFailed",
+	ErrRoleNotFound:              "RoleNotFound",
+	ErrMechanismUnavailable:      "MechanismUnavailable",
+	ErrNoReplicationEnabled:      "NoReplicationEnabled",
+	ErrUnknownReplWriteConcern:   "UnknownReplWriteConcern",
+	ErrUnsatisfiableWriteConcern: "UnsatisfiableWriteConcern",
+	ErrSnapshotTooOld:            "SnapshotTooOld",
+	ErrSnapshotUnavailable:       "SnapshotUnavailable",
+	ErrTypeMismatch:              "TypeMismatch",
+	ErrIllegalOperation:          "IllegalOperation",
+	ErrNamespaceNotFound:         "NamespaceNotFound",
+	ErrIndexNotFound:             "IndexNotFound",
+	ErrCursorNotFound:            "CursorNotFound",
+	ErrCursorInUse:               "CursorInUse",
+	ErrNamespaceExists:           "NamespaceExists",
+	ErrMaxTimeMSExpired:          "MaxTimeMSExpired",
+	ErrCommandNotFound:           "CommandNotFound",
+	ErrShardKeyNotFound:          "ShardKeyNotFound",
+	ErrImmutableField:            "ImmutableField",
+	ErrInvalidOptions:            "InvalidOptions",
+	ErrInvalidNamespace:          "InvalidNamespace",
+	ErrNotImplemented:            "NotImplemented",
+	ErrWriteConflict:             "WriteConflict",
+	ErrCommandNotSupported:       "CommandNotSupported",
+	ErrExceededTimeLimit:         "ExceededTimeLimit",
+	ErrInterrupted:               "Interrupted",
+	ErrDuplicateKey:              "DuplicateKey",
+	ErrBSONObjectTooLarge:        "BSONObjectTooLarge",
+	ErrTooManyRequests:           "TooManyRequests",
+	ErrInvalidIDField:            "InvalidIdField",
+	ErrInvalidLength:             "InvalidLength",
+	ErrOperationFailed:           "OperationFailed",
+	ErrInvalidPipelineOperator:   "InvalidPipelineOperator",
+	ErrNoQueryExecutionPlans:     "NoQueryExecutionPlans",
+	ErrConversionFailure:         "ConversionFailure",
+	ErrQueryMemoryLimit:          "QueryExceededMemoryLimitNoDiskUseAllowed",
 
 	ErrOutOfDiskSpace:                 "OutOfDiskSpace",
 	ErrAlreadyInitialized:             "AlreadyInitialized",

@@ -43,7 +43,7 @@ func parseWriteConcern(req *request) (writeConcern, error) {
 				if err != nil {
 					return wc, err
 				}
-				if n < 0 {
+				if n < 0 || n > 50 {
 					return wc, errorf(ErrFailedToParse, "w has to be a non-negative number and not greater than 50; found: %d", n)
 				}
 				wc.unacknowledged = n == 0
@@ -66,6 +66,85 @@ func parseWriteConcern(req *request) (writeConcern, error) {
 		return wc, errorf(ErrFailedToParse, "Write concern {w: 0, j: true} is not allowed")
 	}
 	return wc, nil
+}
+
+// writeConcernCommands are the commands that take a write concern and
+// report a writeConcernError when it cannot be met.
+var writeConcernCommands = map[string]bool{
+	"insert": true, "update": true, "delete": true, "findAndModify": true,
+	"create": true, "drop": true, "dropDatabase": true, "renameCollection": true, "collMod": true,
+	"createIndexes": true, "dropIndexes": true,
+	"commitTransaction": true, "abortTransaction": true,
+	"createUser": true, "updateUser": true, "dropUser": true, "dropAllUsersFromDatabase": true,
+}
+
+// unmetWriteConcern is the writeConcernError a write's concern gets on
+// Parsec, one data-bearing member: w above 1 is unsatisfiable (100) and a
+// w naming a tag set other than "majority" is unknown (79), as a one-member
+// replica set or a router over one answers. The write itself is applied
+// and acknowledged; nil when the concern can be met or does not parse
+// (the command reports that itself).
+func unmetWriteConcern(body bsoncore.Document) bsoncore.Document {
+	wcv, err := body.LookupErr("writeConcern")
+	if err != nil {
+		return nil
+	}
+	wcd, ok := wcv.DocumentOK()
+	if !ok {
+		return nil
+	}
+	w, err := wcd.LookupErr("w")
+	if err != nil {
+		return nil
+	}
+	var ce *CommandError
+	switch {
+	case isNumber(w):
+		if n, ok := w.AsInt64OK(); ok && n > 1 && n <= 50 {
+			ce = errorf(ErrUnsatisfiableWriteConcern, "Not enough data-bearing nodes")
+		}
+	case w.Type == bsoncore.TypeString:
+		if mode := w.StringValue(); mode != "majority" {
+			ce = errorf(ErrUnknownReplWriteConcern, "No write concern mode named '%s' found in replica set configuration", mode)
+		}
+	}
+	if ce == nil {
+		return nil
+	}
+	wtimeout := int64(0)
+	if v, err := wcd.LookupErr("wtimeout"); err == nil {
+		wtimeout, _ = v.AsInt64OK()
+	}
+	info := bsoncore.NewDocumentBuilder().
+		AppendValue("w", w).
+		AppendInt64("wtimeout", wtimeout).
+		AppendString("provenance", "clientSupplied").
+		Build()
+	return bsoncore.NewDocumentBuilder().
+		AppendInt32("code", int32(ce.Code)).
+		AppendString("codeName", ce.Code.Name()).
+		AppendString("errmsg", ce.Msg).
+		AppendDocument("errInfo", bsoncore.NewDocumentBuilder().AppendDocument("writeConcern", info).Build()).
+		Build()
+}
+
+// withWriteConcernError adds the writeConcernError of an unmet write
+// concern (unmetWriteConcern) to a write command's successful reply.
+func withWriteConcernError(name string, body bsoncore.Document, reply []byte) []byte {
+	if reply == nil || !writeConcernCommands[name] {
+		return reply
+	}
+	wce := unmetWriteConcern(body)
+	if wce == nil {
+		return reply
+	}
+	if ok, _ := bsoncore.Document(reply).Lookup("ok").AsFloat64OK(); ok != 1 {
+		return reply
+	}
+	if _, err := bsoncore.Document(reply).LookupErr("writeConcernError"); err == nil {
+		return reply // a fail point's own
+	}
+	return appendElement(reply, bsoncore.AppendDocumentElement(nil, "writeConcernError", wce))
 }
 
 // writeError is one entry of a write command's writeErrors.

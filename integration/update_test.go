@@ -651,6 +651,42 @@ func TestUpdate(t *testing.T) {
 			}
 		}
 		runFail(t, db, updateCmd("c", bson.A{updStmt(idIs(1), set("n", 0))}, bson.E{Key: "writeConcern", Value: bson.D{{Key: "w", Value: 0}, {Key: "j", Value: true}}}), 9, "FailedToParse")
+		runFail(t, db, updateCmd("c", bson.A{updStmt(idIs(1), set("n", 0))}, bson.E{Key: "writeConcern", Value: bson.D{{Key: "w", Value: 51}}}), 9, "FailedToParse")
+		// One data-bearing member: w above 1, or a tag set, cannot be met.
+		// The write is applied and the reply carries a writeConcernError,
+		// as a one-member replica set answers.
+		for _, c := range []struct {
+			w        any
+			code     int
+			codeName string
+		}{{2, 100, "UnsatisfiableWriteConcern"}, {"dc2", 79, "UnknownReplWriteConcern"}} {
+			r := runUpdate(t, db, updateCmd("c", bson.A{updStmt(idIs(1), inc("n", 1))}, bson.E{Key: "writeConcern", Value: bson.D{{Key: "w", Value: c.w}}}))
+			wce, err := r.Raw.LookupErr("writeConcernError")
+			if err != nil || r.NModified != 1 {
+				t.Fatalf("w: %v: %v", c.w, r.Raw)
+			}
+			if code := wce.Document().Lookup("code").Int32(); int(code) != c.code || wce.Document().Lookup("codeName").StringValue() != c.codeName {
+				t.Errorf("w: %v: writeConcernError %v", c.w, wce)
+			}
+		}
+		if n := intOf(t, mustLookup(t, findOne(t, coll, 1), "n")); n != 7 {
+			t.Errorf("after the unmet write concerns n = %d, want 7 (both updates applied)", n)
+		}
+		w2 := db.Collection("c", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 2}))
+		_, err := w2.InsertOne(testCtx(t), bson.D{{Key: "_id", Value: "w2"}})
+		var wex mongo.WriteException
+		if !errors.As(err, &wex) || wex.WriteConcernError == nil || wex.WriteConcernError.Code != 100 {
+			t.Errorf("InsertOne with w: 2: %v, want a WriteException with writeConcernError 100", err)
+		}
+		if findOne(t, coll, "w2") == nil {
+			t.Errorf("the insert with w: 2 was not applied")
+		}
+		if _, err := coll.DeleteOne(testCtx(t), idIs("w2")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coll.UpdateOne(testCtx(t), idIs(1), set("n", 5)); err != nil {
+			t.Fatal(err)
+		}
 		journaled := db.Collection("c", options.Collection().SetWriteConcern(writeconcern.Journaled()))
 		if res, err := journaled.UpdateOne(testCtx(t), idIs(1), inc("n", 10)); err != nil || res.ModifiedCount != 1 {
 			t.Errorf("journaled UpdateOne: %+v %v", res, err)
