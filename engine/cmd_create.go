@@ -15,7 +15,7 @@ import (
 // cmdCreate creates a collection. Options MongoDB accepts but Parsec does
 // not implement (capped, views, time series, validators, collation, ...)
 // are refused with CommandNotSupported rather than silently ignored.
-func (e *Engine) cmdCreate(_ context.Context, req *request) ([]byte, error) {
+func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 	name, err := collectionArg(req)
 	if err != nil {
 		return nil, err
@@ -27,7 +27,8 @@ func (e *Engine) cmdCreate(_ context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.store.CreateCollection(req.db, name, opts); err != nil {
+	c, err := e.store.CreateCollection(req.db, name, opts)
+	if err != nil {
 		if errors.Is(err, store.ErrExists) {
 			// As in MongoDB 7.0, creating a collection that exists with the
 			// same options succeeds; other options are a conflict.
@@ -38,6 +39,9 @@ func (e *Engine) cmdCreate(_ context.Context, req *request) ([]byte, error) {
 			return nil, existsWithOtherOptions(req.db, name, c)
 		}
 		return nil, err
+	}
+	if s := statementOf(ctx); s != nil {
+		s.txn.create(c)
 	}
 	return okReply()
 }

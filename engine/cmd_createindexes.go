@@ -60,6 +60,11 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 		return nil, err
 	}
 	c := e.store.Collection(req.db, name)
+	if s := statementOf(ctx); s != nil && c != nil && (!s.txn.creates(c.ID) || s.txn.st.Writes(c.ID)) {
+		// MongoDB builds indexes in a transaction only on a collection it
+		// creates, or created earlier and has not written to.
+		return nil, errorf(ErrOperationNotSupportedInTransaction, "Cannot create new indexes on existing collection %s in a multi-document transaction.", namespaceOf(req.db, name))
+	}
 	specs := make([]indexSpec, 0, len(raw))
 	for _, r := range raw {
 		is, err := parseIndexSpec(r, c)
@@ -75,7 +80,7 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 	}
 	created := false
 	if c == nil {
-		if c, created, err = e.store.EnsureCollection(req.db, name); err != nil {
+		if c, created, err = e.ensureCollection(ctx, req.db, name); err != nil {
 			return nil, err
 		}
 	}
@@ -105,7 +110,7 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 		_, err := e.store.CreateIndexes(ctx, c, ixs)
 		if errors.Is(err, store.ErrCollectionChanged) && attempt < 10 {
 			// the entry changed meanwhile: look again at what is left to build
-			if c, _, err = e.store.EnsureCollection(req.db, name); err != nil {
+			if c, _, err = e.ensureCollection(ctx, req.db, name); err != nil {
 				return nil, err
 			}
 			var left []indexSpec
@@ -217,7 +222,7 @@ func (e *Engine) cmdListIndexes(_ context.Context, req *request) ([]byte, error)
 		}
 	}
 	c := e.store.Collection(req.db, name)
-	if c == nil {
+	if c == nil || e.store.Pending(c.ID) {
 		return nil, errorf(ErrNamespaceNotFound, "ns does not exist: %s", namespaceOf(req.db, name))
 	}
 	batch := bsoncore.NewArrayBuilder()

@@ -85,7 +85,7 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 		if !a.upsert {
 			return famReply(a, famResult{}, project)
 		}
-		if coll, _, err = e.store.EnsureCollection(req.db, name); err != nil {
+		if coll, _, err = e.ensureCollection(ctx, req.db, name); err != nil {
 			return nil, err
 		}
 	}
@@ -102,7 +102,7 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 			if !a.upsert {
 				return famReply(a, famResult{}, project)
 			}
-			if coll, _, err = e.store.EnsureCollection(req.db, name); err != nil {
+			if coll, _, err = e.ensureCollection(ctx, req.db, name); err != nil {
 				return nil, err
 			}
 		}

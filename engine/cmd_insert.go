@@ -68,7 +68,7 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 		}
 		docs[i] = prepareInsert(d)
 	}
-	coll, _, err := e.store.EnsureCollection(req.db, name)
+	coll, _, err := e.ensureCollection(ctx, req.db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +286,7 @@ func (e *Engine) insertRetryable(ctx context.Context, m *meter, coll *store.Coll
 		})
 		if errors.Is(err, store.ErrCollectionChanged) {
 			// dropped or renamed under us: insert into the collection now under this name
-			if coll, _, err = e.store.EnsureCollection(coll.DB, coll.Name); err != nil {
+			if coll, _, err = e.ensureCollection(ctx, coll.DB, coll.Name); err != nil {
 				return inserted, errs, err
 			}
 			continue

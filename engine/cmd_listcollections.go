@@ -49,6 +49,9 @@ func (e *Engine) cmdListCollections(_ context.Context, req *request) ([]byte, er
 	}
 	batch := bsoncore.NewArrayBuilder()
 	for _, c := range e.store.Collections(req.db) {
+		if e.store.Pending(c.ID) {
+			continue // created by a transaction not yet committed
+		}
 		opts := bson.Raw(c.Options)
 		if opts == nil {
 			opts = emptyDoc

@@ -41,9 +41,11 @@ import (
 //   - commitTransaction is idempotent: run again after a commit (a
 //     driver's retry) it succeeds again.
 //
-// Collections created inside a transaction (by create, or implicitly by a
-// first insert) are created at once and stay after an abort; their
-// documents do not.
+// Collections a transaction creates (by create, by createIndexes or by a
+// first write) are pending until it ends: listCollections and
+// listIndexes do not show them, commit publishes them and abort drops
+// them again (store.Withdraw). createIndexes in a transaction may only
+// build on such a collection, or create one, as in MongoDB.
 
 // Codes of transactions.
 const (
@@ -105,13 +107,15 @@ const (
 type sessionTxn struct {
 	number int64
 	st     *store.Transaction
+	store  *store.Store
 
 	ran bool // a statement has run (not only failed by a fail point)
 
-	mu     sync.Mutex
-	state  txnState
-	why    string // why it was aborted, when not by abortTransaction
-	expiry *time.Timer
+	mu      sync.Mutex
+	state   txnState
+	why     string // why it was aborted, when not by abortTransaction
+	expiry  *time.Timer
+	created []*store.Collection // pending collections it created
 }
 
 func (t *sessionTxn) getState() (txnState, string) {
@@ -129,8 +133,33 @@ func (t *sessionTxn) abort(why string) {
 	}
 	t.state, t.why = txnAborted, why
 	t.expiry.Stop()
+	created := t.created
+	t.created = nil
 	t.mu.Unlock()
 	t.st.Abort()
+	for _, c := range created {
+		_ = t.store.Withdraw(c.DB, c.Name, c.ID)
+	}
+}
+
+// create records c, which t created, as pending until t ends.
+func (t *sessionTxn) create(c *store.Collection) {
+	t.store.MarkPending(c.ID)
+	t.mu.Lock()
+	t.created = append(t.created, c)
+	t.mu.Unlock()
+}
+
+// creates reports whether collection id is one t created.
+func (t *sessionTxn) creates(id uint32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range t.created {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // commit commits t, in progress; it is aborted when that fails.
@@ -143,9 +172,18 @@ func (t *sessionTxn) commit() error {
 	t.expiry.Stop()
 	if err := t.st.Commit(); err != nil {
 		t.state, t.why = txnAborted, "its commit failed"
+		created := t.created
+		t.created = nil
+		for _, c := range created {
+			_ = t.store.Withdraw(c.DB, c.Name, c.ID)
+		}
 		return err
 	}
 	t.state = txnCommitted
+	for _, c := range t.created {
+		t.store.Publish(c.ID)
+	}
+	t.created = nil
 	return nil
 }
 
@@ -159,6 +197,19 @@ func (s *txnSession) endTransaction() {
 
 type txnKey struct{}
 type statementKey struct{}
+
+// ensureCollection is store.EnsureCollection for a command under ctx: a
+// collection a transaction's statement creates is pending until the
+// transaction ends.
+func (e *Engine) ensureCollection(ctx context.Context, db, name string) (*store.Collection, bool, error) {
+	c, created, err := e.store.EnsureCollection(db, name)
+	if created {
+		if s := statementOf(ctx); s != nil {
+			s.txn.create(c)
+		}
+	}
+	return c, created, err
+}
 
 // txnOf is the transaction the command under ctx runs in, or nil.
 func txnOf(ctx context.Context) *store.Transaction {
@@ -322,7 +373,7 @@ func (s *txnStatement) enter(ctx context.Context, start bool) (context.Context, 
 		if err != nil {
 			return ctx, toCommandError(err)
 		}
-		t := &sessionTxn{number: s.n, st: st}
+		t := &sessionTxn{number: s.n, st: st, store: e.store}
 		life := e.transactionLifetime()
 		t.mu.Lock() // abort, from the timer, reads expiry under mu
 		t.expiry = time.AfterFunc(life, func() {

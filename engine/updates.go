@@ -201,7 +201,7 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 			return res, nil
 		}
 		var err error
-		if coll, _, err = e.store.EnsureCollection(db, name); err != nil {
+		if coll, _, err = e.ensureCollection(ctx, db, name); err != nil {
 			return res, err
 		}
 	}
@@ -342,7 +342,7 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 				return res, nil
 			}
 			if coll == nil {
-				if coll, _, err = e.store.EnsureCollection(db, name); err != nil {
+				if coll, _, err = e.ensureCollection(ctx, db, name); err != nil {
 					return res, err
 				}
 			}

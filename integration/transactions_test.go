@@ -373,3 +373,113 @@ func TestTransactionSharded(t *testing.T) {
 		}
 	}
 }
+
+// TestTransactionDDL: collections a transaction creates (create, a first
+// insert, createIndexes) stay out of listings until it commits and are
+// gone after an abort; createIndexes in a transaction refuses a
+// collection that existed before it, or that it has written to.
+func TestTransactionDDL(t *testing.T) {
+	s := startTestServer(t)
+	c := newTestClient(t, s)
+	ctx := testCtx(t)
+	db := c.Database("txnddl")
+	names := func() []string {
+		t.Helper()
+		got, err := db.ListCollectionNames(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	has := func(name string) bool {
+		for _, n := range names() {
+			if n == name {
+				return true
+			}
+		}
+		return false
+	}
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	sctx := mongo.NewSessionContext(ctx, sess)
+
+	// create and createIndexes, then commit: visible only afterwards.
+	_ = sess.StartTransaction()
+	if err := db.CreateCollection(sctx, "made"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("made").Indexes().CreateOne(sctx, mongo.IndexModel{Keys: bson.D{{Key: "x", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if has("made") {
+		t.Fatal("a collection created in an open transaction is listed")
+	}
+	// (drivers read listIndexes' NamespaceNotFound as no indexes)
+	if specs, err := db.Collection("made").Indexes().ListSpecifications(ctx); err != nil || len(specs) != 0 {
+		t.Fatalf("indexes of a collection created in an open transaction: %v %v", specs, err)
+	}
+	if err := sess.CommitTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !has("made") {
+		t.Fatalf("after commit: collections %v", names())
+	}
+	specs, err := db.Collection("made").Indexes().ListSpecifications(ctx)
+	if err != nil || len(specs) != 2 {
+		t.Fatalf("indexes after commit: %v %v", specs, err)
+	}
+
+	// An implicit creation by insert, then abort: nothing stays.
+	_ = sess.StartTransaction()
+	if _, err := db.Collection("gone").InsertOne(sctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if has("gone") {
+		t.Fatal("a collection created by an insert in an open transaction is listed")
+	}
+	if err := sess.AbortTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if has("gone") {
+		t.Fatalf("after abort: collections %v", names())
+	}
+	if n, err := db.Collection("gone").CountDocuments(ctx, bson.D{}); err != nil || n != 0 {
+		t.Fatalf("after abort: %d documents (%v)", n, err)
+	}
+
+	// A write from outside into a collection the transaction created
+	// keeps it after the abort.
+	_ = sess.StartTransaction()
+	if err := db.CreateCollection(sctx, "shared"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("shared").InsertOne(ctx, bson.D{{Key: "_id", Value: "outside"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.AbortTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !has("shared") || len(idsIn(t, db.Collection("shared"), bson.D{})) != 1 {
+		t.Fatalf("after abort with an outside write: collections %v", names())
+	}
+
+	// createIndexes on a collection from before the transaction, or on
+	// one it created and wrote to: 263, and the transaction is over.
+	for _, coll := range []string{"made", "written"} {
+		_ = sess.StartTransaction()
+		if coll == "written" {
+			if _, err := db.Collection(coll).InsertOne(sctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := db.Collection(coll).Indexes().CreateOne(sctx, mongo.IndexModel{Keys: bson.D{{Key: "y", Value: 1}}})
+		wantCode(t, err, 263, "OperationNotSupportedInTransaction")
+		wantCode(t, sess.CommitTransaction(ctx), 251, "NoSuchTransaction")
+	}
+	if has("written") {
+		t.Fatalf("after the failed transaction: collections %v", names())
+	}
+}

@@ -49,6 +49,7 @@ type Store struct {
 	lastCID uint32
 	matcher Matcher  // compiles partial filter expressions (SetMatcher)
 	fences  sync.Map // collection id -> *sync.RWMutex (fence.go)
+	pending sync.Map // collection id -> struct{}: created by an open transaction (pending.go)
 
 	foldMu  sync.Mutex
 	folding map[uint32]bool

@@ -105,6 +105,13 @@ func (t *Transaction) Commit() error {
 	return nil
 }
 
+// Writes reports whether the transaction has written to collection id.
+func (t *Transaction) Writes(id uint32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.tx.checked[id]
+}
+
 // Abort ends the transaction without writing anything. It waits for a
 // statement in progress; aborting an ended transaction does nothing.
 func (t *Transaction) Abort() {
