@@ -42,8 +42,8 @@ const withdrawWait = 100 * time.Millisecond
 func (s *Store) Withdraw(db, name string, id uint32) error {
 	defer s.Publish(id)
 	c := s.Collection(db, name)
-	if c == nil || c.ID != id {
-		return nil
+	if c == nil || c.ID != id || s.closed.Load() {
+		return nil // gone, replaced, or the store is closing (it stays, empty)
 	}
 	f := s.fence(id)
 	deadline := time.Now().Add(withdrawWait)
