@@ -137,6 +137,11 @@ func (t *sessionTxn) abort(why string) {
 	t.created = nil
 	t.mu.Unlock()
 	t.st.Abort()
+	t.withdraw(created)
+}
+
+// withdraw takes back the collections an aborted t created.
+func (t *sessionTxn) withdraw(created []*store.Collection) {
 	for _, c := range created {
 		_ = t.store.Withdraw(c.DB, c.Name, c.ID)
 	}
@@ -172,11 +177,8 @@ func (t *sessionTxn) commit() error {
 	t.expiry.Stop()
 	if err := t.st.Commit(); err != nil {
 		t.state, t.why = txnAborted, "its commit failed"
-		created := t.created
+		t.withdraw(t.created)
 		t.created = nil
-		for _, c := range created {
-			_ = t.store.Withdraw(c.DB, c.Name, c.ID)
-		}
 		return err
 	}
 	t.state = txnCommitted
