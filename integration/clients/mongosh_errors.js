@@ -86,7 +86,19 @@ fails('count in a transaction', () => txn.getDatabase(name).runCommand({ count: 
 fails('a duplicate key in a transaction', () => tc.insertOne({ _id: 1 }), {});
 fails('a statement after the failed one', () => tc.findOne({ _id: 1 }), { code: 251, codeName: 'NoSuchTransaction' });
 txn.abortTransaction();
+// A collection the transaction creates is not listed before commit, and
+// an abort takes it back. A write with w: 2, which one member cannot
+// meet, is applied and answered with a write concern error.
+txn.startTransaction();
+txn.getDatabase(name).createCollection('made_in_txn');
+txn.getDatabase(name).made_in_txn.insertOne({ _id: 1 });
+assert(!d.getCollectionNames().includes('made_in_txn'), 'a collection created in an open transaction is listed');
+txn.abortTransaction();
+assert(!d.getCollectionNames().includes('made_in_txn'), 'an aborted transaction left its collection');
 txn.endSession();
+fails('w: 2 on one member', () => c.insertOne({ _id: 'w2' }, { writeConcern: { w: 2 } }), { name: 'MongoWriteConcernError', code: 100, codeName: 'UnsatisfiableWriteConcern' });
+assert.strictEqual(c.countDocuments({ _id: 'w2' }), 1, 'a write with an unmet write concern was not applied');
+c.deleteOne({ _id: 'w2' });
 assert.strictEqual(c.countDocuments({ _id: 'txn' }), 1, 'an aborted delete was applied');
 assert.strictEqual(c.countDocuments({ _id: 'txn-aborted' }), 0, 'an aborted insert was applied');
 c.deleteOne({ _id: 'txn' });
