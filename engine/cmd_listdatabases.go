@@ -83,13 +83,22 @@ func (e *Engine) cmdListDatabases(_ context.Context, req *request) ([]byte, erro
 			continue
 		}
 		var size, docs int64
-		for _, c := range e.store.Collections(name) {
+		colls := e.store.Collections(name)
+		listed := 0
+		for _, c := range colls {
+			if e.store.Pending(c.ID) {
+				continue // created by a transaction not yet committed
+			}
+			listed++
 			counts, err := e.store.Counts(c)
 			if err != nil {
 				return nil, err
 			}
 			size += counts.Bytes + counts.IndexTotal()
 			docs += counts.Docs
+		}
+		if listed == 0 && len(colls) > 0 && e.store.Database(name) == nil {
+			continue // only pending collections: the database is not there yet
 		}
 		entry := bson.D{{Key: "name", Value: name}}
 		if !nameOnly {

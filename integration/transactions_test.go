@@ -432,19 +432,30 @@ func TestTransactionDDL(t *testing.T) {
 		t.Fatalf("indexes after commit: %v %v", specs, err)
 	}
 
-	// An implicit creation by insert, then abort: nothing stays.
+	// An implicit creation by insert, then abort: nothing stays. Nor is
+	// a database listed that only the transaction's collection makes.
 	_ = sess.StartTransaction()
 	if _, err := db.Collection("gone").InsertOne(sctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Database("txnddl_new").Collection("x").InsertOne(sctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
 	if has("gone") {
 		t.Fatal("a collection created by an insert in an open transaction is listed")
+	}
+	dbs, err := c.ListDatabaseNames(ctx, bson.D{{Key: "name", Value: "txnddl_new"}})
+	if err != nil || len(dbs) != 0 {
+		t.Fatalf("listDatabases during the transaction: %v %v", dbs, err)
 	}
 	if err := sess.AbortTransaction(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if has("gone") {
 		t.Fatalf("after abort: collections %v", names())
+	}
+	if dbs, err := c.ListDatabaseNames(ctx, bson.D{{Key: "name", Value: "txnddl_new"}}); err != nil || len(dbs) != 0 {
+		t.Fatalf("listDatabases after abort: %v %v", dbs, err)
 	}
 	if n, err := db.Collection("gone").CountDocuments(ctx, bson.D{}); err != nil || n != 0 {
 		t.Fatalf("after abort: %d documents (%v)", n, err)
