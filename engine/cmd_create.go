@@ -41,7 +41,9 @@ func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	if s := statementOf(ctx); s != nil {
-		s.txn.create(c)
+		if err := s.txn.create(c); err != nil {
+			return nil, err
+		}
 	}
 	return okReply()
 }

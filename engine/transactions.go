@@ -44,7 +44,7 @@ import (
 // Collections a transaction creates (by create, by createIndexes or by a
 // first write) are pending until it ends: listCollections and
 // listIndexes do not show them, commit publishes them and abort drops
-// them again (store.Withdraw). createIndexes in a transaction may only
+// them again (store.Withdraw), as does the next start after a crash. createIndexes in a transaction may only
 // build on such a collection, or create one, as in MongoDB.
 
 // Codes of transactions.
@@ -148,11 +148,11 @@ func (t *sessionTxn) withdraw(created []*store.Collection) {
 }
 
 // create records c, which t created, as pending until t ends.
-func (t *sessionTxn) create(c *store.Collection) {
-	t.store.MarkPending(c.ID)
+func (t *sessionTxn) create(c *store.Collection) error {
 	t.mu.Lock()
 	t.created = append(t.created, c)
 	t.mu.Unlock()
+	return t.store.MarkPending(c.ID)
 }
 
 // creates reports whether collection id is one t created.
@@ -175,7 +175,20 @@ func (t *sessionTxn) commit() error {
 		return errors.New("transaction is not in progress")
 	}
 	t.expiry.Stop()
-	if err := t.st.Commit(); err != nil {
+	var err error
+	for _, c := range t.created {
+		// The pending key goes with the commit: a crash leaves either the
+		// committed collection or the key that withdraws it.
+		if err = t.st.Publish(c.ID); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = t.st.Commit()
+	} else {
+		t.st.Abort()
+	}
+	if err != nil {
 		t.state, t.why = txnAborted, "its commit failed"
 		t.withdraw(t.created)
 		t.created = nil
@@ -183,7 +196,7 @@ func (t *sessionTxn) commit() error {
 	}
 	t.state = txnCommitted
 	for _, c := range t.created {
-		t.store.Publish(c.ID)
+		t.store.Published(c.ID)
 	}
 	t.created = nil
 	return nil
@@ -207,7 +220,7 @@ func (e *Engine) ensureCollection(ctx context.Context, db, name string) (*store.
 	c, created, err := e.store.EnsureCollection(db, name)
 	if created {
 		if s := statementOf(ctx); s != nil {
-			s.txn.create(c)
+			err = s.txn.create(c)
 		}
 	}
 	return c, created, err

@@ -183,6 +183,8 @@ func (s *Store) loadCatalog() error {
 					s.lastCID = u32(v)
 				case string(k) == string(bootKey):
 					s.boot = binary.BigEndian.Uint64(v)
+				case hasPrefix(k, "m/pending/") && len(k) == len("m/pending/")+4:
+					s.orphans = append(s.orphans, u32(k[len("m/pending/"):]))
 				}
 				return nil
 			})

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -14,12 +15,22 @@ import (
 // entry at once, so that the transaction's writes have somewhere to go.
 // Until the transaction ends the collection is pending: listings leave it
 // out, as MongoDB shows no collection a transaction created before it
-// commits. Commit publishes it (Publish); abort takes it back
-// (Withdraw): dropped, unless a write from outside the transaction has
-// committed a document into it meanwhile, in which case it stays.
+// commits. Commit publishes it; abort takes it back (Withdraw): dropped,
+// unless a write from outside the transaction has committed a document
+// into it meanwhile, in which case it stays.
+//
+// A pending collection also has a key, m/pending/<collID>. The
+// transaction's commit deletes it in the same Badger transaction as its
+// documents (Transaction.Publish), so after a crash a key left over names
+// a collection whose transaction never committed: Open withdraws it.
+
+func pendingKey(id uint32) []byte { return binary.BigEndian.AppendUint32([]byte("m/pending/"), id) }
 
 // MarkPending marks collection id as created by a transaction still open.
-func (s *Store) MarkPending(id uint32) { s.pending.Store(id, struct{}{}) }
+func (s *Store) MarkPending(id uint32) error {
+	s.pending.Store(id, struct{}{})
+	return s.update(func(txn *badger.Txn) error { return txn.Set(pendingKey(id), nil) })
+}
 
 // Pending reports whether collection id was created by a transaction
 // still open.
@@ -28,8 +39,15 @@ func (s *Store) Pending(id uint32) bool {
 	return ok
 }
 
-// Publish ends collection id's pending state: its transaction committed.
-func (s *Store) Publish(id uint32) { s.pending.Delete(id) }
+// Published ends collection id's pending state once the transaction that
+// created it has committed (with Transaction.Publish).
+func (s *Store) Published(id uint32) { s.pending.Delete(id) }
+
+// Publish makes the transaction's commit publish collection id, which it
+// created (MarkPending): the pending key goes with the commit.
+func (t *Transaction) Publish(id uint32) error {
+	return t.run(func(tx *Txn) error { return tx.t.Delete(pendingKey(id)) })
+}
 
 // withdrawWait is how long Withdraw waits for writers of the collection
 // (another transaction holding its fence) before it keeps the collection.
@@ -40,10 +58,20 @@ const withdrawWait = 100 * time.Millisecond
 // stays (published) when it has documents, when writers hold it past
 // withdrawWait, or when db.name is no longer collection id.
 func (s *Store) Withdraw(db, name string, id uint32) error {
-	defer s.Publish(id)
+	if s.closed.Load() {
+		return nil // the pending key stays: the next Open withdraws it
+	}
+	defer s.Published(id)
+	if err := s.withdraw(db, name, id); err != nil {
+		return err
+	}
+	return s.update(func(txn *badger.Txn) error { return txn.Delete(pendingKey(id)) })
+}
+
+func (s *Store) withdraw(db, name string, id uint32) error {
 	c := s.Collection(db, name)
-	if c == nil || c.ID != id || s.closed.Load() {
-		return nil // gone, replaced, or the store is closing (it stays, empty)
+	if c == nil || c.ID != id {
+		return nil // dropped or replaced meanwhile
 	}
 	f := s.fence(id)
 	deadline := time.Now().Add(withdrawWait)
@@ -81,4 +109,23 @@ func (s *Store) Withdraw(db, name string, id uint32) error {
 		return fmt.Errorf("withdraw collection %s.%s: %w", db, name, err)
 	}
 	return s.purge(id)
+}
+
+// withdrawOrphans withdraws the collections whose pending keys outlived
+// their transactions (a crash while they were open).
+func (s *Store) withdrawOrphans(ids []uint32) error {
+	for _, id := range ids {
+		var db, name string
+		s.catMu.RLock()
+		for _, c := range s.colls {
+			if c.ID == id {
+				db, name = c.DB, c.Name
+			}
+		}
+		s.catMu.RUnlock()
+		if err := s.Withdraw(db, name, id); err != nil {
+			return fmt.Errorf("withdraw collection %d of a transaction cut off: %w", id, err)
+		}
+	}
+	return nil
 }

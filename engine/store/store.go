@@ -50,6 +50,7 @@ type Store struct {
 	matcher Matcher  // compiles partial filter expressions (SetMatcher)
 	fences  sync.Map // collection id -> *sync.RWMutex (fence.go)
 	pending sync.Map // collection id -> struct{}: created by an open transaction (pending.go)
+	orphans []uint32 // pending keys found by loadCatalog (pending.go)
 
 	foldMu  sync.Mutex
 	folding map[uint32]bool
@@ -97,6 +98,10 @@ func Open(opts Options) (*Store, error) {
 	s.splitCond = sync.NewCond(&s.splitMu)
 	s.resharded = map[string]chan struct{}{}
 	if err := s.loadCatalog(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := s.withdrawOrphans(s.orphans); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
