@@ -12,38 +12,11 @@ import (
 )
 
 func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	w, err := parseWriteCommand(req, "deletes", true)
 	if err != nil {
 		return nil, err
 	}
-	if err := validateCollName(req.db, name); err != nil {
-		return nil, err
-	}
-	ordered := true
-	var let bsoncore.Document
-	elems, _ := req.body.Elements()
-	for _, el := range elems[1:] {
-		k, v := el.Key(), el.Value()
-		switch k {
-		case "ordered":
-			if ordered, err = boolArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "let":
-			if let, err = docArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "deletes", "stmtIds":
-		default:
-			if !genericFields[k] {
-				return nil, unknownField(req.name, k)
-			}
-		}
-	}
-	wc, stmts, err := writeBatch(req, "deletes")
-	if err != nil {
-		return nil, err
-	}
+	name, ordered, let, stmts := w.coll, w.ordered, w.let, w.stmts
 	// Statements are parsed before any runs, as MongoDB's IDL does: a
 	// malformed statement fails the whole command. Errors of a statement's
 	// filter are write errors of that statement.
@@ -53,7 +26,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 	}
-	rw, err := e.retryableWrite(ctx, req, wc, len(parsed))
+	rw, err := e.retryableWrite(ctx, req, w.wc, len(parsed))
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +66,8 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 	if ce := throttledOnly(n, errs, ordered, len(parsed)); ce != nil {
 		return nil, ce
 	}
-	if wc.journal && n > 0 {
-		if err := e.store.Sync(); err != nil {
-			return nil, err
-		}
+	if err := e.journal(w.wc, n > 0); err != nil {
+		return nil, err
 	}
 	return writeReply(n, errs, rw.replyFields()...)
 }

@@ -114,10 +114,8 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 		}
 		return nil, fmt.Errorf("findAndModify on %s: %w", coll.Namespace(), err)
 	}
-	if wc.journal && res.wrote {
-		if err := e.store.Sync(); err != nil {
-			return nil, err
-		}
+	if err := e.journal(wc, res.wrote); err != nil {
+		return nil, err
 	}
 	return famReply(a, res, project)
 }

@@ -23,38 +23,12 @@ const (
 )
 
 func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	w, err := parseWriteCommand(req, "documents", false)
 	if err != nil {
 		return nil, err
 	}
-	if err := validateCollName(req.db, name); err != nil {
-		return nil, err
-	}
-	ordered := true
-	elems, _ := req.body.Elements()
-	for _, el := range elems[1:] {
-		k, v := el.Key(), el.Value()
-		switch k {
-		case "ordered":
-			if ordered, err = boolArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "bypassDocumentValidation":
-			if _, err := boolArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "documents", "stmtIds":
-		default:
-			if !genericFields[k] {
-				return nil, unknownField(req.name, k)
-			}
-		}
-	}
-	wc, raw, err := writeBatch(req, "documents")
-	if err != nil {
-		return nil, err
-	}
-	rw, err := e.retryableWrite(ctx, req, wc, len(raw))
+	name, ordered, raw := w.coll, w.ordered, w.stmts
+	rw, err := e.retryableWrite(ctx, req, w.wc, len(raw))
 	if err != nil {
 		return nil, err
 	}
@@ -79,10 +53,8 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 	if ce := throttledOnly(n, errs, ordered, len(docs)); ce != nil {
 		return nil, ce
 	}
-	if wc.journal && n > 0 {
-		if err := e.store.Sync(); err != nil {
-			return nil, err
-		}
+	if err := e.journal(w.wc, n > 0); err != nil {
+		return nil, err
 	}
 	return writeReply(n, errs, rw.replyFields()...)
 }

@@ -17,42 +17,11 @@ import (
 // upserted _ids with their statement index, and reports per-statement
 // errors as writeErrors.
 func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	w, err := parseWriteCommand(req, "updates", true)
 	if err != nil {
 		return nil, err
 	}
-	if err := validateCollName(req.db, name); err != nil {
-		return nil, err
-	}
-	ordered := true
-	var let bsoncore.Document
-	elems, _ := req.body.Elements()
-	for _, el := range elems[1:] {
-		k, v := el.Key(), el.Value()
-		switch k {
-		case "ordered":
-			if ordered, err = boolArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "bypassDocumentValidation":
-			if _, err := boolArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "let":
-			if let, err = docArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "updates", "stmtIds", "isTimeseriesNamespace":
-		default:
-			if !genericFields[k] {
-				return nil, unknownField(req.name, k)
-			}
-		}
-	}
-	wc, raw, err := writeBatch(req, "updates")
-	if err != nil {
-		return nil, err
-	}
+	name, ordered, let, raw := w.coll, w.ordered, w.let, w.stmts
 	// As MongoDB's IDL does, every statement is parsed before any runs; the
 	// update language's own errors are the statement's write errors.
 	stmts := make([]updateStmt, len(raw))
@@ -61,7 +30,7 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 	}
-	rw, err := e.retryableWrite(ctx, req, wc, len(stmts))
+	rw, err := e.retryableWrite(ctx, req, w.wc, len(stmts))
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +83,8 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 			return nil, ce
 		}
 	}
-	if wc.journal && (nModified > 0 || len(upserted) > 0) {
-		if err := e.store.Sync(); err != nil {
-			return nil, err
-		}
+	if err := e.journal(w.wc, nModified > 0 || len(upserted) > 0); err != nil {
+		return nil, err
 	}
 	retried := rw.replyFields()
 	if len(errs) == 0 && len(upserted) == 0 && len(retried) == 0 {

@@ -542,10 +542,8 @@ func (e *Engine) cmdCommitTransaction(ctx context.Context, req *request) ([]byte
 		}
 		return nil, err
 	}
-	if wc.journal {
-		if err := e.store.Sync(); err != nil {
-			return nil, err
-		}
+	if err := e.journal(wc, true); err != nil {
+		return nil, err
 	}
 	return okReply()
 }

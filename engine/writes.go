@@ -263,19 +263,67 @@ func statements(req *request, field string) ([][]byte, error) {
 	return out, nil
 }
 
-// writeBatch reads what every batched write command (insert, update,
-// delete) shares: its write concern and its statements, whose count must be
-// within maxWriteBatchSize.
-func writeBatch(req *request, field string) (writeConcern, [][]byte, error) {
-	wc, err := parseWriteConcern(req)
-	if err != nil {
-		return wc, nil, err
+// writeCommand is what every batched write command (insert, update,
+// delete) shares.
+type writeCommand struct {
+	coll    string
+	ordered bool
+	let     bsoncore.Document // update and delete
+	wc      writeConcern
+	stmts   [][]byte // within maxWriteBatchSize
+}
+
+// parseWriteCommand reads a batched write command's collection, top-level
+// fields (those of MongoDB's write commands; let where allowLet) and its
+// statements, the array or document sequence named field.
+func parseWriteCommand(req *request, field string, allowLet bool) (writeCommand, error) {
+	w := writeCommand{ordered: true}
+	var err error
+	if w.coll, err = collectionArg(req); err != nil {
+		return w, err
 	}
-	stmts, err := statements(req, field)
-	if err != nil {
-		return wc, nil, err
+	if err := validateCollName(req.db, w.coll); err != nil {
+		return w, err
 	}
-	return wc, stmts, checkBatchSize(len(stmts))
+	elems, _ := req.body.Elements()
+	for _, el := range elems[1:] {
+		k, v := el.Key(), el.Value()
+		switch {
+		case k == "ordered":
+			if w.ordered, err = boolArg(req.name, k, v); err != nil {
+				return w, err
+			}
+		case k == "bypassDocumentValidation":
+			if _, err := boolArg(req.name, k, v); err != nil {
+				return w, err
+			}
+		case k == "let" && allowLet:
+			if w.let, err = docArg(req.name, k, v); err != nil {
+				return w, err
+			}
+		case k == field, k == "stmtIds", k == "isTimeseriesNamespace":
+		default:
+			if !genericFields[k] {
+				return w, unknownField(req.name, k)
+			}
+		}
+	}
+	if w.wc, err = parseWriteConcern(req); err != nil {
+		return w, err
+	}
+	if w.stmts, err = statements(req, field); err != nil {
+		return w, err
+	}
+	return w, checkBatchSize(len(w.stmts))
+}
+
+// journal syncs the store before a write command's reply when its write
+// concern asks for j and the command changed something.
+func (e *Engine) journal(wc writeConcern, changed bool) error {
+	if wc.journal && changed {
+		return e.store.Sync()
+	}
+	return nil
 }
 
 func checkBatchSize(n int) error {
