@@ -230,10 +230,7 @@ func parseAggregate(cmd string, body bsoncore.Document) (*aggArgs, error) {
 				err = errorf(ErrFailedToParse, "hint must be a string or an object")
 			}
 		case "collation":
-			var d bsoncore.Document
-			if d, err = docArg(cmd, k, v); err == nil {
-				err = checkCollation(d)
-			}
+			err = collationArg(cmd, k, v)
 		case "bypassDocumentValidation", "fromMongos", "needsMerge", "isMapReduceCommand", "fromRouter",
 			"$_generateV2ResumeTokens", "exchange", "collectionUUID", "use44SortKeys", "$_requestReshardingResumeToken",
 			"$_passthroughToShard", "query_stats", "includeQueryStatsMetrics", "encryptionInformation":

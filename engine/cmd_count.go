@@ -84,10 +84,7 @@ func parseCount(cmd string, body bsoncore.Document) (*countArgs, error) {
 				err = wrongTypes(cmd, k, v, "string, object")
 			}
 		case "collation":
-			var d bsoncore.Document
-			if d, err = docArg(cmd, k, v); err == nil {
-				err = checkCollation(d)
-			}
+			err = collationArg(cmd, k, v)
 		case "fields", "query_stats", "encryptionInformation":
 		default:
 			if !genericFields[k] {

@@ -110,7 +110,9 @@ func parseDeleteStmt(stmt bsoncore.Document) (deleteStmt, error) {
 			}
 			st.hint = v
 		case "collation":
-			return st, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
+			if err := collationArg(field, k, v); err != nil {
+				return st, err
+			}
 		default:
 			return st, unknownField(field, k)
 		}

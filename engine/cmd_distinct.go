@@ -87,10 +87,7 @@ func parseDistinct(cmd string, body bsoncore.Document) (*distinctArgs, error) {
 				err = wrongTypes(cmd, k, v, "string, object")
 			}
 		case "collation":
-			var d bsoncore.Document
-			if d, err = docArg(cmd, k, v); err == nil {
-				err = checkCollation(d)
-			}
+			err = collationArg(cmd, k, v)
 		case "query_stats", "mirrored", "sampleId":
 		default:
 			if !genericFields[k] {

@@ -149,10 +149,7 @@ func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 			b, err = boolArg(cmd, k, v)
 			a.singleBatch = a.singleBatch || b
 		case "collation":
-			var d bsoncore.Document
-			if d, err = docArg(cmd, k, v); err == nil {
-				err = checkCollation(d)
-			}
+			err = collationArg(cmd, k, v)
 		case "tailable":
 			tailable, err = boolArg(cmd, k, v)
 		case "awaitData":
@@ -202,6 +199,15 @@ func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 		a.projection = nil
 	}
 	return a, nil
+}
+
+// collationArg checks the collation argument k of cmd (checkCollation).
+func collationArg(cmd, k string, v bsoncore.Value) error {
+	d, err := docArg(cmd, k, v)
+	if err != nil {
+		return err
+	}
+	return checkCollation(d)
 }
 
 // checkCollation accepts the simple collation (what Parsec always uses)

@@ -163,9 +163,7 @@ func parseFindAndModify(req *request) (famArgs, error) {
 			}
 			a.hint = v
 		case "collation":
-			if _, err = docArg(req.name, k, v); err == nil {
-				err = errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
-			}
+			err = collationArg(req.name, k, v)
 		default:
 			if !genericFields[k] {
 				err = unknownField(req.name, k)

@@ -156,10 +156,9 @@ func parseUpdateStmt(stmt bsoncore.Document) (updateStmt, error) {
 			}
 			st.hint = v
 		case "collation":
-			if _, err := docArg(field, k, v); err != nil {
+			if err := collationArg(field, k, v); err != nil {
 				return st, err
 			}
-			return st, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
 		case "upsertSupplied", "allowShardKeyUpdatesWithoutFullShardKeyInQuery":
 			if _, err := boolArg(field, k, v); err != nil {
 				return st, err
