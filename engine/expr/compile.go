@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -190,8 +191,8 @@ func (o *objectExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 }
 
 func (c *compiler) compileObject(doc bsoncore.Document) (Expression, error) {
-	it := elems(doc)
-	first, ok := it.next()
+	it := value.ElementsOf(doc)
+	first, ok := it.Next()
 	if !ok {
 		return constant{Document(nil)}, nil
 	}
@@ -203,7 +204,7 @@ func (c *compiler) compileObject(doc bsoncore.Document) (Expression, error) {
 	}
 	o := &objectExpr{}
 	seen := map[string]bool{}
-	for e, ok := first, true; ok; e, ok = it.next() {
+	for e, ok := first, true; ok; e, ok = it.Next() {
 		k := e.Key()
 		if strings.HasPrefix(k, "$") {
 			return nil, errorOf(ErrFieldPath, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")

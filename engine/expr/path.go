@@ -3,6 +3,7 @@ package expr
 import (
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -115,8 +116,8 @@ func getPath(v bsoncore.Value, parts []string) bsoncore.Value {
 
 func getPathArray(arr bsoncore.Value, parts []string) bsoncore.Value {
 	var out []bsoncore.Value
-	it := elems(arr.Data)
-	for e, ok := it.next(); ok; e, ok = it.next() {
+	it := value.ElementsOf(arr.Data)
+	for e, ok := it.Next(); ok; e, ok = it.Next() {
 		x := e.Value()
 		switch x.Type {
 		case bsoncore.TypeEmbeddedDocument:

@@ -92,8 +92,8 @@ func Document(fields []Field) bsoncore.Value {
 // Elements returns the values of an array (or a document's values).
 func Elements(v bsoncore.Value) []bsoncore.Value {
 	var out []bsoncore.Value
-	it := elems(v.Data)
-	for e, ok := it.next(); ok; e, ok = it.next() {
+	it := value.ElementsOf(v.Data)
+	for e, ok := it.Next(); ok; e, ok = it.Next() {
 		out = append(out, e.Value())
 	}
 	return out
@@ -102,33 +102,11 @@ func Elements(v bsoncore.Value) []bsoncore.Value {
 // Fields returns the fields of a document value.
 func Fields(v bsoncore.Value) []Field {
 	var out []Field
-	it := elems(v.Data)
-	for e, ok := it.next(); ok; e, ok = it.next() {
+	it := value.ElementsOf(v.Data)
+	for e, ok := it.Next(); ok; e, ok = it.Next() {
 		out = append(out, Field{Key: e.Key(), Val: e.Value()})
 	}
 	return out
-}
-
-type elemIter struct{ rem []byte }
-
-func elems(doc []byte) elemIter {
-	if len(doc) < 5 {
-		return elemIter{}
-	}
-	return elemIter{rem: doc[4 : len(doc)-1]}
-}
-
-func (it *elemIter) next() (bsoncore.Element, bool) {
-	if len(it.rem) == 0 {
-		return nil, false
-	}
-	e, rem, ok := bsoncore.ReadElement(it.rem)
-	if !ok {
-		it.rem = nil
-		return nil, false
-	}
-	it.rem = rem
-	return e, true
 }
 
 // lookup finds field name in a document without allocating. It is the
@@ -329,9 +307,9 @@ func writeValue(b *strings.Builder, v bsoncore.Value) {
 			open, close = "[", "]"
 		}
 		b.WriteString(open)
-		it := elems(v.Data)
+		it := value.ElementsOf(v.Data)
 		first := true
-		for e, ok := it.next(); ok; e, ok = it.next() {
+		for e, ok := it.Next(); ok; e, ok = it.Next() {
 			if first {
 				b.WriteString(" ")
 			} else {

@@ -111,18 +111,21 @@ func stringBytes(v bsoncore.Value) []byte {
 	return v.Data[4 : 4+n-1]
 }
 
-// elements iterates over the elements of a BSON document or array without
-// allocating: next returns false at the end (or on malformed input).
-type elements struct{ rem []byte }
+// Elements iterates over the elements of a BSON document or array
+// without allocating: Next returns false at the end (or on malformed
+// input).
+type Elements struct{ rem []byte }
 
-func elementsOf(doc []byte) elements {
+// ElementsOf iterates over the elements of the document or array doc.
+func ElementsOf(doc []byte) Elements {
 	if len(doc) < 5 {
-		return elements{}
+		return Elements{}
 	}
-	return elements{rem: doc[4 : len(doc)-1]}
+	return Elements{rem: doc[4 : len(doc)-1]}
 }
 
-func (it *elements) next() (bsoncore.Element, bool) {
+// Next is the next element; false at the end.
+func (it *Elements) Next() (bsoncore.Element, bool) {
 	if len(it.rem) == 0 {
 		return nil, false
 	}
@@ -136,10 +139,10 @@ func (it *elements) next() (bsoncore.Element, bool) {
 }
 
 func compareDocs(a, b []byte, withNames bool) int {
-	ia, ib := elementsOf(a), elementsOf(b)
+	ia, ib := ElementsOf(a), ElementsOf(b)
 	for {
-		ea, okA := ia.next()
-		eb, okB := ib.next()
+		ea, okA := ia.Next()
+		eb, okB := ib.Next()
 		if !okA || !okB {
 			return cmpBool(okA, okB)
 		}

@@ -65,8 +65,8 @@ func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
 		return appendEscaped(dst, stringBytes(v))
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
-		it := elementsOf(v.Data)
-		for e, ok := it.next(); ok; e, ok = it.next() {
+		it := ElementsOf(v.Data)
+		for e, ok := it.Next(); ok; e, ok = it.Next() {
 			ev := e.Value()
 			// Within a document the element's type rank leads, then its name.
 			dst = append(dst, TypeRank(ev.Type))
