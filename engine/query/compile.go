@@ -38,11 +38,7 @@ func (c *compiler) compileDoc(filter bsoncore.Document, ctx docContext) (andPred
 		return nil, errorOf(ErrFailedToParse, "filter: %v", err)
 	}
 	var preds andPred
-	for rem := elementsOf(filter); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(filter) {
 		key, v := e.Key(), e.Value()
 		var p predicate
 		var err error
@@ -243,11 +239,7 @@ func (m constMatcher) matchValue(bsoncore.Value, *state) bool { return bool(m) }
 func (c *compiler) compileOps(ops bsoncore.Document) (opNode, error) {
 	var all allNode
 	var regexArg, optionsArg *bsoncore.Value
-	for rem := elementsOf(ops); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(ops) {
 		name, arg := e.Key(), e.Value()
 		switch name {
 		case "$regex":
@@ -618,11 +610,7 @@ func (c *compiler) compileElemMatch(d bsoncore.Document) (valueMatcher, error) {
 	first, _ := nextElement(elementsOf(d))
 	if first != nil && strings.HasPrefix(first.Key(), "$") && !pathlessOps[first.Key()] {
 		// The value form: operators that each element is tested with.
-		for rem := elementsOf(d); len(rem) > 0; {
-			var e bsoncore.Element
-			if e, rem = nextElement(rem); e == nil {
-				break
-			}
+		for e := range value.All(d) {
 			if !strings.HasPrefix(e.Key(), "$") {
 				return nil, badValue("unknown operator: %s", e.Key())
 			}

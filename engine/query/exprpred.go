@@ -1,6 +1,7 @@
 package query
 
 import (
+	"github.com/parsecdb/parsec/engine/value"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/expr"
@@ -35,11 +36,7 @@ func newExprEnv(opts Options) (*exprEnv, error) {
 	}
 	var vars []pending
 	empty := bsoncore.NewDocumentBuilder().Build()
-	for rem := elementsOf(let); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(let) {
 		if err := expr.CheckVariableName(e.Key()); err != nil {
 			return nil, err
 		}

@@ -103,11 +103,7 @@ func writeShell(b *strings.Builder, v bsoncore.Value) {
 		}
 		b.WriteString(open)
 		first := true
-		for rem := elementsOf(v.Data); len(rem) > 0; {
-			var e bsoncore.Element
-			if e, rem = nextElement(rem); e == nil {
-				break
-			}
+		for e := range value.All(v.Data) {
 			if first {
 				b.WriteString(" ")
 			} else {

@@ -74,11 +74,7 @@ func schemaError(format string, args ...any) error { return errorOf(ErrFailedToP
 func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 	s := &schema{}
 	var hasType, hasBSONType bool
-	for rem := elementsOf(d); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(d) {
 		k, v := e.Key(), e.Value()
 		var err error
 		switch k {
@@ -116,11 +112,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 			if !ok {
 				return nil, typeMismatch("$jsonSchema keyword 'properties' must be an object")
 			}
-			for prem := elementsOf(pd); len(prem) > 0; {
-				var pe bsoncore.Element
-				if pe, prem = nextElement(prem); pe == nil {
-					break
-				}
+			for pe := range value.All(pd) {
 				sd, ok := pe.Value().DocumentOK()
 				if !ok {
 					return nil, typeMismatch("Nested schema for $jsonSchema property '%s' must be an object", pe.Key())
@@ -136,11 +128,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 			if !ok {
 				return nil, typeMismatch("$jsonSchema keyword 'patternProperties' must be an object")
 			}
-			for prem := elementsOf(pd); len(prem) > 0; {
-				var pe bsoncore.Element
-				if pe, prem = nextElement(prem); pe == nil {
-					break
-				}
+			for pe := range value.All(pd) {
 				re, err := expr.CompileRegex(pe.Key(), "")
 				if err != nil {
 					return nil, err
@@ -506,11 +494,7 @@ func (s *schema) validObject(doc bsoncore.Document) bool {
 	if len(s.patternProps) == 0 && s.additional == nil && !s.noAdditional {
 		return true
 	}
-	for rem := elementsOf(doc); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(doc) {
 		k := e.Key()
 		known := false
 		for _, p := range s.properties {

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"github.com/parsecdb/parsec/engine/value"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -118,11 +119,7 @@ func walkArray(arr bsoncore.Document, path []string, expand bool, pos int, fn vi
 // lookupField finds the first field called name in doc without
 // allocating.
 func lookupField(doc bsoncore.Document, name string) (bsoncore.Value, bool) {
-	for rem := elementsOf(doc); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(doc) {
 		if string(e.KeyBytes()) == name {
 			return e.Value(), true
 		}
@@ -152,11 +149,7 @@ func nextElement(rem []byte) (bsoncore.Element, []byte) {
 // arrayValues returns the elements of an array value.
 func arrayValues(arr []byte) []bsoncore.Value {
 	var out []bsoncore.Value
-	for rem := elementsOf(arr); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(arr) {
 		out = append(out, e.Value())
 	}
 	return out

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"github.com/parsecdb/parsec/engine/value"
 	"strconv"
 	"strings"
 
@@ -107,11 +108,7 @@ type projBuilder struct {
 }
 
 func (b *projBuilder) addDoc(spec bsoncore.Document, prefix []string) error {
-	for rem := elementsOf(spec); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(spec) {
 		if err := b.addField(e.Key(), e.Value(), prefix); err != nil {
 			return err
 		}
@@ -378,11 +375,7 @@ func (a *applier) eval(e expr.Expression) (bsoncore.Value, error) {
 func (a *applier) document(dst []byte, doc bsoncore.Document, node *projNode, top, posDone bool) ([]byte, error) {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	emitted := map[string]bool{}
-	for rem := elementsOf(doc); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(doc) {
 		key, v := e.Key(), e.Value()
 		c := node.byName[key]
 		if top && key == "_id" && (c == nil || c.kind == projInclude || c.kind == projExclude) {
@@ -450,11 +443,7 @@ func (a *applier) additions(dst []byte, doc bsoncore.Document, node *projNode, e
 			if !ok || v.Type != bsoncore.TypeArray {
 				continue
 			}
-			for rem := elementsOf(v.Data); len(rem) > 0; {
-				var e bsoncore.Element
-				if e, rem = nextElement(rem); e == nil {
-					break
-				}
+			for e := range value.All(v.Data) {
 				if c.elem.matchValue(arrayOf(e.Value()), nil) {
 					dst = bsoncore.AppendArrayElement(dst, c.name, arrayOf(e.Value()).Data)
 					break
@@ -503,11 +492,7 @@ func (a *applier) subValue(v bsoncore.Value, c *projChild, posDone bool) (bsonco
 		}
 		idx, b := bsoncore.AppendArrayStart(nil)
 		i := 0
-		for rem := elementsOf(v.Data); len(rem) > 0; {
-			var e bsoncore.Element
-			if e, rem = nextElement(rem); e == nil {
-				break
-			}
+		for e := range value.All(v.Data) {
 			x := e.Value()
 			switch {
 			case x.Type == bsoncore.TypeEmbeddedDocument || x.Type == bsoncore.TypeArray:

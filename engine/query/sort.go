@@ -28,11 +28,7 @@ func CompileSort(spec bsoncore.Document) (*Sort, error) {
 	if err := spec.Validate(); err != nil && len(spec) > 0 {
 		return nil, errorOf(ErrFailedToParse, "sort: %v", err)
 	}
-	for rem := elementsOf(spec); len(rem) > 0; {
-		var e bsoncore.Element
-		if e, rem = nextElement(rem); e == nil {
-			break
-		}
+	for e := range value.All(spec) {
 		key, v := e.Key(), e.Value()
 		if v.Type == bsoncore.TypeEmbeddedDocument {
 			first, _ := nextElement(elementsOf(v.Data))

@@ -3,6 +3,7 @@ package value
 import (
 	"bytes"
 	"encoding/binary"
+	"iter"
 	"math"
 	"strings"
 
@@ -122,6 +123,16 @@ func ElementsOf(doc []byte) Elements {
 		return Elements{}
 	}
 	return Elements{rem: doc[4 : len(doc)-1]}
+}
+
+// All yields the elements of the document or array doc in order, up to
+// the end or to malformed input, without allocating.
+func All(doc []byte) iter.Seq[bsoncore.Element] {
+	return func(yield func(bsoncore.Element) bool) {
+		it := ElementsOf(doc)
+		for e, ok := it.Next(); ok && yield(e); e, ok = it.Next() {
+		}
+	}
 }
 
 // Next is the next element; false at the end.
