@@ -116,8 +116,7 @@ func getPath(v bsoncore.Value, parts []string) bsoncore.Value {
 
 func getPathArray(arr bsoncore.Value, parts []string) bsoncore.Value {
 	var out []bsoncore.Value
-	it := value.ElementsOf(arr.Data)
-	for e, ok := it.Next(); ok; e, ok = it.Next() {
+	for e := range value.All(arr.Data) {
 		x := e.Value()
 		switch x.Type {
 		case bsoncore.TypeEmbeddedDocument:

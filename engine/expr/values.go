@@ -92,8 +92,7 @@ func Document(fields []Field) bsoncore.Value {
 // Elements returns the values of an array (or a document's values).
 func Elements(v bsoncore.Value) []bsoncore.Value {
 	var out []bsoncore.Value
-	it := value.ElementsOf(v.Data)
-	for e, ok := it.Next(); ok; e, ok = it.Next() {
+	for e := range value.All(v.Data) {
 		out = append(out, e.Value())
 	}
 	return out
@@ -102,8 +101,7 @@ func Elements(v bsoncore.Value) []bsoncore.Value {
 // Fields returns the fields of a document value.
 func Fields(v bsoncore.Value) []Field {
 	var out []Field
-	it := value.ElementsOf(v.Data)
-	for e, ok := it.Next(); ok; e, ok = it.Next() {
+	for e := range value.All(v.Data) {
 		out = append(out, Field{Key: e.Key(), Val: e.Value()})
 	}
 	return out
