@@ -13,11 +13,8 @@ import (
 // the _id index is the size of their keys. A missing collection reports
 // zeros, as mongod does.
 func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	name, err := validCollectionArg(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateCollName(req.db, name); err != nil {
 		return nil, err
 	}
 	scale, err := scaleArg(req)

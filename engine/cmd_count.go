@@ -17,11 +17,8 @@ type countArgs struct {
 }
 
 func (e *Engine) cmdCount(ctx context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	name, err := validCollectionArg(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateCollName(req.db, name); err != nil {
 		return nil, err
 	}
 	args, err := parseCount(req.name, req.body)

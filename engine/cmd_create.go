@@ -16,11 +16,8 @@ import (
 // not implement (capped, views, time series, validators, collation, ...)
 // are refused with CommandNotSupported rather than silently ignored.
 func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	name, err := validCollectionArg(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateCollName(req.db, name); err != nil {
 		return nil, err
 	}
 	opts, err := createOptions(req)

@@ -16,11 +16,8 @@ import (
 // existing documents are written, and a duplicate in a unique index
 // aborts that index's build, leaving none of its entries.
 func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	name, err := validCollectionArg(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateCollName(req.db, name); err != nil {
 		return nil, err
 	}
 	var raw []bsoncore.Document

@@ -22,11 +22,8 @@ type distinctArgs struct {
 }
 
 func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	name, err := validCollectionArg(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateCollName(req.db, name); err != nil {
 		return nil, err
 	}
 	args, err := parseDistinct(req.name, req.body)

@@ -11,11 +11,8 @@ import (
 // cmdDrop drops a collection. As in MongoDB 7.0, dropping a collection that
 // does not exist succeeds.
 func (e *Engine) cmdDrop(_ context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	name, err := validCollectionArg(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateCollName(req.db, name); err != nil {
 		return nil, err
 	}
 	if err := e.store.DropCollection(req.db, name); err != nil {

@@ -31,11 +31,8 @@ type findArgs struct {
 
 func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 	started := e.now()
-	name, err := collectionArg(req)
+	name, err := validCollectionArg(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateCollName(req.db, name); err != nil {
 		return nil, err
 	}
 	args, err := parseFind(req.name, req.body)

@@ -33,11 +33,8 @@ type famArgs struct {
 // returns it as it was before or (new) after. The reply is
 // {lastErrorObject: {n, updatedExisting, upserted}, value, ok}.
 func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, error) {
-	name, err := collectionArg(req)
+	name, err := validCollectionArg(req)
 	if err != nil {
-		return nil, err
-	}
-	if err := validateCollName(req.db, name); err != nil {
 		return nil, err
 	}
 	a, err := parseFindAndModify(req)

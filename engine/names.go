@@ -47,6 +47,16 @@ func allowedSystemCollection(coll string) bool {
 	return false
 }
 
+// validCollectionArg is collectionArg checked by MongoDB's naming rules
+// (validateCollName): the collection a command names.
+func validCollectionArg(req *request) (string, error) {
+	name, err := collectionArg(req)
+	if err != nil {
+		return "", err
+	}
+	return name, validateCollName(req.db, name)
+}
+
 // collectionArg reads the collection name that is the first field's value.
 func collectionArg(req *request) (string, error) {
 	v := req.body.Index(0).Value()

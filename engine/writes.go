@@ -279,10 +279,7 @@ type writeCommand struct {
 func parseWriteCommand(req *request, field string, allowLet bool) (writeCommand, error) {
 	w := writeCommand{ordered: true}
 	var err error
-	if w.coll, err = collectionArg(req); err != nil {
-		return w, err
-	}
-	if err := validateCollName(req.db, w.coll); err != nil {
+	if w.coll, err = validCollectionArg(req); err != nil {
 		return w, err
 	}
 	elems, _ := req.body.Elements()
