@@ -22,9 +22,7 @@ type aggArgs struct {
 	allowDiskUse *bool
 	maxTimeMS    int64
 	let          bsoncore.Document
-	hint         bsoncore.Document
-	hintName     string
-	hasHint      bool
+	hint         hintArg
 	sessions     []bsoncore.Document
 }
 
@@ -221,12 +219,7 @@ func parseAggregate(cmd string, body bsoncore.Document) (*aggArgs, error) {
 		case "let":
 			a.let, err = docArg(cmd, k, v)
 		case "hint":
-			switch v.Type {
-			case bsoncore.TypeString:
-				a.hintName, a.hasHint = stringOf(v), true
-			case bsoncore.TypeEmbeddedDocument:
-				a.hint, a.hasHint = v.Data, len(v.Data) > 5
-			default:
+			if !a.hint.parse(v) {
 				err = errorf(ErrFailedToParse, "hint must be a string or an object")
 			}
 		case "collation":
@@ -274,11 +267,11 @@ func (e *Engine) aggMemoryLimit() int64 {
 
 // checkAggregateHint accepts the hints find accepts (only _id_ exists).
 func (e *Engine) checkAggregateHint(c *store.Collection, db, coll string, a *aggArgs) error {
-	if !a.hasHint || c == nil {
+	if !a.hint.set || c == nil {
 		return nil
 	}
 	p := &readPlan{ns: namespaceOf(db, coll), coll: c, filter: &query.Filter{}}
-	return e.applyHint(p, a.hintName, a.hint, a.hasHint, nil, nil)
+	return e.applyHint(p, a.hint, nil, nil)
 }
 
 // runPipeline runs p over the partitions of c its leading $match can

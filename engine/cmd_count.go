@@ -10,9 +10,8 @@ import (
 
 // countArgs are the parsed fields of count.
 type countArgs struct {
-	query, hint bsoncore.Document
-	hintName    string
-	hasHint     bool
+	query       bsoncore.Document
+	hint        hintArg
 	skip, limit int64
 }
 
@@ -72,12 +71,7 @@ func parseCount(cmd string, body bsoncore.Document) (*countArgs, error) {
 				err = negativeValue(k, a.skip)
 			}
 		case "hint":
-			switch v.Type {
-			case bsoncore.TypeString:
-				a.hintName, a.hasHint = stringOf(v), true
-			case bsoncore.TypeEmbeddedDocument:
-				a.hint, a.hasHint = v.Data, len(v.Data) > 5
-			default:
+			if !a.hint.parse(v) {
 				err = wrongTypes(cmd, k, v, "string, object")
 			}
 		case "collation":
@@ -107,7 +101,7 @@ func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, erro
 	if docs, ok := e.virtualDocs(db, name); ok {
 		p.coll, p.virtual = nil, docs
 	}
-	if err := e.applyHint(p, a.hintName, a.hint, a.hasHint, nil, nil); err != nil {
+	if err := e.applyHint(p, a.hint, nil, nil); err != nil {
 		return nil, false, err
 	}
 	if p.coll != nil && !p.useIDIndex {

@@ -14,11 +14,10 @@ import (
 
 // distinctArgs are the parsed fields of distinct.
 type distinctArgs struct {
-	key         string
-	query, hint bsoncore.Document
-	hintName    string
-	hasHint     bool
-	snapshot    bool // a snapshot read: secondary indexes are not used
+	key      string
+	query    bsoncore.Document
+	hint     hintArg
+	snapshot bool // a snapshot read: secondary indexes are not used
 }
 
 func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) {
@@ -75,12 +74,7 @@ func parseDistinct(cmd string, body bsoncore.Document) (*distinctArgs, error) {
 				a.query, err = docArg(cmd, k, v)
 			}
 		case "hint":
-			switch v.Type {
-			case bsoncore.TypeString:
-				a.hintName, a.hasHint = stringOf(v), true
-			case bsoncore.TypeEmbeddedDocument:
-				a.hint, a.hasHint = v.Data, len(v.Data) > 5
-			default:
+			if !a.hint.parse(v) {
 				err = wrongTypes(cmd, k, v, "string, object")
 			}
 		case "collation":
@@ -113,7 +107,7 @@ func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, erro
 		return nil, queryError(err)
 	}
 	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter, snapshot: a.snapshot}
-	if err := e.applyHint(p, a.hintName, a.hint, a.hasHint, nil, nil); err != nil {
+	if err := e.applyHint(p, a.hint, nil, nil); err != nil {
 		return nil, err
 	}
 	if p.coll != nil && !p.useIDIndex {

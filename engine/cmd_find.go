@@ -18,15 +18,14 @@ const (
 
 // findArgs are the parsed options of find.
 type findArgs struct {
-	snapshot                                      bool // a snapshot read: secondary indexes are not used
-	filter, sort, projection, hint, let, min, max bsoncore.Document
-	hintName                                      string
-	hasHint                                       bool
-	skip, limit                                   int64
-	batchSize                                     int64 // -1: not given
-	singleBatch, returnKey, noCursorTimeout       bool
-	allowDiskUse                                  *bool
-	maxTimeMS                                     int64
+	snapshot                                bool // a snapshot read: secondary indexes are not used
+	filter, sort, projection, let, min, max bsoncore.Document
+	hint                                    hintArg
+	skip, limit                             int64
+	batchSize                               int64 // -1: not given
+	singleBatch, returnKey, noCursorTimeout bool
+	allowDiskUse                            *bool
+	maxTimeMS                               int64
 }
 
 func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
@@ -119,12 +118,7 @@ func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 				a.max = d
 			}
 		case "hint":
-			switch v.Type {
-			case bsoncore.TypeString:
-				a.hintName, a.hasHint = stringOf(v), true
-			case bsoncore.TypeEmbeddedDocument:
-				a.hint, a.hasHint = v.Data, len(v.Data) > 5
-			default:
+			if !a.hint.parse(v) {
 				err = errorf(ErrFailedToParse, "hint must be either a string or nested object")
 			}
 		case "skip":
@@ -256,7 +250,7 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 	if p.proj, err = query.CompileProjection(a.projection, filter, opts); err != nil {
 		return nil, queryError(err)
 	}
-	if err := e.applyHint(p, a.hintName, a.hint, a.hasHint, a.min, a.max); err != nil {
+	if err := e.applyHint(p, a.hint, a.min, a.max); err != nil {
 		return nil, err
 	}
 	if p.coll != nil && p.natural == 0 && !p.useIDIndex {
@@ -299,11 +293,34 @@ func isIDAscending(spec bsoncore.Document) bool {
 	return ok && f == 1
 }
 
+// hintArg is a read command's hint: an index's name, or its key pattern
+// (or {$natural: ±1}).
+type hintArg struct {
+	name string
+	key  bsoncore.Document
+	set  bool // given (an empty document is not)
+}
+
+// parse reads the hint value v; false if it is neither a string nor a
+// document.
+func (h *hintArg) parse(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeString:
+		h.name, h.set = stringOf(v), true
+	case bsoncore.TypeEmbeddedDocument:
+		h.key, h.set = v.Data, len(v.Data) > 5
+	default:
+		return false
+	}
+	return true
+}
+
 // applyHint checks a hint against the collection's indexes (only _id_
 // exists) and records how it shapes the plan; min and max need a hint on
 // _id and bound it.
-func (e *Engine) applyHint(p *readPlan, name string, key bsoncore.Document, has bool, minB, maxB bsoncore.Document) error {
-	if has {
+func (e *Engine) applyHint(p *readPlan, h hintArg, minB, maxB bsoncore.Document) error {
+	if h.set {
+		name, key := h.name, h.key
 		switch {
 		case name == "_id_":
 			p.useIDIndex = true
