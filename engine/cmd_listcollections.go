@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 
-	"github.com/parsecdb/parsec/engine/query"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -14,38 +13,9 @@ func (e *Engine) cmdListCollections(_ context.Context, req *request) ([]byte, er
 	if err := validateDBName(req.db); err != nil {
 		return nil, err
 	}
-	var filter *query.Filter
-	nameOnly := false
-	elems, _ := req.body.Elements()
-	for _, el := range elems[1:] {
-		k, v := el.Key(), el.Value()
-		switch k {
-		case "filter":
-			d, err := docArg(req.name, k, v)
-			if err != nil {
-				return nil, err
-			}
-			if filter, err = compileFilter(d); err != nil {
-				return nil, err
-			}
-		case "nameOnly":
-			var err error
-			if nameOnly, err = boolArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "authorizedCollections":
-			if _, err := boolArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "cursor":
-			if _, err := docArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		default:
-			if !genericFields[k] {
-				return nil, unknownField(req.name, k)
-			}
-		}
+	filter, nameOnly, err := parseListArgs(req, "authorizedCollections")
+	if err != nil {
+		return nil, err
 	}
 	batch := bsoncore.NewArrayBuilder()
 	for _, c := range e.store.Collections(req.db) {

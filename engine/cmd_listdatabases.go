@@ -43,37 +43,44 @@ func matchesD(filter *query.Filter, d bson.D) (bool, error) {
 	return filter.Match(bsoncore.Document(raw)), nil
 }
 
-// cmdListDatabases lists databases with sizeOnDisk (their data and _id key
-// bytes) and empty, filtered by filter; nameOnly leaves the sizes out.
-func (e *Engine) cmdListDatabases(_ context.Context, req *request) ([]byte, error) {
-	var filter *query.Filter
-	nameOnly := false
+// parseListArgs reads listCollections' and listDatabases' fields: filter,
+// nameOnly, and authorized (authorizedCollections or authorizedDatabases,
+// accepted: a user sees what its roles allow either way); listCollections
+// also takes cursor.
+func parseListArgs(req *request, authorized string) (filter *query.Filter, nameOnly bool, err error) {
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
 		k, v := el.Key(), el.Value()
-		switch k {
-		case "filter":
-			d, err := docArg(req.name, k, v)
-			if err != nil {
-				return nil, err
+		switch {
+		case k == "filter":
+			var d bsoncore.Document
+			if d, err = docArg(req.name, k, v); err == nil {
+				filter, err = compileFilter(d)
 			}
-			if filter, err = compileFilter(d); err != nil {
-				return nil, err
-			}
-		case "nameOnly":
-			var err error
-			if nameOnly, err = boolArg(req.name, k, v); err != nil {
-				return nil, err
-			}
-		case "authorizedDatabases":
-			if _, err := boolArg(req.name, k, v); err != nil {
-				return nil, err
-			}
+		case k == "nameOnly":
+			nameOnly, err = boolArg(req.name, k, v)
+		case k == authorized:
+			_, err = boolArg(req.name, k, v)
+		case k == "cursor" && req.name == "listCollections":
+			_, err = docArg(req.name, k, v)
 		default:
 			if !genericFields[k] {
-				return nil, unknownField(req.name, k)
+				err = unknownField(req.name, k)
 			}
 		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	return filter, nameOnly, nil
+}
+
+// cmdListDatabases lists databases with sizeOnDisk (their data and _id key
+// bytes) and empty, filtered by filter; nameOnly leaves the sizes out.
+func (e *Engine) cmdListDatabases(_ context.Context, req *request) ([]byte, error) {
+	filter, nameOnly, err := parseListArgs(req, "authorizedDatabases")
+	if err != nil {
+		return nil, err
 	}
 	dbs := bson.A{}
 	var total int64
