@@ -11,6 +11,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
+// cmdDelete runs the delete command: statements {q, limit, hint,
+// collation}, ordered or not. The reply counts the documents removed (n)
+// and reports per-statement errors as writeErrors.
 func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 	w, err := parseWriteCommand(req, "deletes", true)
 	if err != nil {

@@ -22,6 +22,10 @@ const (
 	chunkBytes = 4 << 20
 )
 
+// cmdInsert runs the insert command: documents from the body or a kind-1
+// sequence, each given an ObjectId _id when it has none, ordered or not.
+// The reply counts the documents inserted (n) and reports per-document
+// errors (duplicate keys, bad _id, size) as writeErrors.
 func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 	w, err := parseWriteCommand(req, "documents", false)
 	if err != nil {
