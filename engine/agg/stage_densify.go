@@ -75,19 +75,11 @@ func parseDensify(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) 
 			}
 			s.field, s.path = f, strings.Split(f, ".")
 		case "partitionByFields":
-			arr, ok := v.ArrayOK()
-			if !ok {
-				return nil, errorOf(ErrTypeMismatch, "BSON field '$densify.partitionByFields' is the wrong type '%s', expected type 'array'", typeName(v))
+			fields, err := partitionByFieldsArg("$densify", v)
+			if err != nil {
+				return nil, err
 			}
-			vals, _ := arr.Values()
-			for _, x := range vals {
-				f, ok := x.StringValueOK()
-				if !ok {
-					return nil, errorOf(ErrTypeMismatch, "BSON field '$densify.partitionByFields' must hold strings, found %s", typeName(x))
-				}
-				if err := checkFieldPath(f); err != nil {
-					return nil, err
-				}
+			for _, f := range fields {
 				s.partNames = append(s.partNames, f)
 				s.partitions = append(s.partitions, strings.Split(f, "."))
 			}

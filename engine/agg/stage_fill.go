@@ -25,21 +25,11 @@ func parseFill(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]st
 		case "partitionBy":
 			partitionBy, havePartition = v, true
 		case "partitionByFields":
-			arr, ok := v.ArrayOK()
-			if !ok {
-				return nil, errorOf(ErrTypeMismatch, "BSON field '$fill.partitionByFields' is the wrong type '%s', expected type 'array'", typeName(v))
+			fields, err := partitionByFieldsArg("$fill", v)
+			if err != nil {
+				return nil, err
 			}
-			vals, _ := arr.Values()
-			for _, f := range vals {
-				s, ok := f.StringValueOK()
-				if !ok {
-					return nil, errorOf(ErrTypeMismatch, "BSON field '$fill.partitionByFields' must hold strings, found %s", typeName(f))
-				}
-				if err := checkFieldPath(s); err != nil {
-					return nil, err
-				}
-				byFields = append(byFields, s)
-			}
+			byFields = append(byFields, fields...)
 			haveFields = true
 		case "sortBy":
 			if _, ok := v.DocumentOK(); !ok {
@@ -108,6 +98,7 @@ func parseFill(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]st
 	}
 
 	var stages []stage
+	var err error
 	if methods > 0 {
 		sw := bsoncore.NewDocumentBuilder()
 		switch {
@@ -122,30 +113,48 @@ func parseFill(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]st
 		}
 		sw.AppendValue("sortBy", sortBy)
 		sw.AppendDocument("output", wb.Build())
-		spec := sw.Build()
-		raw := bsoncore.NewDocumentBuilder().AppendDocument("$setWindowFields", spec).Build()
-		st, err := parseSetWindowFields(p, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: spec}, raw)
-		if err != nil {
+		if stages, err = rewriteAs(p, stages, "$setWindowFields", docValue(sw.Build()), parseSetWindowFields); err != nil {
 			return nil, err
 		}
-		stages = append(stages, st...)
 	} else if sortBy.Type != 0 {
 		// Values only: sortBy still orders the output, as in MongoDB.
-		raw := bsoncore.NewDocumentBuilder().AppendValue("$sort", sortBy).Build()
-		st, err := parseSort(p, sortBy, raw)
-		if err != nil {
+		if stages, err = rewriteAs(p, stages, "$sort", sortBy, parseSort); err != nil {
 			return nil, err
 		}
-		stages = append(stages, st...)
 	}
 	if values > 0 {
-		spec := ab.Build()
-		raw := bsoncore.NewDocumentBuilder().AppendDocument("$addFields", spec).Build()
-		st, err := parseAddFields(p, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: spec}, raw)
-		if err != nil {
+		if stages, err = rewriteAs(p, stages, "$addFields", docValue(ab.Build()), parseAddFields); err != nil {
 			return nil, err
 		}
-		stages = append(stages, st...)
 	}
 	return stages, nil
+}
+
+// rewriteAs appends to stages the stages parse makes of the stage {name:
+// arg} that $fill is rewritten into.
+func rewriteAs(p *pipelineParser, stages []stage, name string, arg bsoncore.Value, parse parser) ([]stage, error) {
+	st, err := parse(p, arg, specOf(name, arg))
+	return append(stages, st...), err
+}
+
+// partitionByFieldsArg reads the partitionByFields argument of stage
+// ($densify, $fill): an array of field paths.
+func partitionByFieldsArg(stage string, v bsoncore.Value) ([]string, error) {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, errorOf(ErrTypeMismatch, "BSON field '%s.partitionByFields' is the wrong type '%s', expected type 'array'", stage, typeName(v))
+	}
+	vals, _ := arr.Values()
+	fields := make([]string, 0, len(vals))
+	for _, x := range vals {
+		f, ok := x.StringValueOK()
+		if !ok {
+			return nil, errorOf(ErrTypeMismatch, "BSON field '%s.partitionByFields' must hold strings, found %s", stage, typeName(x))
+		}
+		if err := checkFieldPath(f); err != nil {
+			return nil, err
+		}
+		fields = append(fields, f)
+	}
+	return fields, nil
 }
