@@ -134,19 +134,13 @@ func (a *failAction) after(req *request, reply []byte) []byte {
 		return reply
 	}
 	code, _ := a.data.writeConcernError.Lookup("code").AsInt64OK()
-	start, out := bsoncore.AppendDocumentStart(nil)
-	elems, _ := bsoncore.Document(reply).Elements()
-	for _, el := range elems {
-		out = append(out, el...)
-	}
-	out = bsoncore.AppendDocumentElement(out, "writeConcernError", a.data.writeConcernError)
+	el := bsoncore.AppendDocumentElement(nil, "writeConcernError", a.data.writeConcernError)
 	if l := a.labels(req.name, req.body, int32(code)); len(l) > 0 {
 		arr := bsoncore.NewArrayBuilder()
 		for _, s := range l {
 			arr.AppendString(s)
 		}
-		out = bsoncore.AppendArrayElement(out, "errorLabels", arr.Build())
+		el = bsoncore.AppendArrayElement(el, "errorLabels", arr.Build())
 	}
-	out, _ = bsoncore.AppendDocumentEnd(out, start)
-	return out
+	return appendElement(reply, el)
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/binary"
+
 	"github.com/parsecdb/parsec/engine/query"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -55,4 +57,16 @@ func positionalError(err error) error {
 		return errorf(ce.Code, "Executor error during find command :: caused by :: %s", ce.Msg)
 	}
 	return err
+}
+
+// appendElement returns a copy of document doc with the encoded element el
+// added at its end (doc itself is left as it is: replies may be shared).
+func appendElement(doc, el []byte) []byte {
+	if len(doc) < 5 {
+		return doc
+	}
+	out := append(doc[:len(doc)-1:len(doc)-1], el...)
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
 }

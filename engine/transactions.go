@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -480,17 +479,6 @@ var transientLabel = func() []byte {
 	b, _ = bsoncore.AppendArrayEnd(b, aidx)
 	return b
 }()
-
-// appendElement adds the encoded element el at the end of document doc.
-func appendElement(doc, el []byte) []byte {
-	if len(doc) < 5 {
-		return doc
-	}
-	out := append(doc[:len(doc)-1:len(doc)-1], el...)
-	out = append(out, 0)
-	binary.LittleEndian.PutUint32(out, uint32(len(out)))
-	return out
-}
 
 // conflictIn is the WriteConflict among a reply's writeErrors, or nil.
 func conflictIn(writeErrors bsoncore.Value) *CommandError {
