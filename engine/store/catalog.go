@@ -368,22 +368,31 @@ func (s *Store) DropCollection(db, name string) error {
 		return fmt.Errorf("collection %s.%s: %w", db, name, ErrNotFound)
 	}
 	unfence := s.lockFences(c.ID) // writers in flight commit first (fence.go)
-	defer unfence()
-	s.catMu.Lock()
-	if s.colls[db+"."+name] != c {
-		s.catMu.Unlock()
-		unfence()
+	dropped, err := s.dropFenced(c)
+	unfence()
+	if err == nil && !dropped {
 		return s.DropCollection(db, name) // changed meanwhile: drop what is there now
 	}
-	err := s.update(func(txn *badger.Txn) error { return txn.Delete(collKey(db, name)) })
+	return err
+}
+
+// dropFenced removes collection c and its documents, its fence held;
+// false when c is no longer the published entry of its namespace.
+func (s *Store) dropFenced(c *Collection) (bool, error) {
+	s.catMu.Lock()
+	if s.colls[c.Namespace()] != c {
+		s.catMu.Unlock()
+		return false, nil
+	}
+	err := s.update(func(txn *badger.Txn) error { return txn.Delete(collKey(c.DB, c.Name)) })
 	if err == nil {
 		delete(s.colls, c.Namespace())
 	}
 	s.catMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("drop collection %s.%s: %w", db, name, err)
+		return false, fmt.Errorf("drop collection %s: %w", c.Namespace(), err)
 	}
-	return s.purge(c.ID)
+	return true, s.purge(c.ID)
 }
 
 // DropDatabase removes db's explicit entry and all its collections.

@@ -89,26 +89,11 @@ func (s *Store) withdraw(db, name string, id uint32) error {
 		empty = !it.Valid()
 		return nil
 	})
-	if err != nil || !empty {
-		f.Unlock()
-		return err
+	if err == nil && empty {
+		_, err = s.dropFenced(c) // a c replaced meanwhile stays
 	}
-	s.catMu.Lock()
-	if s.colls[db+"."+name] != c {
-		s.catMu.Unlock()
-		f.Unlock()
-		return nil
-	}
-	err = s.update(func(txn *badger.Txn) error { return txn.Delete(collKey(db, name)) })
-	if err == nil {
-		delete(s.colls, c.Namespace())
-	}
-	s.catMu.Unlock()
 	f.Unlock()
-	if err != nil {
-		return fmt.Errorf("withdraw collection %s.%s: %w", db, name, err)
-	}
-	return s.purge(id)
+	return err
 }
 
 // withdrawOrphans withdraws the collections whose pending keys outlived
