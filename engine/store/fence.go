@@ -38,9 +38,15 @@ func (s *Store) fence(id uint32) *sync.RWMutex {
 }
 
 // tryRLock takes f shared, giving up after d.
-func tryRLock(f *sync.RWMutex, d time.Duration) bool {
+func tryRLock(f *sync.RWMutex, d time.Duration) bool { return retryFor(d, f.TryRLock) }
+
+// tryLock takes f exclusively, giving up after d.
+func tryLock(f *sync.RWMutex, d time.Duration) bool { return retryFor(d, f.TryLock) }
+
+// retryFor calls try until it succeeds, for at most d.
+func retryFor(d time.Duration, try func() bool) bool {
 	deadline := time.Now().Add(d)
-	for !f.TryRLock() {
+	for !try() {
 		if time.Now().After(deadline) {
 			return false
 		}

@@ -74,12 +74,8 @@ func (s *Store) withdraw(db, name string, id uint32) error {
 		return nil // dropped or replaced meanwhile
 	}
 	f := s.fence(id)
-	deadline := time.Now().Add(withdrawWait)
-	for !f.TryLock() {
-		if time.Now().After(deadline) {
-			return nil
-		}
-		time.Sleep(time.Millisecond)
+	if !tryLock(f, withdrawWait) {
+		return nil
 	}
 	empty := true
 	err := s.db.View(func(txn *badger.Txn) error {
