@@ -97,18 +97,19 @@ func unmetWriteConcern(body bsoncore.Document) bsoncore.Document {
 	if err != nil {
 		return nil
 	}
-	var ce *CommandError
+	var code Code
+	var msg string
 	switch {
 	case isNumber(w):
 		if n, ok := w.AsInt64OK(); ok && n > 1 && n <= 50 {
-			ce = errorf(ErrUnsatisfiableWriteConcern, "Not enough data-bearing nodes")
+			code, msg = ErrUnsatisfiableWriteConcern, "Not enough data-bearing nodes"
 		}
 	case w.Type == bsoncore.TypeString:
 		if mode := w.StringValue(); mode != "majority" {
-			ce = errorf(ErrUnknownReplWriteConcern, "No write concern mode named '%s' found in replica set configuration", mode)
+			code, msg = ErrUnknownReplWriteConcern, fmt.Sprintf("No write concern mode named '%s' found in replica set configuration", mode)
 		}
 	}
-	if ce == nil {
+	if code == 0 {
 		return nil
 	}
 	wtimeout := int64(0)
@@ -121,9 +122,9 @@ func unmetWriteConcern(body bsoncore.Document) bsoncore.Document {
 		AppendString("provenance", "clientSupplied").
 		Build()
 	return bsoncore.NewDocumentBuilder().
-		AppendInt32("code", int32(ce.Code)).
-		AppendString("codeName", ce.Code.Name()).
-		AppendString("errmsg", ce.Msg).
+		AppendInt32("code", int32(code)).
+		AppendString("codeName", code.Name()).
+		AppendString("errmsg", msg).
 		AppendDocument("errInfo", bsoncore.NewDocumentBuilder().AppendDocument("writeConcern", info).Build()).
 		Build()
 }
