@@ -41,10 +41,11 @@ import (
 //     driver's retry) it succeeds again.
 //
 // Collections a transaction creates (by create, by createIndexes or by a
-// first write) are pending until it ends: listCollections and
-// listIndexes do not show them, commit publishes them and abort drops
-// them again (store.Withdraw), as does the next start after a crash. createIndexes in a transaction may only
-// build on such a collection, or create one, as in MongoDB.
+// first write) are pending until it ends: listCollections, listIndexes
+// and listDatabases do not show them, commit publishes them, and abort
+// drops them again (store.Withdraw), as does the next start after a
+// crash. createIndexes in a transaction may only build on such a
+// collection, or create one, as in MongoDB.
 
 // Codes of transactions.
 const (
