@@ -61,13 +61,13 @@ bench:
 ## fuzz: a short run of every fuzz target (FUZZTIME=30s by default)
 FUZZTIME ?= 30s
 fuzz:
-	go test ./wire -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)
-	go test ./engine/query -run '^$$' -fuzz FuzzLanguage -fuzztime $(FUZZTIME)
-	go test ./engine/update -run '^$$' -fuzz FuzzUpdate -fuzztime $(FUZZTIME)
-	go test ./engine/expr -run '^$$' -fuzz FuzzExpression -fuzztime $(FUZZTIME)
-	go test ./engine/agg -run '^$$' -fuzz FuzzPipeline -fuzztime $(FUZZTIME)
-	go test ./engine/value -run '^$$' -fuzz FuzzEncodeKeyOrder -fuzztime $(FUZZTIME)
-	go test ./engine/auth -run '^$$' -fuzz FuzzConversation -fuzztime $(FUZZTIME)
+	bash .ci/fuzz ./wire FuzzReadMessage $(FUZZTIME)
+	bash .ci/fuzz ./engine/query FuzzLanguage $(FUZZTIME)
+	bash .ci/fuzz ./engine/update FuzzUpdate $(FUZZTIME)
+	bash .ci/fuzz ./engine/expr FuzzExpression $(FUZZTIME)
+	bash .ci/fuzz ./engine/agg FuzzPipeline $(FUZZTIME)
+	bash .ci/fuzz ./engine/value FuzzEncodeKeyOrder $(FUZZTIME)
+	bash .ci/fuzz ./engine/auth FuzzConversation $(FUZZTIME)
 
 lint:
 	go vet $(PKGS)
