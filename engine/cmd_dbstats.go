@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	"github.com/parsecdb/parsec/engine/store"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -16,8 +18,9 @@ func (e *Engine) cmdDBStats(_ context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	colls := e.store.Collections(req.db)
-	var objects, data, idx int64
+	var objects, data, idx, nindexes int64
 	for _, c := range colls {
+		nindexes += int64(readyIndexes(c))
 		counts, err := e.store.Counts(c)
 		if err != nil {
 			return nil, err
@@ -38,9 +41,21 @@ func (e *Engine) cmdDBStats(_ context.Context, req *request) ([]byte, error) {
 		bson.E{Key: "avgObjSize", Value: avg},
 		bson.E{Key: "dataSize", Value: float64(data / scale)},
 		bson.E{Key: "storageSize", Value: float64(data / scale)},
-		bson.E{Key: "indexes", Value: int64(len(colls))},
+		bson.E{Key: "indexes", Value: nindexes},
 		bson.E{Key: "indexSize", Value: float64(idx / scale)},
 		bson.E{Key: "totalSize", Value: float64((data + idx) / scale)},
 		bson.E{Key: "scaleFactor", Value: scale},
 	)
+}
+
+// readyIndexes is how many indexes c has that are built: _id and its
+// secondary indexes not still building.
+func readyIndexes(c *store.Collection) int {
+	n := 1
+	for _, ix := range c.Indexes {
+		if !ix.Building {
+			n++
+		}
+	}
+	return n
 }

@@ -705,6 +705,13 @@ func TestCatalog(t *testing.T) {
 		if num(d, "collections") != 2 || num(d, "objects") != 17 || num(d, "indexes") != 2 {
 			t.Errorf("dbStats with two collections %v", d)
 		}
+		// indexes counts every collection's indexes, not its collections
+		if _, err := db.Collection("d").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "x", Value: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		if d = dbStats(); num(d, "collections") != 2 || num(d, "indexes") != 3 {
+			t.Errorf("dbStats with a secondary index %v", d)
+		}
 		// everything deleted: zero again
 		if _, err := coll.DeleteMany(ctx, bson.D{}); err != nil {
 			t.Fatal(err)
