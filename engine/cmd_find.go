@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -88,8 +89,9 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 	a := &findArgs{batchSize: -1}
 	tailable, awaitData := false, false
-	elems, _ := body.Elements()
-	for _, el := range elems[1:] {
+	it := value.ElementsOf(body)
+	it.Next() // the command name
+	for el, ok := it.Next(); ok; el, ok = it.Next() {
 		k, v := el.Key(), el.Value()
 		var err error
 		switch k {

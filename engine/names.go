@@ -25,16 +25,15 @@ func validateCollName(db, coll string) error {
 	if err := validateDBName(db); err != nil {
 		return err
 	}
-	ns := db + "." + coll
 	switch {
 	case coll == "":
-		return errorf(ErrInvalidNamespace, "Invalid namespace specified '%s'", ns)
+		return errorf(ErrInvalidNamespace, "Invalid namespace specified '%s.'", db)
 	case strings.ContainsAny(coll, "$\x00"), strings.HasPrefix(coll, "."):
 		return errorf(ErrInvalidNamespace, "Invalid collection name: %s", coll)
-	case len(ns) > maxNamespaceBytes:
-		return errorf(ErrInvalidNamespace, "Fully qualified namespace is too long. Namespace: %s Max: %d", ns, maxNamespaceBytes)
+	case len(db)+1+len(coll) > maxNamespaceBytes:
+		return errorf(ErrInvalidNamespace, "Fully qualified namespace is too long. Namespace: %s.%s Max: %d", db, coll, maxNamespaceBytes)
 	case strings.HasPrefix(coll, "system.") && !allowedSystemCollection(coll):
-		return errorf(ErrInvalidNamespace, "Invalid system namespace: %s", ns)
+		return errorf(ErrInvalidNamespace, "Invalid system namespace: %s.%s", db, coll)
 	}
 	return nil
 }

@@ -160,6 +160,16 @@ func (s *scanSource) shape(doc []byte) ([]byte, error) {
 
 var emptyDocument = bsoncore.NewDocumentBuilder().Build()
 
+// shapeOwned is shape for a document the caller already owns (a point
+// read's copy, a sorted batch's): without a projection it is the result
+// as it is, with no second copy.
+func (s *scanSource) shapeOwned(doc []byte) ([]byte, error) {
+	if !s.plan.returnKey && s.plan.proj.IsEmpty() {
+		return doc, nil
+	}
+	return s.shape(doc)
+}
+
 // match tests one document against the filter and the _id bounds.
 func (s *scanSource) match(doc []byte) (bool, error) {
 	p := s.plan
@@ -228,7 +238,7 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 			s.sent++
 			s.stats.returned++
 			if keep {
-				out, err := s.shape(doc)
+				out, err := s.shapeOwned(doc) // tx.Get copied it
 				if err != nil {
 					return err
 				}
@@ -431,7 +441,7 @@ func (s *sortedSource) nextBatch(ctx context.Context, max, maxBytes int) ([][]by
 	var out [][]byte
 	bytes := 0
 	for s.pos < len(s.docs) && (max <= 0 || len(out) < max) {
-		d, err := s.scan.shape(s.docs[s.pos])
+		d, err := s.scan.shapeOwned(s.docs[s.pos])
 		if err != nil {
 			return nil, false, err
 		}

@@ -26,11 +26,25 @@ const (
 )
 
 func newCompiler(opts Options) (*compiler, error) {
-	env, err := newExprEnv(opts)
-	if err != nil {
-		return nil, err
+	c := &compiler{opts: opts}
+	if len(opts.Let) > 0 {
+		// let is checked even when no expression uses it
+		env, err := newExprEnv(opts)
+		if err != nil {
+			return nil, err
+		}
+		c.expr = env
 	}
-	return &compiler{opts: opts, expr: env}, nil
+	return c, nil
+}
+
+// env is the expression environment, made at the first expression: most
+// filters have none.
+func (c *compiler) env() *exprEnv {
+	if c.expr == nil {
+		c.expr, _ = newExprEnv(c.opts) // without let it cannot fail
+	}
+	return c.expr
 }
 
 func (c *compiler) compileDoc(filter bsoncore.Document, ctx docContext) (andPred, error) {

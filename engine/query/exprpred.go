@@ -71,12 +71,13 @@ type exprPred struct {
 }
 
 func (c *compiler) compileExprPred(v bsoncore.Value) (predicate, error) {
-	e, err := expr.Compile(v, c.expr.scope)
+	env := c.env()
+	e, err := expr.Compile(v, env.scope)
 	if err != nil {
 		return nil, err
 	}
 	c.canFail = true
-	return &exprPred{e: e, env: c.expr}, nil
+	return &exprPred{e: e, env: env}, nil
 }
 
 func (p *exprPred) match(doc bsoncore.Document, st *state) bool {

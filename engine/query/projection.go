@@ -62,6 +62,11 @@ type projChild struct {
 // projection runs with (the positional $ refers to it; nil when there is
 // none); opts are the variables and clock of computed fields.
 func CompileProjection(spec bsoncore.Document, filter *Filter, opts Options) (*Projection, error) {
+	if isEmptyDoc(spec) && len(opts.Let) == 0 {
+		// nothing to project and no let to check: no expression
+		// environment either (Apply is never reached for it)
+		return &Projection{root: &projNode{}, filter: filter}, nil
+	}
 	env, err := newExprEnv(opts)
 	if err != nil {
 		return nil, err
@@ -584,3 +589,8 @@ func slice(c *projChild, v bsoncore.Value) bsoncore.Value {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// isEmptyDoc reports whether spec is absent or the empty document {}.
+func isEmptyDoc(spec bsoncore.Document) bool {
+	return len(spec) == 0 || (len(spec) == 5 && spec[0] == 5 && spec[1]|spec[2]|spec[3]|spec[4] == 0)
+}
