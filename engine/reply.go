@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"strconv"
 
 	"github.com/parsecdb/parsec/engine/query"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -43,11 +44,28 @@ var emptyArray = bsoncore.NewArrayBuilder().Build()
 
 // batchArray encodes documents as a BSON array.
 func batchArray(docs [][]byte) []byte {
-	b := bsoncore.NewArrayBuilder()
-	for _, d := range docs {
-		b.AppendDocument(d)
+	size := 5
+	for i, d := range docs {
+		size += 2 + decimalLen(i) + len(d) // type byte, index key and its NUL, document
 	}
-	return b.Build()
+	idx, b := bsoncore.AppendArrayStart(make([]byte, 0, size))
+	for i, d := range docs {
+		// an element: type, the index as a C string, the document
+		b = append(b, byte(bsoncore.TypeEmbeddedDocument))
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(append(b, 0), d...)
+	}
+	b, _ = bsoncore.AppendArrayEnd(b, idx)
+	return b
+}
+
+// decimalLen is the number of decimal digits of n >= 0.
+func decimalLen(n int) int {
+	l := 1
+	for ; n >= 10; n /= 10 {
+		l++
+	}
+	return l
 }
 
 // positionalError prefixes errors raised while producing results as

@@ -1,0 +1,29 @@
+package engine
+
+import (
+	"bytes"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// TestBatchArray checks the hand-sized batch array against the driver's
+// builder, across the one- to three-digit index keys.
+func TestBatchArray(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 11, 100, 101} {
+		var docs [][]byte
+		want := bsoncore.NewArrayBuilder()
+		for i := range n {
+			d := bsoncore.NewDocumentBuilder().AppendInt32("i", int32(i)).AppendString("s", "x").Build()
+			docs = append(docs, d)
+			want.AppendDocument(d)
+		}
+		got := batchArray(docs)
+		if !bytes.Equal(got, want.Build()) {
+			t.Fatalf("%d documents: got %x", n, got)
+		}
+		if cap(got) != len(got) {
+			t.Errorf("%d documents: %d bytes in a buffer of %d: the size estimate is off", n, len(got), cap(got))
+		}
+	}
+}
