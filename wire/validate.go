@@ -82,11 +82,20 @@ type fieldError struct {
 func (e *fieldError) Error() string {
 	var sb strings.Builder
 	for i := len(e.path) - 1; i >= 0; i-- {
+		// A deep path shows its outermost and innermost fields only.
+		if skip := len(e.path) - maxErrorPath; skip > 1 && i == len(e.path)-maxErrorPath/2-1 {
+			fmt.Fprintf(&sb, "(%d more fields): ", skip)
+			i -= skip - 1
+			continue
+		}
 		fmt.Fprintf(&sb, "field %q: ", e.path[i])
 	}
 	sb.WriteString(e.err.Error())
 	return sb.String()
 }
+
+// maxErrorPath bounds the fields of a path an error message names.
+const maxErrorPath = 8
 
 func (e *fieldError) Unwrap() error { return e.err }
 

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -161,6 +162,12 @@ func TestValidateDocumentDepth(t *testing.T) {
 				t.Errorf("type %#x, depth %d: error = %.200v", typ, depth, err)
 			}
 		}
+	}
+	// The message names the outermost and innermost fields of a deep path
+	// and counts the rest, instead of quoting every level.
+	err := ValidateDocument(nestedDoc(100_000, 0x03))
+	if msg := err.Error(); len(msg) > 200 || !strings.Contains(msg, fmt.Sprintf("(%d more fields)", MaxDocumentDepth-maxErrorPath)) {
+		t.Errorf("deep path message (%d bytes): %.300s", len(msg), msg)
 	}
 	// Code with scope counts as a level too: a scope at the maximum depth
 	// cannot nest further.
