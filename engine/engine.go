@@ -365,6 +365,9 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	}
 	cmd, ok := c.e.commands[name]
 	if !ok {
+		if ce := unsupportedCommand(name); ce != nil {
+			return errorReply(ce), name, units
+		}
 		return errorReply(errorf(ErrCommandNotFound, "no such command: '%s'", name)), name, units
 	}
 	if cmd.adminOnly && req.db != "admin" {

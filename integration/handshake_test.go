@@ -338,6 +338,26 @@ func TestServerCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("known commands Parsec does not serve", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct{ db, name, why string }{
+			{"test", "mapReduce", "aggregation pipeline"},
+			{"test", "mapreduce", "aggregation pipeline"},
+			{"test", "compact", "background"},
+			{"admin", "setParameter", "parsec serve --help"},
+			{"admin", "shutdown", "SIGTERM"},
+			{"admin", "moveChunk", "no chunks"},
+		} {
+			ce := runFail(t, client.Database(tc.db), bson.D{{Key: tc.name, Value: 1}}, 115, "CommandNotSupported")
+			if !strings.Contains(ce.Message, tc.name+" is not supported by Parsec") || !strings.Contains(ce.Message, tc.why) {
+				t.Errorf("%s: errmsg %q", tc.name, ce.Message)
+			}
+		}
+		// they are not listed as commands the server has
+		r := runOK(t, client.Database("admin"), bson.D{{Key: "listCommands", Value: 1}})
+		wantAbsent(t, r, "commands", "mapReduce")
+	})
+
 	t.Run("driver-added fields", func(t *testing.T) {
 		t.Parallel()
 		db := dbName(t)
