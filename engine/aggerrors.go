@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/parsecdb/parsec/engine/agg"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // aggErrors maps engine/agg's error categories to MongoDB codes; the
@@ -85,7 +86,11 @@ func aggError(err error) error {
 	}
 	for _, m := range aggErrors {
 		if errors.Is(err, m.category) {
-			return errorf(m.code, "%s", trimPrefix(err.Error(), m.category.Error()+": "))
+			ce := errorf(m.code, "%s", trimPrefix(err.Error(), m.category.Error()+": "))
+			if dup, ok := errors.AsType[*agg.DuplicateKeyError](err); ok {
+				ce.Extra = bson.D{{Key: "keyPattern", Value: bson.Raw(dup.KeyPattern)}, {Key: "keyValue", Value: bson.Raw(dup.KeyValue)}}
+			}
+			return ce
 		}
 	}
 	return languageError(err)

@@ -3,6 +3,8 @@ package agg
 import (
 	"errors"
 	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Error categories. Each names one situation MongoDB reports with its own
@@ -71,6 +73,18 @@ var (
 	ErrGraphLookupSpec      = errors.New("bad $graphLookup")          // 40105 ..
 	ErrGraphLookupMemory    = errors.New("$graphLookup exceeded memory")
 )
+
+// DuplicateKeyError is a $merge write that met an existing document: the
+// key pattern and value name it, as in MongoDB's reply.
+type DuplicateKeyError struct {
+	Msg                  string
+	KeyPattern, KeyValue bsoncore.Document
+}
+
+func (e *DuplicateKeyError) Error() string { return ErrDuplicateKey.Error() + ": " + e.Msg }
+
+// Unwrap makes a DuplicateKeyError an ErrDuplicateKey.
+func (e *DuplicateKeyError) Unwrap() error { return ErrDuplicateKey }
 
 func errorOf(category error, format string, args ...any) error {
 	return fmt.Errorf("%w: %s", category, fmt.Sprintf(format, args...))

@@ -3,6 +3,7 @@ package agg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/expr"
@@ -314,7 +315,11 @@ func (m *mergeStage) mergeOne(ctx context.Context, cs Collections, ectx *expr.Co
 	case "keepExisting":
 		return nil
 	case "fail":
-		return errorOf(ErrDuplicateKey, "$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: %s.%s index: _id_ dup key: { _id: %s }", m.to.db, m.to.coll, render(id))
+		return &DuplicateKeyError{
+			Msg:        fmt.Sprintf("$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: %s.%s index: _id_ dup key: { _id: %s }", m.to.db, m.to.coll, render(id)),
+			KeyPattern: bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build(),
+			KeyValue:   bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build(),
+		}
 	case "replace":
 		out = d
 	case "merge":

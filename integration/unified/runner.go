@@ -52,7 +52,13 @@ type Runner struct {
 	cred     *options.Credential // every client authenticates with it (nil: none)
 	internal *mongo.Client
 	info     *ServerInfo
+	// Select, when set, picks the tests RunFile runs (by file name and
+	// description); the others are Skipped with NotSelected as reason.
+	Select func(file, test string) bool
 }
+
+// NotSelected is the reason of a test Runner.Select left out.
+const NotSelected = "not selected for this run"
 
 // NewRunner connects the internal client to the server at host
 // ("host:port") and reads what runOnRequirements need. With cred, the
@@ -112,6 +118,8 @@ func (r *Runner) RunFile(ctx context.Context, path string) []Result {
 		switch {
 		case schemaErr != nil:
 			res.Status, res.Reason, res.Category = Failed, schemaErr.Error(), "runner: unsupported schemaVersion"
+		case r.Select != nil && !r.Select(name, test.Description):
+			res.Status, res.Reason = Skipped, NotSelected
 		case !fileOK:
 			res.Status, res.Reason = Skipped, fileWhy
 		case test.SkipReason != "":
