@@ -714,7 +714,7 @@ func indexStages(p *readPlan, filter bsoncore.Document, st planStats, withStats 
 			{Key: "indexName", Value: ix.Name},
 			{Key: "isMultiKey", Value: ix.Multikey || ix.Wildcard},
 			{Key: "multiKeyPaths", Value: multi},
-			{Key: "isUnique", Value: ix.Unique},
+			{Key: "isUnique", Value: ix.IsUnique()},
 			{Key: "isSparse", Value: ix.Sparse},
 			{Key: "isPartial", Value: len(ix.Partial) > 0},
 			{Key: "indexVersion", Value: int32(2)},

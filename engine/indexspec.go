@@ -253,8 +253,8 @@ func sameKey(a, b bson.Raw) bool {
 }
 
 // sameOptions reports whether two specs have the same options (what
-// MongoDB compares to decide an index already exists), ignoring name, v
-// and hidden.
+// MongoDB compares to decide an index already exists), ignoring name, v,
+// hidden and prepareUnique.
 func sameOptions(a, b bson.Raw) bool {
 	strip := func(raw bson.Raw) string {
 		var d bson.D
@@ -262,7 +262,7 @@ func sameOptions(a, b bson.Raw) bool {
 		var out []string
 		for _, e := range d {
 			switch e.Key {
-			case "v", "name", "key", "hidden", "background":
+			case "v", "name", "key", "hidden", "background", "prepareUnique":
 				continue
 			}
 			out = append(out, fmt.Sprintf("%s=%v", e.Key, e.Value))

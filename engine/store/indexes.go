@@ -47,6 +47,11 @@ type Index struct {
 	Building bool `bson:"building,omitempty"`
 	// Multikey is set once a document had an array in an indexed field.
 	Multikey bool `bson:"multikey,omitempty"`
+	// PrepareUnique (collMod) refuses new duplicate keys in an index
+	// created without unique; ConvertedUnique marks one collMod made
+	// unique since. Both keep the per-document entries (uniqueconv.go).
+	PrepareUnique   bool `bson:"prepareUnique,omitempty"`
+	ConvertedUnique bool `bson:"convertedUnique,omitempty"`
 
 	Fields       []IndexField `bson:"-"`
 	Wildcard     bool         `bson:"-"` // $** or <path>.$**
@@ -207,8 +212,13 @@ func (t *Txn) indexChanges(c *Collection, docKey, old, doc []byte) ([]ixChange, 
 			if containsKey(before, k) {
 				continue
 			}
-			if ix.Unique {
+			switch {
+			case ix.Unique:
 				if err := t.checkUnique(c, ix, docKey, doc, k); err != nil {
+					return nil, err
+				}
+			case ix.uniqueByScan():
+				if err := t.checkUniqueByScan(c, ix, docKey, doc, k); err != nil {
 					return nil, err
 				}
 			}
@@ -606,6 +616,10 @@ func respec(ix *Index) bson.Raw {
 		}
 	}
 	set("hidden", true, ix.Hidden)
+	if ix.ConvertedUnique {
+		set("unique", true, true)
+	}
+	set("prepareUnique", true, ix.PrepareUnique)
 	if ix.ExpireAfterSeconds != nil {
 		set("expireAfterSeconds", *ix.ExpireAfterSeconds, true)
 	}
