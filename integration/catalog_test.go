@@ -789,20 +789,8 @@ func databaseNames(t testing.TB, admin *mongo.Database) []string {
 func TestCatalogPersistsAcrossRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s1, err := Launch(ServerOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = s1.Stop()
-		}
-	}()
-	c1, err := mongo.Connect(optionsFor(s1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s1 := launchRestartable(t, dir)
+	c1 := s1.client
 	ctx := testCtx(t)
 	db := c1.Database("persist")
 	runOK(t, db, bson.D{{Key: "create", Value: "strict"}, {Key: "validationLevel", Value: "strict"}})
@@ -822,11 +810,7 @@ func TestCatalogPersistsAcrossRestart(t *testing.T) {
 	}
 	before := collInfos(t, db)
 	statsBefore := runOK(t, db, bson.D{{Key: "collStats", Value: "data"}})
-	_ = c1.Disconnect(ctx)
-	if err := s1.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	stopped = true
+	s1.stop(t)
 
 	s2, err := Launch(ServerOptions{Dir: dir})
 	if err != nil {

@@ -361,3 +361,41 @@ func docsOf(from, n int) bson.A {
 	}
 	return docs
 }
+
+// restartable is a server a test stops itself, to start another on the
+// same data directory, with a client connected to it. It is stopped when
+// the test ends if the test has not.
+type restartable struct {
+	*Server
+	client  *mongo.Client
+	stopped bool
+}
+
+// launchRestartable starts a server on dir and connects a client to it.
+func launchRestartable(t *testing.T, dir string) *restartable {
+	t.Helper()
+	s, err := Launch(ServerOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &restartable{Server: s}
+	t.Cleanup(func() {
+		if !r.stopped {
+			_ = s.Stop()
+		}
+	})
+	if r.client, err = mongo.Connect(optionsFor(s)); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// stop disconnects the client and stops the server.
+func (r *restartable) stop(t *testing.T) {
+	t.Helper()
+	_ = r.client.Disconnect(testCtx(t))
+	if err := r.Server.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r.stopped = true
+}

@@ -17,22 +17,9 @@ import (
 // the index unique; it all survives a restart.
 func TestConvertIndexToUnique(t *testing.T) {
 	dir := t.TempDir()
-	s1, err := Launch(ServerOptions{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = s1.Stop()
-		}
-	}()
-	client, err := mongo.Connect(optionsFor(s1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s1 := launchRestartable(t, dir)
 	ctx := testCtx(t)
-	db := client.Database("conv")
+	db := s1.client.Database("conv")
 	coll := db.Collection("c")
 	if _, err := coll.InsertMany(ctx, []any{
 		bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}},
@@ -76,7 +63,7 @@ func TestConvertIndexToUnique(t *testing.T) {
 			t.Errorf("keyPattern %v", kp)
 		}
 	}
-	_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 10}, {Key: "x", Value: 2}})
+	_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 10}, {Key: "x", Value: 2}})
 	wantDup(err)
 	_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 11}, {Key: "x", Value: bson.A{7, 6}}}) // 6 is document 4's
 	wantDup(err)
@@ -136,11 +123,7 @@ func TestConvertIndexToUnique(t *testing.T) {
 		}
 	}
 	check("converted")
-	_ = client.Disconnect(ctx)
-	if err := s1.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	stopped = true
+	s1.stop(t)
 	s2 := StartServer(t, ServerOptions{Dir: dir})
 	coll = newTestClient(t, s2).Database("conv").Collection("c")
 	check("restarted")

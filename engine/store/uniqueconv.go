@@ -65,17 +65,23 @@ func (t *Txn) checkUniqueByScan(c *Collection, ix *Index, docKey, doc, key []byt
 // off. Writers in flight finish first (the change holds c's fence); later
 // ones see it.
 func (s *Store) SetPrepareUnique(c *Collection, name string, on bool) (*Collection, error) {
-	return s.changeEntryFenced(c, func(e *Collection) error {
+	return s.changeEntryFenced(c, editIndex(name, func(ix *Index) { ix.PrepareUnique = on }))
+}
+
+// editIndex is a catalog change (for changeEntry) that edits index name
+// and makes writers look the entry up again (IndexVersion).
+func editIndex(name string, edit func(*Index)) func(*Collection) error {
+	return func(e *Collection) error {
 		e.cloneIndexes()
 		ix := e.Index(name)
 		if ix == nil {
 			return fmt.Errorf("index %s: %w", name, ErrNotFound)
 		}
-		ix.PrepareUnique = on
+		edit(ix)
 		ix.Spec = respec(ix)
 		e.IndexVersion++
 		return nil
-	})
+	}
 }
 
 // maxViolationIDs bounds the document ids UniqueViolations reports.
@@ -97,17 +103,7 @@ func (s *Store) MakeUnique(c *Collection, name string, dryRun bool) (*Collection
 	if err != nil || len(violations) > 0 || dryRun || ix.IsUnique() {
 		return c, violations, err
 	}
-	next, err := s.changeEntry(c, func(e *Collection) error {
-		e.cloneIndexes()
-		x := e.Index(name)
-		if x == nil {
-			return fmt.Errorf("index %s: %w", name, ErrNotFound)
-		}
-		x.ConvertedUnique = true
-		x.Spec = respec(x)
-		e.IndexVersion++
-		return nil
-	})
+	next, err := s.changeEntry(c, editIndex(name, func(ix *Index) { ix.ConvertedUnique = true }))
 	return next, nil, err
 }
 
