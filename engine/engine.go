@@ -366,6 +366,10 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	cmd, ok := c.e.commands[name]
 	if !ok {
 		if ce := unsupportedCommand(name); ce != nil {
+			if c.e.cfg.Auth && c.user() == nil {
+				// a known command: authentication comes first, as in MongoDB
+				ce = errorf(ErrUnauthorized, "Command %s requires authentication", name)
+			}
 			return errorReply(ce), name, units
 		}
 		return errorReply(errorf(ErrCommandNotFound, "no such command: '%s'", name)), name, units

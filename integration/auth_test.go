@@ -130,6 +130,11 @@ func TestAuth(t *testing.T) {
 		// No user may be created once one exists: root does.
 		err = anon.Database("admin").RunCommand(ctx, bson.D{{Key: "createUser", Value: "x"}, {Key: "pwd", Value: "x"}, {Key: "roles", Value: bson.A{"root"}}}).Err()
 		wantUnauthorized(t, err, "Command createUser requires authentication")
+		// A known command Parsec does not serve asks for authentication
+		// first too; an unknown one is unknown to anyone.
+		err = anon.Database("test").RunCommand(ctx, bson.D{{Key: "mapReduce", Value: "c"}}).Err()
+		wantUnauthorized(t, err, "Command mapReduce requires authentication")
+		runFail(t, anon.Database("test"), bson.D{{Key: "noSuchCommand", Value: 1}}, 59, "CommandNotFound")
 	})
 
 	t.Run("roles", func(t *testing.T) {
