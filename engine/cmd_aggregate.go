@@ -9,6 +9,7 @@ import (
 	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -24,6 +25,7 @@ type aggArgs struct {
 	let          bsoncore.Document
 	hint         hintArg
 	sessions     []bsoncore.Document
+	currentOps   []bsoncore.Document // what $currentOp lists
 }
 
 // dbAggregateStages may open a database-level aggregate ({aggregate: 1}).
@@ -51,6 +53,11 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 		return nil, err
 	}
 	args.sessions = callerSessions(req.body, e.now())
+	if spec, ok := currentOpSpec(args.pipeline); ok {
+		if args.currentOps, err = e.currentOps(req, spec); err != nil {
+			return nil, err
+		}
+	}
 	p, err := e.parsePipeline(req.db, coll, args)
 	if err != nil {
 		return nil, err
@@ -248,7 +255,7 @@ func parseAggregate(cmd string, body bsoncore.Document) (*aggArgs, error) {
 func (e *Engine) parsePipeline(db, coll string, a *aggArgs) (*agg.Pipeline, error) {
 	opts := agg.Options{
 		DB: db, Coll: coll, Let: a.let, Now: e.now(), AllowDiskUse: a.allowDiskUse == nil || *a.allowDiskUse,
-		MemoryLimit: e.aggMemoryLimit(), Collections: aggCollections{e: e}, Sessions: a.sessions,
+		MemoryLimit: e.aggMemoryLimit(), Collections: aggCollections{e: e}, Sessions: a.sessions, CurrentOps: a.currentOps,
 	}
 	p, err := agg.Parse(a.pipeline, opts)
 	if err != nil {
@@ -402,4 +409,50 @@ func callerSessions(body bsoncore.Document, now time.Time) []bsoncore.Document {
 	sid := bsoncore.NewDocumentBuilder().AppendValue("id", id).AppendBinary("uid", 0, uid).Build()
 	return []bsoncore.Document{bsoncore.NewDocumentBuilder().AppendDocument("_id", sid).
 		AppendDateTime("lastUse", now.UnixMilli()).Build()}
+}
+
+// currentOpSpec is the argument of a pipeline's leading $currentOp stage.
+func currentOpSpec(pipeline bsoncore.Document) (bsoncore.Document, bool) {
+	first, err := pipeline.IndexErr(0)
+	if err != nil {
+		return nil, false
+	}
+	stage, ok := first.Value().DocumentOK()
+	if !ok {
+		return nil, false
+	}
+	el, err := stage.IndexErr(0)
+	if err != nil || el.Key() != "$currentOp" {
+		return nil, false
+	}
+	spec, _ := el.Value().DocumentOK() // a wrong type is the stage parser's to refuse
+	return spec, true
+}
+
+// currentOps are the operations $currentOp lists for req: with access
+// control and without allUsers, only those of req's own user.
+func (e *Engine) currentOps(req *request, spec bsoncore.Document) ([]bsoncore.Document, error) {
+	allUsers := false
+	for el := range value.All(spec) {
+		switch k, v := el.Key(), el.Value(); k {
+		case "allUsers":
+			b, err := boolArg("$currentOp", k, v)
+			if err != nil {
+				return nil, err
+			}
+			allUsers = b
+		case "idleConnections", "idleCursors", "idleSessions", "localOps", "truncateOps", "backtrace", "targetAllNodes":
+			if _, err := boolArg("$currentOp", k, v); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, errorf(ErrFailedToParse, "Unrecognized option '%s' in $currentOp stage.", k)
+		}
+	}
+	var only func(*conn) bool
+	if e.cfg.Auth && !allUsers {
+		me := req.c.user()
+		only = func(c *conn) bool { u := c.user(); return u != nil && me != nil && u.name == me.name && u.db == me.db }
+	}
+	return e.running.list(e, e.now(), only), nil
 }

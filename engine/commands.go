@@ -39,7 +39,7 @@ func newCommandTable() map[string]command {
 		{name: "fsync", help: "flush acknowledged writes to disk (the lock form is refused)", adminOnly: true, run: (*Engine).cmdFsync},
 		{name: "fsyncUnlock", help: "nothing is ever locked: answers as MongoDB does then", adminOnly: true, run: (*Engine).cmdFsyncUnlock},
 		{name: "profile", help: "read or set the profiling level (0 or 1), slowms and sampleRate", run: (*Engine).cmdProfile},
-		{name: "killOp", help: "kill an operation (Parsec lists none in currentOp)", adminOnly: true, run: (*Engine).cmdKillOp},
+		{name: "killOp", help: "interrupt an operation $currentOp lists", adminOnly: true, run: (*Engine).cmdKillOp},
 		{name: "getDefaultRWConcern", help: "the default read and write concerns", adminOnly: true, run: (*Engine).cmdGetDefaultRWConcern},
 		{name: "listShards", help: "the one shard (partitions are inside it)", adminOnly: true, run: (*Engine).cmdListShards},
 		{name: "balancerStatus", help: "the balancer: idle, partitions split in place", adminOnly: true, run: (*Engine).cmdBalancerStatus},

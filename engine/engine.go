@@ -95,6 +95,7 @@ type Engine struct {
 	now     func() time.Time
 	started time.Time
 	host    string
+	running opRegistry // commands running (ops.go)
 
 	commands   map[string]command
 	failPoint  failCommand
@@ -275,6 +276,8 @@ type request struct {
 	// connection instead of replying (the onPrimaryTransactionalWrite
 	// fail point, retryable.go). Nil in requests made inside the engine.
 	wr *wire.Request
+	// op registers the command while it runs ($currentOp, killOp).
+	op activeOp
 }
 
 // sequence returns the documents of kind-1 section id, if present.
@@ -382,6 +385,12 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 			return errorReply(ce), name, units
 		}
 	}
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	req.op = activeOp{c: c, name: cmd.name, db: req.db, body: body, start: c.e.now(), cancel: cancel}
+	c.e.running.add(&req.op)
+	defer c.e.running.remove(&req.op)
 	snapshotRC, ce := checkReadConcern(cmd.name, body)
 	if ce != nil {
 		return errorReply(ce), name, units
@@ -429,6 +438,9 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 		return errorReply(ce), name, units
 	}
 	c.e.countOp(cmd.name)
+	if err := ctx.Err(); err != nil { // killed (killOp) or timed out while a fail point held it
+		return errorReply(toCommandError(err)), name, units
+	}
 	out, err := cmd.run(c.e, ctx, req)
 	if err != nil {
 		ce := toCommandError(err)

@@ -42,6 +42,8 @@ type Options struct {
 	Collections Collections
 	// Sessions are what $listLocalSessions and $listSessions list.
 	Sessions []bsoncore.Document
+	// CurrentOps are what $currentOp lists.
+	CurrentOps []bsoncore.Document
 	// Seed makes $sample and $rand-free randomness reproducible (0: random).
 	Seed uint64
 }

@@ -583,9 +583,9 @@ func parseNoOutput(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document)
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
 		return nil, errorOf(ErrTypeMismatch, "%s must take a nested object but found: %s", raw.Index(0).Key(), render(arg))
 	}
-	s := &noOutputStage{raw: raw}
-	if raw.Index(0).Key() != "$currentOp" {
-		s.docs = p.env.opts.Sessions
+	s := &noOutputStage{raw: raw, docs: p.env.opts.Sessions}
+	if raw.Index(0).Key() == "$currentOp" {
+		s.docs = p.env.opts.CurrentOps
 	}
 	return []stage{s}, nil
 }

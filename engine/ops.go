@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Operations in progress: every command a connection runs is registered
+// for as long as it runs, so that $currentOp lists it and killOp can
+// interrupt it (its context is cancelled: the command ends with 11601
+// Interrupted at its next check).
+
+// activeOp is one running command. Its body belongs to the connection's
+// frame and is read by listers only under the registry's lock, which
+// the command's end also takes.
+type activeOp struct {
+	id     int32
+	c      *conn
+	name   string
+	db     string
+	body   bsoncore.Document
+	start  time.Time
+	cancel context.CancelFunc
+}
+
+// opRegistry holds the running commands by operation id.
+type opRegistry struct {
+	mu   sync.Mutex
+	next int32
+	m    map[int32]*activeOp
+}
+
+func (r *opRegistry) add(op *activeOp) {
+	r.mu.Lock()
+	r.next++
+	if r.next <= 0 {
+		r.next = 1
+	}
+	op.id = r.next
+	if r.m == nil {
+		r.m = map[int32]*activeOp{}
+	}
+	r.m[op.id] = op
+	r.mu.Unlock()
+}
+
+func (r *opRegistry) remove(op *activeOp) {
+	r.mu.Lock()
+	delete(r.m, op.id)
+	r.mu.Unlock()
+}
+
+// kill interrupts operation id; false if none runs with that id.
+func (r *opRegistry) kill(id int32) bool {
+	r.mu.Lock()
+	op := r.m[id]
+	r.mu.Unlock()
+	if op == nil {
+		return false
+	}
+	op.cancel()
+	return true
+}
+
+// list describes the running operations as $currentOp does; with only
+// set, those of connections authenticated as that user alone.
+func (r *opRegistry) list(e *Engine, now time.Time, only func(*conn) bool) []bsoncore.Document {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	host := e.hostPort()
+	out := make([]bsoncore.Document, 0, len(r.m))
+	for _, op := range r.m {
+		if only != nil && !only(op.c) {
+			continue
+		}
+		running := now.Sub(op.start)
+		op.c.mu.Lock()
+		app := op.c.appName
+		op.c.mu.Unlock()
+		d := bson.D{
+			{Key: "type", Value: "op"},
+			{Key: "host", Value: host},
+			{Key: "desc", Value: "conn" + strconv.FormatInt(op.c.wc.ID(), 10)},
+			{Key: "connectionId", Value: op.c.wc.ID()},
+			{Key: "client", Value: op.c.wc.RemoteAddr().String()},
+		}
+		if app != "" {
+			d = append(d, bson.E{Key: "appName", Value: app})
+		}
+		d = append(d,
+			bson.E{Key: "active", Value: true},
+			bson.E{Key: "currentOpTime", Value: now.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
+			bson.E{Key: "opid", Value: op.id},
+			bson.E{Key: "secs_running", Value: int64(running / time.Second)},
+			bson.E{Key: "microsecs_running", Value: running.Microseconds()},
+			bson.E{Key: "op", Value: opKind(op.name)},
+			bson.E{Key: "ns", Value: opNamespace(op.db, op.body)},
+			bson.E{Key: "command", Value: bson.Raw(append([]byte(nil), op.body...))},
+		)
+		if lsid, err := op.body.LookupErr("lsid"); err == nil {
+			d = append(d, bson.E{Key: "lsid", Value: bson.RawValue{Type: bson.Type(lsid.Type), Value: append([]byte(nil), lsid.Data...)}})
+		}
+		raw, err := bson.Marshal(d)
+		if err == nil {
+			out = append(out, raw)
+		}
+	}
+	return out
+}
+
+// opKind is $currentOp's op field: what kind of operation a command is.
+func opKind(name string) string {
+	switch name {
+	case "find":
+		return "query"
+	case "getMore":
+		return "getmore"
+	case "insert", "update":
+		return name
+	case "delete":
+		return "remove"
+	}
+	return "command"
+}
+
+// opNamespace is db.<collection> for a command naming one, else db.$cmd.
+func opNamespace(db string, body bsoncore.Document) string {
+	if first, err := body.IndexErr(0); err == nil {
+		if s, ok := first.Value().StringValueOK(); ok && s != "" && !strings.ContainsRune(s, 0) {
+			return db + "." + s
+		}
+	}
+	return db + ".$cmd"
+}
