@@ -95,7 +95,7 @@ func (r *opRegistry) list(e *Engine, now time.Time, only func(*conn) bool) []bso
 		}
 		d = append(d,
 			bson.E{Key: "active", Value: true},
-			bson.E{Key: "currentOpTime", Value: now.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
+			bson.E{Key: "currentOpTime", Value: now.UTC().Format("2006-01-02T15:04:05.000-07:00")},
 			bson.E{Key: "opid", Value: op.id},
 			bson.E{Key: "secs_running", Value: int64(running / time.Second)},
 			bson.E{Key: "microsecs_running", Value: running.Microseconds()},
@@ -129,8 +129,14 @@ func opKind(name string) string {
 	return "command"
 }
 
-// opNamespace is db.<collection> for a command naming one, else db.$cmd.
+// opNamespace is db.<collection> for a command naming one (getMore: its
+// collection field), else db.$cmd.
 func opNamespace(db string, body bsoncore.Document) string {
+	if coll, err := body.LookupErr("collection"); err == nil && body.Index(0).Key() == "getMore" {
+		if s, ok := coll.StringValueOK(); ok && s != "" {
+			return db + "." + s
+		}
+	}
 	if first, err := body.IndexErr(0); err == nil {
 		if s, ok := first.Value().StringValueOK(); ok && s != "" && !strings.ContainsRune(s, 0) {
 			return db + "." + s
