@@ -88,7 +88,7 @@ func aggError(err error) error {
 		if errors.Is(err, m.category) {
 			ce := errorf(m.code, "%s", trimPrefix(err.Error(), m.category.Error()+": "))
 			if dup, ok := errors.AsType[*agg.DuplicateKeyError](err); ok {
-				ce.Extra = bson.D{{Key: "keyPattern", Value: bson.Raw(dup.KeyPattern)}, {Key: "keyValue", Value: bson.Raw(dup.KeyValue)}}
+				ce.Extra = duplicateKeyFields(bson.Raw(dup.KeyPattern), bson.Raw(dup.KeyValue))
 			}
 			return ce
 		}

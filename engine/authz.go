@@ -181,7 +181,7 @@ func (c *conn) authorize(cmd command, req *request) *CommandError {
 		if c.localhostException(cmd, req) {
 			return nil
 		}
-		return errorf(ErrUnauthorized, "Command %s requires authentication", req.name)
+		return requiresAuthentication(req.name)
 	}
 	if cmd.name == "usersInfo" && asksForSelf(req, u) {
 		return nil
@@ -290,4 +290,10 @@ func grantNeeds(req *request) []need {
 		}
 	}
 	return out
+}
+
+// requiresAuthentication is the refusal of command name to a connection
+// that has not authenticated.
+func requiresAuthentication(name string) *CommandError {
+	return errorf(ErrUnauthorized, "Command %s requires authentication", name)
 }

@@ -451,8 +451,8 @@ func (e *Engine) currentOps(req *request, spec bsoncore.Document) ([]bsoncore.Do
 	}
 	var only func(*conn) bool
 	if e.cfg.Auth && !allUsers {
-		me := req.c.user()
-		only = func(c *conn) bool { u := c.user(); return u != nil && me != nil && u.name == me.name && u.db == me.db }
+		me := req.c.cursorOwner()
+		only = func(c *conn) bool { return c.cursorOwner() == me }
 	}
-	return e.running.list(e, e.now(), only), nil
+	return currentOpDocs(e.running.snapshot(), e.hostPort(), e.now(), only), nil
 }

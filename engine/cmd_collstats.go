@@ -85,10 +85,9 @@ func (e *Engine) indexSizes(c *store.Collection, total, scale int64, share func(
 	if share == nil {
 		share = func(n int64) int64 { return n }
 	}
-	n := int32(1)
 	sizes := bson.D{{Key: "_id_", Value: total / scale}}
 	if c == nil || len(c.Indexes) == 0 {
-		return n, sizes, nil
+		return 1, sizes, nil
 	}
 	per, err := e.store.IndexSizes(c)
 	if err != nil {
@@ -97,11 +96,10 @@ func (e *Engine) indexSizes(c *store.Collection, total, scale int64, share func(
 	var secondary int64
 	for _, ix := range c.Indexes {
 		if !ix.Building {
-			n++
 			sizes = append(sizes, bson.E{Key: ix.Name, Value: share(per[ix.Name]) / scale})
 			secondary += share(per[ix.Name])
 		}
 	}
 	sizes[0].Value = max(total-secondary, 0) / scale
-	return n, sizes, nil
+	return int32(len(sizes)), sizes, nil // one per index built
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/parsecdb/parsec/engine/store"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 

@@ -371,7 +371,7 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 		if ce := unsupportedCommand(name); ce != nil {
 			if c.e.cfg.Auth && c.user() == nil {
 				// a known command: authentication comes first, as in MongoDB
-				ce = errorf(ErrUnauthorized, "Command %s requires authentication", name)
+				ce = requiresAuthentication(name)
 			}
 			return errorReply(ce), name, units
 		}

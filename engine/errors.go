@@ -30,35 +30,37 @@ const (
 	ErrSnapshotTooOld            Code = 239
 	ErrSnapshotUnavailable       Code = 246
 	// ErrUserExists is createUser's "already exists" (codeName Location51003).
-	ErrUserExists                 Code = 51003
-	ErrTypeMismatch               Code = 14
-	ErrIllegalOperation           Code = 20
-	ErrNamespaceNotFound          Code = 26
-	ErrIndexNotFound              Code = 27
-	ErrCursorNotFound             Code = 43
-	ErrCursorInUse                Code = 143
-	ErrNamespaceExists            Code = 48
-	ErrMaxTimeMSExpired           Code = 50
-	ErrCommandNotFound            Code = 59
-	ErrShardKeyNotFound           Code = 61
-	ErrImmutableField             Code = 66
-	ErrInvalidOptions             Code = 72
-	ErrInvalidNamespace           Code = 73
-	ErrNotImplemented             Code = 238
-	ErrWriteConflict              Code = 112
-	ErrCommandNotSupported        Code = 115
-	ErrExceededTimeLimit          Code = 262
-	ErrInterrupted                Code = 11601
-	ErrDuplicateKey               Code = 11000
+	ErrUserExists              Code = 51003
+	ErrTypeMismatch            Code = 14
+	ErrIllegalOperation        Code = 20
+	ErrNamespaceNotFound       Code = 26
+	ErrIndexNotFound           Code = 27
+	ErrCursorNotFound          Code = 43
+	ErrCursorInUse             Code = 143
+	ErrNamespaceExists         Code = 48
+	ErrMaxTimeMSExpired        Code = 50
+	ErrCommandNotFound         Code = 59
+	ErrShardKeyNotFound        Code = 61
+	ErrImmutableField          Code = 66
+	ErrInvalidOptions          Code = 72
+	ErrInvalidNamespace        Code = 73
+	ErrNotImplemented          Code = 238
+	ErrWriteConflict           Code = 112
+	ErrCommandNotSupported     Code = 115
+	ErrExceededTimeLimit       Code = 262
+	ErrInterrupted             Code = 11601
+	ErrDuplicateKey            Code = 11000
+	ErrBSONObjectTooLarge      Code = 10334
+	ErrTooManyRequests         Code = 16500
+	ErrUnknownField            Code = 40415
+	ErrMissingField            Code = 40414
+	ErrInvalidIDField          Code = 53
+	ErrInvalidLength           Code = 16
+	ErrOperationFailed         Code = 96
+	ErrInvalidPipelineOperator Code = 168
+
+	// collMod's conversion of an index to unique.
 	ErrCannotConvertIndexToUnique Code = 359
-	ErrBSONObjectTooLarge         Code = 10334
-	ErrTooManyRequests            Code = 16500
-	ErrUnknownField               Code = 40415
-	ErrMissingField               Code = 40414
-	ErrInvalidIDField             Code = 53
-	ErrInvalidLength              Code = 16
-	ErrOperationFailed            Code = 96
-	ErrInvalidPipelineOperator    Code = 168
 
 	// Update errors (engine/update).
 	ErrPathNotViable              Code = 28
@@ -79,54 +81,54 @@ const (
 )
 
 var codeNames = map[Code]string{
-	ErrInternalError:              "InternalError",
-	ErrBadValue:                   "BadValue",
-	ErrNoSuchKey:                  "NoSuchKey",
-	ErrFailedToParse:              "FailedToParse",
-	ErrUnauthorized:               "Unauthorized",
-	ErrUserNotFound:               "UserNotFound",
-	ErrProtocolError:              "ProtocolError",
-	ErrAuthenticationFailed:       "AuthenticationFailed",
-	ErrRoleNotFound:               "RoleNotFound",
-	ErrMechanismUnavailable:       "MechanismUnavailable",
-	ErrNoReplicationEnabled:       "NoReplicationEnabled",
-	ErrUnknownReplWriteConcern:    "UnknownReplWriteConcern",
-	ErrUnsatisfiableWriteConcern:  "UnsatisfiableWriteConcern",
-	ErrSnapshotTooOld:             "SnapshotTooOld",
-	ErrSnapshotUnavailable:        "SnapshotUnavailable",
-	ErrTypeMismatch:               "TypeMismatch",
-	ErrIllegalOperation:           "IllegalOperation",
-	ErrNamespaceNotFound:          "NamespaceNotFound",
-	ErrIndexNotFound:              "IndexNotFound",
-	ErrCursorNotFound:             "CursorNotFound",
-	ErrCursorInUse:                "CursorInUse",
-	ErrNamespaceExists:            "NamespaceExists",
-	ErrMaxTimeMSExpired:           "MaxTimeMSExpired",
-	ErrCommandNotFound:            "CommandNotFound",
-	ErrShardKeyNotFound:           "ShardKeyNotFound",
-	ErrImmutableField:             "ImmutableField",
-	ErrInvalidOptions:             "InvalidOptions",
-	ErrInvalidNamespace:           "InvalidNamespace",
-	ErrNotImplemented:             "NotImplemented",
-	ErrWriteConflict:              "WriteConflict",
-	ErrCommandNotSupported:        "CommandNotSupported",
-	ErrExceededTimeLimit:          "ExceededTimeLimit",
-	ErrInterrupted:                "Interrupted",
-	ErrDuplicateKey:               "DuplicateKey",
-	ErrCannotConvertIndexToUnique: "CannotConvertIndexToUnique",
-	ErrBSONObjectTooLarge:         "BSONObjectTooLarge",
-	ErrTooManyRequests:            "TooManyRequests",
-	ErrInvalidIDField:             "InvalidIdField",
-	ErrInvalidLength:              "InvalidLength",
-	ErrOperationFailed:            "OperationFailed",
-	ErrInvalidPipelineOperator:    "InvalidPipelineOperator",
-	ErrNoQueryExecutionPlans:      "NoQueryExecutionPlans",
-	ErrConversionFailure:          "ConversionFailure",
-	ErrQueryMemoryLimit:           "QueryExceededMemoryLimitNoDiskUseAllowed",
+	ErrInternalError:             "InternalError",
+	ErrBadValue:                  "BadValue",
+	ErrNoSuchKey:                 "NoSuchKey",
+	ErrFailedToParse:             "FailedToParse",
+	ErrUnauthorized:              "Unauthorized",
+	ErrUserNotFound:              "UserNotFound",
+	ErrProtocolError:             "ProtocolError",
+	ErrAuthenticationFailed:      "AuthenticationFailed",
+	ErrRoleNotFound:              "RoleNotFound",
+	ErrMechanismUnavailable:      "MechanismUnavailable",
+	ErrNoReplicationEnabled:      "NoReplicationEnabled",
+	ErrUnknownReplWriteConcern:   "UnknownReplWriteConcern",
+	ErrUnsatisfiableWriteConcern: "UnsatisfiableWriteConcern",
+	ErrSnapshotTooOld:            "SnapshotTooOld",
+	ErrSnapshotUnavailable:       "SnapshotUnavailable",
+	ErrTypeMismatch:              "TypeMismatch",
+	ErrIllegalOperation:          "IllegalOperation",
+	ErrNamespaceNotFound:         "NamespaceNotFound",
+	ErrIndexNotFound:             "IndexNotFound",
+	ErrCursorNotFound:            "CursorNotFound",
+	ErrCursorInUse:               "CursorInUse",
+	ErrNamespaceExists:           "NamespaceExists",
+	ErrMaxTimeMSExpired:          "MaxTimeMSExpired",
+	ErrCommandNotFound:           "CommandNotFound",
+	ErrShardKeyNotFound:          "ShardKeyNotFound",
+	ErrImmutableField:            "ImmutableField",
+	ErrInvalidOptions:            "InvalidOptions",
+	ErrInvalidNamespace:          "InvalidNamespace",
+	ErrNotImplemented:            "NotImplemented",
+	ErrWriteConflict:             "WriteConflict",
+	ErrCommandNotSupported:       "CommandNotSupported",
+	ErrExceededTimeLimit:         "ExceededTimeLimit",
+	ErrInterrupted:               "Interrupted",
+	ErrDuplicateKey:              "DuplicateKey",
+	ErrBSONObjectTooLarge:        "BSONObjectTooLarge",
+	ErrTooManyRequests:           "TooManyRequests",
+	ErrInvalidIDField:            "InvalidIdField",
+	ErrInvalidLength:             "InvalidLength",
+	ErrOperationFailed:           "OperationFailed",
+	ErrInvalidPipelineOperator:   "InvalidPipelineOperator",
+	ErrNoQueryExecutionPlans:     "NoQueryExecutionPlans",
+	ErrConversionFailure:         "ConversionFailure",
+	ErrQueryMemoryLimit:          "QueryExceededMemoryLimitNoDiskUseAllowed",
 
 	ErrOutOfDiskSpace:                 "OutOfDiskSpace",
 	ErrAlreadyInitialized:             "AlreadyInitialized",
 	ErrConflictingOperationInProgress: "ConflictingOperationInProgress",
+	ErrCannotConvertIndexToUnique:     "CannotConvertIndexToUnique",
 
 	ErrPathNotViable:              "PathNotViable",
 	ErrConflictingUpdateOperators: "ConflictingUpdateOperators",
@@ -186,7 +188,7 @@ func toCommandError(err error) *CommandError {
 		var dup *store.DuplicateKeyError
 		errors.As(err, &dup)
 		ce := errorf(ErrDuplicateKey, "%s", indexDupMessage(dup))
-		ce.Extra = bson.D{{Key: "keyPattern", Value: dup.KeyPattern}, {Key: "keyValue", Value: dup.KeyValue}}
+		ce.Extra = duplicateKeyFields(dup.KeyPattern, dup.KeyValue)
 		return ce
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorf(ErrMaxTimeMSExpired, "operation exceeded time limit")
@@ -208,4 +210,10 @@ func toCommandError(err error) *CommandError {
 		return errorf(ErrOutOfDiskSpace, "Partition key reached maximum size of %s", humanBytes(lpf.Limit))
 	}
 	return errorf(ErrInternalError, "%v", err)
+}
+
+// duplicateKeyFields are the fields a DuplicateKey error carries after
+// codeName: the index's key pattern and the key that collided.
+func duplicateKeyFields(keyPattern, keyValue any) bson.D {
+	return bson.D{{Key: "keyPattern", Value: keyPattern}, {Key: "keyValue", Value: keyValue}}
 }

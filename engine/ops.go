@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"strings"
@@ -17,7 +18,7 @@ import (
 // Interrupted at its next check).
 
 // activeOp is one running command. Its body belongs to the connection's
-// frame and is read by listers only under the registry's lock, which
+// frame and is copied by listers only under the registry's lock, which
 // the command's end also takes.
 type activeOp struct {
 	id     int32
@@ -68,14 +69,26 @@ func (r *opRegistry) kill(id int32) bool {
 	return true
 }
 
-// list describes the running operations as $currentOp does; with only
-// set, those of connections authenticated as that user alone.
-func (r *opRegistry) list(e *Engine, now time.Time, only func(*conn) bool) []bsoncore.Document {
+// snapshot copies the running operations, each with a copy of its
+// command: the original belongs to its connection's frame. The lock is
+// held for the copies alone, since every command takes it twice.
+func (r *opRegistry) snapshot() []activeOp {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	host := e.hostPort()
-	out := make([]bsoncore.Document, 0, len(r.m))
+	out := make([]activeOp, 0, len(r.m))
 	for _, op := range r.m {
+		cp := *op
+		cp.body, cp.cancel = bytes.Clone(op.body), nil
+		out = append(out, cp)
+	}
+	return out
+}
+
+// currentOpDocs describes ops as $currentOp does; with only set, those of
+// the connections it accepts alone.
+func currentOpDocs(ops []activeOp, host string, now time.Time, only func(*conn) bool) []bsoncore.Document {
+	out := make([]bsoncore.Document, 0, len(ops))
+	for _, op := range ops {
 		if only != nil && !only(op.c) {
 			continue
 		}
@@ -101,13 +114,12 @@ func (r *opRegistry) list(e *Engine, now time.Time, only func(*conn) bool) []bso
 			bson.E{Key: "microsecs_running", Value: running.Microseconds()},
 			bson.E{Key: "op", Value: opKind(op.name)},
 			bson.E{Key: "ns", Value: opNamespace(op.db, op.body)},
-			bson.E{Key: "command", Value: bson.Raw(append([]byte(nil), op.body...))},
+			bson.E{Key: "command", Value: bson.Raw(op.body)},
 		)
 		if lsid, err := op.body.LookupErr("lsid"); err == nil {
-			d = append(d, bson.E{Key: "lsid", Value: bson.RawValue{Type: bson.Type(lsid.Type), Value: append([]byte(nil), lsid.Data...)}})
+			d = append(d, bson.E{Key: "lsid", Value: bson.RawValue{Type: bson.Type(lsid.Type), Value: lsid.Data}})
 		}
-		raw, err := bson.Marshal(d)
-		if err == nil {
+		if raw, err := bson.Marshal(d); err == nil {
 			out = append(out, raw)
 		}
 	}

@@ -7,7 +7,8 @@ package engine
 // itself has removed (eval, group, geoSearch, ...) stay unknown: 59 is
 // what MongoDB 7.0 answers for them.
 var unsupportedCommands = map[string]string{
-	"mapReduce":                "server-side JavaScript is not available; an aggregation pipeline ($group, then $out or $merge) computes the same",
+	"mapReduce":                mapReduceWhy,
+	"mapreduce":                mapReduceWhy,
 	"compact":                  "the store compacts its tables in the background",
 	"reIndex":                  "indexes are kept in step with every write; drop and create an index to rebuild it",
 	"convertToCapped":          "capped collections are not supported",
@@ -28,9 +29,7 @@ var unsupportedCommands = map[string]string{
 	"filemd5":                  "compute the checksum on the client (the drivers' GridFS no longer asks for it)",
 }
 
-func init() {
-	unsupportedCommands["mapreduce"] = unsupportedCommands["mapReduce"]
-}
+const mapReduceWhy = "server-side JavaScript is not available; an aggregation pipeline ($group, then $out or $merge) computes the same"
 
 // unsupportedCommand is the refusal of a known command Parsec does not
 // serve, or nil for a name it does not know.

@@ -84,7 +84,7 @@ func editIndex(name string, edit func(*Index)) func(*Collection) error {
 	}
 }
 
-// maxViolationIDs bounds the document ids UniqueViolations reports.
+// maxViolationIDs bounds the document ids uniqueViolations reports.
 const maxViolationIDs = 10_000
 
 // MakeUnique converts index name of c to a unique index, unless documents
@@ -99,8 +99,11 @@ func (s *Store) MakeUnique(c *Collection, name string, dryRun bool) (*Collection
 	if ix == nil {
 		return nil, nil, fmt.Errorf("index %s: %w", name, ErrNotFound)
 	}
+	if ix.IsUnique() {
+		return c, nil, nil
+	}
 	violations, err := s.uniqueViolations(c, ix)
-	if err != nil || len(violations) > 0 || dryRun || ix.IsUnique() {
+	if err != nil || len(violations) > 0 || dryRun {
 		return c, violations, err
 	}
 	next, err := s.changeEntry(c, editIndex(name, func(ix *Index) { ix.ConvertedUnique = true }))
@@ -110,9 +113,6 @@ func (s *Store) MakeUnique(c *Collection, name string, dryRun bool) (*Collection
 // uniqueViolations walks ix in key order and lists the _ids of the
 // documents of every key more than one document has.
 func (s *Store) uniqueViolations(c *Collection, ix *Index) ([][]bson.RawValue, error) {
-	if ix.Unique {
-		return nil, nil
-	}
 	var out [][]bson.RawValue
 	ids := 0
 	var cur []byte     // the key of the group being read
