@@ -61,24 +61,41 @@ const maxDepth = 64
 
 // valueSet is a set of values by their key encoding (equal values, such
 // as 1 and 1.0, count once, but null and undefined, which hash apart, are
-// both kept).
+// both kept). Adding and testing are constant time, so a $in of n values
+// costs O(n), whatever n.
 type valueSet struct {
 	vals []bsoncore.Value
-	keys [][]byte // EncodeKey plus the hash point, parallel to vals
+	keys [][]byte            // EncodeKey plus the hash point, parallel to vals
+	seen map[string]struct{} // keys, once there are more than a few
 }
+
+// setIndexAfter is the size from which a set indexes its keys in a map
+// (below it a linear search is cheaper).
+const setIndexAfter = 8
 
 func (vs *valueSet) add(v bsoncore.Value) {
 	k := setKey(v)
-	for _, x := range vs.keys {
-		if bytes.Equal(x, k) {
-			return
-		}
+	if vs.has(k) {
+		return
 	}
 	vs.vals = append(vs.vals, v)
 	vs.keys = append(vs.keys, k)
+	switch {
+	case vs.seen != nil:
+		vs.seen[string(k)] = struct{}{}
+	case len(vs.keys) > setIndexAfter:
+		vs.seen = make(map[string]struct{}, 2*len(vs.keys))
+		for _, x := range vs.keys {
+			vs.seen[string(x)] = struct{}{}
+		}
+	}
 }
 
 func (vs *valueSet) has(k []byte) bool {
+	if vs.seen != nil {
+		_, ok := vs.seen[string(k)]
+		return ok
+	}
 	for _, x := range vs.keys {
 		if bytes.Equal(x, k) {
 			return true
@@ -105,6 +122,12 @@ func intersect(a, b valueSet) valueSet {
 		if b.has(k) {
 			out.vals = append(out.vals, a.vals[i])
 			out.keys = append(out.keys, k)
+		}
+	}
+	if len(out.keys) > setIndexAfter {
+		out.seen = make(map[string]struct{}, len(out.keys))
+		for _, k := range out.keys {
+			out.seen[string(k)] = struct{}{}
 		}
 	}
 	return out

@@ -136,3 +136,19 @@ func TestRoutingPinsEquality(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesLargeIn reads a $in of 400,000 values (200,000 distinct):
+// quadratic deduplication would take minutes here and time the test out.
+func TestValuesLargeIn(t *testing.T) {
+	const n = 200_000
+	arr := bsoncore.NewArrayBuilder()
+	for i := range 2 * n {
+		arr.AppendInt64(int64(i % n))
+	}
+	filter := bsoncore.NewDocumentBuilder().AppendDocument("k",
+		bsoncore.NewDocumentBuilder().AppendArray("$in", arr.Build()).Build()).Build()
+	vals, ok := Spec{Path: "k"}.Values(filter)
+	if !ok || len(vals) != n {
+		t.Fatalf("got %d values (ok %v), want %d", len(vals), ok, n)
+	}
+}
