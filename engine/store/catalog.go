@@ -72,6 +72,9 @@ type Collection struct {
 	Indexes      []*Index `bson:"indexes,omitempty"`
 	NextIndexID  uint32   `bson:"nextIndexID,omitempty"`
 	IndexVersion int64    `bson:"indexVersion,omitempty"`
+	// IDIndex is the _id index of a sharded collection (idindex.go); nil
+	// when unsharded, whose document keys are the _id index.
+	IDIndex *Index `bson:"idIndex,omitempty"`
 
 	pmap *shard.Map // Partitions as a map, built by finish
 }
@@ -111,6 +114,11 @@ func (c *Collection) Map() *shard.Map {
 func (c *Collection) finish() error {
 	for _, ix := range c.Indexes {
 		if err := ix.finish(nil); err != nil {
+			return err
+		}
+	}
+	if c.IDIndex != nil {
+		if err := c.IDIndex.finish(nil); err != nil {
 			return err
 		}
 	}
@@ -334,6 +342,7 @@ func (s *Store) createLocked(db, name string, nc NewCollection) (*Collection, er
 	if nc.ShardKey != "" {
 		c.ShardKey, c.ShardedAt = nc.ShardKey, c.Created
 		c.setMap(shard.NewMap(nc.Partitions))
+		c.IDIndex = newIDIndex(false)
 	}
 	raw, err := bson.Marshal(c)
 	if err != nil {

@@ -23,6 +23,7 @@
 //	c/<collID:4>l<point:8><shardKey>b  -> logical-partition counter base (sharded collections)
 //	c/<collID:4>l<point:8><shardKey>d<boot:8><seq:8> -> logical-partition counter delta
 //	x/<collID:4><ixID:4><ixKey>[<point:8><shardKey><id>] -> <point:8><shardKey><id>: a secondary index entry (indexes.go; unique indexes leave the bracketed suffix out of the key)
+//	x/<collID:4>00000000<id><point:8><shardKey><id> -> <point:8><shardKey><id>: the _id index of a sharded collection (idindex.go)
 //	u/<collID:4><ixID:4><ixKey>        -> never stored: a guard each write of ixKey to an index being made unique reads and deletes (uniqueconv.go)
 //	s/h<lsid:16>                       -> retryable writes: a session's head (sessions.go)
 //	s/r<lsid:16><stmtId:4>             -> retryable writes: one statement's outcome (sessions.go)

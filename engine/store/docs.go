@@ -324,6 +324,9 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.set(key, doc); err != nil {
 		return mapBadgerErr(err)
 	}
+	if err := t.putIDEntry(c, key); err != nil {
+		return err
+	}
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
 	}
@@ -413,6 +416,9 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	}
 	if err := t.del(key); err != nil {
 		return mapBadgerErr(err)
+	}
+	if err := t.removeIDEntry(c, key); err != nil {
+		return err
 	}
 	return t.account(c, key, Counts{Docs: -1, Bytes: -int64(oldSize), KeyBytes: -int64(len(key))})
 }

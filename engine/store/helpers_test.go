@@ -72,6 +72,7 @@ func truth(t *testing.T, s *Store, c *Collection) Counts {
 			want.Docs++
 			want.Bytes += int64(len(doc))
 			want.KeyBytes += int64(len(key))
+			want.IndexBytes += idEntryBytes(t, c, key)
 			return true, nil
 		})
 	})
@@ -79,6 +80,20 @@ func truth(t *testing.T, s *Store, c *Collection) Counts {
 		t.Fatalf("scan %s: %v", c.Namespace(), err)
 	}
 	return want
+}
+
+// idEntryBytes is the size of the _id index entry of the document at key
+// (0 in an unsharded collection, which has none).
+func idEntryBytes(t *testing.T, c *Collection, key []byte) int64 {
+	if c.IDIndex == nil {
+		return 0
+	}
+	ik, err := idIndexKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, v := c.IDIndex.entry(c, ik, key)
+	return int64(len(k) + len(v))
 }
 
 func mustCounts(t *testing.T, s *Store, c *Collection) Counts {

@@ -343,6 +343,9 @@ func (s *Store) markMultikey(c *Collection, id uint32) {
 }
 
 func (c *Collection) indexByID(id uint32) *Index {
+	if id == idIndexID {
+		return c.IDIndex
+	}
 	for _, ix := range c.Indexes {
 		if ix.ID == id {
 			return ix
@@ -361,6 +364,11 @@ func (c *Collection) cloneIndexes() {
 		out[i] = &cp
 	}
 	c.Indexes = out
+	if c.IDIndex != nil {
+		cp := *c.IDIndex
+		cp.Fields = append([]IndexField(nil), c.IDIndex.Fields...)
+		c.IDIndex = &cp
+	}
 }
 
 // changeEntryKeep is changeEntry for changes that do not invalidate
@@ -691,12 +699,20 @@ func (t *Txn) ScanIndex(c *Collection, ix *Index, start, end []byte, reverse boo
 	return nil
 }
 
+// withIDIndex is c's secondary indexes and, when sharded, its _id index.
+func (c *Collection) withIDIndex() []*Index {
+	if c.IDIndex == nil {
+		return c.Indexes
+	}
+	return append(append(make([]*Index, 0, len(c.Indexes)+1), c.Indexes...), c.IDIndex)
+}
+
 // IndexSizes are the bytes of each index of c (entries' keys and values),
-// read from the index.
+// read from the index; a sharded collection's _id index is "_id_".
 func (s *Store) IndexSizes(c *Collection) (map[string]int64, error) {
 	out := map[string]int64{}
 	err := s.db.View(func(txn *badger.Txn) error {
-		for _, ix := range c.Indexes {
+		for _, ix := range c.withIDIndex() {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: IndexPrefix(c.ID, ix.ID), PrefetchValues: false})
 			var n int64
 			for it.Rewind(); it.Valid(); it.Next() {
@@ -728,10 +744,11 @@ type IndexCheck struct {
 // and each entry must belong to a document that has that key. It also
 // checks that the stored index byte counters equal the entries' sizes.
 func (s *Store) ValidateIndexes(c *Collection) ([]IndexCheck, error) {
-	out := make([]IndexCheck, len(c.Indexes))
+	all := c.withIDIndex()
+	out := make([]IndexCheck, len(all))
 	var entryBytes int64
 	err := s.View(func(tx *Txn) error {
-		for i, ix := range c.Indexes {
+		for i, ix := range all {
 			chk := &out[i]
 			chk.Name = ix.Name
 			want := map[string][]byte{} // entry key -> value

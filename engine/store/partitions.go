@@ -459,6 +459,7 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 		Throughput: fenced.Throughput, MapVersion: fenced.MapVersion,
 		Indexes: fenced.Indexes, NextIndexID: fenced.NextIndexID, IndexVersion: fenced.IndexVersion}
 	target.cloneIndexes()
+	target.IDIndex = newIDIndex(false)
 	if target.Throughput.IsZero() {
 		target.Throughput = t
 	}
@@ -563,6 +564,9 @@ func (t *Txn) insertUnchecked(c *Collection, key, doc []byte) error {
 	}
 	if err := t.set(key, doc); err != nil {
 		return mapBadgerErr(err)
+	}
+	if err := t.putIDEntry(c, key); err != nil {
+		return err
 	}
 	if len(c.Indexes) > 0 {
 		changes, err := t.indexChanges(c, key, nil, doc)

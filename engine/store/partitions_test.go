@@ -62,6 +62,7 @@ func partitionTruth(t *testing.T, s *Store, c *Collection) ([]Counts, []int64, i
 				counts[i].Docs++
 				counts[i].Bytes += int64(len(doc))
 				counts[i].KeyBytes += int64(len(key))
+				counts[i].IndexBytes += idEntryBytes(t, c, key)
 				lp, err := logicalPartitionOf(key)
 				if err != nil {
 					return false, err
@@ -466,4 +467,71 @@ func TestShardExistingCollection(t *testing.T) {
 		t.Fatal("failed shardCollection left the collection sharded")
 	}
 	checkExact(t, s, s.Collection("db", "u"), 1)
+}
+
+// TestIDIndexOfShardedCollection checks the _id index a sharded
+// collection keeps: one entry per document, written and removed with it,
+// found by _id alone, and validated.
+func TestIDIndexOfShardedCollection(t *testing.T) {
+	s := openMem(t)
+	c := mustShard(t, s, "db", "c", 4)
+	if c.IDIndex == nil || c.IDIndex.Building {
+		t.Fatalf("sharded collection's _id index: %+v", c.IDIndex)
+	}
+	var docs [][]byte
+	for i := int32(0); i < 200; i++ {
+		doc := skDoc(i%50, fmt.Sprintf("r%d", i%7), 10) // _id 0..49, each in several logical partitions
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(c, skKey(t, c, doc), doc) }); err != nil {
+			var dup *DuplicateKeyError
+			if errors.As(err, &dup) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
+	entries := func(id int32) int {
+		n := 0
+		ik := value.EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, id)})
+		err := s.View(func(tx *Txn) error {
+			return tx.ScanIndex(c, c.IDIndex, ik, append(bytes.Clone(ik), 0xff), false, func(e IndexEntry) (bool, error) {
+				if _, err := tx.Get(e.DocKey); err != nil {
+					return false, err
+				}
+				n++
+				return true, nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	want := map[int32]int{}
+	for _, d := range docs {
+		want[bsoncore.Document(d).Lookup("_id").Int32()]++
+	}
+	for id, n := range want {
+		if got := entries(id); got != n {
+			t.Fatalf("_id %d: %d entries, want %d", id, got, n)
+		}
+	}
+	d := docs[0]
+	if err := s.Update(func(tx *Txn) error { return tx.Delete(c, skKey(t, c, d), len(d)) }); err != nil {
+		t.Fatal(err)
+	}
+	id := bsoncore.Document(d).Lookup("_id").Int32()
+	if got := entries(id); got != want[id]-1 {
+		t.Fatalf("after a delete, _id %d has %d entries, want %d", id, got, want[id]-1)
+	}
+	checks, err := s.ValidateIndexes(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chk := range checks {
+		if chk.Missing+chk.Extra > 0 || len(chk.Errors) > 0 {
+			t.Fatalf("validate: %+v", chk)
+		}
+	}
+	checkExact(t, s, c, int64(len(docs)-1))
 }

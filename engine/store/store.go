@@ -116,6 +116,7 @@ func Open(opts Options) (*Store, error) {
 	s.wg.Add(2)
 	go s.gcLoop()
 	go s.splitLoop()
+	s.buildIDIndexes()
 	return s, nil
 }
 
