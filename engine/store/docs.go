@@ -470,6 +470,47 @@ func (t *Txn) ScanRange(c *Collection, start, end []byte, fn func(key, doc []byt
 	})
 }
 
+// KeyRange is a range [Start, End) of document keys; End nil: to the
+// end of the collection's documents.
+type KeyRange struct{ Start, End []byte }
+
+// ScanRanges visits the documents of c in each of ranges (ascending and
+// disjoint) in key order, as Scan does, with one iterator for all of them:
+// the logical partitions a read is routed to, however many.
+func (t *Txn) ScanRanges(c *Collection, ranges []KeyRange, fn func(key, doc []byte) (bool, error)) error {
+	if len(ranges) == 1 {
+		return t.ScanRange(c, ranges[0].Start, ranges[0].End, fn)
+	}
+	prefix := DocPrefix(c.ID)
+	it := t.t.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	for _, r := range ranges {
+		start := r.Start
+		if bytes.Compare(start, prefix) < 0 {
+			start = prefix
+		}
+		for it.Seek(start); it.Valid(); it.Next() {
+			item := it.Item()
+			if r.End != nil && bytes.Compare(item.Key(), r.End) >= 0 {
+				break
+			}
+			var more bool
+			err := item.Value(func(v []byte) error {
+				var err error
+				more, err = fn(item.Key(), v)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if !more {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
 // PartitionRange is the key range [start, end) of the documents of
 // partition p of collection id; end is nil for the partition that ends
 // the hash space.

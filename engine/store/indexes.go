@@ -650,17 +650,51 @@ type IndexEntry struct {
 // the end down), until fn returns false or an error. DocKey and Key are
 // valid only during the call.
 func (t *Txn) ScanIndex(c *Collection, ix *Index, start, end []byte, reverse bool, fn func(IndexEntry) (bool, error)) error {
+	r := t.IndexReader(c, ix, reverse)
+	defer r.Close()
+	return r.Scan(start, end, fn)
+}
+
+// IndexReader reads one index's ranges with one iterator: a read of many
+// small ranges (a $in of many values) seeks instead of opening an
+// iterator per range.
+type IndexReader struct {
+	it      *badger.Iterator
+	prefix  []byte
+	reverse bool
+	docKey  []byte
+	lo, hi  []byte
+}
+
+// IndexReader opens a reader of index ix of c (reverse: each range from
+// its end down). Close it before the transaction ends.
+func (t *Txn) IndexReader(c *Collection, ix *Index, reverse bool) *IndexReader {
 	prefix := IndexPrefix(c.ID, ix.ID)
-	it := t.t.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: reverse})
-	defer it.Close()
-	lo := append(append([]byte(nil), prefix...), start...)
+	return &IndexReader{
+		it:      t.t.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: reverse}),
+		prefix:  prefix,
+		reverse: reverse,
+		docKey:  DocPrefix(c.ID),
+	}
+}
+
+// Close releases the reader's iterator.
+func (r *IndexReader) Close() { r.it.Close() }
+
+// Scan visits the entries with keys in [start, end) (relative to the
+// index; end nil: to the end), as ScanIndex does.
+func (r *IndexReader) Scan(start, end []byte, fn func(IndexEntry) (bool, error)) error {
+	prefix := r.prefix
+	lo := append(append(r.lo[:0], prefix...), start...)
+	r.lo = lo
 	var hi []byte
 	if end != nil {
-		hi = append(append([]byte(nil), prefix...), end...)
+		hi = append(append(r.hi[:0], prefix...), end...)
+		r.hi = hi
 	}
-	docKey := DocPrefix(c.ID)
+	it := r.it
 	seek := lo
-	if reverse {
+	if r.reverse {
 		if hi != nil {
 			seek = hi // Badger's reverse seek finds the last key <= seek; hi itself is excluded below
 		} else {
@@ -671,13 +705,13 @@ func (t *Txn) ScanIndex(c *Collection, ix *Index, start, end []byte, reverse boo
 		item := it.Item()
 		k := item.Key()
 		if hi != nil && bytes.Compare(k, hi) >= 0 {
-			if reverse {
+			if r.reverse {
 				continue
 			}
 			return nil
 		}
 		if bytes.Compare(k, lo) < 0 {
-			if reverse {
+			if r.reverse {
 				return nil
 			}
 			continue
@@ -685,8 +719,8 @@ func (t *Txn) ScanIndex(c *Collection, ix *Index, start, end []byte, reverse boo
 		var more bool
 		err := item.Value(func(v []byte) error {
 			var err error
-			docKey = append(docKey[:docPrefixLen], v...)
-			more, err = fn(IndexEntry{Key: k[len(prefix):], DocKey: docKey})
+			r.docKey = append(r.docKey[:docPrefixLen], v...)
+			more, err = fn(IndexEntry{Key: k[len(prefix):], DocKey: r.docKey})
 			return err
 		})
 		if err != nil {
