@@ -82,6 +82,7 @@ type config struct {
 	Docs       int64         `json:"preloaded_docs"`
 	DocBytes   int           `json:"doc_bytes"`
 	ClientMode string        `json:"client_mode"`
+	GrowthMax  int64         `json:"growth_max"`
 	Only       string        `json:"only,omitempty"`
 	CPUProfile string        `json:"cpuprofile,omitempty"`
 	Strict     bool          `json:"-"`
@@ -100,6 +101,9 @@ type goal struct {
 	// the ratio would be with the CPU saturated and nobody else on it.
 	CPURatio float64 `json:"cpu_ratio_vs_ping,omitempty"`
 	Status   string  `json:"status"` // PASS, FAIL or n/a
+	// Max, when set, bounds Ratio from above instead (documents
+	// examined).
+	Max float64 `json:"max_ratio,omitempty"`
 }
 
 var goals = []goal{
@@ -121,6 +125,8 @@ type report struct {
 	Config       config   `json:"config"`
 	Results      []result `json:"results"`
 	Goals        []goal   `json:"goals"`
+	// Growth is the growth section's sizes (growth.go).
+	Growth *growthReport `json:"growth,omitempty"`
 }
 
 func main() {
@@ -135,6 +141,7 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", 3, "split each workload's -duration and -max-ops into this many rounds, interleaved with the other workloads")
 	flag.StringVar(&clients, "clients", "1,16", "comma-separated concurrency levels (one goroutine per client)")
 	flag.Int64Var(&cfg.Docs, "docs", 10_000, "documents preloaded for findById")
+	flag.Int64Var(&cfg.GrowthMax, "growth-max", 1_000_000, "the growth section's largest size in documents (from 10000, ten times more each step)")
 	flag.StringVar(&cfg.ClientMode, "client-mode", "shared", "shared: one mongo.Client whose pool has a connection per worker; per-worker: one mongo.Client per worker")
 	flag.StringVar(&cfg.Only, "only", "", "run only workloads whose name matches this regexp (goals need ping)")
 	flag.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile per workload to this path with .<workload>-<clients> before the extension; implies -rounds 1")
@@ -149,6 +156,9 @@ func main() {
 	}
 	if cfg.Duration <= 0 || cfg.Warmup < 0 || cfg.MaxOps < 1 || cfg.Docs < 1 || cfg.Rounds < 1 {
 		fatalf("-duration, -max-ops, -rounds and -docs must be positive, -warmup not negative")
+	}
+	if cfg.GrowthMax < growthFirst {
+		fatalf("-growth-max must be at least %d", growthFirst)
 	}
 	if cfg.CPUProfile != "" {
 		cfg.Rounds = 1 // one profile file per workload
@@ -267,6 +277,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The growth phase (growth.go): one collection loaded to 10,000,
+	// 100,000 and 1,000,000 documents, measured at each size.
+	if ctx.Err() == nil && slices.ContainsFunc(growthWorkloads(cfg), want) {
+		if err := growthPhase(ctx, cfg, rep, want); err != nil {
+			return nil, err
+		}
+	}
 	order := map[string]int{}
 	for i, w := range append(server, baseline...) {
 		order[w.name] = i
@@ -274,7 +291,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	for i, n := range append(append(append(append([]string(nil), scanWorkloads...), aggWorkloads...), partitionWorkloads...), ruWorkloads...) {
 		order[n] = len(server) + len(baseline) + i
 	}
-	for _, n := range indexWorkloads {
+	for _, n := range append(slices.Clone(indexWorkloads), growthWorkloads(cfg)...) {
 		order[n] = len(order)
 	}
 	slices.SortStableFunc(rep.Results, func(a, b result) int {
@@ -293,6 +310,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	partitionGoals(rep)
 	indexGoals(rep)
 	ruGoals(rep)
+	growthGoals(rep)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)
 	printScanSummary(os.Stdout, rep)
@@ -300,6 +318,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	printPartitionSummary(os.Stdout, rep)
 	printIndexSummary(os.Stdout, rep)
 	printRUSummary(os.Stdout, rep)
+	printGrowthSummary(os.Stdout, rep)
 	if cfg.Out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -639,6 +658,10 @@ func printTable(w io.Writer, rep *report) {
 	for _, g := range rep.Goals {
 		if g.Status == "n/a" {
 			fmt.Fprintf(w, "  %-32s   n/a  (not measured)\n", g.Name)
+			continue
+		}
+		if len(g.PerRound) == 0 && g.CPURatio == 0 {
+			fmt.Fprintf(w, "  %-32s  %.2f  %s\n", g.Name, g.Ratio, g.Status)
 			continue
 		}
 		fmt.Fprintf(w, "  %-32s  %.2f  %s   (per round: %s; from cpu/op: %.2f)\n", g.Name, g.Ratio, g.Status, g.perRound("%.2f"), g.CPURatio)
