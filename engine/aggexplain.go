@@ -57,9 +57,15 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 	}
 	winning := bson.D{{Key: "stage", Value: scanStage}, {Key: "direction", Value: "forward"}}
 	if c != nil && scanStage == "COLLSCAN" && len(filter) > 5 {
-		if ip := chooseIndex(c, filter, nil); ip != nil {
-			plain := func(d bson.D, _ int64, _ ...bson.E) bson.D { return d }
-			winning = indexStages(&readPlan{coll: c, index: ip}, filter, planStats{}, plain)
+		plain := func(d bson.D, _ int64, _ ...bson.E) bson.D { return d }
+		routed := routePartitions(c, filter)
+		probe := &readPlan{coll: c, spans: routed, index: chooseIndex(c, filter, nil), shardKeyScan: byShardKey(routed)}
+		e.weighShardKeyScan(probe)
+		switch {
+		case probe.index != nil:
+			winning = indexStages(probe, filter, planStats{}, plain)
+		case probe.shardKeyScan:
+			winning = shardKeyStages(c, filter, planStats{}, plain)
 		}
 	}
 	var partitions bson.A

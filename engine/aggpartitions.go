@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -13,50 +11,6 @@ import (
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
-
-// partitionSpan is one physical partition as a read sees it: its
-// partitionKeyRangeId and the key range [start, end) of its documents
-// (end nil: to the end of the collection).
-type partitionSpan struct {
-	id         string
-	start, end []byte
-}
-
-// partitionsOf lists the physical partitions of a collection: documents
-// are keyed by the hash of their shard key, so each partition's
-// documents are one contiguous key range.
-func partitionsOf(c *store.Collection) []partitionSpan {
-	prefix := store.DocPrefix(c.ID)
-	parts := c.Map().Partitions()
-	out := make([]partitionSpan, len(parts))
-	for i, p := range parts {
-		s := partitionSpan{id: p.IDString(), start: binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), p.Min)}
-		if next, ok := p.End(); ok {
-			s.end = binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), next)
-		}
-		out[i] = s
-	}
-	return out
-}
-
-// routePartitions narrows a collection's partitions to those a filter
-// can match: equality (or $in) on the whole shard key targets the
-// owning partitions; anything else reads them all.
-func routePartitions(c *store.Collection, filter bsoncore.Document) []partitionSpan {
-	all := partitionsOf(c)
-	if len(all) == 1 || len(filter) <= 5 || !c.Sharded() {
-		return all
-	}
-	points, ok := c.Spec().Points(filter)
-	if !ok {
-		return all
-	}
-	var out []partitionSpan
-	for _, i := range c.Map().Route(points) {
-		out = append(out, all[i])
-	}
-	return out
-}
 
 // partitionReader streams one partition's documents in key order, a
 // batch per read transaction, resuming after the last key it read. With
@@ -208,16 +162,9 @@ func (r *partitionReader) fill(b *readBatch) error {
 			return err
 		}
 	} else {
-		start := r.next
-		if start == nil {
-			start = r.span.start
-		}
 		exhausted := true
 		err := r.store.View(func(tx *store.Txn) error {
-			return tx.Scan(r.coll, start, func(key, doc []byte) (bool, error) {
-				if r.span.end != nil && bytes.Compare(key, r.span.end) >= 0 {
-					return false, nil
-				}
+			return tx.ScanRanges(r.coll, r.span.rangesFrom(r.next), func(key, doc []byte) (bool, error) {
 				if len(b.offs) >= readBatchDocs || len(b.arena) >= readBatchBytes {
 					exhausted = false
 					r.next = append(r.next[:0], key...)
@@ -272,11 +219,19 @@ func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Coll
 	spans := routePartitions(c, filter)
 	its := make([]agg.Iterator, len(spans))
 	_, snapshot := view.(*store.Snapshot) // its index entries may predate an index
-	if len(filter) > 5 && len(c.Indexes) > 0 && !snapshot {
+	if len(filter) > 5 && (len(c.Indexes) > 0 || builtIDIndex(c) != nil) && !snapshot {
 		if f, err := query.Compile(filter); err == nil {
-			routed := c.Sharded() && len(spans) < c.Map().Len()
+			routed := routedSpans(c, spans)
 			indexed := true
+			if ip := chooseIndex(c, filter, nil); ip != nil && byShardKey(spans) {
+				probe := &readPlan{coll: c, spans: spans, index: ip, shardKeyScan: true}
+				e.weighShardKeyScan(probe)
+				indexed = probe.index != nil
+			}
 			for i, s := range spans {
+				if !indexed {
+					break
+				}
 				ip := chooseIndex(c, filter, nil) // a plan per partition: each is narrowed to its own
 				if ip == nil {
 					indexed = false

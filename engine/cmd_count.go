@@ -109,6 +109,7 @@ func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, erro
 	}
 	p.route(a.query)
 	p.chooseIndex(a.query, nil)
+	e.weighShardKeyScan(p)
 	return p, filter.IsEmpty() && p.point == nil && !p.useIDIndex && p.natural == 0 && p.virtual == nil, nil
 }
 

@@ -115,6 +115,7 @@ func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, erro
 	}
 	p.route(a.query)
 	p.chooseIndex(a.query, nil)
+	e.weighShardKeyScan(p)
 	return p, nil
 }
 

@@ -249,6 +249,8 @@ func stageTree(p *readPlan, filter bsoncore.Document, projection bsoncore.Docume
 			bson.E{Key: "keysExamined", Value: st.keysExamined}, bson.E{Key: "docsExamined", Value: st.docsExamined})
 	case p.index != nil:
 		tree = indexStages(p, filter, st, withStats)
+	case p.shardKeyScan:
+		tree = shardKeyStages(p.coll, filter, st, withStats)
 	case p.useIDIndex:
 		ix := withStats(bson.D{
 			{Key: "stage", Value: "IXSCAN"},
@@ -419,7 +421,7 @@ func (e *Engine) explainCount(ctx context.Context, db, coll string, inner bsonco
 		}
 		return x, nil
 	}
-	scan := &readPlan{coll: p.coll, point: p.point, useIDIndex: p.useIDIndex, natural: p.natural, index: p.index}
+	scan := &readPlan{coll: p.coll, point: p.point, useIDIndex: p.useIDIndex, natural: p.natural, index: p.index, shardKeyScan: p.shardKeyScan}
 	input := stageTree(scan, args.query, nil, x.stats, x.executed)
 	count := bson.D{{Key: "stage", Value: "COUNT"}}
 	if x.executed {

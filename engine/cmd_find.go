@@ -263,13 +263,14 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 	}
 	p.route(a.filter)
 	p.chooseIndex(a.filter, a.sort)
+	e.weighShardKeyScan(p)
 	return p, nil
 }
 
 // chooseIndex sets the secondary index plan of a read, if one serves it.
 func (p *readPlan) chooseIndex(filter, sort bsoncore.Document) {
 	switch {
-	case p.coll == nil || p.virtual != nil || p.point != nil || p.natural != 0 || p.naturalHint || p.useIDIndex || p.snapshot:
+	case p.coll == nil || p.virtual != nil || p.point != nil || p.natural != 0 || p.naturalHint || p.useIDIndex || p.snapshot || p.hintedShardKey:
 	case p.hinted != nil:
 		p.index = hintedIndex(p.hinted, filter, sort)
 	case p.streamByID && len(filter) <= 5:
@@ -280,7 +281,7 @@ func (p *readPlan) chooseIndex(filter, sort bsoncore.Document) {
 	if p.index != nil && p.index.sorted {
 		p.streamByID = false
 	}
-	if p.index != nil && p.index.branches == nil && p.coll.Sharded() && len(p.spans) > 0 && len(p.spans) < p.coll.Map().Len() {
+	if p.index != nil && p.index.branches == nil && routedSpans(p.coll, p.spans) {
 		p.index.narrowToSpans(p.spans)
 	}
 }
@@ -324,8 +325,12 @@ func (e *Engine) applyHint(p *readPlan, h hintArg, minB, maxB bsoncore.Document)
 	if h.set {
 		name, key := h.name, h.key
 		switch {
+		case name == "_id_" && builtIDIndex(p.coll) != nil && len(minB) <= 5 && len(maxB) <= 5:
+			p.hinted = builtIDIndex(p.coll)
 		case name == "_id_":
 			p.useIDIndex = true
+		case name != "" && name == shardKeyIndexName(p.coll):
+			p.hintedShardKey = true
 		case name != "":
 			if p.coll != nil {
 				if ix := indexOfHint(p.coll, name, nil); ix != nil && !ix.Hidden {
@@ -347,8 +352,12 @@ func (e *Engine) applyHint(p *readPlan, h hintArg, minB, maxB bsoncore.Document)
 					break // an explicit sort still sorts
 				}
 				p.natural = int(f)
+			case len(el) == 1 && el[0].Key() == "_id" && isOne(el[0].Value()) && builtIDIndex(p.coll) != nil && len(minB) <= 5 && len(maxB) <= 5:
+				p.hinted = builtIDIndex(p.coll)
 			case len(el) == 1 && el[0].Key() == "_id" && isOne(el[0].Value()):
 				p.useIDIndex = true
+			case isShardKeyIndexKey(p.coll, key):
+				p.hintedShardKey = true
 			default:
 				if p.coll != nil {
 					if ix := indexOfHint(p.coll, "", key); ix != nil && !ix.Hidden {

@@ -83,14 +83,10 @@ func runParallel(n int, fn func(i int) error) error {
 // counts.
 func (s *scanSource) fill(ctx context.Context, part *partScan, wantDocs, wantBytes int, keep bool) error {
 	p := s.plan
-	start := part.next
-	if start == nil {
-		start = part.span.start
-	}
 	stopped := false
 	examined := 0
 	err := s.view(ctx).View(func(tx *store.Txn) error {
-		return tx.ScanRange(p.coll, start, part.span.end, func(key, doc []byte) (bool, error) {
+		return tx.ScanRanges(p.coll, part.span.rangesFrom(part.next), func(key, doc []byte) (bool, error) {
 			if examined++; examined%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return false, err
@@ -103,7 +99,7 @@ func (s *scanSource) fill(ctx context.Context, part *partScan, wantDocs, wantByt
 			}
 			part.stats.docsExamined++
 			part.stats.bytesRead += int64(len(doc))
-			if p.useIDIndex {
+			if p.useIDIndex || p.shardKeyScan {
 				part.stats.keysExamined++
 			}
 			ok, err := s.match(doc)

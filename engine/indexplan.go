@@ -367,6 +367,10 @@ func (ip *indexPlan) narrowToSpans(spans []partitionSpan) {
 	if !ip.points || ip.ix.Unique || ip.ix.Wildcard {
 		return
 	}
+	if byShardKey(spans) && len(ip.ranges)*logicalPartitionCount(spans) <= maxNarrowedRanges {
+		ip.narrowToLogicalPartitions(spans)
+		return
+	}
 	var out []keyRange
 	for _, r := range ip.ranges {
 		for _, sp := range spans {
@@ -381,6 +385,33 @@ func (ip *indexPlan) narrowToSpans(spans []partitionSpan) {
 	}
 	ip.ranges = out
 }
+
+// maxNarrowedRanges bounds the ranges narrowing to logical partitions
+// makes (index keys times logical partitions); past it a read narrows to
+// physical partitions only and filters the rest.
+const maxNarrowedRanges = 1 << 17
+
+// narrowToLogicalPartitions limits a plan of whole index keys to the
+// entries of documents in the logical partitions spans read: after the
+// index key comes the document's <point><shard key>, so the entries of
+// one key and one logical partition are one range.
+func (ip *indexPlan) narrowToLogicalPartitions(spans []partitionSpan) {
+	out := make([]keyRange, 0, len(ip.ranges)*logicalPartitionCount(spans))
+	for _, r := range ip.ranges {
+		for _, sp := range spans {
+			for _, lp := range sp.lps {
+				out = append(out, keyRange{
+					start: append(bytes.Clone(r.start), lp.Start[docPrefixLen:]...),
+					end:   append(bytes.Clone(r.start), lp.End[docPrefixLen:]...),
+				})
+			}
+		}
+	}
+	ip.ranges = out
+}
+
+// docPrefixLen is the length of d/<coll:4>, before a document key's point.
+const docPrefixLen = 6
 
 // admitsNull reports whether the predicates can match a missing field.
 func admitsNull(ps []predicate) bool {
@@ -580,6 +611,9 @@ func bracketEnd(v bsoncore.Value, upper bool) string {
 // and, for partial indexes, implied by the filter.
 func usableIndexes(c *store.Collection, filter bsoncore.Document) []*store.Index {
 	var out []*store.Index
+	if ix := builtIDIndex(c); ix != nil {
+		out = append(out, ix)
+	}
 	for _, ix := range c.Indexes {
 		if ix.Building || ix.Hidden {
 			continue
@@ -590,6 +624,16 @@ func usableIndexes(c *store.Collection, filter bsoncore.Document) []*store.Index
 		out = append(out, ix)
 	}
 	return out
+}
+
+// builtIDIndex is the _id index of a sharded collection once it is built
+// (store/idindex.go), or nil: an unsharded collection's document keys are
+// its _id index.
+func builtIDIndex(c *store.Collection) *store.Index {
+	if c == nil || c.IDIndex == nil || c.IDIndex.Building {
+		return nil
+	}
+	return c.IDIndex
 }
 
 // impliesPartial reports whether every top-level condition of a partial
@@ -617,7 +661,7 @@ func impliesPartial(filter, partial bsoncore.Document) bool {
 // collection scan: the plan with the most leading equalities, then a
 // range, then the sort, then a unique index, then the fewest fields.
 func chooseIndex(c *store.Collection, filter bsoncore.Document, sortSpec bsoncore.Document) *indexPlan {
-	if c == nil || len(c.Indexes) == 0 {
+	if c == nil || (len(c.Indexes) == 0 && builtIDIndex(c) == nil) {
 		return nil
 	}
 	preds := map[string][]predicate{}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sort"
 	"sync/atomic"
 
 	"github.com/parsecdb/parsec/engine/query"
@@ -37,7 +38,7 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 	if p.index.dedupe() && cur.seen == nil {
 		cur.seen = map[string]struct{}{}
 	}
-	routed := p.coll.Sharded() && len(p.spans) > 0 && len(p.spans) < p.coll.Map().Len()
+	routed := routedSpans(p.coll, p.spans)
 	examined := 0
 	return s.view(ctx).View(func(tx *store.Txn) error {
 		for cur.branch < len(plans) {
@@ -121,12 +122,11 @@ func (s *scanSource) inSpans(docKey []byte) bool {
 	if len(docKey) < 14 {
 		return false
 	}
-	for _, sp := range s.plan.spans {
-		if bytes.Compare(docKey, sp.start) >= 0 && (sp.end == nil || bytes.Compare(docKey, sp.end) < 0) {
-			return true
-		}
-	}
-	return false
+	i := sort.Search(len(s.plan.spans), func(i int) bool {
+		end := s.plan.spans[i].end
+		return end == nil || bytes.Compare(end, docKey) > 0
+	})
+	return i < len(s.plan.spans) && s.plan.spans[i].contains(docKey)
 }
 
 // scanIndex is scan for a plan that reads an index: up to max documents

@@ -241,14 +241,11 @@ func scanSpans(tx *store.Txn, c *store.Collection, spans []partitionSpan, resume
 		return more, err
 	}
 	for _, sp := range spans {
-		start := sp.start
-		if bytes.Compare(resume, start) > 0 {
-			start = resume
-		}
-		if sp.end != nil && bytes.Compare(start, sp.end) >= 0 {
+		rs := sp.rangesFrom(resume)
+		if len(rs) == 0 {
 			continue
 		}
-		if err := tx.ScanRange(c, start, sp.end, visit); err != nil || stopped {
+		if err := tx.ScanRanges(c, rs, visit); err != nil || stopped {
 			return err
 		}
 	}

@@ -18,26 +18,32 @@ import (
 type readPlan struct {
 	// snapshot: the read reads a snapshot, whose index entries may
 	// predate an index (snapshots.go); it uses no secondary index.
-	snapshot    bool
-	ns          string
-	coll        *store.Collection // nil: the collection does not exist
-	spans       []partitionSpan   // the partitions routed to, in hash order
-	virtual     [][]byte          // documents of a virtual collection (config.*), read instead of coll
-	filter      *query.Filter
-	sort        *query.Sort // nil: none
-	proj        *query.Projection
-	skip        int64
-	limit       int64  // 0: none
-	point       []byte // IDHACK: the only key to read
-	idBounds    *idRange
-	natural     int  // $natural direction asked for (hint or sort); 0: none
-	useIDIndex  bool // hint on _id_ (or min/max): report IXSCAN on _id
-	streamByID  bool // sort {_id: 1} answered by key order
-	returnKey   bool
-	noDiskUse   bool         // allowDiskUse: false given explicitly
-	index       *indexPlan   // secondary indexes read (indexplan.go); nil: none
-	hinted      *store.Index // the secondary index a hint names
-	naturalHint bool         // hint {$natural: ±1}: a collection scan, whatever the sort
+	snapshot   bool
+	ns         string
+	coll       *store.Collection // nil: the collection does not exist
+	spans      []partitionSpan   // the partitions routed to, in hash order
+	virtual    [][]byte          // documents of a virtual collection (config.*), read instead of coll
+	filter     *query.Filter
+	sort       *query.Sort // nil: none
+	proj       *query.Projection
+	skip       int64
+	limit      int64  // 0: none
+	point      []byte // IDHACK: the only key to read
+	idBounds   *idRange
+	natural    int  // $natural direction asked for (hint or sort); 0: none
+	useIDIndex bool // hint on _id_ (or min/max): report IXSCAN on _id
+	// shardKeyScan: the read reads logical partitions only (routed by
+	// the shard key): explain reports an IXSCAN of the shard-key index.
+	shardKeyScan bool
+	// hintedShardKey: a hint names the shard-key index; no secondary
+	// index is used.
+	hintedShardKey bool
+	streamByID   bool // sort {_id: 1} answered by key order
+	returnKey    bool
+	noDiskUse    bool         // allowDiskUse: false given explicitly
+	index        *indexPlan   // secondary indexes read (indexplan.go); nil: none
+	hinted       *store.Index // the secondary index a hint names
+	naturalHint  bool         // hint {$natural: ±1}: a collection scan, whatever the sort
 }
 
 // idRange is min/max on the _id index: [min, max).
@@ -68,6 +74,13 @@ func (p *readPlan) route(filter bsoncore.Document) {
 		return
 	}
 	p.spans = routePartitions(p.coll, filter)
+	if p.naturalHint || p.natural != 0 {
+		// a collection scan, as asked: whole partitions, in key order
+		for i := range p.spans {
+			p.spans[i].lps = nil
+		}
+	}
+	p.shardKeyScan = byShardKey(p.spans) || p.hintedShardKey
 }
 
 // fanOut reports whether the plan reads more than one partition.
@@ -123,12 +136,14 @@ type scanSource struct {
 	pending []byte               // a document that did not fit the last batch of an index read
 }
 
-// span is the one key range a single-partition plan reads.
-func (s *scanSource) span() (start, end []byte) {
+// ranges are the key ranges a single-partition plan reads from resume on
+// (nil: from the start): its partition's, or its logical partitions'; the
+// whole collection when it was not routed.
+func (s *scanSource) ranges(resume []byte) []store.KeyRange {
 	if len(s.plan.spans) == 1 {
-		return s.plan.spans[0].start, s.plan.spans[0].end
+		return s.plan.spans[0].rangesFrom(resume)
 	}
-	return nil, nil
+	return []store.KeyRange{{Start: resume}}
 }
 
 // ctxCheckEvery is how many documents a scan examines between checks of
@@ -250,12 +265,13 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 	}
 	exhausted := true
 	examined := 0
-	start, end := s.span()
-	if s.next != nil {
-		start = s.next
+	ranges := s.ranges(s.next)
+	if len(ranges) == 0 {
+		s.done = true
+		return nil, true, nil
 	}
 	err := s.view(ctx).View(func(tx *store.Txn) error {
-		return tx.ScanRange(p.coll, start, end, func(key, doc []byte) (bool, error) {
+		return tx.ScanRanges(p.coll, ranges, func(key, doc []byte) (bool, error) {
 			if examined++; examined%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return false, err
@@ -268,7 +284,7 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 			}
 			s.stats.docsExamined++
 			s.stats.bytesRead += int64(len(doc))
-			if p.useIDIndex {
+			if p.useIDIndex || p.shardKeyScan {
 				s.stats.keysExamined++
 			}
 			ok, err := s.match(doc)

@@ -150,6 +150,10 @@ func checkStatsAgainstScanWith(t testing.TB, coll *mongo.Collection, path string
 		got[i].docs++
 		got[i].data += int64(len(d))
 		got[i].index += int64(2 + 4 + 8 + len(skEnc) + len(idEnc)) // d/<coll><point><shard key><_id>
+		// the _id index entry: x/<coll><0:4><_id><suffix> -> <suffix>,
+		// the suffix being <point><shard key><_id>
+		suffix := int64(8 + len(skEnc) + len(idEnc))
+		got[i].index += 10 + int64(len(idEnc)) + 2*suffix
 		if entryBytes != nil {
 			got[i].index += entryBytes(d, skEnc, idEnc)
 		}

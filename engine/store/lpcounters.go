@@ -386,3 +386,24 @@ func (s *Store) ShardKeyOf(c *Collection, lp LogicalPartition) (v bsoncore.Value
 	})
 	return v, ok, err
 }
+
+// LogicalPartitionDocs is how many documents the logical partitions of c
+// whose document key ranges are lps hold (exact: their counters' bases
+// and deltas), for a planner weighing a read of them against an index.
+func (s *Store) LogicalPartitionDocs(c *Collection, lps []KeyRange) (int64, error) {
+	var n int64
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, r := range lps {
+			if len(r.Start) <= docPrefixLen {
+				continue
+			}
+			counts, _, err := readLogical(txn, c.ID, r.Start[docPrefixLen:])
+			if err != nil {
+				return err
+			}
+			n += counts.Docs
+		}
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"github.com/parsecdb/parsec/engine/store"
+)
+
+// Weighing a shard-key read against a secondary index. A read routed by
+// the shard key reads whole logical partitions; a secondary index that
+// also serves the filter may read fewer documents, or more. An index plan
+// of whole keys is narrowed to the logical partitions' entries
+// (narrowToLogicalPartitions), so it never reads more than they hold and
+// is kept. Any other index plan is kept only when its entries in the
+// routed partitions are fewer than the logical partitions' documents: it
+// counts them, stopping at that number, so weighing costs at most what
+// the cheaper plan reads.
+
+// maxWeighedPartitions caps the logical partitions whose exact counters
+// the weighing reads; the rest are estimated from their average.
+const maxWeighedPartitions = 64
+
+// weighShardKeyScan drops p's index plan when reading its logical
+// partitions is cheaper.
+func (e *Engine) weighShardKeyScan(p *readPlan) {
+	if p.index == nil || !p.shardKeyScan || p.hinted != nil || p.coll == nil {
+		return
+	}
+	if p.index.branches == nil && p.index.points && !p.index.ix.Unique && !p.index.ix.Wildcard {
+		return // narrowed to the logical partitions' own entries
+	}
+	if !e.indexCheaper(p.coll, p.index, p.spans) {
+		p.index = nil
+	}
+}
+
+// indexCheaper reports whether ip reads fewer documents of spans than
+// spans' logical partitions hold.
+func (e *Engine) indexCheaper(c *store.Collection, ip *indexPlan, spans []partitionSpan) bool {
+	var lps []store.KeyRange
+	total := 0
+	for _, sp := range spans {
+		total += len(sp.lps)
+		for _, r := range sp.lps {
+			if len(lps) < maxWeighedPartitions {
+				lps = append(lps, r)
+			}
+		}
+	}
+	docs, err := e.store.LogicalPartitionDocs(c, lps)
+	if err != nil || len(lps) == 0 {
+		return true
+	}
+	if total > len(lps) {
+		docs = docs * int64(total) / int64(len(lps))
+	}
+	if docs == 0 {
+		return false
+	}
+	// Count the index's entries in the routed logical partitions, and
+	// its keys read, up to what the logical partitions hold: past that
+	// the index cannot win.
+	plans := []*indexPlan{ip}
+	if ip.branches != nil {
+		plans = ip.branches
+	}
+	var fetched, keys int64
+	limitKeys := 4 * docs
+	src := &scanSource{plan: &readPlan{coll: c, spans: spans}}
+	err = e.store.View(func(tx *store.Txn) error {
+		for _, bp := range plans {
+			r := tx.IndexReader(c, bp.ix, false)
+			for _, rg := range bp.ranges {
+				stop := false
+				err := r.Scan(rg.start, rg.end, func(en store.IndexEntry) (bool, error) {
+					keys++
+					if src.inSpans(en.DocKey) {
+						fetched++
+					}
+					stop = fetched >= docs || keys >= limitKeys
+					return !stop, nil
+				})
+				if err != nil || stop {
+					r.Close()
+					return err
+				}
+			}
+			r.Close()
+		}
+		return nil
+	})
+	return err == nil && fetched < docs && keys < limitKeys
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"sort"
+
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/value"
+	"github.com/parsecdb/parsec/shard"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Routing: which physical partitions, and which logical partitions in
+// them, a read or write of a filter reads.
+//
+// Documents are keyed d/<coll><point><shard key><_id> (store/doc.go), so a
+// physical partition is one key range and each logical partition (one
+// shard-key value) a sub-range of it, in _id order. A filter that pins the
+// shard key (equality or $in on the whole key) reads just the ranges of
+// those logical partitions: this is the shard-key index, {<key>:
+// "hashed"} (shardkeyindex.go), read without any entries of its own.
+
+// partitionSpan is one physical partition as a read sees it: its
+// partitionKeyRangeId, the key range [start, end) of its documents (end
+// nil: to the end of the collection) and, when the read is routed by the
+// shard key, the logical partitions it reads there.
+type partitionSpan struct {
+	id         string
+	start, end []byte
+	// lps are the key ranges of the logical partitions the read is routed
+	// to in this partition, ascending and disjoint; nil: all of it.
+	lps []store.KeyRange
+}
+
+// rangesFrom is what sp reads from resume on (nil: from its start): the
+// rest of its logical partitions, or of its whole range.
+func (sp partitionSpan) rangesFrom(resume []byte) []store.KeyRange {
+	if sp.lps == nil {
+		start := sp.start
+		if bytes.Compare(resume, start) > 0 {
+			start = resume
+		}
+		if sp.end != nil && bytes.Compare(start, sp.end) >= 0 {
+			return nil
+		}
+		return []store.KeyRange{{Start: start, End: sp.end}}
+	}
+	if resume == nil {
+		return sp.lps
+	}
+	i := sort.Search(len(sp.lps), func(i int) bool { return bytes.Compare(sp.lps[i].End, resume) > 0 })
+	out := sp.lps[i:]
+	if len(out) > 0 && bytes.Compare(resume, out[0].Start) > 0 {
+		out = append([]store.KeyRange{{Start: resume, End: out[0].End}}, out[1:]...)
+	}
+	return out
+}
+
+// contains reports whether the document key is in what sp reads.
+func (sp partitionSpan) contains(docKey []byte) bool {
+	if bytes.Compare(docKey, sp.start) < 0 || (sp.end != nil && bytes.Compare(docKey, sp.end) >= 0) {
+		return false
+	}
+	if sp.lps == nil {
+		return true
+	}
+	i := sort.Search(len(sp.lps), func(i int) bool { return bytes.Compare(sp.lps[i].End, docKey) > 0 })
+	return i < len(sp.lps) && bytes.Compare(docKey, sp.lps[i].Start) >= 0
+}
+
+// byShardKey reports whether spans read logical partitions only (the
+// read is routed by the shard key).
+func byShardKey(spans []partitionSpan) bool {
+	for _, sp := range spans {
+		if sp.lps == nil {
+			return false
+		}
+	}
+	return len(spans) > 0
+}
+
+// routedSpans reports whether spans are less than all of c: some
+// partitions, or some logical partitions.
+func routedSpans(c *store.Collection, spans []partitionSpan) bool {
+	return c.Sharded() && len(spans) > 0 && (len(spans) < c.Map().Len() || byShardKey(spans))
+}
+
+// logicalPartitionCount is how many logical partitions spans read.
+func logicalPartitionCount(spans []partitionSpan) int {
+	n := 0
+	for _, sp := range spans {
+		n += len(sp.lps)
+	}
+	return n
+}
+
+// partitionsOf lists the physical partitions of a collection: documents
+// are keyed by the hash of their shard key, so each partition's
+// documents are one contiguous key range.
+func partitionsOf(c *store.Collection) []partitionSpan {
+	prefix := store.DocPrefix(c.ID)
+	parts := c.Map().Partitions()
+	out := make([]partitionSpan, len(parts))
+	for i, p := range parts {
+		s := partitionSpan{id: p.IDString(), start: binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), p.Min)}
+		if next, ok := p.End(); ok {
+			s.end = binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), next)
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// routePartitions narrows a collection's partitions to those a filter
+// can match: equality (or $in) on the whole shard key targets the
+// logical partitions of those values, in the partitions that own them;
+// anything else reads every partition whole.
+func routePartitions(c *store.Collection, filter bsoncore.Document) []partitionSpan {
+	all := partitionsOf(c)
+	if len(filter) <= 5 || !c.Sharded() {
+		return all
+	}
+	vals, ok := c.Spec().Values(filter)
+	if !ok {
+		return all
+	}
+	return logicalSpans(c, all, vals)
+}
+
+// logicalSpans are the partitions of all that own the shard-key values
+// vals, each with the key ranges of those values' logical partitions: n
+// values cost O(n log n).
+func logicalSpans(c *store.Collection, all []partitionSpan, vals []bsoncore.Value) []partitionSpan {
+	m := c.Map()
+	type lp struct {
+		part int
+		r    store.KeyRange
+	}
+	lps := make([]lp, 0, len(vals))
+	for _, v := range vals {
+		pt := shard.Point(v)
+		prefix := store.DocKey(c.ID, pt, value.EncodeKey(nil, v), nil)
+		lps = append(lps, lp{part: m.Lookup(pt), r: store.KeyRange{Start: prefix, End: prefixEnd(prefix)}})
+	}
+	slices.SortFunc(lps, func(a, b lp) int { return bytes.Compare(a.r.Start, b.r.Start) })
+	lps = slices.CompactFunc(lps, func(a, b lp) bool { return bytes.Equal(a.r.Start, b.r.Start) })
+	var out []partitionSpan
+	for _, l := range lps {
+		if len(out) == 0 || out[len(out)-1].id != all[l.part].id {
+			sp := all[l.part]
+			sp.lps = nil
+			out = append(out, sp)
+		}
+		last := &out[len(out)-1]
+		last.lps = append(last.lps, l.r)
+	}
+	return out
+}
