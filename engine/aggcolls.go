@@ -213,114 +213,97 @@ func (w *outWriter) Commit(ctx context.Context) error {
 
 func (w *outWriter) Abort() { _ = w.e.store.DropCollection(w.db, w.c.Name) }
 
+// CollStats answers $collStats as a mongos does: one document per shard,
+// and Parsec is one shard (explainShardName, as listShards and
+// config.shards name it) holding every physical partition. So the one
+// document's storageStats and count are the whole collection's, exact
+// from the store's counters, as collStats reports them; config.chunks
+// and GetPartitionStats give the per-partition figures, which add up to
+// them. (mongosh's getShardDistribution() counts a shard's chunks in
+// config.chunks once per $collStats document of that shard, and stats()
+// keys its per-shard figures by shard name: one document per partition,
+// all naming one shard, would multiply the chunks and hide partitions.)
 func (a aggCollections) CollStats(_ context.Context, db, coll string, spec bsoncore.Document) ([]bsoncore.Document, error) {
 	c := a.e.store.Collection(db, coll)
-	var counts store.Counts
-	spans := []partitionSpan{{id: "0"}}
-	if c != nil {
-		var err error
-		if counts, err = a.e.store.Counts(c); err != nil {
+	d := bson.D{
+		{Key: "ns", Value: namespaceOf(db, coll)},
+		{Key: "shard", Value: explainShardName},
+		{Key: "host", Value: a.e.hostPort()},
+		{Key: "localTime", Value: bson.DateTime(a.e.now().UnixMilli())},
+	}
+	if v, err := spec.LookupErr("latencyStats"); err == nil {
+		hist := false
+		if h, err := v.Document().LookupErr("histograms"); err == nil {
+			hist = h.Type == bsoncore.TypeBoolean && h.Boolean()
+		}
+		op := func() bson.D {
+			d := bson.D{{Key: "latency", Value: int64(0)}, {Key: "ops", Value: int64(0)}}
+			if hist {
+				d = append(d, bson.E{Key: "histogram", Value: bson.A{}})
+			}
+			return d
+		}
+		d = append(d, bson.E{Key: "latencyStats", Value: bson.D{
+			{Key: "reads", Value: op()}, {Key: "writes", Value: op()}, {Key: "commands", Value: op()}, {Key: "transactions", Value: op()},
+		}})
+	}
+	if v, err := spec.LookupErr("storageStats"); err == nil {
+		scale := int64(1)
+		if sc, err := v.Document().LookupErr("scale"); err == nil {
+			if n, ok := numberFloat(sc); ok && n >= 1 {
+				scale = int64(n)
+			}
+		}
+		st, err := a.e.storageStats(c, scale)
+		if err != nil {
 			return nil, err
 		}
-		spans = partitionsOf(c)
+		d = append(d, bson.E{Key: "storageStats", Value: bson.D(st)})
 	}
-	now := a.e.now()
-	var out []bsoncore.Document
-	// The counters are per collection; each partition reports its share
-	// of what is known exactly only for the whole (one partition today
-	// for unsharded collections).
-	for i, s := range spans {
-		d := bson.D{
-			{Key: "ns", Value: namespaceOf(db, coll)},
-			{Key: "shard", Value: explainShardName},
-			{Key: "partitionKeyRangeId", Value: s.id},
-			{Key: "host", Value: a.e.hostPort()},
-			{Key: "localTime", Value: bson.DateTime(now.UnixMilli())},
-		}
-		share := func(n int64) int64 {
-			if i == 0 {
-				return n
-			}
-			return 0
-		}
-		if len(spans) > 1 {
-			share = func(n int64) int64 { return n / int64(len(spans)) }
-		}
-		if v, err := spec.LookupErr("latencyStats"); err == nil {
-			hist := false
-			if h, err := v.Document().LookupErr("histograms"); err == nil {
-				hist = h.Type == bsoncore.TypeBoolean && h.Boolean()
-			}
-			op := func() bson.D {
-				d := bson.D{{Key: "latency", Value: int64(0)}, {Key: "ops", Value: int64(0)}}
-				if hist {
-					d = append(d, bson.E{Key: "histogram", Value: bson.A{}})
-				}
-				return d
-			}
-			d = append(d, bson.E{Key: "latencyStats", Value: bson.D{
-				{Key: "reads", Value: op()}, {Key: "writes", Value: op()}, {Key: "commands", Value: op()}, {Key: "transactions", Value: op()},
-			}})
-		}
-		if v, err := spec.LookupErr("storageStats"); err == nil {
-			scale := int64(1)
-			if sc, err := v.Document().LookupErr("scale"); err == nil {
-				if n, ok := numberFloat(sc); ok && n >= 1 {
-					scale = int64(n)
-				}
-			}
-			size, idx, n := share(counts.Bytes), share(counts.IndexTotal()), share(counts.Docs)
-			nindexes, sizes, err := a.e.indexSizes(c, idx, scale, share)
+	if _, err := spec.LookupErr("count"); err == nil {
+		var n int64
+		if c != nil {
+			counts, err := a.e.store.Counts(c)
 			if err != nil {
 				return nil, err
 			}
-			st := bson.D{
-				{Key: "size", Value: size / scale}, {Key: "count", Value: n},
-			}
-			if n > 0 {
-				st = append(st, bson.E{Key: "avgObjSize", Value: size / n})
-			}
-			st = append(st,
-				bson.E{Key: "storageSize", Value: size / scale}, bson.E{Key: "freeStorageSize", Value: int64(0)},
-				bson.E{Key: "capped", Value: false}, bson.E{Key: "nindexes", Value: nindexes},
-				bson.E{Key: "indexBuilds", Value: bson.A{}}, bson.E{Key: "totalIndexSize", Value: idx / scale},
-				bson.E{Key: "totalSize", Value: (size + idx) / scale},
-				bson.E{Key: "indexSizes", Value: sizes},
-				bson.E{Key: "scaleFactor", Value: int32(scale)},
-			)
-			d = append(d, bson.E{Key: "storageStats", Value: st})
+			n = counts.Docs
 		}
-		if _, err := spec.LookupErr("count"); err == nil {
-			d = append(d, bson.E{Key: "count", Value: share(counts.Docs)})
-		}
-		if _, err := spec.LookupErr("queryExecStats"); err == nil {
-			d = append(d, bson.E{Key: "queryExecStats", Value: bson.D{{Key: "collectionScans", Value: bson.D{
-				{Key: "total", Value: int64(0)}, {Key: "nonTailable", Value: int64(0)}}}}})
-		}
-		b, err := bson.Marshal(d)
+		d = append(d, bson.E{Key: "count", Value: n})
+	}
+	if _, err := spec.LookupErr("queryExecStats"); err == nil {
+		d = append(d, bson.E{Key: "queryExecStats", Value: bson.D{{Key: "collectionScans", Value: bson.D{
+			{Key: "total", Value: int64(0)}, {Key: "nonTailable", Value: int64(0)}}}}})
+	}
+	b, err := bson.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	return []bsoncore.Document{b}, nil
+}
+
+// IndexStats answers $indexStats: every index listIndexes lists, with
+// no recorded accesses.
+func (a aggCollections) IndexStats(_ context.Context, db, coll string) ([]bsoncore.Document, error) {
+	c := a.e.store.Collection(db, coll)
+	if c == nil {
+		return nil, nil
+	}
+	since := bson.DateTime(a.e.started.UnixMilli())
+	var out []bsoncore.Document
+	for _, spec := range listedIndexes(c) {
+		b, err := bson.Marshal(bson.D{
+			{Key: "name", Value: spec.Lookup("name").StringValue()},
+			{Key: "key", Value: spec.Lookup("key").Document()},
+			{Key: "host", Value: a.e.hostPort()},
+			{Key: "accesses", Value: bson.D{{Key: "ops", Value: int64(0)}, {Key: "since", Value: since}}},
+			{Key: "shard", Value: explainShardName},
+			{Key: "spec", Value: spec},
+		})
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, b)
 	}
 	return out, nil
-}
-
-func (a aggCollections) IndexStats(_ context.Context, db, coll string) ([]bsoncore.Document, error) {
-	if a.e.store.Collection(db, coll) == nil {
-		return nil, nil
-	}
-	key := bson.D{{Key: "_id", Value: int32(1)}}
-	b, err := bson.Marshal(bson.D{
-		{Key: "name", Value: "_id_"},
-		{Key: "key", Value: key},
-		{Key: "host", Value: a.e.hostPort()},
-		{Key: "accesses", Value: bson.D{{Key: "ops", Value: int64(0)}, {Key: "since", Value: bson.DateTime(a.e.started.UnixMilli())}}},
-		{Key: "shard", Value: explainShardName},
-		{Key: "spec", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: key}, {Key: "name", Value: "_id_"}}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return []bsoncore.Document{b}, nil
 }

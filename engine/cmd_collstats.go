@@ -9,9 +9,12 @@ import (
 )
 
 // cmdCollStats reports a collection's counts and sizes. Sizes are the
-// exact sums kept by the store: data is the BSON size of the documents,
-// the _id index is the size of their keys. A missing collection reports
-// zeros, as mongod does.
+// exact sums kept by the store (store/doc.go, "Counters"): data is the
+// BSON size of the documents, the indexes' the size of their keys and
+// entries (indexSizes). A missing collection reports zeros, as mongod
+// does. The figures are the whole collection's, on Parsec's one shard:
+// the same as $collStats' storageStats, and the sums of GetPartitionStats'
+// partitions.
 func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
 	name, err := validCollectionArg(req)
 	if err != nil {
@@ -21,44 +24,57 @@ func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var count, size, idx int64
-	var coll *store.Collection
-	sharded, chunks := false, int32(1)
-	if c := e.store.Collection(req.db, name); c != nil {
-		sharded, chunks = c.Sharded(), int32(c.Map().Len())
-		counts, err := e.store.Counts(c)
-		if err != nil {
-			return nil, err
-		}
-		count, size, idx = counts.Docs, counts.Bytes, counts.IndexTotal()
-		coll = c
-	}
-	nindexes, sizes, err := e.indexSizes(coll, idx, scale, nil)
+	c := e.store.Collection(req.db, name)
+	storage, err := e.storageStats(c, scale)
 	if err != nil {
 		return nil, err
 	}
-	fields := []bson.E{
-		{Key: "ns", Value: namespaceOf(req.db, name)},
-		{Key: "size", Value: size / scale},
-		{Key: "count", Value: count},
+	sharded, chunks := false, int32(1)
+	if c != nil {
+		sharded, chunks = c.Sharded(), int32(c.Map().Len())
 	}
-	if count > 0 {
-		fields = append(fields, bson.E{Key: "avgObjSize", Value: size / count})
-	}
+	fields := append([]bson.E{{Key: "ns", Value: namespaceOf(req.db, name)}}, storage...)
 	fields = append(fields,
+		bson.E{Key: "sharded", Value: sharded},
+		bson.E{Key: "nchunks", Value: chunks},
+	)
+	return okReply(fields...)
+}
+
+// storageStats are collStats' size fields for c (nil: a missing
+// collection), as collStats and $collStats' storageStats report them:
+// sizes divided by scale, counts not.
+func (e *Engine) storageStats(c *store.Collection, scale int64) ([]bson.E, error) {
+	var counts store.Counts
+	if c != nil {
+		var err error
+		if counts, err = e.store.Counts(c); err != nil {
+			return nil, err
+		}
+	}
+	nindexes, sizes, err := e.indexSizes(c, counts, scale)
+	if err != nil {
+		return nil, err
+	}
+	size, idx := counts.Bytes, counts.IndexTotal()
+	fields := []bson.E{
+		{Key: "size", Value: size / scale},
+		{Key: "count", Value: counts.Docs},
+	}
+	if counts.Docs > 0 {
+		fields = append(fields, bson.E{Key: "avgObjSize", Value: size / counts.Docs})
+	}
+	return append(fields,
 		bson.E{Key: "storageSize", Value: size / scale},
 		bson.E{Key: "freeStorageSize", Value: int64(0)},
 		bson.E{Key: "capped", Value: false},
-		bson.E{Key: "nindexes", Value: int32(nindexes)},
+		bson.E{Key: "nindexes", Value: nindexes},
 		bson.E{Key: "indexBuilds", Value: bson.A{}},
 		bson.E{Key: "totalIndexSize", Value: idx / scale},
 		bson.E{Key: "totalSize", Value: (size + idx) / scale},
 		bson.E{Key: "indexSizes", Value: sizes},
 		bson.E{Key: "scaleFactor", Value: int32(scale)},
-		bson.E{Key: "sharded", Value: sharded},
-		bson.E{Key: "nchunks", Value: chunks},
-	)
-	return okReply(fields...)
+	), nil
 }
 
 // scaleArg reads the optional positive scale divisor.
@@ -77,29 +93,46 @@ func scaleArg(req *request) (int64, error) {
 	return scale, nil
 }
 
-// indexSizes are collStats' nindexes and indexSizes: the _id index's
-// bytes are what is left of total (all index bytes) after the secondary
-// indexes', each read from its entries; share scales them to one
-// partition's part (nil: all).
-func (e *Engine) indexSizes(c *store.Collection, total, scale int64, share func(int64) int64) (int32, bson.D, error) {
-	if share == nil {
-		share = func(n int64) int64 { return n }
+// indexSizes are collStats' nindexes and indexSizes for c, in
+// listIndexes' order, from its counters (counts). Every index built is
+// listed; the sizes add up to counts.IndexTotal():
+//
+//   - an unsharded collection's documents are keyed by _id, so its _id
+//     index is the document keys (KeyBytes);
+//   - a sharded collection's documents are keyed by (hash of the shard
+//     key, shard key, _id), so the document keys are its shard-key index
+//     (KeyBytes, shardkeyindex.go), and its _id index (store/idindex.go)
+//     is what the index counters hold beyond the secondary indexes;
+//   - each secondary index's size is read from its entries.
+func (e *Engine) indexSizes(c *store.Collection, counts store.Counts, scale int64) (int32, bson.D, error) {
+	if c == nil {
+		return 1, bson.D{{Key: idIndexName, Value: int64(0)}}, nil
 	}
-	sizes := bson.D{{Key: "_id_", Value: total / scale}}
-	if c == nil || len(c.Indexes) == 0 {
-		return 1, sizes, nil
-	}
-	per, err := e.store.IndexSizes(c)
-	if err != nil {
-		return 0, nil, err
-	}
-	var secondary int64
-	for _, ix := range c.Indexes {
-		if !ix.Building {
-			sizes = append(sizes, bson.E{Key: ix.Name, Value: share(per[ix.Name]) / scale})
-			secondary += share(per[ix.Name])
+	var per map[string]int64
+	if len(c.Indexes) > 0 {
+		var err error
+		if per, err = e.store.IndexSizes(c); err != nil {
+			return 0, nil, err
 		}
 	}
-	sizes[0].Value = max(total-secondary, 0) / scale
+	var secondary int64
+	var rest bson.D
+	for _, ix := range c.Indexes {
+		if !ix.Building {
+			rest = append(rest, bson.E{Key: ix.Name, Value: per[ix.Name] / scale})
+			secondary += per[ix.Name]
+		}
+	}
+	var sizes bson.D
+	if c.Sharded() {
+		id := max(counts.IndexBytes-secondary, 0)
+		sizes = bson.D{
+			{Key: idIndexName, Value: id / scale},
+			{Key: shardKeyIndexName(c), Value: counts.KeyBytes / scale},
+		}
+	} else {
+		sizes = bson.D{{Key: idIndexName, Value: max(counts.IndexTotal()-secondary, 0) / scale}}
+	}
+	sizes = append(sizes, rest...)
 	return int32(len(sizes)), sizes, nil // one per index built
 }

@@ -64,6 +64,12 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 	}
 	specs := make([]indexSpec, 0, len(raw))
 	for _, r := range raw {
+		if exists, err := shardKeyIndexRequested(c, r); err != nil || exists {
+			if err != nil {
+				return nil, err
+			}
+			continue // a sharded collection always has it
+		}
 		is, err := parseIndexSpec(r, c)
 		if err != nil {
 			return nil, err
@@ -81,7 +87,7 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 			return nil, err
 		}
 	}
-	before := 1 + len(c.Indexes)
+	before := indexCount(c)
 	var toBuild []indexSpec
 	for _, is := range specs {
 		exists, err := existingIndex(c, is)
@@ -134,9 +140,49 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 		c = cur
 	}
 	reply = append(reply,
-		bson.E{Key: "numIndexesAfter", Value: int32(1 + len(c.Indexes))},
+		bson.E{Key: "numIndexesAfter", Value: indexCount(c)},
 		bson.E{Key: "createdCollectionAutomatically", Value: created})
 	return okDoc(reply)
+}
+
+// indexCount is how many indexes c has, those being built included: _id,
+// the shard-key index of a sharded collection and the secondary indexes.
+func indexCount(c *store.Collection) int32 {
+	n := 1 + len(c.Indexes)
+	if c.Sharded() {
+		n++
+	}
+	return int32(n)
+}
+
+// shardKeyIndexRequested reports whether createIndexes' spec r asks for
+// the shard-key index of c (shardkeyindex.go), which a sharded
+// collection always has: its key pattern, under its name (or none) and
+// without options, is an index that already exists. The same key under
+// another name or with options, or another key under its name, is
+// refused as MongoDB refuses a clash with an existing index.
+func shardKeyIndexRequested(c *store.Collection, r bsoncore.Document) (bool, error) {
+	if c == nil || !c.Sharded() {
+		return false, nil
+	}
+	key, ok := r.Lookup("key").DocumentOK()
+	name, named := r.Lookup("name").StringValueOK()
+	own := shardKeyIndexName(c)
+	spec := shardKeyIndexSpecRaw(c)
+	sameK := ok && sameKey(bson.Raw(key), shardKeyIndexKeyRaw(c))
+	switch {
+	case !sameK && named && name == own:
+		return false, errorf(ErrIndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s",
+			shellString(docValue(r)), shellString(docValue(spec)))
+	case !sameK:
+		return false, nil
+	case named && name != own:
+		return false, errorf(ErrIndexOptionsConflict, "Index already exists with a different name: %s", own)
+	case !sameOptions(bson.Raw(r), spec):
+		return false, errorf(ErrIndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s",
+			shellString(docValue(r)), shellString(docValue(spec)))
+	}
+	return true, nil
 }
 
 // existingIndex reports whether c already has the index is asks for, and
@@ -223,18 +269,34 @@ func (e *Engine) cmdListIndexes(_ context.Context, req *request) ([]byte, error)
 		return nil, errorf(ErrNamespaceNotFound, "ns does not exist: %s", namespaceOf(req.db, name))
 	}
 	batch := bsoncore.NewArrayBuilder()
-	batch.AppendDocument(idIndexDoc())
-	for _, ix := range c.Indexes {
-		if ix.Building {
-			continue
-		}
-		batch.AppendDocument(ix.Spec)
+	for _, spec := range listedIndexes(c) {
+		batch.AppendDocument(spec)
 	}
 	return cursorReply(0, namespaceOf(req.db, name), "firstBatch", batch.Build()), nil
 }
 
+// listedIndexes are the specs of c's indexes as listIndexes lists them:
+// _id, then for a sharded collection its shard-key index
+// (shardkeyindex.go), then the secondary indexes that are built.
+func listedIndexes(c *store.Collection) []bson.Raw {
+	out := []bson.Raw{idIndexDoc()}
+	if c.Sharded() {
+		out = append(out, shardKeyIndexSpecRaw(c))
+	}
+	for _, ix := range c.Indexes {
+		if !ix.Building {
+			out = append(out, ix.Spec)
+		}
+	}
+	return out
+}
+
 // cmdDropIndexes drops indexes by name, key pattern, list of names, or "*"
-// (all but _id).
+// (all but _id and the shard-key index). The shard-key index of a
+// sharded collection is its document layout (shardkeyindex.go): dropping
+// it, alone or in a list, is refused with 370 CannotDropShardKeyIndex
+// as MongoDB refuses dropping the only index that supports the shard key,
+// and nothing is dropped.
 func (e *Engine) cmdDropIndexes(_ context.Context, req *request) ([]byte, error) {
 	name, err := collectionArg(req)
 	if err != nil {
@@ -261,7 +323,9 @@ func (e *Engine) cmdDropIndexes(_ context.Context, req *request) ([]byte, error)
 	if c == nil {
 		return nil, errorf(ErrNamespaceNotFound, "ns not found %s", namespaceOf(req.db, name))
 	}
-	was := int32(1 + len(c.Indexes))
+	was := indexCount(c)
+	skName := shardKeyIndexName(c) // "" when c is not sharded
+	refuseShardKey := errorf(ErrCannotDropShardKeyIndex, "Cannot drop the only compatible index for this collection's shard key")
 	var names []string
 	msg := ""
 	switch target.Type {
@@ -276,6 +340,9 @@ func (e *Engine) cmdDropIndexes(_ context.Context, req *request) ([]byte, error)
 		case idIndexName:
 			return nil, errorf(ErrInvalidOptions, "cannot drop _id index")
 		default:
+			if skName != "" && s == skName {
+				return nil, refuseShardKey
+			}
 			if c.Index(s) == nil {
 				return nil, errorf(ErrIndexNotFound, "index not found with name [%s]", s)
 			}
@@ -285,6 +352,9 @@ func (e *Engine) cmdDropIndexes(_ context.Context, req *request) ([]byte, error)
 		key := target.Document()
 		if sameKey(bson.Raw(key), idKeyPattern) {
 			return nil, errorf(ErrInvalidOptions, "cannot drop _id index")
+		}
+		if skName != "" && sameKey(bson.Raw(key), shardKeyIndexKeyRaw(c)) {
+			return nil, refuseShardKey
 		}
 		var found []string
 		for _, ix := range c.Indexes {
@@ -312,6 +382,9 @@ func (e *Engine) cmdDropIndexes(_ context.Context, req *request) ([]byte, error)
 			}
 			if s == "*" {
 				return nil, errorf(ErrBadValue, "'*' is not allowed in an index list")
+			}
+			if s == skName && skName != "" {
+				return nil, refuseShardKey
 			}
 			if c.Index(s) == nil {
 				return nil, errorf(ErrIndexNotFound, "index not found with name [%s]", s)

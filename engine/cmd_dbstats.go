@@ -7,7 +7,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// cmdDBStats sums collStats over a database's collections.
+// cmdDBStats sums collStats over a database's collections: the exact
+// counters of each (store/doc.go, "Counters").
 func (e *Engine) cmdDBStats(_ context.Context, req *request) ([]byte, error) {
 	if err := validateDBName(req.db); err != nil {
 		return nil, err
@@ -47,10 +48,14 @@ func (e *Engine) cmdDBStats(_ context.Context, req *request) ([]byte, error) {
 	)
 }
 
-// readyIndexes is how many indexes c has that are built: _id and its
-// secondary indexes not still building.
+// readyIndexes is how many indexes c has that are built, as
+// listIndexes lists them: _id, the shard-key index of a sharded
+// collection, and its secondary indexes not still building.
 func readyIndexes(c *store.Collection) int {
 	n := 1
+	if c.Sharded() {
+		n++
+	}
 	for _, ix := range c.Indexes {
 		if !ix.Building {
 			n++

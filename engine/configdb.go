@@ -17,9 +17,11 @@ import (
 // sharded collection is in config.collections and each of its physical
 // partitions is a chunk in config.chunks, bounded by hashed shard-key
 // values (NumberLong, MinKey and MaxKey at the ends of the hash space) as
-// MongoDB's hashed sharding writes them. Collections mongosh reads and
-// Parsec has nothing for (settings, tags, locks, changelog, actionlog)
-// are empty.
+// MongoDB's hashed sharding writes them, with Parsec's additions: the
+// partition's partitionKeyRangeId and parents, and its exact
+// documentCount, dataBytes and indexBytes (the figures GetPartitionStats
+// reports for it). Collections mongosh reads and Parsec has nothing for
+// (settings, tags, locks, changelog, actionlog) are empty.
 
 // virtualConfigCollections are the config collections answered from the
 // catalog.
@@ -85,7 +87,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 				{Key: "lastmod", Value: bson.NewDateTimeFromTime(c.ShardedAt)},
 				{Key: "timestamp", Value: collTimestamp(c)},
 				{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
-				{Key: "key", Value: bson.D{{Key: c.ShardKey, Value: "hashed"}}},
+				{Key: "key", Value: shardKeyIndexKey(c)},
 				{Key: "unique", Value: false},
 				{Key: "noBalance", Value: true},
 			})
@@ -93,6 +95,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 	case "chunks":
 		for _, c := range e.shardedCollections() {
 			ts := collTimestamp(c)
+			counts := e.chunkCounts(c)
 			for i, p := range c.Map().Partitions() {
 				var lo, hi any = bson.MinKey{}, bson.MaxKey{}
 				if p.Min != 0 {
@@ -102,7 +105,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 					hi = shard.HashOf(next)
 				}
 				version := bson.Timestamp{T: uint32(c.MapVersion) + 1, I: uint32(i)}
-				docs = append(docs, bson.D{
+				chunk := bson.D{
 					{Key: "_id", Value: chunkOID(c, p.ID)},
 					{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
 					{Key: "ns", Value: c.Namespace()},
@@ -114,7 +117,15 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 					{Key: "history", Value: bson.A{bson.D{{Key: "validAfter", Value: ts}, {Key: "shard", Value: explainShardName}}}},
 					{Key: "partitionKeyRangeId", Value: p.IDString()},
 					{Key: "parents", Value: idStrings(p.Parents)},
-				})
+				}
+				if n, ok := counts[p.ID]; ok {
+					chunk = append(chunk,
+						bson.E{Key: "documentCount", Value: number(n.Docs)},
+						bson.E{Key: "dataBytes", Value: number(n.Bytes)},
+						bson.E{Key: "indexBytes", Value: number(n.IndexTotal())},
+					)
+				}
+				docs = append(docs, chunk)
 			}
 		}
 	}
@@ -127,6 +138,20 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 		out = append(out, b)
 	}
 	return out, true
+}
+
+// chunkCounts are the exact counters of each physical partition of c by
+// id, as GetPartitionStats reports them; none when they cannot be read.
+func (e *Engine) chunkCounts(c *store.Collection) map[int]store.Counts {
+	stats, err := e.store.PartitionStats(c, 0)
+	if err != nil {
+		return nil
+	}
+	out := make(map[int]store.Counts, len(stats))
+	for _, ps := range stats {
+		out[ps.Partition.ID] = ps.Counts
+	}
+	return out
 }
 
 // shardedCollections are the sharded collections of every database,

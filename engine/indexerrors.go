@@ -8,6 +8,7 @@ const (
 	ErrCannotIndexParallelArrays       Code = 171
 	ErrInvalidIndexSpecificationOption Code = 197
 	ErrIndexAlreadyExists              Code = 68
+	ErrCannotDropShardKeyIndex         Code = 370
 )
 
 func init() {
@@ -18,6 +19,7 @@ func init() {
 		ErrCannotIndexParallelArrays:       "CannotIndexParallelArrays",
 		ErrInvalidIndexSpecificationOption: "InvalidIndexSpecificationOption",
 		ErrIndexAlreadyExists:              "IndexAlreadyExists",
+		ErrCannotDropShardKeyIndex:         "CannotDropShardKeyIndex",
 	} {
 		codeNames[code] = name
 	}
