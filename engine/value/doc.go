@@ -87,6 +87,29 @@
 //	0.1 (double) 0a 05 80 00 0b 01 01 01 01 01 01 01 06 38 0c 10 0d 20 1a 4f 1c 0b 00
 //	Infinity     0a 06
 //
+// # Long values
+//
+// An encoding longer than 1883 bytes is cut to MaxKeyLen (1900) bytes:
+//
+//	first 1883 bytes of the whole encoding | 0xFE | SHA-256(whole encoding)[:16]
+//
+// so that keys of any value fit in Badger's 65,000-byte key limit (a
+// value in a document is at most 16 MB). What holds, and what does not:
+//
+//  1. Equal values still encode alike (their whole encodings are equal),
+//     and different values encode differently unless 128 bits of SHA-256
+//     collide; uniqueness and immutability checks compare encodings.
+//  2. Cut encodings are still self-delimiting: only the outermost value is
+//     cut, and KeyLen knows a cut one by its 1883 bytes, which start an
+//     encoding that does not end within them, then the marker.
+//  3. Order is kept except among values whose encodings are both cut and
+//     share their 1883-byte prefix: those order by hash. A value and any
+//     other value either differ within the prefix, where the cut keeps the
+//     bytes, or share it. So a range bound made from a cut value must
+//     cover every key that starts with its prefix (CutPrefix), and a
+//     store that keeps keys in order must not take key order for value
+//     order once it holds a cut key.
+//
 // The format is the one this version writes, not a compatible evolution:
 // earlier development builds encoded numbers as a float64 and an integer
 // remainder, and keys they wrote are not migrated (no release ever

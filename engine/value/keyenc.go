@@ -1,6 +1,7 @@
 package value
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -52,12 +53,57 @@ func TypeRank(t bsoncore.Type) byte {
 
 const endOfDoc = 0x00 // terminates an encoded document or array; sorts before any element
 
+// MaxKeyLen is the most bytes EncodeKey writes for one value. A longer
+// encoding is cut (see the package comment): 34 cut values (the 32 fields
+// of MongoDB's largest compound index, a shard-key value and an _id) and
+// the prefixes and points around them stay under Badger's 65,000-byte key
+// limit, so no document MongoDB accepts has a key Parsec cannot store.
+const MaxKeyLen = 1900
+
+// A cut encoding is its value's whole encoding's first cutPrefixLen bytes,
+// cutMarker, and the first cutHashLen bytes of the SHA-256 of the whole
+// encoding.
+const (
+	cutHashLen   = 16
+	cutPrefixLen = MaxKeyLen - 1 - cutHashLen
+	cutMarker    = 0xFE
+)
+
 // EncodeKey appends an order-preserving, self-delimiting encoding of v to
 // dst: for values a and b, bytes.Compare(EncodeKey(a), EncodeKey(b)) has the
 // sign of Compare(a, b), and values that compare equal encode alike (so
-// _id 1, 1.0 and NumberDecimal("1.00") collide, as in MongoDB). The format
-// is in the package comment.
+// _id 1, 1.0 and NumberDecimal("1.00") collide, as in MongoDB). The one
+// exception to the order is two values whose encodings are both cut and
+// share their prefix (CutPrefix): they order by hash. The format is in
+// the package comment.
 func EncodeKey(dst []byte, v bsoncore.Value) []byte {
+	start := len(dst)
+	dst = encodeValue(dst, v)
+	if len(dst)-start <= cutPrefixLen {
+		return dst
+	}
+	sum := sha256.Sum256(dst[start:])
+	dst = append(dst[:start+cutPrefixLen], cutMarker)
+	return append(dst, sum[:cutHashLen]...)
+}
+
+// CutPrefix reports whether enc, one whole EncodeKey encoding, is cut, and
+// if so returns the prefix it keeps of its value's whole encoding: every
+// value whose encoding starts with that prefix encodes to a key that
+// starts with it too, in no particular order among them.
+func CutPrefix(enc []byte) ([]byte, bool) {
+	if len(enc) != MaxKeyLen || enc[cutPrefixLen] != cutMarker {
+		return nil, false
+	}
+	if _, st := keyLen(enc[:cutPrefixLen], 0); st != short {
+		return nil, false
+	}
+	return enc[:cutPrefixLen], true
+}
+
+// encodeValue is EncodeKey without the cut: elements of documents and
+// arrays are encoded whole, only the outermost value is cut.
+func encodeValue(dst []byte, v bsoncore.Value) []byte {
 	dst = append(dst, TypeRank(v.Type))
 	switch v.Type {
 	case bsoncore.TypeDouble, bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDecimal128:
@@ -73,7 +119,7 @@ func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 			if v.Type == bsoncore.TypeEmbeddedDocument {
 				dst = appendEscaped(dst, e.KeyBytes())
 			}
-			dst = EncodeKey(dst, ev)
+			dst = encodeValue(dst, ev)
 		}
 		return append(dst, endOfDoc)
 	case bsoncore.TypeBinary:
@@ -110,7 +156,7 @@ func EncodeKey(dst []byte, v bsoncore.Value) []byte {
 			return appendEscaped(dst, v.Data)
 		}
 		dst = appendEscaped(dst, []byte(code))
-		return EncodeKey(dst, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: scope})
+		return encodeValue(dst, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: scope})
 	}
 	return dst // MinKey, MaxKey, null, undefined: the rank says it all
 }

@@ -187,7 +187,11 @@ func fuzzNumber(typ byte, hi, lo uint64) bsoncore.Value {
 
 // FuzzEncodeKeyOrder: for any two numbers, Compare, the byte order of
 // their encodings and exact arithmetic agree, equal numbers encode alike
-// and KeyLen finds where each encoding ends.
+// and KeyLen finds where each encoding ends. The same two numbers behind
+// a string of pad bytes, in an array, land before, across or after the
+// cut of long encodings: their keys keep the order of Compare unless both
+// are cut with one prefix, and then are equal exactly when the numbers are
+// (checkKeyOrder).
 func FuzzEncodeKeyOrder(f *testing.F) {
 	seed := func(a, b bsoncore.Value) {
 		bits := func(v bsoncore.Value) (byte, uint64, uint64) {
@@ -204,7 +208,9 @@ func FuzzEncodeKeyOrder(f *testing.F) {
 		}
 		ta, ha, la := bits(a)
 		tb, hb, lb := bits(b)
-		f.Add(ta, ha, la, tb, hb, lb)
+		for _, pad := range []uint16{0, cutPrefixLen - 12, cutPrefixLen - 4} {
+			f.Add(ta, ha, la, tb, hb, lb, pad)
+		}
 	}
 	seed(dec("0.1"), dbl(0.1))
 	seed(dec("9007199254740993"), i64(1<<53+1))
@@ -212,7 +218,7 @@ func FuzzEncodeKeyOrder(f *testing.F) {
 	seed(dec("-9.999999999999999999999999999999999E+6144"), dbl(math.Inf(-1)))
 	seed(dec("NaN"), dbl(math.NaN()))
 	seed(i32(-1), dec("-1.00"))
-	f.Fuzz(func(t *testing.T, ta byte, ha, la uint64, tb byte, hb, lb uint64) {
+	f.Fuzz(func(t *testing.T, ta byte, ha, la uint64, tb byte, hb, lb uint64, pad uint16) {
 		a, b := fuzzNumber(ta, ha, la), fuzzNumber(tb, hb, lb)
 		want := refCompare(a, b)
 		if got := sign(Compare(a, b)); got != want {
@@ -227,6 +233,19 @@ func FuzzEncodeKeyOrder(f *testing.F) {
 		}
 		if n, ok := KeyLen(append(ea, eb...)); !ok || n != len(ea) {
 			t.Fatalf("KeyLen(%x + %x) = %d, %v", ea, eb, n, ok)
+		}
+		// Most pads put the numbers near the cut (the string's encoding
+		// and the array's bytes take 5 more), the rest anywhere.
+		n := int(pad)
+		if pad&1 == 0 {
+			n = cutPrefixLen - 40 + int(pad>>1)%48
+		}
+		pa, pb := padded(n, a), padded(n, b)
+		if err := checkKeyOrder(pa, pb); err != nil {
+			t.Fatalf("%s and %s behind %d bytes: %v", show(a), show(b), n, err)
+		}
+		if k, ok := KeyLen(append(enc(pa), eb...)); !ok || k != len(enc(pa)) {
+			t.Fatalf("KeyLen of %s behind %d bytes = %d, %v", show(a), n, k, ok)
 		}
 	})
 }
