@@ -196,33 +196,60 @@ func fieldRanges(ix *store.Index, i int, pred predicate) (rs []keyRange, point b
 	}
 	rank := value.TypeRank(v.Type)
 	e := value.EncodeKey(nil, v)
+	// v's own keys are [at, past). A cut key (value.CutPrefix) orders by
+	// hash among the keys that share its prefix, values above and below
+	// v alike: a bound at v then takes in all of them, inclusive or not
+	// (the filter sorts them out).
+	at, past := e, prefixEnd(e)
+	p, cut := value.CutPrefix(e)
+	if cut {
+		at, past = p, prefixEnd(p)
+	}
 	// Ascending: keys of values in the type bracket are [rank, rank+1).
 	var lo, hi []byte
 	switch pred.op {
 	case "$gt":
-		lo, hi = prefixEnd(e), []byte{rank + 1}
+		lo, hi = past, []byte{rank + 1}
+		if cut {
+			lo = at
+		}
 	case "$gte":
-		lo, hi = e, []byte{rank + 1}
+		lo, hi = at, []byte{rank + 1}
 	case "$lt":
-		lo, hi = []byte{rank}, e
+		lo, hi = []byte{rank}, at
+		if cut {
+			hi = past
+		}
 	case "$lte":
-		lo, hi = []byte{rank}, prefixEnd(e)
+		lo, hi = []byte{rank}, past
 	}
 	if !desc {
 		return []keyRange{{lo, hi}}, false, true
 	}
 	// Descending fields store inverted bytes (enc inverts them), which
-	// reverses the order of complete encodings.
+	// reverses the order of complete encodings and keeps prefixes
+	// (inverted) in front.
 	ie := enc(v)
+	at, past = ie, prefixEnd(ie)
+	if cut {
+		ip := ie[:len(p)]
+		at, past = ip, prefixEnd(ip)
+	}
 	switch pred.op {
 	case "$gt":
-		lo, hi = []byte{^rank}, ie
+		lo, hi = []byte{^rank}, at
+		if cut {
+			hi = past
+		}
 	case "$gte":
-		lo, hi = []byte{^rank}, prefixEnd(ie)
+		lo, hi = []byte{^rank}, past
 	case "$lt":
-		lo, hi = prefixEnd(ie), []byte{^rank + 1}
+		lo, hi = past, []byte{^rank + 1}
+		if cut {
+			lo = at
+		}
 	case "$lte":
-		lo, hi = ie, []byte{^rank + 1}
+		lo, hi = at, []byte{^rank + 1}
 	}
 	return []keyRange{{lo, hi}}, false, true
 }
