@@ -38,11 +38,13 @@ import (
 //	growthBySku   find {sku}: equality on the secondary index
 //	growthInsert  insertOne of a new document
 //
-// Each result is named <workload>-<size> (growthPoint-1M). At each size
-// the section also records, once per read, explain's
-// executionStats.totalDocsExamined, the server's resident memory (VmRSS:
-// this process's when the server runs in it, -server-pid's with -uri) and
-// the data directory's allocated size on disk.
+// Each result is named <workload>-<size> (growthPoint-1M). After each
+// load the section waits (growthSettle at most) for the server to go idle,
+// so that compactions the load left behind are not billed to the size,
+// then records the server's resident memory (VmRSS: this process's when
+// the server runs in it, -server-pid's with -uri), the data directory's
+// allocated size on disk and, once per read, explain's
+// executionStats.totalDocsExamined.
 //
 // Goals: each operation's rate at the largest size is at least
 // growthRateGoal times its rate at 10,000, and each read examines at most
@@ -65,6 +67,11 @@ const (
 	growthLoaders    = 4
 	growthBatch      = 1000
 	growthLoadBudget = 4 * time.Minute // all loads together
+	// growthSettle bounds the wait, after each load, for the server's
+	// CPU use to fall below growthIdle cores over growthIdleWindow.
+	growthSettle     = 30 * time.Second
+	growthIdle       = 0.2
+	growthIdleWindow = 500 * time.Millisecond
 	// growthInsertBase is the first _id insertOne uses, far above any
 	// loaded _id, so that those documents can be deleted by range.
 	growthInsertBase = int64(1) << 40
@@ -109,6 +116,7 @@ func growthWorkloads(cfg config) []string {
 type growthReport struct {
 	Clients int          `json:"clients"`
 	Sizes   []growthSize `json:"sizes"`
+	Seconds float64      `json:"seconds"` // the whole section's
 	// Note says why the section stopped before -growth-max, if it did.
 	Note string `json:"note,omitempty"`
 }
@@ -117,9 +125,16 @@ type growthReport struct {
 type growthSize struct {
 	Docs        int64   `json:"docs"`
 	LoadSeconds float64 `json:"load_seconds"` // loading from the previous size
-	// RSSBytes and DiskBytes are taken after the load (0: not measured).
-	RSSBytes  int64 `json:"rss_bytes"`
-	DiskBytes int64 `json:"disk_bytes"`
+	// SettleSeconds is how long the server then took to go idle (its
+	// compactions after the load), up to growthSettle.
+	SettleSeconds float64 `json:"settle_seconds"`
+	Settled       bool    `json:"settled"`
+	// RSSBytes (of which RSSAnonBytes is anonymous memory, the rest
+	// mapped files such as Badger's tables) and DiskBytes are taken once
+	// settled (0: not measured).
+	RSSBytes     int64 `json:"rss_bytes"`
+	RSSAnonBytes int64 `json:"rss_anon_bytes"`
+	DiskBytes    int64 `json:"disk_bytes"`
 	// DocsExamined is explain's totalDocsExamined per read workload.
 	DocsExamined map[string]int64 `json:"docs_examined"`
 	// Cut counts the reads maxTimeMS stopped, per workload.
@@ -288,23 +303,70 @@ type growthTarget struct {
 	pid     int    // 0: this process
 }
 
-// rss is the server's resident memory in bytes (0: unknown).
-func (t growthTarget) rss() int64 {
+// rss is the server's resident memory in bytes, all of it and the
+// anonymous part (0: unknown).
+func (t growthTarget) rss() (all, anon int64) {
 	path := "/proc/self/status"
 	if t.pid != 0 {
 		path = fmt.Sprintf("/proc/%d/status", t.pid)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			all = kb << 10
+		case "RssAnon:":
+			anon = kb << 10
 		}
 	}
-	return 0
+	return all, anon
+}
+
+// cpu is the server's CPU time so far: this process's when it runs the
+// server; ok is false when the server's process is unknown.
+func (t growthTarget) cpu(inProcess bool) (d time.Duration, ok bool) {
+	switch {
+	case inProcess:
+		return cpuTime(), true
+	case t.pid != 0:
+		return processCPU(t.pid), true
+	}
+	return 0, false
+}
+
+// settle waits, up to growthSettle, until the server uses less than
+// growthIdle cores over growthIdleWindow: a large load leaves compactions
+// behind, and the section measures each size in its steady state. It
+// returns how long it waited and whether the server went idle.
+func (t growthTarget) settle(ctx context.Context, inProcess bool) (time.Duration, bool) {
+	start := time.Now()
+	prev, ok := t.cpu(inProcess)
+	if !ok {
+		return 0, false
+	}
+	tick := time.NewTicker(growthIdleWindow)
+	defer tick.Stop()
+	for time.Since(start) < growthSettle {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), false
+		case <-tick.C:
+		}
+		now, _ := t.cpu(inProcess)
+		if float64(now-prev) < growthIdle*float64(growthIdleWindow) {
+			return time.Since(start), true
+		}
+		prev = now
+	}
+	return time.Since(start), false
 }
 
 // remoteDataDir asks a server started elsewhere for its data directory
@@ -401,6 +463,11 @@ func growthPhase(ctx context.Context, cfg config, rep *report, want func(string)
 
 	gr := &growthReport{Clients: clients}
 	rep.Growth = gr
+	began := time.Now()
+	defer func() {
+		gr.Seconds = time.Since(began).Seconds()
+		progress("growth: %.0fs in all", gr.Seconds)
+	}()
 	gcfg := cfg
 	gcfg.Clients = []int{clients}
 	docs := newGrowthDocs()
@@ -428,12 +495,16 @@ func growthPhase(ctx context.Context, cfg config, rep *report, want func(string)
 			return fmt.Errorf("growth: load: %w", err)
 		}
 		loaded = size
-		gs := growthSize{Docs: size, LoadSeconds: time.Since(start).Seconds(), RSSBytes: target.rss(), DocsExamined: map[string]int64{}, Cut: map[string]int64{}}
+		gs := growthSize{Docs: size, LoadSeconds: time.Since(start).Seconds(), DocsExamined: map[string]int64{}, Cut: map[string]int64{}}
+		progress("growth: %d documents loaded in %.1fs (%.0f docs/s)", size, gs.LoadSeconds, float64(size-from)/gs.LoadSeconds)
+		waited, settled := target.settle(ctx, cfg.InProcess)
+		gs.SettleSeconds, gs.Settled = waited.Seconds(), settled
+		gs.RSSBytes, gs.RSSAnonBytes = target.rss()
 		if target.dataDir != "" {
 			gs.DiskBytes = diskUsage(target.dataDir)
 		}
-		progress("growth: %d documents loaded in %.1fs (%.0f docs/s); RSS %s, disk %s", size, gs.LoadSeconds,
-			float64(size-from)/gs.LoadSeconds, fmtBytes(gs.RSSBytes), fmtBytes(gs.DiskBytes))
+		progress("growth: idle after %.1fs (%v); RSS %s (anonymous %s), disk %s", gs.SettleSeconds, settled,
+			fmtBytes(gs.RSSBytes), fmtBytes(gs.RSSAnonBytes), fmtBytes(gs.DiskBytes))
 		probe := size * 7 / 10
 		for _, r := range reads {
 			if !want(growthName(r.name, size)) {
@@ -553,10 +624,15 @@ func printGrowthSummary(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "growth: documents of %d bytes sharded on {region: \"hashed\"} (%d values), index {sku: 1}; %d clients; reads capped at maxTimeMS %d\n",
 		docSize, growthRegions, gr.Clients, growthOpCap.Milliseconds())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "size\tload\tload docs/s\tRSS\tdisk\tinserted\t")
+	fmt.Fprintln(tw, "size\tload\tload docs/s\tidle after\tRSS\tanonymous\tdisk\tinserted\t")
 	prev := int64(0)
 	for _, gs := range gr.Sizes {
-		fmt.Fprintf(tw, "%s\t%.1fs\t%.0f\t%s\t%s\t%d\t\n", sizeLabel(gs.Docs), gs.LoadSeconds, float64(gs.Docs-prev)/gs.LoadSeconds, fmtBytes(gs.RSSBytes), fmtBytes(gs.DiskBytes), gs.Inserted)
+		idle := fmt.Sprintf("%.1fs", gs.SettleSeconds)
+		if !gs.Settled {
+			idle = "not idle " + idle
+		}
+		fmt.Fprintf(tw, "%s\t%.1fs\t%.0f\t%s\t%s\t%s\t%s\t%d\t\n", sizeLabel(gs.Docs), gs.LoadSeconds, float64(gs.Docs-prev)/gs.LoadSeconds, idle,
+			fmtBytes(gs.RSSBytes), fmtBytes(gs.RSSAnonBytes), fmtBytes(gs.DiskBytes), gs.Inserted)
 		prev = gs.Docs
 	}
 	_ = tw.Flush()
@@ -614,9 +690,24 @@ func printGrowthSummary(w io.Writer, rep *report) {
 	if gr.Note != "" {
 		fmt.Fprintf(w, "growth: %s\n", gr.Note)
 	}
+	last := gr.Sizes[len(gr.Sizes)-1]
 	for _, g := range rep.Goals {
-		if strings.HasPrefix(g.Workload, "growth") {
-			fmt.Fprintf(w, "growth: %s: %.2f %s\n", g.Name, g.Ratio, g.Status)
+		if !strings.HasPrefix(g.Workload, "growth") || g.Status == "n/a" {
+			continue
 		}
+		if g.Max > 0 {
+			fmt.Fprintf(w, "growth: %s: %.2f (%d -> %d) %s\n", g.Name, g.Ratio, first.DocsExamined[g.Workload], last.DocsExamined[g.Workload], g.Status)
+			continue
+		}
+		// Beside the goal, the same ratio with each rate taken relative
+		// to ping's at its size: what remains when the machine's load
+		// moved between the two sizes.
+		norm := "-"
+		a, b := rep.find(growthName(g.Workload, last.Docs), g.Clients), rep.find(growthName(g.Workload, first.Docs), g.Clients)
+		if a != nil && b != nil && b.VsPing > 0 {
+			norm = fmt.Sprintf("%.2f", a.VsPing/b.VsPing)
+		}
+		fmt.Fprintf(w, "growth: %s: %.2f (rounds: %s; relative to ping: %s; from cpu/op: %.2f) %s\n", g.Name, g.Ratio, g.perRound("%.2f"), norm, g.CPURatio, g.Status)
 	}
+	fmt.Fprintf(w, "growth: the section took %.0fs\n", gr.Seconds)
 }

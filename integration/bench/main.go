@@ -26,7 +26,12 @@
 // goal allows beside what the raw Badger operation alone takes.
 //
 // Each workload is bounded by -duration and by -max-ops, whichever comes
-// first; the defaults keep `make bench` under a minute.
+// first. The growth section (growth.go) loads one collection to 10,000,
+// 100,000 and 1,000,000 documents and measures the same operations at
+// each size, so that a cost growing with the data shows as a failed goal;
+// it takes about 4 minutes, and -growth-max 100000 makes it quick:
+//
+//	go run ./integration/bench -only growth -growth-max 100000
 //
 //	go run ./integration/bench -out bench-results.json
 //	go run ./integration/bench -cpuprofile /tmp/cpu.pprof   # one profile per workload
