@@ -2,7 +2,6 @@
 # machine needs.
 
 export GOFLAGS ?= -mod=mod
-export GOPROXY ?= https://proxy.golang.org
 
 BIN      := bin/parsec
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
