@@ -30,7 +30,10 @@ mongo-tools connect to it unchanged. It keeps data in an embedded Badger store.
 Start a server with "parsec serve"; every flag can also be given as an
 environment variable PARSEC_<FLAG> (for example PARSEC_LISTEN=127.0.0.1:27018).`,
 		SilenceUsage: true,
+		// --version prints what "parsec version" prints.
+		Version: engine.Version,
 	}
+	root.SetVersionTemplate(versionLine())
 	root.AddCommand(newServeCommand(), newStatsCommand(), newVersionCommand())
 	return root
 }
@@ -41,9 +44,15 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print Parsec's version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "parsec %s (MongoDB %s wire protocol)\n", engine.Version, engine.MongoVersion)
+			fmt.Fprint(cmd.OutOrStdout(), versionLine())
 		},
 	}
+}
+
+// versionLine is the version as "parsec version" and "parsec --version"
+// print it.
+func versionLine() string {
+	return fmt.Sprintf("parsec %s (MongoDB %s wire protocol)\n", engine.Version, engine.MongoVersion)
 }
 
 // applyEnv sets every flag not given on the command line from its
