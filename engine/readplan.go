@@ -97,7 +97,12 @@ type planStats struct {
 // blockingSort reports whether the plan must read everything before its
 // first result.
 func (p *readPlan) blockingSort() bool {
-	if p.streamByID || (p.index != nil && p.index.sorted) {
+	// Key order is value order until a key is cut (value.MaxKeyLen):
+	// an index or a collection that has held one is marked, and sorts
+	// in memory from then on.
+	byID := p.streamByID && (p.coll == nil || !p.coll.CutIDs)
+	byIndex := p.index != nil && p.index.sorted && !p.index.ix.CutKeys
+	if byID || byIndex {
 		return false
 	}
 	return (p.sort != nil && !p.sort.IsEmpty()) || p.natural < 0
