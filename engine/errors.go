@@ -59,6 +59,13 @@ const (
 	ErrOperationFailed         Code = 96
 	ErrInvalidPipelineOperator Code = 168
 
+	// ErrKeyTooLong refuses a write whose storage key would pass Badger's
+	// 65,000-byte limit. MongoDB 4.2 and later store index keys of any
+	// length (keys of cut values fit, value.MaxKeyLen, so this is a last
+	// resort); 17280 KeyTooLong is the code MongoDB gave an index key too
+	// long to store before that, the closest it has.
+	ErrKeyTooLong Code = 17280
+
 	// collMod's conversion of an index to unique.
 	ErrCannotConvertIndexToUnique Code = 359
 
@@ -129,6 +136,7 @@ var codeNames = map[Code]string{
 	ErrAlreadyInitialized:             "AlreadyInitialized",
 	ErrConflictingOperationInProgress: "ConflictingOperationInProgress",
 	ErrCannotConvertIndexToUnique:     "CannotConvertIndexToUnique",
+	ErrKeyTooLong:                     "KeyTooLong",
 
 	ErrPathNotViable:              "PathNotViable",
 	ErrConflictingUpdateOperators: "ConflictingUpdateOperators",
@@ -200,8 +208,10 @@ func toCommandError(err error) *CommandError {
 		return errorf(ErrLockTimeout, "Unable to acquire a lock on the collection within the transaction's lock timeout: a catalog change of it is waiting or running")
 	case errors.Is(err, store.ErrTransactionEnded):
 		return errorf(ErrNoSuchTransaction, "the transaction has ended (committed, aborted, or past its lifetime limit)")
-	case errors.Is(err, store.ErrTooLarge):
+	case errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrValueTooLarge):
 		return errorf(ErrBSONObjectTooLarge, "%v", err)
+	case errors.Is(err, store.ErrKeyTooLarge):
+		return errorf(ErrKeyTooLong, "%v", err)
 	case errors.Is(err, store.ErrClosed):
 		return errorf(ErrInterrupted, "server is shutting down")
 	case errors.Is(err, store.ErrLogicalPartitionFull):

@@ -75,6 +75,10 @@ type Collection struct {
 	// IDIndex is the _id index of a sharded collection (idindex.go); nil
 	// when unsharded, whose document keys are the _id index.
 	IDIndex *Index `bson:"idIndex,omitempty"`
+	// CutIDs is set once a document's _id had a cut encoding
+	// (value.MaxKeyLen): document keys are then not all in _id order
+	// (cutkeys.go).
+	CutIDs bool `bson:"cutIDs,omitempty"`
 
 	pmap *shard.Map // Partitions as a map, built by finish
 }

@@ -17,6 +17,12 @@ var (
 	ErrLocked    = errors.New("data directory is in use by another process")
 	ErrClosed    = errors.New("store is closed")
 	ErrCorrupted = errors.New("stored data is corrupted")
+	// ErrKeyTooLarge and ErrValueTooLarge refuse a write whose key or
+	// value Badger cannot hold (MaxKeyBytes; a value larger than the value
+	// log, or than 1 MB in an in-memory store), before Badger sees it: its
+	// own errors carry a hex dump of the key.
+	ErrKeyTooLarge   = errors.New("key too large")
+	ErrValueTooLarge = errors.New("value too large")
 )
 
 // DuplicateKeyError reports an insert whose key is already present.

@@ -61,8 +61,12 @@ func idIndexKey(docKey []byte) ([]byte, error) {
 }
 
 // putIDEntry adds the _id index entry of the document at docKey (an
-// insert into a sharded collection).
+// insert into a sharded collection). Every insert passes here, so it also
+// notes an _id whose encoding is cut (CutIDs), sharded or not.
 func (t *Txn) putIDEntry(c *Collection, docKey []byte) error {
+	if !c.CutIDs && hasCutID(c, docKey) {
+		t.s.markCutIDs(c)
+	}
 	if c.IDIndex == nil {
 		return nil
 	}

@@ -47,6 +47,11 @@ type Index struct {
 	Building bool `bson:"building,omitempty"`
 	// Multikey is set once a document had an array in an indexed field.
 	Multikey bool `bson:"multikey,omitempty"`
+	// CutKeys is set once an entry's key held a value whose encoding is
+	// cut (value.MaxKeyLen): such keys order by hash among those sharing
+	// their prefix, so the index's order is no longer its values' order
+	// and it provides no sort (cutkeys.go).
+	CutKeys bool `bson:"cutKeys,omitempty"`
 	// PrepareUnique (collMod) refuses new duplicate keys in an index
 	// created without unique; ConvertedUnique marks one collMod made
 	// unique since. Both keep the per-document entries (uniqueconv.go).
@@ -201,6 +206,9 @@ func (t *Txn) indexChanges(c *Collection, docKey, old, doc []byte) ([]ixChange, 
 			if multikey && !ix.Multikey {
 				t.s.markMultikey(c, ix.ID)
 			}
+			if !ix.CutKeys && ix.anyCut(after) {
+				t.s.markCutKeys(c, ix.ID)
+			}
 		}
 		ch := ixChange{ix: ix}
 		for _, k := range before {
@@ -211,6 +219,9 @@ func (t *Txn) indexChanges(c *Collection, docKey, old, doc []byte) ([]ixChange, 
 		for _, k := range after {
 			if containsKey(before, k) {
 				continue
+			}
+			if err := checkEntrySize(c, ix, k, docKey); err != nil {
+				return nil, err
 			}
 			switch {
 			case ix.Unique:
@@ -322,23 +333,29 @@ func (t *Txn) removeEntry(c *Collection, ix *Index, docKey, key []byte) error {
 // before the write that met it, so that no reader plans with the index
 // believed single-valued while such a document exists.
 func (s *Store) markMultikey(c *Collection, id uint32) {
+	s.markIndex(c, id, "multikey", func(ix *Index) *bool { return &ix.Multikey })
+}
+
+// markIndex sets the flag of index id of c that flag points to, in the
+// published catalog entry, unless it is set already.
+func (s *Store) markIndex(c *Collection, id uint32, what string, flag func(*Index) *bool) {
 	s.catMu.Lock()
 	cur := s.colls[c.Namespace()]
 	s.catMu.Unlock()
 	if cur == nil || cur.ID != c.ID {
 		return
 	}
-	if ix := cur.indexByID(id); ix == nil || ix.Multikey {
+	if ix := cur.indexByID(id); ix == nil || *flag(ix) {
 		return
 	}
 	_, err := s.changeEntryKeep(cur, func(e *Collection) error {
 		if ix := e.indexByID(id); ix != nil {
-			ix.Multikey = true
+			*flag(ix) = true
 		}
 		return nil
 	})
 	if err != nil {
-		s.logger.Debug("marking an index multikey", "collection", c.Namespace(), "err", err)
+		s.logger.Debug("marking an index", "flag", what, "collection", c.Namespace(), "err", err)
 	}
 }
 
@@ -491,6 +508,9 @@ func (s *Store) backfill(ctx context.Context, c *Collection, ids []uint32) error
 					}
 					if multikey && !ix.Multikey {
 						s.markMultikey(cur, ix.ID)
+					}
+					if !ix.CutKeys && ix.anyCut(keys) {
+						s.markCutKeys(cur, ix.ID)
 					}
 					for _, k := range keys {
 						// addEntry counts an entry a writer added since the

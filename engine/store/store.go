@@ -31,6 +31,8 @@ type Store struct {
 	logger *slog.Logger
 	dir    string
 	inMem  bool
+	// maxValue is the largest value Badger takes (sizes.go).
+	maxValue int64
 
 	boot     uint64        // this open's boot number, part of every delta key
 	deltaSeq atomic.Uint64 // per-boot delta sequence
@@ -92,7 +94,7 @@ func Open(opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, folding: map[uint32]bool{}, stop: make(chan struct{})}
+	s := &Store{db: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, maxValue: maxValueOf(bo), folding: map[uint32]bool{}, stop: make(chan struct{})}
 	s.syncCond = sync.NewCond(&s.syncMu)
 	s.splitQueue = map[uint32]bool{}
 	s.splitCond = sync.NewCond(&s.splitMu)

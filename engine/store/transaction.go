@@ -134,6 +134,9 @@ func (t *Transaction) end() {
 // multi-statement transaction commits in a later command, after the
 // request buffers they may point into are reused, so it gets copies.
 func (t *Txn) set(key, val []byte) error {
+	if err := t.s.checkSizes(key, val); err != nil {
+		return err
+	}
 	if t.owner != nil {
 		key, val = bytes.Clone(key), bytes.Clone(val)
 	}
