@@ -235,9 +235,11 @@ func (e *Engine) insertRetryable(ctx context.Context, m *meter, coll *store.Coll
 						j++
 						break docs
 					}
-				case errors.As(err, &ce), errors.Is(err, store.ErrLogicalPartitionFull), errors.Is(err, store.ErrParallelArrays):
-					// a shard-key error, a full logical partition or a
-					// throttled document: nothing of it was written
+				case errors.As(err, &ce), errors.Is(err, store.ErrLogicalPartitionFull), errors.Is(err, store.ErrParallelArrays),
+					errors.Is(err, store.ErrKeyTooLarge), errors.Is(err, store.ErrValueTooLarge):
+					// a shard-key error, a full logical partition, a
+					// throttled document, or a key or document too large
+					// to store: nothing of it was written
 					ce = toCommandError(err)
 					chunkErrs = append(chunkErrs, writeError{index: j, code: ce.Code, msg: ce.Msg})
 					if ordered {
