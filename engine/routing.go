@@ -81,6 +81,19 @@ func byShardKey(spans []partitionSpan) bool {
 	return len(spans) > 0
 }
 
+// incremented turns key, in place, into the first key after every key that
+// starts with it (prefixEnd without a copy); keys here start with 'd', so
+// the carry stops there.
+func incremented(key []byte) []byte {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] != 0xff {
+			key[i]++
+			return key[:i+1]
+		}
+	}
+	return nil
+}
+
 // routedSpans reports whether spans are less than all of c: some
 // partitions, or some logical partitions.
 func routedSpans(c *store.Collection, spans []partitionSpan) bool {
@@ -139,10 +152,21 @@ func logicalSpans(c *store.Collection, all []partitionSpan, vals []bsoncore.Valu
 		r    store.KeyRange
 	}
 	lps := make([]lp, 0, len(vals))
+	head := store.DocPrefix(c.ID)
+	var arena []byte // every range's bounds, in a few allocations
 	for _, v := range vals {
 		pt := shard.Point(v)
-		prefix := store.DocKey(c.ID, pt, value.EncodeKey(nil, v), nil)
-		lps = append(lps, lp{part: m.Lookup(pt), r: store.KeyRange{Start: prefix, End: prefixEnd(prefix)}})
+		if cap(arena)-len(arena) < 256 {
+			arena = make([]byte, 0, 64<<10)
+		}
+		from := len(arena)
+		arena = append(arena, head...)
+		arena = binary.BigEndian.AppendUint64(arena, pt)
+		arena = value.EncodeKey(arena, v)
+		start := arena[from:len(arena):len(arena)]
+		arena = append(arena, start...)
+		end := incremented(arena[from+len(start) : len(arena) : len(arena)])
+		lps = append(lps, lp{part: m.Lookup(pt), r: store.KeyRange{Start: start, End: end}})
 	}
 	slices.SortFunc(lps, func(a, b lp) int { return bytes.Compare(a.r.Start, b.r.Start) })
 	lps = slices.CompactFunc(lps, func(a, b lp) bool { return bytes.Equal(a.r.Start, b.r.Start) })

@@ -262,16 +262,18 @@ func inConstraint(v bsoncore.Value) (valueSet, bool) {
 	if err != nil {
 		return set, false
 	}
+	if len(vals) > setIndexAfter {
+		set.vals = make([]bsoncore.Value, 0, len(vals))
+		set.keys = make([][]byte, 0, len(vals))
+		set.seen = make(map[string]struct{}, len(vals))
+	}
 	for _, x := range vals {
-		if x.Type == bsoncore.TypeRegex {
+		if x.Type == bsoncore.TypeRegex || !hashStable(x, 0) {
 			return valueSet{}, false
 		}
-		one, ok := equalTo(x)
-		if !ok {
-			return valueSet{}, false
-		}
-		for _, y := range one.vals {
-			set.add(y)
+		set.add(x) // as equalTo(x) would
+		if x.Type == bsoncore.TypeNull {
+			set.add(undefinedValue)
 		}
 	}
 	return set, true
