@@ -54,8 +54,10 @@ import (
 // Every read carries maxTimeMS growthOpCap, so that a read that scans the
 // collection cannot hold a round for long: one cut short counts as an
 // operation that took the whole cap (the rate is then an upper bound) and
-// is reported. The documents insertOne adds at one size are deleted before
-// the next load, so each size is the number of documents read from.
+// is reported. insertOne runs after the reads' rounds (it adds several
+// times 10,000 documents), not interleaved with them, and the documents it
+// adds at one size are deleted before the next load: each size is the
+// number of documents the reads see.
 var growthOps = []string{"growthPing", "growthPoint", "growthByKey", "growthById", "growthBySku", "growthInsert"}
 
 const (
@@ -525,11 +527,15 @@ func growthPhase(ctx context.Context, cfg config, rep *report, want func(string)
 				return growthReadOp(db(w), r, size, uint64(w)+uint64(size), cut)
 			}})
 		}
-		before := inserted.Load()
-		workloads = append(workloads, workload{growthName("growthInsert", size), "server-growth", func(w int) opFunc {
-			return growthInsertOp(db(w).Collection(growthColl), docs, &inserted)
-		}})
 		if err := runPhase(ctx, gcfg, rep, want, workloads); err != nil {
+			return err
+		}
+		// insertOne after the reads, so that they read the size's
+		// documents and no more: at 10,000 it adds several times as many.
+		before := inserted.Load()
+		if err := runPhase(ctx, gcfg, rep, want, []workload{{growthName("growthInsert", size), "server-growth", func(w int) opFunc {
+			return growthInsertOp(db(w).Collection(growthColl), docs, &inserted)
+		}}}); err != nil {
 			return err
 		}
 		for name, c := range cuts {
