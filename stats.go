@@ -39,10 +39,11 @@ func newStatsCommand() *cobra.Command {
 		Long: `Connect to a running Parsec server and print, for each collection, its
 physical partitions: documents, storage and a bar of each partition's share,
 request units (RU charged in the last second and minute, normalized RU
-consumption: the busiest second's share of the partition's RU/s, requests
-throttled), the largest logical partitions and the hottest ones (shard-key
-values by RU), and a warning when the spread is skewed. It reads
-{customAction: "GetPartitionStats"}.
+consumption: the busiest second's share of the partition's RU/s, capped
+at 100%, and the requests throttled, or without --rate-limiting on the
+server those that would have been), the largest logical partitions and
+the hottest ones (shard-key values by RU), and a warning when the spread
+is skewed or a partition hot. It reads {customAction: "GetPartitionStats"}.
 
 --hot shows only hot partitions: those whose normalized RU consumption in
 the last minute reached the threshold (70% when given without one).
@@ -148,8 +149,9 @@ type collStats struct {
 	RUFigures      `bson:",inline"`
 	// ScaledThroughput is the RU/s an autoscale collection scaled to.
 	ScaledThroughput float64 `bson:"scaledThroughput,omitempty" json:"scaledThroughput,omitempty"`
-	// RateLimiting: the server refuses requests over budget; when off,
-	// throttled counts the requests it would have refused.
+	// RateLimiting: the server refuses requests over budget
+	// (throttledRequests); when off it counts those it would have refused
+	// (wouldHaveBeenThrottledRequests).
 	RateLimiting bool `bson:"rateLimiting" json:"rateLimiting"`
 }
 
@@ -158,9 +160,36 @@ type RUFigures struct {
 	RUTotal      float64 `bson:"ruTotal" json:"ruTotal"`
 	RULastSecond float64 `bson:"ruLastSecond" json:"ruLastSecond"`
 	RULastMinute float64 `bson:"ruLastMinute" json:"ruLastMinute"`
-	Normalized   float64 `bson:"normalizedRUConsumption" json:"normalizedRUConsumption"`
-	Requests     int64   `bson:"requestCount" json:"requestCount"`
-	Throttled    int64   `bson:"throttledRequests" json:"throttledRequests"`
+	// Normalized is Cosmos DB's normalized RU consumption (0–100%);
+	// Uncapped the same ratio without the cap.
+	Normalized float64 `bson:"normalizedRUConsumption" json:"normalizedRUConsumption"`
+	Uncapped   float64 `bson:"normalizedRUConsumptionUncapped" json:"normalizedRUConsumptionUncapped"`
+	Requests   int64   `bson:"requestCount" json:"requestCount"`
+	// Throttled were refused (rate limiting on); WouldThrottle would have
+	// been (rate limiting off).
+	Throttled     int64 `bson:"throttledRequests" json:"throttledRequests"`
+	WouldThrottle int64 `bson:"wouldHaveBeenThrottledRequests" json:"wouldHaveBeenThrottledRequests"`
+}
+
+// peak is the busiest second's share of the partition's RU/s, uncapped
+// (a server that reports only the capped figure: that).
+func (f RUFigures) peak() float64 { return max(f.Normalized, f.Uncapped) }
+
+// overBudget describes the requests over budget: refused, or with rate
+// limiting off, those that would have been.
+func (f RUFigures) overBudget(rateLimiting bool) string {
+	if rateLimiting {
+		return fmt.Sprintf("%d requests throttled", f.Throttled)
+	}
+	return fmt.Sprintf("%d requests would have been throttled (rate limiting is off: none refused)", f.WouldThrottle)
+}
+
+// overBudgetCount is the count overBudget describes.
+func (f RUFigures) overBudgetCount(rateLimiting bool) int64 {
+	if rateLimiting {
+		return f.Throttled
+	}
+	return f.WouldThrottle
 }
 
 type statsLimits struct {
@@ -189,7 +218,10 @@ type partStat struct {
 type hotStat struct {
 	ShardKey bson.RawValue `bson:"shardKey" json:"-"`
 	Key      string        `bson:"-" json:"shardKey"`
-	RU       float64       `bson:"ru" json:"ru"`
+	// RU is an upper bound of what the value consumed, MaxError how much
+	// it may overstate: the true figure is in [RU-MaxError, RU].
+	RU       float64 `bson:"ru" json:"ru"`
+	MaxError float64 `bson:"maxError" json:"maxError"`
 }
 
 type lpStat struct {
@@ -250,7 +282,7 @@ func hotOnly(colls []collStats, pct float64) []collStats {
 	for _, c := range colls {
 		var parts []partStat
 		for _, p := range c.Partitions {
-			if p.Normalized >= pct {
+			if p.peak() >= pct {
 				parts = append(parts, p)
 			}
 		}
@@ -316,12 +348,12 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 		fmt.Fprintf(w, "%s.%s  %s, %s\n", c.Database, c.Collection, key, tp)
 		fmt.Fprintf(w, "  %d partitions, %d documents, %s data, %s index, %d logical partitions\n",
 			c.PartitionCount, c.DocumentCount, sizeString(c.DataBytes), sizeString(c.IndexBytes), c.LogicalCount)
-		throttled := fmt.Sprintf("%d requests throttled", c.Throttled)
-		if !c.RateLimiting {
-			throttled = fmt.Sprintf("%d requests over budget (rate limiting is off: none refused)", c.Throttled)
+		peak := fmt.Sprintf("normalized RU consumption %.0f%%", c.Normalized)
+		if c.peak() > c.Normalized {
+			peak += fmt.Sprintf(" (busiest second: %.0f%% of a partition's RU/s)", c.peak())
 		}
-		fmt.Fprintf(w, "  request units: %s RU in total, %s in the last minute, %s this second, peak %.0f%% of a partition's RU/s, %s\n",
-			ruString(c.RUTotal), ruString(c.RULastMinute), ruString(c.RULastSecond), c.Normalized, throttled)
+		fmt.Fprintf(w, "  request units: %s RU in total, %s in the last minute, %s this second, %s, %s\n",
+			ruString(c.RUTotal), ruString(c.RULastMinute), ruString(c.RULastSecond), peak, c.overBudget(c.RateLimiting))
 		if c.ScaledThroughput > 0 {
 			fmt.Fprintf(w, "  autoscale: scaled to %.0f RU/s in the busiest second of the last minute\n", c.ScaledThroughput)
 		}
@@ -332,7 +364,11 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			total += p.StorageBytes
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  partition\trange\tdocuments\tstorage\tlogical\t\tRU/s\tRU last min\tnormalized\tthrottled\t")
+		over := "throttled"
+		if !c.RateLimiting {
+			over = "would be throttled"
+		}
+		fmt.Fprintln(tw, "  partition\trange\tdocuments\tstorage\tlogical\t\tRU/s\tRU last min\tnormalized\t"+over+"\t")
 		for _, p := range c.Partitions {
 			bar := ""
 			if maxStorage > 0 {
@@ -352,7 +388,7 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 				hi = "end"
 			}
 			fmt.Fprintf(tw, "  %s\t%s..%s\t%d\t%s\t%d\t%s %4.1f%%\t%s/%.0f\t%s\t%.0f%%\t%d\t\n", p.ID, lo, hi, p.DocumentCount, sizeString(p.StorageBytes), p.LogicalCount, bar, share,
-				ruString(p.RULastSecond), p.ThroughputShare, ruString(p.RULastMinute), p.Normalized, p.Throttled)
+				ruString(p.RULastSecond), p.ThroughputShare, ruString(p.RULastMinute), p.Normalized, p.overBudgetCount(c.RateLimiting))
 		}
 		_ = tw.Flush()
 
@@ -369,13 +405,22 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			}
 		}
 		var hottest []string
+		estimated := false
 		for _, p := range c.Partitions {
 			for _, h := range p.Hot {
-				hottest = append(hottest, fmt.Sprintf("%s: %s RU (partition %s)", h.Key, ruString(h.RU), p.ID))
+				if h.MaxError > 0 {
+					estimated = true
+					hottest = append(hottest, fmt.Sprintf("%s: %s–%s RU (partition %s)", h.Key, ruString(max(h.RU-h.MaxError, 0)), ruString(h.RU), p.ID))
+				} else {
+					hottest = append(hottest, fmt.Sprintf("%s: %s RU (partition %s)", h.Key, ruString(h.RU), p.ID))
+				}
 			}
 		}
 		if len(hottest) > 0 {
 			fmt.Fprintln(w, "  hottest logical partitions (by RU):")
+			if estimated {
+				fmt.Fprintln(w, "    (a range where more shard-key values consumed RU than a partition tracks: the true figure lies in it)")
+			}
 			for _, h := range hottest {
 				fmt.Fprintf(w, "    %s\n", h)
 			}
@@ -415,7 +460,8 @@ func skewWarnings(c collStats) []string {
 	}
 	for _, p := range c.Partitions {
 		if p.Normalized >= 100 {
-			out = append(out, fmt.Sprintf("hot: partition %s consumed %.0f%% of its %.0f RU/s in its busiest second of the last minute (%d requests throttled)", p.ID, p.Normalized, p.ThroughputShare, p.Throttled))
+			out = append(out, fmt.Sprintf("hot: partition %s reached 100%% normalized RU consumption: its busiest second of the last minute used %.0f%% of its %.0f RU/s; %s",
+				p.ID, p.peak(), p.ThroughputShare, p.overBudget(c.RateLimiting)))
 		}
 	}
 	if lim := c.Limits.LogicalPartitionMaxBytes; lim > 0 {

@@ -26,7 +26,9 @@ import (
 //
 // Each partition and each collection also has its request units (the
 // fields rustats.go lists: ruTotal, ruLastSecond, ruLastMinute,
-// normalizedRUConsumption, throttledRequests, hotLogicalPartitions, …),
+// normalizedRUConsumption and its uncapped ratio, throttledRequests or
+// wouldHaveBeenThrottledRequests, hotLogicalPartitions, …; the README's
+// "Partition statistics" documents every field),
 // and throughputShare is the partition's RU/s (of its database's shared
 // throughput, when shared). On admin without a collection, requestUnits
 // sums up the whole server.
@@ -174,7 +176,7 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 		bson.E{Key: "logicalPartitionCount", Value: number(lps)},
 	)
 	if units != nil {
-		d = append(d, collectionRUFields(units, now)...)
+		d = append(d, e.collectionRUFields(units, now)...)
 		d = append(d, bson.E{Key: "rateLimiting", Value: e.ruOpts.limiting()})
 	}
 	return append(d,

@@ -11,19 +11,46 @@ import (
 )
 
 // Request-unit statistics as GetPartitionStats and serverStatus report
-// them. Field names:
+// them (the README's table documents each field for users). Field names:
 //
-//	ruTotal                  RU charged since the partition was created (or the server started)
-//	ruLastSecond             RU charged in the current second
-//	ruLastMinute             RU charged in the 60 seconds ending with it
-//	ruPeakSecond             the most RU charged in one second of the last minute
-//	normalizedRUConsumption  Cosmos DB's metric: the largest percentage of the
-//	                         partition's RU/s consumed in one second of the last
-//	                         minute (above 100 only when rate limiting is off)
-//	requestCount             charges of more than 0 RU
-//	throttledRequests        requests refused (with rate limiting off: that would
-//	                         have been refused)
-//	hotLogicalPartitions     the shard-key values that consumed the most RU
+//	ruTotal                          RU charged since the partition was created (or the server started)
+//	ruLastSecond                     RU charged in the current second
+//	ruLastMinute                     RU charged in the 60 seconds ending with it
+//	ruPeakSecond                     the most RU charged in one second of the last minute
+//	normalizedRUConsumption          Cosmos DB's metric, a percentage from 0 to 100: the
+//	                                 largest share of the partition's RU/s consumed in one
+//	                                 second of the last minute, capped at 100
+//	normalizedRUConsumptionUncapped  the same ratio without the cap: above 100 when a
+//	                                 second consumed more than the partition's RU/s (rate
+//	                                 limiting off, a burst bucket, an oversized operation)
+//	requestCount                     charges of more than 0 RU
+//	throttledRequests                requests refused with 16500 (or made to wait, with
+//	                                 server-side retry); 0 without rate limiting
+//	wouldHaveBeenThrottledRequests   without rate limiting, the requests over budget that
+//	                                 Cosmos DB would have refused; 0 with it
+//	hotLogicalPartitions             the shard-key values that consumed the most RU:
+//	                                 ru is an upper bound, maxError how much it may
+//	                                 overstate (ru/hotkeys.go: Space-Saving, 32 values
+//	                                 tracked per partition)
+
+// normalizedRU is Cosmos DB's normalized RU consumption, a percentage
+// capped at 100, from ru's uncapped ratio.
+func normalizedRU(uncapped float64) float64 { return min(uncapped, 100) }
+
+// throttleFields split the requests a partition's bucket refused into
+// those refused (rate limiting on) and those that would have been (off).
+func (e *Engine) throttleFields(refused int64) []bson.E {
+	var throttled, would int64
+	if e.ruOpts.limiting() {
+		throttled = refused
+	} else {
+		would = refused
+	}
+	return []bson.E{
+		{Key: "throttledRequests", Value: throttled},
+		{Key: "wouldHaveBeenThrottledRequests", Value: would},
+	}
+}
 
 // partitionRUFields are one physical partition's request-unit figures.
 func (e *Engine) partitionRUFields(c *store.Collection, p *ru.Partition, now time.Time, top int) ([]bson.E, error) {
@@ -51,24 +78,26 @@ func (e *Engine) partitionRUFields(c *store.Collection, p *ru.Partition, now tim
 		entry = append(entry, bson.E{Key: "ru", Value: k.RU}, bson.E{Key: "maxError", Value: k.MaxError})
 		hot = append(hot, entry)
 	}
-	return []bson.E{
+	out := []bson.E{
 		{Key: "ruTotal", Value: st.RU},
 		{Key: "ruLastSecond", Value: st.LastSecondRU},
 		{Key: "ruLastMinute", Value: st.LastMinuteRU},
 		{Key: "ruPeakSecond", Value: st.PeakSecondRU},
-		{Key: "normalizedRUConsumption", Value: st.NormalizedRU},
+		{Key: "normalizedRUConsumption", Value: normalizedRU(st.NormalizedRU)},
+		{Key: "normalizedRUConsumptionUncapped", Value: st.NormalizedRU},
 		{Key: "requestCount", Value: st.Requests},
-		{Key: "throttledRequests", Value: st.Throttled},
-		{Key: "hotLogicalPartitions", Value: hot},
-	}, nil
+	}
+	out = append(out, e.throttleFields(st.Throttled)...)
+	return append(out, bson.E{Key: "hotLogicalPartitions", Value: hot}), nil
 }
 
 // collectionRUFields sum up a collection's partitions, those that split
 // included (a split's children start with no history), but for the
-// normalized RU consumption, the largest of its partitions now. Autoscale
+// normalized RU consumption, the largest of its partitions now (as Cosmos
+// DB reports the maximum over partition key ranges). Autoscale
 // adds scaledThroughput: the RU/s its pool scaled to in the busiest
 // second of the last minute (for shared throughput, the database's).
-func collectionRUFields(u *collUnits, now time.Time) []bson.E {
+func (e *Engine) collectionRUFields(u *collUnits, now time.Time) []bson.E {
 	var sum ruSum
 	sum.addPartitions(u, now)
 	var norm float64
@@ -79,10 +108,11 @@ func collectionRUFields(u *collUnits, now time.Time) []bson.E {
 		{Key: "ruTotal", Value: ru.Round(sum.total)},
 		{Key: "ruLastSecond", Value: ru.Round(sum.second)},
 		{Key: "ruLastMinute", Value: ru.Round(sum.minute)},
-		{Key: "normalizedRUConsumption", Value: norm},
+		{Key: "normalizedRUConsumption", Value: normalizedRU(norm)},
+		{Key: "normalizedRUConsumptionUncapped", Value: norm},
 		{Key: "requestCount", Value: sum.requests},
-		{Key: "throttledRequests", Value: sum.throttled},
 	}
+	out = append(out, e.throttleFields(sum.throttled)...)
 	if ps := u.pool.Stats(now); ps.Throughput.IsAutoscale() {
 		out = append(out, bson.E{Key: "scaledThroughput", Value: ps.ScaledRUs})
 	}
@@ -128,14 +158,14 @@ func (e *Engine) serverRUStats(now time.Time) bson.D {
 		}
 	}
 	commands := float64(e.commandRU.Load()) / 100
-	return append(bson.D(e.requestUnitSettings()),
+	out := append(bson.D(e.requestUnitSettings()),
 		bson.E{Key: "ruTotal", Value: ru.Round(sum.total + commands)},
 		bson.E{Key: "ruPartitions", Value: ru.Round(sum.total)},
 		bson.E{Key: "ruCommands", Value: ru.Round(commands)},
 		bson.E{Key: "ruLastSecond", Value: ru.Round(sum.second)},
 		bson.E{Key: "ruLastMinute", Value: ru.Round(sum.minute)},
 		bson.E{Key: "requestCount", Value: sum.requests},
-		bson.E{Key: "throttledRequests", Value: sum.throttled},
-		bson.E{Key: "physicalPartitions", Value: int64(partitions)},
 	)
+	out = append(out, e.throttleFields(sum.throttled)...)
+	return append(out, bson.E{Key: "physicalPartitions", Value: int64(partitions)})
 }

@@ -470,9 +470,13 @@ type ruPartition struct {
 	LastSecond float64 `bson:"ruLastSecond"`
 	LastMinute float64 `bson:"ruLastMinute"`
 	Normalized float64 `bson:"normalizedRUConsumption"`
+	Uncapped   float64 `bson:"normalizedRUConsumptionUncapped"`
 	Requests   int64   `bson:"requestCount"`
 	Throttled  int64   `bson:"throttledRequests"`
-	Hot        []struct {
+	// WouldThrottle counts, with rate limiting off, the requests over
+	// budget (Throttled is then 0).
+	WouldThrottle int64 `bson:"wouldHaveBeenThrottledRequests"`
+	Hot           []struct {
 		ShardKey bson.RawValue `bson:"shardKey"`
 		RU       float64       `bson:"ru"`
 	} `bson:"hotLogicalPartitions"`
@@ -672,8 +676,16 @@ func TestRUStatistics(t *testing.T) {
 	}
 	ps := ruStats(t, db, "free")
 	p := ps.Partitions[0]
-	if p.Throttled == 0 && float64(len(accepted)) > 400*2.5 {
+	if p.WouldThrottle == 0 && float64(len(accepted)) > 400*2.5 {
 		t.Errorf("%d reads in 1.5 s at 400 RU/s, none counted as would-be throttled", len(accepted))
+	}
+	if p.Throttled != 0 {
+		t.Errorf("rate limiting is off, yet %d requests are reported throttled", p.Throttled)
+	}
+	// Normalized RU consumption is a percentage; the uncapped ratio
+	// shows by how much the busiest second went over.
+	if p.Normalized != min(p.Uncapped, 100) || p.Uncapped <= 0 {
+		t.Errorf("normalized %v%%, uncapped %v%%", p.Normalized, p.Uncapped)
 	}
 	if p.RUTotal < float64(len(accepted))+5.5 || p.Requests < int64(len(accepted)) || p.Share != 400 {
 		t.Errorf("partition %+v after %d reads and an insert", p, len(accepted))
@@ -694,9 +706,12 @@ func TestRUStatistics(t *testing.T) {
 	}
 	status := runOK(t, client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
 	total := floatOf(t, mustLookup(t, status, "parsec", "requestUnits", "ruTotal"))
-	throttled := floatOf(t, mustLookup(t, status, "parsec", "requestUnits", "throttledRequests"))
-	if total < p.RUTotal || throttled < float64(p.Throttled) {
-		t.Errorf("serverStatus: ruTotal %.2f, throttled %.0f; partition %.2f, %d", total, throttled, p.RUTotal, p.Throttled)
+	would := floatOf(t, mustLookup(t, status, "parsec", "requestUnits", "wouldHaveBeenThrottledRequests"))
+	if total < p.RUTotal || would < float64(p.WouldThrottle) {
+		t.Errorf("serverStatus: ruTotal %.2f, would have been throttled %.0f; partition %.2f, %d", total, would, p.RUTotal, p.WouldThrottle)
+	}
+	if throttled := floatOf(t, mustLookup(t, status, "parsec", "requestUnits", "throttledRequests")); throttled != 0 {
+		t.Errorf("serverStatus: %.0f requests throttled with rate limiting off", throttled)
 	}
 	if math.IsNaN(total) {
 		t.Error("NaN")
