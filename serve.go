@@ -163,10 +163,11 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	restrictFileModes()
 	dataDir := o.dataDir
 	if o.inMemory {
 		dataDir = ""
-	} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	} else if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
 	st, err := store.Open(store.Options{Dir: dataDir, InMemory: o.inMemory, Logger: logger})

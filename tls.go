@@ -27,8 +27,14 @@ func (o *serveOptions) tlsConfig(certOut string) (*tls.Config, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("--tls-self-signed: %w", err)
 		}
+		// The certificate alone is written, readable by all (clients of
+		// other users trust it), despite the server's umask; the key
+		// stays in memory.
 		if err := os.WriteFile(certOut, certPEM, 0o644); err != nil {
 			return nil, "", fmt.Errorf("--tls-self-signed: write the certificate: %w", err)
+		}
+		if err := os.Chmod(certOut, 0o644); err != nil {
+			return nil, "", fmt.Errorf("--tls-self-signed: %w", err)
 		}
 		return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, certOut, nil
 	}
