@@ -222,9 +222,10 @@ func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Coll
 	if len(filter) > 5 && (len(c.Indexes) > 0 || builtIDIndex(c) != nil) && !snapshot {
 		if f, err := query.Compile(filter); err == nil {
 			routed := routedSpans(c, spans)
-			indexed := true
-			if ip := chooseIndex(c, filter, nil); ip != nil && byShardKey(spans) {
-				probe := &readPlan{coll: c, spans: spans, index: ip, shardKeyScan: true}
+			chosen := chooseIndex(c, filter, nil)
+			indexed := chosen != nil
+			if indexed && byShardKey(spans) {
+				probe := &readPlan{coll: c, spans: spans, index: chosen, shardKeyScan: true}
 				e.weighShardKeyScan(probe)
 				indexed = probe.index != nil
 			}
@@ -232,11 +233,7 @@ func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Coll
 				if !indexed {
 					break
 				}
-				ip := chooseIndex(c, filter, nil) // a plan per partition: each is narrowed to its own
-				if ip == nil {
-					indexed = false
-					break
-				}
+				ip := chosen.clone() // a plan per partition: each is narrowed to its own
 				its[i] = e.newIndexIterator(c, f, ip, s, routed || len(spans) > 1, examined)
 			}
 			if indexed {

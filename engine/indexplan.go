@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -39,6 +40,21 @@ type indexPlan struct {
 	// keysExamined counts the entries read through this plan (a branch's
 	// own, for explain; the read's total is in planStats).
 	keysExamined int64
+}
+
+// clone copies the plan (its ranges and branches), so that each partition
+// of a read may narrow its own.
+func (ip *indexPlan) clone() *indexPlan {
+	cp := *ip
+	cp.ranges = slices.Clone(ip.ranges)
+	cp.keysExamined = 0
+	if ip.branches != nil {
+		cp.branches = make([]*indexPlan, len(ip.branches))
+		for i, b := range ip.branches {
+			cp.branches[i] = b.clone()
+		}
+	}
+	return &cp
 }
 
 // dedupe reports whether a document may be met more than once.
@@ -583,7 +599,11 @@ func describeBounds(ps []predicate, firstOnly bool) bson.A {
 			s := shellString(p.v)
 			return bson.A{"[" + s + ", " + s + "]"}
 		case "$in":
-			for _, v := range p.vals {
+			for i, v := range p.vals {
+				if i == maxExplainedBounds {
+					out = append(out, fmt.Sprintf("... %d more", len(p.vals)-i))
+					break
+				}
 				s := shellString(v)
 				out = append(out, "["+s+", "+s+"]")
 			}

@@ -43,6 +43,8 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 	return s.view(ctx).View(func(tx *store.Txn) error {
 		for cur.branch < len(plans) {
 			ip := plans[cur.branch]
+			rd := tx.IndexReader(p.coll, ip.ix, ip.reverse) // one iterator for all the ranges
+			defer rd.Close()
 			for cur.rng < len(ip.ranges) {
 				i := cur.rng
 				if ip.reverse {
@@ -58,7 +60,7 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 					}
 				}
 				stopped := false
-				err := tx.ScanIndex(p.coll, ip.ix, start, end, ip.reverse, func(e store.IndexEntry) (bool, error) {
+				err := rd.Scan(start, end, func(e store.IndexEntry) (bool, error) {
 					if examined++; examined%ctxCheckEvery == 0 {
 						if err := ctx.Err(); err != nil {
 							return false, err

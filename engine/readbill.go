@@ -50,7 +50,7 @@ func (e *Engine) newReadBill(req *request, c *store.Collection, spans []partitio
 		i := u.index(point)
 		b.parts, b.key = u.parts[i:i+1], logicalKey(c, point)
 	default:
-		b.parts, b.key = u.spanParts(spans), filterLogicalKey(c, filter)
+		b.parts, b.key = u.spanParts(spans), spansLogicalKey(spans)
 	}
 	return b
 }

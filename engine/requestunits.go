@@ -10,7 +10,6 @@ import (
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/ru"
-	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -276,19 +275,14 @@ func logicalKey(c *store.Collection, key []byte) []byte {
 	return key[6 : 14+n]
 }
 
-// filterLogicalKey is the logical partition a filter pins by equality on
-// the shard key, as logicalKey writes it; nil when it pins none or
-// several.
-func filterLogicalKey(c *store.Collection, filter bsoncore.Document) []byte {
-	if c == nil || !c.Sharded() || len(filter) <= 5 {
+// spansLogicalKey is the one logical partition spans read, as logicalKey
+// writes it (<point><shard key>); nil when they read none, several, or
+// whole partitions.
+func spansLogicalKey(spans []partitionSpan) []byte {
+	if !byShardKey(spans) || logicalPartitionCount(spans) != 1 {
 		return nil
 	}
-	vals, ok := c.Spec().Values(filter)
-	if !ok || len(vals) != 1 {
-		return nil
-	}
-	k := binary.BigEndian.AppendUint64(make([]byte, 0, 32), shard.Point(vals[0]))
-	return value.EncodeKey(k, vals[0])
+	return spans[0].lps[0].Start[docPrefixLen:]
 }
 
 // secondaryIndexWork is what tx has written to (or removed from)
@@ -348,7 +342,7 @@ func (e *Engine) routeWrite(w *writeTally, c *store.Collection, point []byte, sp
 		w.search, w.key = w.units.parts[i:i+1], logicalKey(c, point)
 		return
 	}
-	w.search, w.key = w.units.spanParts(spans), filterLogicalKey(c, filter)
+	w.search, w.key = w.units.spanParts(spans), spansLogicalKey(spans)
 }
 
 // admitWrite admits a write statement on the partitions it is routed

@@ -484,12 +484,27 @@ func (t *Txn) ScanRanges(c *Collection, ranges []KeyRange, fn func(key, doc []by
 	prefix := DocPrefix(c.ID)
 	it := t.t.NewIterator(badger.IteratorOptions{Prefix: prefix})
 	defer it.Close()
+	seeked := false
 	for _, r := range ranges {
 		start := r.Start
 		if bytes.Compare(start, prefix) < 0 {
 			start = prefix
 		}
-		for it.Seek(start); it.Valid(); it.Next() {
+		// The iterator stands at the first key after the last range: past
+		// this range's end (nothing in it: no seek), inside it (read on),
+		// or before it (seek). Sparse ranges cost a comparison each.
+		switch {
+		case !seeked:
+			it.Seek(start)
+			seeked = true
+		case !it.Valid():
+			return nil // past the collection's last document
+		case r.End != nil && bytes.Compare(it.Item().Key(), r.End) >= 0:
+			continue
+		case bytes.Compare(it.Item().Key(), start) < 0:
+			it.Seek(start)
+		}
+		for ; it.Valid(); it.Next() {
 			item := it.Item()
 			if r.End != nil && bytes.Compare(item.Key(), r.End) >= 0 {
 				break
