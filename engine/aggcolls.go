@@ -269,7 +269,7 @@ func (a aggCollections) CollStats(_ context.Context, db, coll string, spec bsonc
 			}
 			n = counts.Docs
 		}
-		d = append(d, bson.E{Key: "count", Value: n})
+		d = append(d, bson.E{Key: "count", Value: number(n)})
 	}
 	if _, err := spec.LookupErr("queryExecStats"); err == nil {
 		d = append(d, bson.E{Key: "queryExecStats", Value: bson.D{{Key: "collectionScans", Value: bson.D{

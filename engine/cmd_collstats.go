@@ -43,7 +43,8 @@ func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
 
 // storageStats are collStats' size fields for c (nil: a missing
 // collection), as collStats and $collStats' storageStats report them:
-// sizes divided by scale, counts not.
+// sizes divided by scale, counts not; int32 when they fit, as mongod
+// writes them (so the shell prints 50000, not Long('50000')).
 func (e *Engine) storageStats(c *store.Collection, scale int64) ([]bson.E, error) {
 	var counts store.Counts
 	if c != nil {
@@ -58,20 +59,20 @@ func (e *Engine) storageStats(c *store.Collection, scale int64) ([]bson.E, error
 	}
 	size, idx := counts.Bytes, counts.IndexTotal()
 	fields := []bson.E{
-		{Key: "size", Value: size / scale},
-		{Key: "count", Value: counts.Docs},
+		{Key: "size", Value: number(size / scale)},
+		{Key: "count", Value: number(counts.Docs)},
 	}
 	if counts.Docs > 0 {
-		fields = append(fields, bson.E{Key: "avgObjSize", Value: size / counts.Docs})
+		fields = append(fields, bson.E{Key: "avgObjSize", Value: number(size / counts.Docs)})
 	}
 	return append(fields,
-		bson.E{Key: "storageSize", Value: size / scale},
-		bson.E{Key: "freeStorageSize", Value: int64(0)},
+		bson.E{Key: "storageSize", Value: number(size / scale)},
+		bson.E{Key: "freeStorageSize", Value: int32(0)},
 		bson.E{Key: "capped", Value: false},
 		bson.E{Key: "nindexes", Value: nindexes},
 		bson.E{Key: "indexBuilds", Value: bson.A{}},
-		bson.E{Key: "totalIndexSize", Value: idx / scale},
-		bson.E{Key: "totalSize", Value: (size + idx) / scale},
+		bson.E{Key: "totalIndexSize", Value: number(idx / scale)},
+		bson.E{Key: "totalSize", Value: number((size + idx) / scale)},
 		bson.E{Key: "indexSizes", Value: sizes},
 		bson.E{Key: "scaleFactor", Value: int32(scale)},
 	), nil
@@ -106,7 +107,7 @@ func scaleArg(req *request) (int64, error) {
 //   - each secondary index's size is read from its entries.
 func (e *Engine) indexSizes(c *store.Collection, counts store.Counts, scale int64) (int32, bson.D, error) {
 	if c == nil {
-		return 1, bson.D{{Key: idIndexName, Value: int64(0)}}, nil
+		return 1, bson.D{{Key: idIndexName, Value: int32(0)}}, nil
 	}
 	var per map[string]int64
 	if len(c.Indexes) > 0 {
@@ -119,7 +120,7 @@ func (e *Engine) indexSizes(c *store.Collection, counts store.Counts, scale int6
 	var rest bson.D
 	for _, ix := range c.Indexes {
 		if !ix.Building {
-			rest = append(rest, bson.E{Key: ix.Name, Value: per[ix.Name] / scale})
+			rest = append(rest, bson.E{Key: ix.Name, Value: number(per[ix.Name] / scale)})
 			secondary += per[ix.Name]
 		}
 	}
@@ -127,11 +128,11 @@ func (e *Engine) indexSizes(c *store.Collection, counts store.Counts, scale int6
 	if c.Sharded() {
 		id := max(counts.IndexBytes-secondary, 0)
 		sizes = bson.D{
-			{Key: idIndexName, Value: id / scale},
-			{Key: shardKeyIndexName(c), Value: counts.KeyBytes / scale},
+			{Key: idIndexName, Value: number(id / scale)},
+			{Key: shardKeyIndexName(c), Value: number(counts.KeyBytes / scale)},
 		}
 	} else {
-		sizes = bson.D{{Key: idIndexName, Value: max(counts.IndexTotal()-secondary, 0) / scale}}
+		sizes = bson.D{{Key: idIndexName, Value: number(max(counts.IndexTotal()-secondary, 0) / scale)}}
 	}
 	sizes = append(sizes, rest...)
 	return int32(len(sizes)), sizes, nil // one per index built

@@ -1,7 +1,8 @@
 // mongosh scenario: sharding as Cosmos DB's documentation and mongosh's sh.*
 // helpers do it: sh.shardCollection, Cosmos customAction commands,
-// sh.status() listing one chunk per physical partition, and the shard-key
-// rules as the shell reports them.
+// sh.status() listing one chunk per physical partition, the shard-key
+// rules as the shell reports them, the shard-key index in getIndexes(), and
+// getShardDistribution() and stats() with the exact figures.
 const assert = require('assert');
 const eq = (got, want, msg) => assert.strictEqual(JSON.stringify(got), JSON.stringify(want), msg);
 
@@ -55,6 +56,44 @@ const stats = d.runCommand({ customAction: 'GetPartitionStats', collection: 'ord
 assert.strictEqual(stats.documentCount, 500);
 assert.strictEqual(stats.logicalPartitionCount, 25);
 assert.strictEqual(stats.partitions.reduce((n, p) => n + p.documentCount, 0), 500);
+
+// getIndexes() lists the shard-key index MongoDB creates for a hashed
+// key; it cannot be dropped while the collection is sharded.
+eq(d.orders.getIndexes().map((i) => i.name), ['_id_', 'customer_hashed']);
+eq(d.orders.getIndexes()[1].key, { customer: 'hashed' });
+let dropErr = null;
+try { d.orders.dropIndex('customer_hashed'); } catch (e) { dropErr = e; }
+assert.ok(dropErr && dropErr.code === 370 && dropErr.codeName === 'CannotDropShardKeyIndex', 'drop of the shard-key index: ' + dropErr);
+assert.strictEqual(d.orders.createIndex({ customer: 'hashed' }), 'customer_hashed');
+eq(d.orders.getIndexes().map((i) => i.name), ['_id_', 'customer_hashed']);
+
+// getShardDistribution() and stats() on 7 physical partitions
+// (40,000 RU/s) holding 1,000 shard-key values: one shard with all of
+// it, one chunk per partition, the exact count.
+assert.strictEqual(d.runCommand({ customAction: 'CreateCollection', collection: 'spread', shardKey: 'region', offerThroughput: 40000 }).ok, 1);
+const spread = [];
+for (let i = 0; i < 5000; i++) spread.push({ _id: i, region: 'r' + (i % 1000), pad: 'x'.repeat(i % 50) });
+d.spread.insertMany(spread);
+const parts = d.runCommand({ customAction: 'GetPartitionStats', collection: 'spread' });
+assert.strictEqual(parts.partitionCount, 7);
+const dist = d.spread.getShardDistribution().value;
+const shardName = db.adminCommand({ listShards: 1 }).shards[0]._id;
+eq(Object.keys(dist), ['Shard ' + shardName + ' at ' + db.adminCommand({ listShards: 1 }).shards[0].host, 'Totals']);
+assert.strictEqual(dist.Totals.docs, 5000);
+assert.strictEqual(dist.Totals.chunks, 7);
+eq(dist.Totals['Shard ' + shardName].slice(0, 2), ['100 % data', '100 % docs in cluster']);
+const onShard = Object.values(dist)[0];
+assert.strictEqual(onShard.docs, 5000);
+assert.strictEqual(onShard.chunks, 7);
+const st = d.spread.stats();
+assert.strictEqual(st.count, 5000);
+assert.strictEqual(st.size, parts.dataBytes);
+assert.strictEqual(st.totalIndexSize, parts.indexBytes);
+assert.strictEqual(st.sharded, true);
+assert.strictEqual(st.nindexes, 2);
+eq(Object.keys(st.shards), [shardName]);
+assert.ok(st.indexSizes.region_hashed > 0 && st.indexSizes._id_ > 0, JSON.stringify(st.indexSizes));
+assert.strictEqual(st.indexSizes.region_hashed + st.indexSizes._id_, st.totalIndexSize);
 
 d.dropDatabase();
 print(name + ': ok');
