@@ -346,8 +346,8 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			tp = fmt.Sprintf("%d RU/s", c.Provisioned)
 		}
 		fmt.Fprintf(w, "%s.%s  %s, %s\n", c.Database, c.Collection, key, tp)
-		fmt.Fprintf(w, "  %d partitions, %d documents, %s data, %s index, %d logical partitions\n",
-			c.PartitionCount, c.DocumentCount, sizeString(c.DataBytes), sizeString(c.IndexBytes), c.LogicalCount)
+		fmt.Fprintf(w, "  %s, %d documents, %s data, %s index, %s\n",
+			plural(c.PartitionCount, "partition"), c.DocumentCount, sizeString(c.DataBytes), sizeString(c.IndexBytes), plural(c.LogicalCount, "logical partition"))
 		peak := fmt.Sprintf("normalized RU consumption %.0f%%", c.Normalized)
 		if c.peak() > c.Normalized {
 			peak += fmt.Sprintf(" (busiest second: %.0f%% of a partition's RU/s)", c.peak())
@@ -474,6 +474,14 @@ func skewWarnings(c collStats) []string {
 		}
 	}
 	return out
+}
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // ruString writes request units: two decimals below 10, whole above.

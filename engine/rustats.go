@@ -47,8 +47,8 @@ func (e *Engine) throttleFields(refused int64) []bson.E {
 		would = refused
 	}
 	return []bson.E{
-		{Key: "throttledRequests", Value: throttled},
-		{Key: "wouldHaveBeenThrottledRequests", Value: would},
+		{Key: "throttledRequests", Value: number(throttled)},
+		{Key: "wouldHaveBeenThrottledRequests", Value: number(would)},
 	}
 }
 
