@@ -9,9 +9,9 @@ import "github.com/parsecdb/parsec/engine/value"
 // prefix order by hash, not by value. Readers that take key order for
 // value order must know when that can happen: an index that has held a
 // cut key is marked CutKeys, a collection that has held a document with a
-// cut _id CutIDs. The marks are set once, before the write that needs
-// them commits (as Multikey is), and never cleared: a reader that sees
-// one sorts in memory instead.
+// cut _id CutIDs (and its _id index, when sharded, CutKeys). The marks
+// are set once, before the write that needs them commits (as Multikey
+// is), and never cleared: a reader that sees one sorts in memory instead.
 
 // anyCut reports whether one of keys, entries of ix, has a cut component.
 // A wildcard index provides no sort, and is left unmarked.
@@ -73,15 +73,24 @@ func (s *Store) markCutKeys(c *Collection, id uint32) {
 	s.markIndex(c, id, "cut keys", func(ix *Index) *bool { return &ix.CutKeys })
 }
 
-// markCutIDs records that c has held a document with a cut _id.
+// markCutIDs records that c has held a document with a cut _id: its
+// document keys, and the entries of a sharded collection's _id index, are
+// no longer all in _id order.
 func (s *Store) markCutIDs(c *Collection) {
 	s.catMu.Lock()
 	cur := s.colls[c.Namespace()]
 	s.catMu.Unlock()
-	if cur == nil || cur.ID != c.ID || cur.CutIDs {
+	if cur == nil || cur.ID != c.ID || (cur.CutIDs && (cur.IDIndex == nil || cur.IDIndex.CutKeys)) {
 		return
 	}
-	if _, err := s.changeEntryKeep(cur, func(e *Collection) error { e.CutIDs = true; return nil }); err != nil {
+	_, err := s.changeEntryKeep(cur, func(e *Collection) error {
+		e.CutIDs = true
+		if e.IDIndex != nil {
+			e.IDIndex.CutKeys = true
+		}
+		return nil
+	})
+	if err != nil {
 		s.logger.Debug("marking a collection's _ids cut", "collection", c.Namespace(), "err", err)
 	}
 }

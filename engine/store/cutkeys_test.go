@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/parsecdb/parsec/engine/value"
+	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -38,7 +39,9 @@ func insertDoc(s *Store, c *Collection, doc bson.D) error {
 		return err
 	}
 	id := bsoncore.Document(raw).Lookup("_id")
-	return s.Update(func(tx *Txn) error { return tx.Insert(s.Collection(c.DB, c.Name), DocKey(c.ID, 0, nil, value.EncodeKey(nil, id)), raw) })
+	return s.Update(func(tx *Txn) error {
+		return tx.Insert(s.Collection(c.DB, c.Name), DocKey(c.ID, 0, nil, value.EncodeKey(nil, id)), raw)
+	})
 }
 
 // TestCutKeysMarked: an index is marked CutKeys by the first entry with a
@@ -139,5 +142,38 @@ func TestStorageLimits(t *testing.T) {
 	}
 	if err := insertDoc(s, c, doc); err != nil {
 		t.Errorf("32 long fields and a long _id: %v", err)
+	}
+}
+
+// TestCutIDsSharded: a cut _id marks a sharded collection's _id index
+// CutKeys too, inserted into it or carried in by sharding the collection
+// that holds it.
+func TestCutIDsSharded(t *testing.T) {
+	s := openMem(t)
+	long := strv(strings.Repeat("z", 5000))
+	sc, err := s.CreateCollectionWith("db", "s", NewCollection{ShardKey: "k", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := bson.Marshal(bson.D{{Key: "_id", Value: strings.Repeat("z", 5000)}, {Key: "k", Value: 1}})
+	k := i32v(1)
+	key := DocKey(sc.ID, shard.Point(k), value.EncodeKey(nil, k), value.EncodeKey(nil, long))
+	if err := s.Update(func(tx *Txn) error { return tx.Insert(sc, key, raw) }); err != nil {
+		t.Fatal(err)
+	}
+	if cur := s.Collection("db", "s"); !cur.CutIDs || !cur.IDIndex.CutKeys {
+		t.Errorf("sharded: CutIDs %v, _id index CutKeys %v; want both", cur.CutIDs, cur.IDIndex.CutKeys)
+	}
+
+	u := mustCreate(t, s, "db", "u")
+	if err := insertDoc(s, u, bson.D{{Key: "_id", Value: strings.Repeat("z", 5000)}, {Key: "k", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.ShardCollection("db", "u", shard.Spec{Path: "k"}, 2, Throughput{RUs: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.CutIDs || !out.IDIndex.CutKeys {
+		t.Errorf("sharded after the fact: CutIDs %v, _id index CutKeys %v; want both", out.CutIDs, out.IDIndex.CutKeys)
 	}
 }

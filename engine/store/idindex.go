@@ -64,7 +64,7 @@ func idIndexKey(docKey []byte) ([]byte, error) {
 // insert into a sharded collection). Every insert passes here, so it also
 // notes an _id whose encoding is cut (CutIDs), sharded or not.
 func (t *Txn) putIDEntry(c *Collection, docKey []byte) error {
-	if !c.CutIDs && hasCutID(c, docKey) {
+	if (!c.CutIDs || (c.IDIndex != nil && !c.IDIndex.CutKeys)) && hasCutID(c, docKey) {
 		t.s.markCutIDs(c)
 	}
 	if c.IDIndex == nil {

@@ -460,6 +460,8 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 		Indexes: fenced.Indexes, NextIndexID: fenced.NextIndexID, IndexVersion: fenced.IndexVersion}
 	target.cloneIndexes()
 	target.IDIndex = newIDIndex(false)
+	// The documents keep their _id keys: cut ones stay cut (cutkeys.go).
+	target.CutIDs, target.IDIndex.CutKeys = fenced.CutIDs, fenced.CutIDs
 	if target.Throughput.IsZero() {
 		target.Throughput = t
 	}
