@@ -41,6 +41,13 @@
 //	   collID 7    | point        | shard key "EU" | _id 1
 //	               '-------- logical partition --------'
 //
+// A value whose encoding is longer than value.MaxKeyLen is cut to a
+// prefix and a hash (value's package comment), so every document key and
+// index entry fits Badger's key limit (MaxKeyBytes; sizes.go refuses what
+// still would not): keys of cut values that share the prefix order by
+// hash, and an index or collection that has held one is marked
+// (cutkeys.go) so that readers sort such reads in memory.
+//
 // A logical partition (one shard-key value) is a contiguous key range at
 // one point, and a physical partition, the points [Min, Max] of the
 // partition map, is the key range [d/<collID><Min>, d/<collID><Max+1>).
