@@ -154,7 +154,7 @@ func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st de
 // (stmt.rw set; justOne), the transaction that deletes records it.
 func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collection, f *query.Filter, filter bsoncore.Document, justOne bool, stmt stmtRef) (int64, error) {
 	point := pointKeyFor(c, f, filter)
-	spans := routePartitions(c, filter)
+	spans := routeWrites(c, filter)
 	var tally writeTally
 	e.routeWrite(&tally, c, point, spans, filter)
 	if err := e.admitWrite(ctx, m, &tally); err != nil {
@@ -235,7 +235,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 		if errors.Is(err, store.ErrCollectionChanged) {
 			if cur := e.store.Collection(c.DB, c.Name); cur != nil && string(cur.UUID) == string(c.UUID) {
 				// the same collection, its documents re-placed (sharded): start over
-				c, point, spans, resume = cur, pointKeyFor(cur, f, filter), routePartitions(cur, filter), nil
+				c, point, spans, resume = cur, pointKeyFor(cur, f, filter), routeWrites(cur, filter), nil
 				e.routeWrite(&tally, c, point, spans, filter)
 				continue
 			}

@@ -264,6 +264,9 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 	p.route(a.filter)
 	p.chooseIndex(a.filter, a.sort)
 	e.weighShardKeyScan(p)
+	if p.index == nil && p.shardKeyScan && logicalPartitionCount(p.spans) == 1 && p.sort != nil && isIDAscending(a.sort) {
+		p.streamByID = true // one logical partition is in _id order
+	}
 	return p, nil
 }
 

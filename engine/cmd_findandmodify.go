@@ -202,7 +202,7 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 	env := e.updateEnv()
 	point := pointKeyFor(coll, sp.filter, sp.query)
 	var tally writeTally
-	e.routeWrite(&tally, coll, point, routePartitions(coll, sp.query), sp.query)
+	e.routeWrite(&tally, coll, point, routeWrites(coll, sp.query), sp.query)
 	if err := e.admitWrite(ctx, m, &tally); err != nil {
 		return res, err
 	}
@@ -307,7 +307,7 @@ func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, filter b
 	var bestKeys []bsoncore.Value
 	ordered := sort != nil && !sort.IsEmpty()
 	var matchErr error
-	err := scanSpans(tx, coll, routePartitions(coll, filter), nil, func(key, doc []byte) (bool, error) {
+	err := scanSpans(tx, coll, routeWrites(coll, filter), nil, func(key, doc []byte) (bool, error) {
 		tally.scanned(doc)
 		ok, err := f.MatchErr(doc)
 		if err != nil {

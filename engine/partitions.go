@@ -241,6 +241,25 @@ func scanSpans(tx *store.Txn, c *store.Collection, spans []partitionSpan, resume
 		return more, err
 	}
 	for _, sp := range spans {
+		if sp.ids != nil {
+			keys, err := idLookups(tx, c, sp, resume)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				doc, err := tx.Get(k)
+				if errors.Is(err, store.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if _, err := visit(k, doc); err != nil || stopped {
+					return err
+				}
+			}
+			continue
+		}
 		rs := sp.rangesFrom(resume)
 		if len(rs) == 0 {
 			continue

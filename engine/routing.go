@@ -32,6 +32,11 @@ type partitionSpan struct {
 	// lps are the key ranges of the logical partitions the read is routed
 	// to in this partition, ascending and disjoint; nil: all of it.
 	lps []store.KeyRange
+	// ids, when set, are the encoded _id values a write's filter pins in
+	// a sharded collection without pinning the shard key: the write
+	// finds its documents in the _id index instead of reading the
+	// partition (scanSpans).
+	ids [][]byte
 }
 
 // rangesFrom is what sp reads from resume on (nil: from its start): the
@@ -140,6 +145,62 @@ func routePartitions(c *store.Collection, filter bsoncore.Document) []partitionS
 		return all
 	}
 	return logicalSpans(c, all, vals)
+}
+
+// maxIDLookups is the most _id values a write looks up in the _id index;
+// past it the write reads its partitions.
+const maxIDLookups = 1000
+
+// routeWrites is routePartitions for a write statement: when the filter
+// pins _id but not the shard key of a sharded collection, each partition
+// finds its documents through the _id index.
+func routeWrites(c *store.Collection, filter bsoncore.Document) []partitionSpan {
+	spans := routePartitions(c, filter)
+	if byShardKey(spans) || builtIDIndex(c) == nil || len(filter) <= 5 {
+		return spans
+	}
+	vals, ok := idSpec.Values(filter)
+	if !ok || len(vals) > maxIDLookups {
+		return spans
+	}
+	ids := make([][]byte, 0, len(vals))
+	for _, v := range vals {
+		ids = append(ids, value.EncodeKey(nil, v))
+	}
+	slices.SortFunc(ids, bytes.Compare)
+	ids = slices.CompactFunc(ids, bytes.Equal)
+	for i := range spans {
+		spans[i].ids = ids
+	}
+	return spans
+}
+
+// idLookups are the keys of the documents of sp whose _id is one of sp.ids,
+// from resume on, ascending: read from the _id index in tx.
+func idLookups(tx *store.Txn, c *store.Collection, sp partitionSpan, resume []byte) ([][]byte, error) {
+	var keys [][]byte
+	r := tx.IndexReader(c, c.IDIndex, false)
+	defer r.Close()
+	for _, id := range sp.ids {
+		// entries x/<coll><0><id><point><shard key><id>: those of sp's
+		// points are one range
+		start := append(bytes.Clone(id), sp.start[docPrefixLen:]...)
+		end := prefixEnd(id)
+		if sp.end != nil {
+			end = append(bytes.Clone(id), sp.end[docPrefixLen:]...)
+		}
+		err := r.Scan(start, end, func(e store.IndexEntry) (bool, error) {
+			if bytes.Compare(e.DocKey, resume) >= 0 {
+				keys = append(keys, bytes.Clone(e.DocKey))
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	return keys, nil
 }
 
 // logicalSpans are the partitions of all that own the shard-key values

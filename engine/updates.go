@@ -207,7 +207,7 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 	}
 	env := e.updateEnv()
 	point := pointKeyFor(coll, sp.filter, sp.query)
-	spans := routePartitions(coll, sp.query)
+	spans := routeWrites(coll, sp.query)
 	var tally writeTally
 	sp.tally = &tally
 	e.routeWrite(&tally, coll, point, spans, sp.query)
@@ -347,7 +347,7 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 				}
 			}
 			point = pointKeyFor(coll, sp.filter, sp.query)
-			spans = routePartitions(coll, sp.query)
+			spans = routeWrites(coll, sp.query)
 			e.routeWrite(&tally, coll, point, spans, sp.query)
 			resume = nil
 			continue

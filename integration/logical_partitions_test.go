@@ -95,6 +95,12 @@ func TestLogicalPartitionReads(t *testing.T) {
 		if n != 10*per || docs != 10*per {
 			t.Fatalf("$in of 10: returned %d, examined %d, want %d", n, docs, 10*per)
 		}
+		// sorted by _id within one logical partition: no blocking sort
+		docs, _, n, _ = examined(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "region", Value: "r7"}}},
+			{Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "limit", Value: 2}})
+		if n != 2 || docs != 2 {
+			t.Fatalf("sort {_id: 1} limit 2 in a logical partition: returned %d after examining %d", n, docs)
+		}
 		// the logical partition is in _id order
 		cur, err := coll.Find(testCtx(t), bson.D{{Key: "region", Value: "r9"}})
 		if err != nil {
@@ -404,6 +410,42 @@ func TestRUShardedQueries(t *testing.T) {
 	t.Run("_id without the shard key on 4 partitions", func(t *testing.T) {
 		run(t, bson.D{{Key: "_id", Value: 1010}}, 1)
 		charge(t, 10, 12.5) // 4 x 2.5 + 1
+	})
+	t.Run("writes by _id without the shard key", func(t *testing.T) {
+		// found through the _id index: the item's own cost, not a read of
+		// every partition (as a range on _id still does)
+		price := func(filter bson.D, update bson.D) float64 {
+			t.Helper()
+			res, err := coll.UpdateOne(testCtx(t), filter, update)
+			if err != nil || res.ModifiedCount != 1 {
+				t.Fatalf("updateOne %v: %+v %v", filter, res, err)
+			}
+			return lastRequestStats(t, db).Charge
+		}
+		byID := price(bson.D{{Key: "_id", Value: 1020}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+		byRange := price(bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 1020}, {Key: "$lte", Value: 1020}}}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+		t.Logf("updateOne by _id: %.2f RU; by an _id range: %.2f RU", byID, byRange)
+		if byID > 25 || byRange < byID+30 {
+			t.Errorf("updateOne by _id costs %.2f RU, by an _id range (a scan) %.2f RU", byID, byRange)
+		}
+		var doc bson.Raw
+		if err := coll.FindOneAndUpdate(testCtx(t), bson.D{{Key: "_id", Value: 1020}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}},
+			options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&doc); err != nil || intOf(t, doc.Lookup("n")) != 3 {
+			t.Fatalf("findAndModify by _id: %v %v", doc, err)
+		}
+		if st := lastRequestStats(t, db); st.Charge > 25 {
+			t.Errorf("findAndModify by _id costs %.2f RU", st.Charge)
+		}
+		res, err := coll.DeleteMany(testCtx(t), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1021, 1022, 99999}}}}})
+		if err != nil || res.DeletedCount != 2 {
+			t.Fatalf("deleteMany by _id: %+v %v", res, err)
+		}
+		if st := lastRequestStats(t, db); st.Charge > 30 {
+			t.Errorf("deleteMany of 2 by _id costs %.2f RU", st.Charge)
+		}
+		if n, _ := coll.CountDocuments(testCtx(t), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1021, 1022}}}}}); n != 0 {
+			t.Fatalf("%d deleted documents still found", n)
+		}
 	})
 	t.Run("$in of 10 shard-key values", func(t *testing.T) {
 		in := bson.A{}
