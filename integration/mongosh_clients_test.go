@@ -217,7 +217,7 @@ func TestMongoshThrottling(t *testing.T) {
 	if ms, _ := strconv.Atoi(m[1]); ms < 1 || ms > 1000 {
 		t.Errorf("RetryAfterMs=%s for a 50 RU insert at 400 RU/s", m[1])
 	}
-	for _, want := range []string{"[direct: mongos] shop> true\n", "[direct: mongos] shop> Long('1')\n"} {
+	for _, want := range []string{"[direct: mongos] shop> true\n", "[direct: mongos] shop> 1\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q: the loop did not stop at the first refusal", want)
 		}
