@@ -487,10 +487,11 @@ func growthPhase(ctx context.Context, cfg config, rep *report, want func(string)
 		start := time.Now()
 		from := loaded
 		err := growthLoad(lctx, coll, docs, from, size)
+		outOfTime := lctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if err != nil {
-			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				gr.Note = fmt.Sprintf("loading to %d documents did not finish within %v (all loads' bound): no size above %d measured", size, growthLoadBudget, loaded)
+			if outOfTime {
+				gr.Note = fmt.Sprintf("loading to %d documents did not finish within %v (all loads' bound): no size above %d measured (%v)", size, growthLoadBudget, loaded, err)
 				progress("growth: %s", gr.Note)
 				return nil
 			}
@@ -624,7 +625,13 @@ func growthGoals(rep *report) {
 
 func printGrowthSummary(w io.Writer, rep *report) {
 	gr := rep.Growth
-	if gr == nil || len(gr.Sizes) == 0 {
+	if gr == nil {
+		return
+	}
+	if len(gr.Sizes) == 0 {
+		if gr.Note != "" {
+			fmt.Fprintf(w, "growth: %s\n", gr.Note)
+		}
 		return
 	}
 	fmt.Fprintf(w, "growth: documents of %d bytes sharded on {region: \"hashed\"} (%d values), index {sku: 1}; %d clients; reads capped at maxTimeMS %d\n",
