@@ -547,8 +547,8 @@ func growthPhase(ctx context.Context, cfg config, rep *report, want func(string)
 		gs.Inserted = inserted.Load() - before
 		gr.Sizes = append(gr.Sizes, gs)
 		if si < len(sizes)-1 && gs.Inserted > 0 {
-			// One range delete: without the shard key it reaches every
-			// partition, and it examines the size's documents once.
+			// One range delete on _id, without the shard key: it reaches
+			// every partition.
 			dctx, cancel := context.WithTimeout(ctx, time.Minute)
 			res, err := coll.DeleteMany(dctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: growthInsertBase}}}})
 			cancel()
