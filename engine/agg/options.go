@@ -70,7 +70,8 @@ type Collections interface {
 	// OpenOut starts writing a collection that will replace db.coll when
 	// committed ($out).
 	OpenOut(ctx context.Context, db, coll string) (OutWriter, error)
-	// CollStats answers $collStats with one document per partition.
+	// CollStats answers $collStats with one document per shard (a
+	// Parsec server is one shard).
 	CollStats(ctx context.Context, db, coll string, spec bsoncore.Document) ([]bsoncore.Document, error)
 	// IndexStats answers $indexStats with one document per index.
 	IndexStats(ctx context.Context, db, coll string) ([]bsoncore.Document, error)
