@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/parsecdb/parsec/engine/auth"
 	"github.com/parsecdb/parsec/engine/store"
@@ -88,8 +90,8 @@ func (e *Engine) lookupUser(db, name string) (auth.User, bool, error) {
 
 // cmdSaslStart begins a SCRAM exchange: {saslStart: 1, mechanism, payload,
 // options: {skipEmptyExchange}}.
-func (e *Engine) cmdSaslStart(_ context.Context, req *request) ([]byte, error) {
-	out, err := e.saslStart(req.c, req.name, req.db, req.body)
+func (e *Engine) cmdSaslStart(ctx context.Context, req *request) ([]byte, error) {
+	out, err := e.saslStart(ctx, req.c, req.name, req.db, req.body)
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +99,9 @@ func (e *Engine) cmdSaslStart(_ context.Context, req *request) ([]byte, error) {
 }
 
 // saslStart runs the first step of a SCRAM exchange for saslStart and for
-// hello's speculativeAuthenticate, and returns the reply's fields.
-func (e *Engine) saslStart(c *conn, cmd, db string, body bsoncore.Document) (bson.D, error) {
+// hello's speculativeAuthenticate, and returns the reply's fields. An
+// address that keeps failing waits its turn first (auth.LoginBackoff).
+func (e *Engine) saslStart(ctx context.Context, c *conn, cmd, db string, body bsoncore.Document) (bson.D, error) {
 	var mech string
 	var payload []byte
 	var havePayload, skip bool
@@ -141,11 +144,14 @@ func (e *Engine) saslStart(c *conn, cmd, db string, body bsoncore.Document) (bso
 	if !havePayload {
 		return nil, missingField(cmd, "payload")
 	}
-	conv, err := auth.NewConversation(mech, func(name string) (auth.User, bool, error) { return e.lookupUser(db, name) })
+	conv, err := auth.NewConversation(mech, func(name string) (auth.User, bool, error) { return e.lookupUser(db, name) }, e.decoys)
 	if errors.Is(err, auth.ErrUnknownMechanism) {
 		return nil, errorf(ErrMechanismUnavailable, "Received authentication for mechanism %s which is not enabled (Parsec supports %s)", mech, strings.Join(auth.Mechanisms, " and "))
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := e.awaitLoginTurn(ctx, c); err != nil {
 		return nil, err
 	}
 	out, err := conv.Step(payload)
@@ -175,18 +181,77 @@ func payloadArg(cmd string, v bsoncore.Value) ([]byte, error) {
 	return nil, wrongTypes(cmd, "payload", v, "string, binData")
 }
 
-// authFailed logs a failed authentication and returns what the client sees:
-// the same error whatever went wrong, as MongoDB does.
+// authFailed counts and reports a failed authentication and returns what
+// the client sees: the same error whatever went wrong, as MongoDB does.
+// An address's failures are reported once per interval with their count
+// (auth.LoginBackoff), in the server's log and getLog's.
 func (e *Engine) authFailed(c *conn, db string, conv *auth.Conversation, cause error) *CommandError {
-	var user string
+	var user, mech string
 	if conv != nil {
-		user = conv.Username()
+		user, mech = conv.Username(), conv.Mechanism
+		if conv.Decoy() {
+			cause = errors.New("UserNotFound: no such user or no credentials for the mechanism")
+		}
 	}
-	e.logger.Info("authentication failed", "user", user, "db", db, "remote", c.wc.RemoteAddr().String(), "reason", cause)
 	c.auth.mu.Lock()
 	c.auth.conv = nil
 	c.auth.mu.Unlock()
+	src := sourceAddress(c.wc.RemoteAddr())
+	if count, report := e.logins.Failure(src, e.now()); report {
+		e.logAuthFailures("conn"+strconv.FormatInt(c.wc.ID(), 10), src, count, map[string]any{
+			"mechanism": mech, "principalName": user, "authenticationDatabase": db,
+			"remote": c.wc.RemoteAddr().String(), "error": "AuthenticationFailed: " + cause.Error(),
+		})
+	}
 	return errorf(ErrAuthenticationFailed, "Authentication failed.")
+}
+
+// logAuthFailures reports count failed authentications from address src
+// as MongoDB's "Authentication failed" line (id 20249), with the last
+// attempt's attributes when known; ctxName is the line's ctx (the
+// connection).
+func (e *Engine) logAuthFailures(ctxName, src string, count int, attr map[string]any) {
+	if attr == nil {
+		attr = map[string]any{}
+	}
+	attr["source"] = src
+	attr["failures"] = count
+	e.logs.add(logLineAttr(e.now(), "I", "ACCESS", 20249, ctxName, "Authentication failed", attr))
+	e.logger.Warn("authentication failed", "source", src, "failures", count, "user", attr["principalName"], "db", attr["authenticationDatabase"], "reason", attr["error"])
+}
+
+// reportAuthFailures reports the failures held back since an address's
+// last report, once its interval is over.
+func (e *Engine) reportAuthFailures() {
+	for _, r := range e.logins.Sweep(e.now()) {
+		e.logAuthFailures("AuthFailureReporter", r.Addr, r.Count, nil)
+	}
+}
+
+// awaitLoginTurn holds an authentication attempt from an address that
+// keeps failing until its turn comes (or the client goes away).
+func (e *Engine) awaitLoginTurn(ctx context.Context, c *conn) error {
+	wait := e.logins.Admit(sourceAddress(c.wc.RemoteAddr()), e.now())
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return toCommandError(ctx.Err())
+	}
+}
+
+// sourceAddress is the address failures are counted by: the client's IP
+// without its port.
+func sourceAddress(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		return tcp.IP.String()
+	}
+	return addr.String()
 }
 
 // cmdSaslContinue takes the next step of the connection's SCRAM exchange.
@@ -267,7 +332,7 @@ func (e *Engine) cmdSaslContinue(_ context.Context, req *request) ([]byte, error
 // speculativeAuth answers hello's speculativeAuthenticate: the first SCRAM
 // step, or nothing when it fails (the driver then authenticates as usual
 // and gets the error there).
-func (e *Engine) speculativeAuth(req *request) (bson.D, bool) {
+func (e *Engine) speculativeAuth(ctx context.Context, req *request) (bson.D, bool) {
 	v, err := req.body.LookupErr("speculativeAuthenticate")
 	if err != nil {
 		return nil, false
@@ -286,7 +351,7 @@ func (e *Engine) speculativeAuth(req *request) (bson.D, bool) {
 			db = s
 		}
 	}
-	out, err := e.saslStart(req.c, "saslStart", db, doc)
+	out, err := e.saslStart(ctx, req.c, "saslStart", db, doc)
 	if err != nil {
 		return nil, false
 	}

@@ -20,7 +20,7 @@ const (
 // instead, as Cosmos DB does ("globaldb"), so connection strings that name
 // the set work unchanged (cmd_replset.go). No topologyVersion is sent, so
 // drivers poll instead of streaming hello.
-func (e *Engine) cmdHello(_ context.Context, req *request) ([]byte, error) {
+func (e *Engine) cmdHello(ctx context.Context, req *request) ([]byte, error) {
 	var compression []string
 	helloOK := false
 	if v, err := req.body.LookupErr("compression"); err == nil {
@@ -85,7 +85,7 @@ func (e *Engine) cmdHello(_ context.Context, req *request) ([]byte, error) {
 	if mechs, ok := e.saslMechs(req); ok {
 		d = append(d, bson.E{Key: "saslSupportedMechs", Value: mechs})
 	}
-	if out, ok := e.speculativeAuth(req); ok {
+	if out, ok := e.speculativeAuth(ctx, req); ok {
 		d = append(d, bson.E{Key: "speculativeAuthenticate", Value: out})
 	}
 	return okReply(d...)

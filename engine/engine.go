@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/auth"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
@@ -85,6 +86,12 @@ type Config struct {
 	// with role root and this password (the password is reset at every
 	// start), so a fresh server with Auth can be used at once.
 	RootUser, RootPassword string
+	// AuthBackoff slows the authentication attempts of an address that
+	// keeps failing (zero fields: auth.DefaultBackoffLimits).
+	AuthBackoff auth.BackoffLimits
+	// DecoyKey keys the credentials shown for users that do not exist
+	// (nil: a random key per process; cmd_auth.go).
+	DecoyKey []byte
 }
 
 // Engine runs commands. It implements wire.Handler.
@@ -116,6 +123,10 @@ type Engine struct {
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64
+	// decoys answer for unknown users; logins slows and reports the
+	// addresses that keep failing to authenticate (cmd_auth.go).
+	decoys *auth.Decoys
+	logins *auth.LoginBackoff
 
 	// retryable writes' sessions and fail point (retryable.go)
 	sessions          *sessionTable
@@ -158,6 +169,13 @@ func New(cfg Config) *Engine {
 		stop:     make(chan struct{}),
 	}
 	e.electionID = bson.NewObjectIDFromTimestamp(e.started)
+	decoys, err := auth.NewDecoys(cfg.DecoyKey)
+	if err != nil {
+		logger.Error("decoy key refused: using a random one", "err", err)
+		decoys, _ = auth.NewDecoys(nil) // crypto/rand does not fail
+	}
+	e.decoys = decoys
+	e.logins = auth.NewLoginBackoff(cfg.AuthBackoff)
 	e.profile.init()
 	if cfg.EnableTestCommands {
 		e.commands["configureFailPoint"] = command{name: "configureFailPoint", adminOnly: true,
@@ -183,6 +201,7 @@ func New(cfg Config) *Engine {
 		}
 	}
 	e.every(min(timeout/4, time.Minute), e.reapCursors)
+	e.every(e.logins.Limits().LogInterval, e.reportAuthFailures)
 	if e.store != nil {
 		every := cfg.TTLInterval
 		if every <= 0 {

@@ -70,15 +70,16 @@ func (r *opRegistry) kill(id int32) bool {
 }
 
 // snapshot copies the running operations, each with a copy of its
-// command: the original belongs to its connection's frame. The lock is
-// held for the copies alone, since every command takes it twice.
+// command with its secrets redacted (redact.go): the original belongs to
+// its connection's frame. The lock is held for the copies alone, since
+// every command takes it twice.
 func (r *opRegistry) snapshot() []activeOp {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]activeOp, 0, len(r.m))
 	for _, op := range r.m {
 		cp := *op
-		cp.body, cp.cancel = bytes.Clone(op.body), nil
+		cp.body, cp.cancel = bytes.Clone(redactCommand(op.name, op.body)), nil
 		out = append(out, cp)
 	}
 	return out

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine"
+	"github.com/parsecdb/parsec/engine/auth"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/wire"
 )
@@ -58,6 +59,9 @@ type ServerOptions struct {
 	// ReplicaSet presents the server as the primary of a one-member
 	// replica set of that name (as --replica-set does).
 	ReplicaSet string
+	// AuthBackoff slows addresses that keep failing to authenticate
+	// (zero fields: the defaults).
+	AuthBackoff auth.BackoffLimits
 }
 
 // StartServer starts a server on 127.0.0.1:0 with its data in a temporary
@@ -116,6 +120,7 @@ func Launch(opts ServerOptions) (*Server, error) {
 		RootUser:            opts.RootUser,
 		RootPassword:        opts.RootPassword,
 		ReplicaSet:          opts.ReplicaSet,
+		AuthBackoff:         opts.AuthBackoff,
 		Argv:                []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
 		Options:             map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
 	})

@@ -11,13 +11,22 @@
 //     SCRAM password, SCRAM-SHA-256 the SASLprep'd password, as drivers do.
 //   - A Conversation runs one SCRAM exchange against a lookup of stored
 //     credentials; it is valid only after the client proved the password
-//     and received the server's signature.
+//     and received the server's signature. A user that does not exist
+//     gets decoy credentials (Decoys): a salt stable for its name, the
+//     real iteration count, keys nobody can match; so the exchange fails
+//     at the proof, with the same error and the same work as a wrong
+//     password. A user without keys for the mechanism fails at once.
+//   - LoginBackoff slows the authentication attempts of a source address
+//     that keeps failing; time is an input.
 //   - Allowed reports whether roles grant a class of command on a database.
 package auth
 
 import (
+	"bytes"
+	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -162,14 +171,61 @@ var ErrAuthFailed = errors.New("authentication failed")
 type Conversation struct {
 	Mechanism string
 	conv      *scram.ServerConversation
+	// decoy: the client named a user without keys for the mechanism and
+	// is answered with decoy credentials.
+	decoy bool
 }
 
 // Lookup finds a user by the name the client sent; ok false when there is
 // none.
 type Lookup func(name string) (u User, ok bool, err error)
 
-// NewConversation starts a SCRAM exchange of mechanism against lookup.
-func NewConversation(mechanism string, lookup Lookup) (*Conversation, error) {
+// Decoys derive the credentials a conversation shows for a user that does
+// not exist: from a secret key and the user's name, so that the salt is
+// the same at every attempt, as a real user's is.
+type Decoys struct {
+	key []byte
+}
+
+// NewDecoys makes decoy credentials keyed by key (at least 16 bytes of
+// secret randomness; nil draws 32 random bytes).
+func NewDecoys(key []byte) (*Decoys, error) {
+	if key == nil {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+	}
+	if len(key) < 16 {
+		return nil, errors.New("decoy key shorter than 16 bytes")
+	}
+	return &Decoys{key: bytes.Clone(key)}, nil
+}
+
+// credentials are the decoy keys of user name for mechanism: the salt
+// length and iteration count of real ones, a salt and keys derived from
+// the decoy key. The keys are no hash of any password, so no proof
+// matches them.
+func (d *Decoys) credentials(mechanism, name string) scram.StoredCredentials {
+	derive := func(label string, n int) []byte {
+		m := hmac.New(sha256.New, d.key)
+		m.Write([]byte(label + "\x00" + mechanism + "\x00" + name))
+		return m.Sum(nil)[:n]
+	}
+	saltLen, iters, keyLen := 28, sha256Iterations, sha256.Size
+	if mechanism == SHA1 {
+		saltLen, iters, keyLen = 16, sha1Iterations, 20
+	}
+	return scram.StoredCredentials{
+		KeyFactors: scram.KeyFactors{Salt: string(derive("salt", saltLen)), Iters: iters},
+		StoredKey:  derive("stored", keyLen),
+		ServerKey:  derive("server", keyLen),
+	}
+}
+
+// NewConversation starts a SCRAM exchange of mechanism against lookup; a
+// user lookup does not know gets decoys' credentials.
+func NewConversation(mechanism string, lookup Lookup, decoys *Decoys) (*Conversation, error) {
 	var h scram.HashGeneratorFcn
 	switch mechanism {
 	case SHA1:
@@ -179,19 +235,27 @@ func NewConversation(mechanism string, lookup Lookup) (*Conversation, error) {
 	default:
 		return nil, ErrUnknownMechanism
 	}
+	if decoys == nil {
+		return nil, errors.New("auth: NewConversation without decoys")
+	}
+	conv := &Conversation{Mechanism: mechanism}
 	srv, err := h.NewServer(func(name string) (scram.StoredCredentials, error) {
 		u, ok, err := lookup(name)
 		if err != nil {
 			return scram.StoredCredentials{}, err
 		}
 		if !ok {
-			return scram.StoredCredentials{}, ErrAuthFailed
+			conv.decoy = true
+			return decoys.credentials(mechanism, name), nil
 		}
 		c := u.Credentials.SHA256
 		if mechanism == SHA1 {
 			c = u.Credentials.SHA1
 		}
 		if c == nil {
+			// As MongoDB: the user exists (hello's saslSupportedMechs
+			// says so) but not for this mechanism; failing now lets a
+			// driver's speculative SCRAM-SHA-256 fall back to SHA-1.
 			return scram.StoredCredentials{}, ErrAuthFailed
 		}
 		return c.stored()
@@ -199,8 +263,13 @@ func NewConversation(mechanism string, lookup Lookup) (*Conversation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conversation{Mechanism: mechanism, conv: srv.NewConversation()}, nil
+	conv.conv = srv.NewConversation()
+	return conv, nil
 }
+
+// Decoy reports whether the client named a user that does not exist (for
+// the server's log only).
+func (c *Conversation) Decoy() bool { return c.decoy }
 
 func (c *Credential) stored() (scram.StoredCredentials, error) {
 	salt, err1 := unb64(c.Salt)

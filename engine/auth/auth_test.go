@@ -3,6 +3,8 @@ package auth
 import (
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/xdg-go/scram"
@@ -24,7 +26,7 @@ func converse(t *testing.T, mech string, u User, name, password string) (serverO
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv, err := NewConversation(mech, only(u))
+	conv, err := NewConversation(mech, only(u), testDecoys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +47,15 @@ func converse(t *testing.T, mech string, u User, name, password string) (serverO
 	}
 	return conv.Valid(), cc.Valid()
 }
+
+// testDecoys are the decoy credentials of the tests.
+var testDecoys = func() *Decoys {
+	d, err := NewDecoys([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}()
 
 // only is a lookup that knows u alone.
 func only(u User) Lookup {
@@ -94,7 +105,7 @@ func TestConversations(t *testing.T) {
 	if again.SHA256.StoredKey == creds.SHA256.StoredKey {
 		t.Error("two users with one password share stored keys")
 	}
-	if _, err := NewConversation("PLAIN", nil); !errors.Is(err, ErrUnknownMechanism) {
+	if _, err := NewConversation("PLAIN", nil, testDecoys); !errors.Is(err, ErrUnknownMechanism) {
 		t.Errorf("PLAIN: %v", err)
 	}
 	if _, err := NewCredentials("x", "\u0007bell", []string{SHA256}); !errors.Is(err, ErrPassword) {
@@ -180,4 +191,136 @@ func TestPrivileges(t *testing.T) {
 	if len(Privileges([]RoleRef{{Role: "root", DB: "shop"}})) != 0 {
 		t.Error("root outside admin grants privileges")
 	}
+}
+
+// firstReply runs a SCRAM exchange's first step for name with a wrong
+// password, and returns the server's first message and the error of the
+// step that takes the client's proof.
+func firstReply(t *testing.T, mech string, lookup Lookup, name string) (string, error) {
+	t.Helper()
+	h := scram.SHA256
+	if mech == SHA1 {
+		h = scram.SHA1
+	}
+	cl, err := h.NewClientUnprepped(name, "wrong", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := NewConversation(mech, lookup, testDecoys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := cl.NewConversation()
+	m1, _ := cc.Step("")
+	out, err := conv.Step([]byte(m1))
+	if err != nil {
+		t.Fatalf("%s: the first step for %q failed: %v", mech, name, err)
+	}
+	m2, err := cc.Step(string(out))
+	if err != nil {
+		t.Fatalf("%s: the client refused the server's first message %q: %v", mech, out, err)
+	}
+	_, err = conv.Step([]byte(m2))
+	if err == nil || conv.Valid() {
+		t.Fatalf("%s: %q authenticated with a wrong password", mech, name)
+	}
+	return string(out), err
+}
+
+// saltAndIterations reads s= and i= of a server-first message.
+func saltAndIterations(msg string) (salt, iters string) {
+	for _, f := range strings.Split(msg, ",") {
+		switch {
+		case strings.HasPrefix(f, "s="):
+			salt = f[2:]
+		case strings.HasPrefix(f, "i="):
+			iters = f[2:]
+		}
+	}
+	return salt, iters
+}
+
+// TestDecoyCredentials: a user that does not exist is answered like a
+// real one: a salt of the real length that
+// is the same at every attempt and differs between names, the default
+// iteration count, and a failure at the proof with the error of a wrong
+// password; the conversation says it used a decoy.
+func TestDecoyCredentials(t *testing.T) {
+	creds, err := NewCredentials("alice", "pencil", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha1Only, err := NewCredentials("carol", "pencil", []string{SHA1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(n string) (User, bool, error) {
+		switch n {
+		case "alice":
+			return User{User: n, Credentials: creds}, true, nil
+		case "carol":
+			return User{User: n, Credentials: sha1Only}, true, nil
+		}
+		return User{}, false, nil
+	}
+	for _, mech := range Mechanisms {
+		real := creds.SHA256
+		if mech == SHA1 {
+			real = creds.SHA1
+		}
+		realMsg, realErr := firstReply(t, mech, lookup, "alice")
+		realSalt, realIters := saltAndIterations(realMsg)
+		if realSalt != real.Salt || realIters != strconv.Itoa(real.IterationCount) {
+			t.Fatalf("%s: real first message %q", mech, realMsg)
+		}
+		ghost1, err1 := firstReply(t, mech, lookup, "ghost")
+		ghost2, err2 := firstReply(t, mech, lookup, "ghost")
+		other, _ := firstReply(t, mech, lookup, "ghost2")
+		s1, i1 := saltAndIterations(ghost1)
+		s2, _ := saltAndIterations(ghost2)
+		so, _ := saltAndIterations(other)
+		if s1 == "" || s1 != s2 {
+			t.Errorf("%s: decoy salts %q and %q for one name", mech, s1, s2)
+		}
+		if so == s1 {
+			t.Errorf("%s: two names share the decoy salt %q", mech, s1)
+		}
+		if raw1, _ := unb64(s1); len(raw1) != len(mustUnb64(t, real.Salt)) {
+			t.Errorf("%s: decoy salt of %d bytes, real ones have %d", mech, len(raw1), len(mustUnb64(t, real.Salt)))
+		}
+		if i1 != realIters {
+			t.Errorf("%s: decoy iterations %s, real %s", mech, i1, realIters)
+		}
+		if err1.Error() != realErr.Error() || err2.Error() != realErr.Error() {
+			t.Errorf("%s: unknown user fails with %q, wrong password with %q", mech, err1, realErr)
+		}
+		conv, _ := NewConversation(mech, lookup, testDecoys)
+		_, _ = conv.Step([]byte("n,,n=ghost,r=abc"))
+		if !conv.Decoy() {
+			t.Errorf("%s: the conversation for an unknown user is no decoy", mech)
+		}
+	}
+	// A user without SCRAM-SHA-256 keys fails at the first step, as in
+	// MongoDB (drivers then fall back to SCRAM-SHA-1).
+	conv, _ := NewConversation(SHA256, lookup, testDecoys)
+	if out, err := conv.Step([]byte("n,,n=carol,r=abc")); err == nil || conv.Decoy() {
+		t.Errorf("SCRAM-SHA-256 for a SCRAM-SHA-1 user: %q, %v, decoy %v", out, err, conv.Decoy())
+	}
+	if _, err := NewDecoys([]byte("short")); err == nil {
+		t.Error("a 5-byte decoy key was accepted")
+	}
+	// Another key gives other salts.
+	d2, _ := NewDecoys(nil)
+	if d2.credentials(SHA256, "ghost").Salt == testDecoys.credentials(SHA256, "ghost").Salt {
+		t.Error("two decoy keys give one salt")
+	}
+}
+
+func mustUnb64(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := unb64(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -33,7 +33,7 @@ func FuzzConversation(f *testing.F) {
 	f.Add(uint8(1), []byte("n,,n=us=2Cer,r=1,e=x"), []byte(","), []byte("=="))
 	f.Fuzz(func(t *testing.T, mech uint8, m1, m2, m3 []byte) {
 		name := Mechanisms[int(mech)%len(Mechanisms)]
-		conv, err := NewConversation(name, only(fuzzUser))
+		conv, err := NewConversation(name, only(fuzzUser), testDecoys)
 		if err != nil {
 			t.Fatal(err)
 		}
