@@ -253,9 +253,10 @@ func mapBadgerErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, badger.ErrConflict):
-		return fmt.Errorf("%w: %v", ErrConflict, err)
+		// Clients see these messages: they speak of Parsec, not Badger.
+		return fmt.Errorf("%w: a concurrent write changed what this one read", ErrConflict)
 	case errors.Is(err, badger.ErrTxnTooBig):
-		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+		return fmt.Errorf("%w: the write is larger than one storage transaction holds", ErrTooLarge)
 	case errors.Is(err, badger.ErrDBClosed):
 		return ErrClosed
 	}
