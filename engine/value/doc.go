@@ -112,6 +112,6 @@
 //
 // The format is the one this version writes, not a compatible evolution:
 // earlier development builds encoded numbers as a float64 and an integer
-// remainder, and keys they wrote are not migrated (no release ever
-// wrote them).
+// remainder, and kept encodings longer than 1883 bytes whole; keys they
+// wrote are not migrated (no release ever wrote them).
 package value
