@@ -98,6 +98,10 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 			toBuild = append(toBuild, is)
 		}
 	}
+	if n := int(before) + len(toBuild); n > maxIndexes {
+		over := toBuild[max(0, maxIndexes-int(before))]
+		return nil, errorf(ErrCannotCreateIndex, "add index fails, too many indexes for %s key:%s", namespaceOf(req.db, name), shellString(docValue(over.ix.Key)))
+	}
 	reply := bson.D{{Key: "numIndexesBefore", Value: int32(before)}}
 	if len(toBuild) == 0 {
 		reply = append(reply, bson.E{Key: "numIndexesAfter", Value: int32(before)}, bson.E{Key: "note", Value: "all indexes already exist"})
@@ -145,6 +149,9 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 	return okDoc(reply)
 }
 
+// maxIndexes is MongoDB's limit of indexes per collection, _id's included.
+const maxIndexes = 64
+
 // indexCount is how many indexes c has, those being built included: _id,
 // the shard-key index of a sharded collection and the secondary indexes.
 func indexCount(c *store.Collection) int32 {
@@ -189,8 +196,9 @@ func shardKeyIndexRequested(c *store.Collection, r bsoncore.Document) (bool, err
 // refuses one that clashes with an existing index by name or key.
 func existingIndex(c *store.Collection, is indexSpec) (bool, error) {
 	if sameKey(is.ix.Key, idKeyPattern) {
+		_, uniqueErr := bsoncore.Document(is.spec).LookupErr("unique")
 		switch {
-		case is.ix.Unique:
+		case uniqueErr == nil: // unique: false as much as true
 			return false, errorf(ErrInvalidIndexSpecificationOption, "The field 'unique' is not valid for an _id index specification. Specification: %s", shellString(docValue(is.spec)))
 		case is.ix.Name == idIndexName || is.ix.Name == "_id_1":
 			return true, nil
