@@ -109,6 +109,11 @@ func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 			}
 			switch k {
 			case "sort":
+				// MongoDB orders by at most 32 keys (Ordering).
+				if n, _ := d.Elements(); len(n) > 32 {
+					err = errorf(ErrTooManyCompoundKeys, "too many compound keys")
+					break
+				}
 				a.sort = d
 			case "projection":
 				a.projection = d
