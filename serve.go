@@ -38,6 +38,7 @@ type serveOptions struct {
 	partitionMaxBytes        byteSize
 	logicalPartitionMaxBytes byteSize
 	defaultThroughput        int
+	maxThroughput            int
 
 	// request units
 	rateLimiting    bool
@@ -98,6 +99,7 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.Var(&o.partitionMaxBytes, "partition-max-bytes", "a physical partition bigger than this splits (units B, KiB, MiB, GiB, TiB; KB etc. are the same)")
 	f.Var(&o.logicalPartitionMaxBytes, "logical-partition-max-bytes", "writes that would grow one shard-key value's documents past this fail")
 	f.IntVar(&o.defaultThroughput, "default-throughput", engine.DefaultThroughputRUs, "RU/s of a collection created without throughput (manual)")
+	f.IntVar(&o.maxThroughput, "max-throughput", engine.DefaultMaxThroughput, "most RU/s (manual, or autoscale's maximum) a collection or database may be given")
 	f.BoolVar(&o.rateLimiting, "rate-limiting", false, "refuse requests over their partition's RU budget with 16500 TooManyRequests (request units are charged and reported either way)")
 	f.BoolVar(&o.serverSideRetry, "server-side-retry", false, "wait and retry requests over budget, up to 60 s, then fail with 50 ExceededTimeLimit (implies --rate-limiting)")
 	f.Float64Var(&o.ruBurstSeconds, "ru-burst-seconds", 1, "each partition's bucket holds this many seconds of its RU/s (Cosmos DB: 1)")
@@ -118,6 +120,8 @@ func (o *serveOptions) validate() error {
 	switch {
 	case o.partitionMaxRUs < 1:
 		return fmt.Errorf("--partition-max-rus must be at least 1")
+	case o.maxThroughput < 400:
+		return fmt.Errorf("--max-throughput must be at least 400")
 	case o.partitionMaxBytes < 1 || o.logicalPartitionMaxBytes < 1:
 		return fmt.Errorf("--partition-max-bytes and --logical-partition-max-bytes must be positive")
 	case o.defaultThroughput < 400 || o.defaultThroughput%100 != 0:
@@ -210,6 +214,7 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 			MaxBytes:          int64(o.partitionMaxBytes),
 			LogicalMaxBytes:   int64(o.logicalPartitionMaxBytes),
 			DefaultThroughput: o.defaultThroughput,
+			MaxThroughput:     o.maxThroughput,
 		},
 		RequestUnits: engine.RequestUnitOptions{
 			RateLimiting:    o.rateLimiting,
@@ -274,6 +279,7 @@ func (o *serveOptions) asMap() map[string]any {
 		"partitionMaxBytes":        int64(o.partitionMaxBytes),
 		"logicalPartitionMaxBytes": int64(o.logicalPartitionMaxBytes),
 		"defaultThroughput":        int64(o.defaultThroughput),
+		"maxThroughput":            int64(o.maxThroughput),
 
 		"rateLimiting":    o.rateLimiting,
 		"serverSideRetry": o.serverSideRetry,

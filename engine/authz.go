@@ -92,9 +92,21 @@ func needs(cmd command, req *request) []need {
 			out = append(out, need{auth.ClassWrite, target}, need{auth.ClassDDL, target})
 		}
 	case "customAction":
+		// Creating is DDL, as create is; changing throughput or choosing
+		// a shard key is dbAdmin's, as collMod and MongoDB's sharding
+		// commands are.
 		if v, err := req.body.LookupErr("customAction"); err == nil {
-			if s, _ := v.StringValueOK(); len(s) > 6 && (s[:6] == "Create" || s[:6] == "Update") {
+			s, _ := v.StringValueOK()
+			switch {
+			case strings.HasPrefix(s, "Update"):
+				out[0].class = auth.ClassDBAdmin
+			case strings.HasPrefix(s, "Create"):
 				out[0].class = auth.ClassDDL
+				for _, f := range []string{"offerThroughput", "autoScaleSettings", "shardKey"} {
+					if _, err := req.body.LookupErr(f); err == nil {
+						out[0].class = auth.ClassDBAdmin
+					}
+				}
 			}
 		}
 	case "createUser", "updateUser", "grantRolesToUser":

@@ -39,6 +39,13 @@ func (e *Engine) cmdCustomAction(ctx context.Context, req *request) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
+	if limit := e.limits.MaxThroughput; !args.throughput.IsZero() && args.throughput.Limit() > float64(limit) {
+		field := "offerThroughput"
+		if args.throughput.IsAutoscale() {
+			field = "autoScaleSettings.maxThroughput"
+		}
+		return nil, errorf(ErrBadValue, "%s %.0f is above the most a collection or database may have, %d RU/s (--max-throughput)", field, args.throughput.Limit(), limit)
+	}
 	switch action {
 	case "CreateDatabase":
 		return e.createDatabase(req.db, args)

@@ -30,6 +30,10 @@ type PartitionLimits struct {
 	// DefaultThroughput is the manual RU/s of a collection created
 	// without throughput in a database without shared throughput (400).
 	DefaultThroughput int
+	// MaxThroughput is the most RU/s (manual, or autoscale's maximum) a
+	// collection or database may be given (Cosmos DB's 1,000,000 without
+	// a support request).
+	MaxThroughput int
 }
 
 // Cosmos DB's values.
@@ -38,6 +42,7 @@ const (
 	DefaultPartitionMaxBytes        = 50 << 30
 	DefaultLogicalPartitionMaxBytes = 20 << 30
 	DefaultThroughputRUs            = 400
+	DefaultMaxThroughput            = 1_000_000
 )
 
 func (l PartitionLimits) withDefaults() PartitionLimits {
@@ -52,6 +57,9 @@ func (l PartitionLimits) withDefaults() PartitionLimits {
 	}
 	if l.DefaultThroughput <= 0 {
 		l.DefaultThroughput = DefaultThroughputRUs
+	}
+	if l.MaxThroughput <= 0 {
+		l.MaxThroughput = DefaultMaxThroughput
 	}
 	return l
 }

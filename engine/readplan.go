@@ -38,12 +38,12 @@ type readPlan struct {
 	// hintedShardKey: a hint names the shard-key index; no secondary
 	// index is used.
 	hintedShardKey bool
-	streamByID   bool // sort {_id: 1} answered by key order
-	returnKey    bool
-	noDiskUse    bool         // allowDiskUse: false given explicitly
-	index        *indexPlan   // secondary indexes read (indexplan.go); nil: none
-	hinted       *store.Index // the secondary index a hint names
-	naturalHint  bool         // hint {$natural: ±1}: a collection scan, whatever the sort
+	streamByID     bool // sort {_id: 1} answered by key order
+	returnKey      bool
+	noDiskUse      bool         // allowDiskUse: false given explicitly
+	index          *indexPlan   // secondary indexes read (indexplan.go); nil: none
+	hinted         *store.Index // the secondary index a hint names
+	naturalHint    bool         // hint {$natural: ±1}: a collection scan, whatever the sort
 }
 
 // idRange is min/max on the _id index: [min, max).

@@ -136,15 +136,14 @@ func partitionsOf(c *store.Collection) []partitionSpan {
 // logical partitions of those values, in the partitions that own them;
 // anything else reads every partition whole.
 func routePartitions(c *store.Collection, filter bsoncore.Document) []partitionSpan {
-	all := partitionsOf(c)
 	if len(filter) <= 5 || !c.Sharded() {
-		return all
+		return partitionsOf(c)
 	}
 	vals, ok := c.Spec().Values(filter)
 	if !ok {
-		return all
+		return partitionsOf(c)
 	}
-	return logicalSpans(c, all, vals)
+	return logicalSpans(c, vals)
 }
 
 // maxIDLookups is the most _id values a write looks up in the _id index;
@@ -203,10 +202,10 @@ func idLookups(tx *store.Txn, c *store.Collection, sp partitionSpan, resume []by
 	return keys, nil
 }
 
-// logicalSpans are the partitions of all that own the shard-key values
-// vals, each with the key ranges of those values' logical partitions: n
-// values cost O(n log n).
-func logicalSpans(c *store.Collection, all []partitionSpan, vals []bsoncore.Value) []partitionSpan {
+// logicalSpans are the partitions of c that own the shard-key values vals,
+// each with the key ranges of those values' logical partitions: n values
+// cost O(n log n), and O(n log P) in the number P of partitions.
+func logicalSpans(c *store.Collection, vals []bsoncore.Value) []partitionSpan {
 	m := c.Map()
 	type lp struct {
 		part int
@@ -232,11 +231,11 @@ func logicalSpans(c *store.Collection, all []partitionSpan, vals []bsoncore.Valu
 	slices.SortFunc(lps, func(a, b lp) int { return bytes.Compare(a.r.Start, b.r.Start) })
 	lps = slices.CompactFunc(lps, func(a, b lp) bool { return bytes.Equal(a.r.Start, b.r.Start) })
 	var out []partitionSpan
+	last := -1
 	for _, l := range lps {
-		if len(out) == 0 || out[len(out)-1].id != all[l.part].id {
-			sp := all[l.part]
-			sp.lps = nil
-			out = append(out, sp)
+		if l.part != last {
+			out = append(out, spanOf(c, m.At(l.part)))
+			last = l.part
 		}
 		last := &out[len(out)-1]
 		last.lps = append(last.lps, l.r)

@@ -128,26 +128,40 @@ func (t *throughputs) syncLocked(c *store.Collection, gen int64) *collUnits {
 			u.byID[id] = p
 		}
 	}
+	// One change of each pool, however many partitions come and go.
 	m := c.Map()
 	u.parts = make([]*ru.Partition, m.Len())
+	var missing []int // positions without a partition yet
+	var moved []*ru.Partition
 	for i, p := range m.Partitions() {
 		rp := u.byID[p.ID]
 		switch {
 		case rp == nil:
-			rp = pool.NewPartition(now)
-			u.byID[p.ID] = rp
+			missing = append(missing, i)
+			continue
 		case old.pool != pool:
-			old.pool.Detach(now, rp)
-			pool.Attach(now, rp)
+			moved = append(moved, rp)
 		}
 		u.parts[i] = rp
 		live[rp] = true
 	}
+	var gone []*ru.Partition
 	if old != nil {
 		for _, rp := range old.parts {
 			if !live[rp] { // split: its children serve its range now
-				old.pool.Detach(now, rp)
+				gone = append(gone, rp)
 			}
+		}
+	}
+	if old != nil && old.pool != pool {
+		old.pool.Change(now, append(gone, moved...), nil, 0)
+		gone = nil
+	}
+	if len(gone) > 0 || len(moved) > 0 || len(missing) > 0 {
+		added := pool.Change(now, gone, moved, len(missing))
+		for j, i := range missing {
+			u.parts[i] = added[j]
+			u.byID[m.At(i).ID] = added[j]
 		}
 	}
 	t.colls[c.ID] = u

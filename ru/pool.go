@@ -96,6 +96,43 @@ func (p *Pool) Detach(now time.Time, part *Partition) {
 	p.redivide(now)
 }
 
+// Change, at now, detaches the partitions of detach, attaches those of
+// attach (as Attach does) and adds n new partitions, then re-divides once:
+// a change of many partitions (a collection whose map grew to thousands)
+// costs O(partitions), where one Attach or NewPartition each would cost
+// O(partitions²). It returns the new partitions.
+func (p *Pool) Change(now time.Time, detach, attach []*Partition, n int) []*Partition {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(detach) > 0 {
+		gone := make(map[*Partition]bool, len(detach))
+		for _, part := range detach {
+			gone[part] = true
+		}
+		p.parts = slices.DeleteFunc(p.parts, func(part *Partition) bool { return gone[part] })
+	}
+	if len(attach) > 0 {
+		have := make(map[*Partition]bool, len(p.parts))
+		for _, part := range p.parts {
+			have[part] = true
+		}
+		for _, part := range attach {
+			if !have[part] {
+				p.parts = append(p.parts, part)
+				have[part] = true
+			}
+		}
+	}
+	rate := p.throughput.PartitionRate(len(p.parts) + n)
+	added := make([]*Partition, n)
+	for i := range added {
+		added[i] = newPartition(now, rate, rate*p.burstSeconds, p.hotKeys)
+	}
+	p.parts = append(p.parts, added...)
+	p.redivide(now)
+	return added
+}
+
 // SetThroughput changes the pool's throughput at now and re-divides.
 func (p *Pool) SetThroughput(now time.Time, t Throughput) {
 	p.mu.Lock()

@@ -188,25 +188,43 @@ func (p Partition) Midpoint() uint64 { return p.Min + p.Width()/2 + 1 }
 // throughput adds partitions. A partition of a single point cannot split;
 // when none can, the map stays smaller.
 func (m *Map) SplitTo(n int) *Map {
-	out := m
-	for out.Len() < n {
-		best := -1
-		for i, p := range out.parts {
-			if p.Width() > 0 && (best < 0 || p.Width() > out.parts[best].Width()) {
-				best = i
+	if m.Len() >= n {
+		return m
+	}
+	// In rounds: the widest partitions, in map order, split one after the
+	// other (their children are narrower, so the order of single splits
+	// is the same), each round building the map once: O(n) per round and
+	// a few rounds per halving of the width, where single splits cost
+	// O(n) each.
+	parts := slices.Clone(m.parts)
+	nextID := m.nextID
+	for len(parts) < n {
+		var widest uint64
+		found := false
+		for _, p := range parts {
+			if p.Width() > 0 && (!found || p.Width() > widest) {
+				widest, found = p.Width(), true
 			}
 		}
-		if best < 0 {
-			return out
+		if !found {
+			break
 		}
-		p := out.parts[best]
-		next, err := out.Split(p.ID, p.Midpoint())
-		if err != nil {
-			return out // cannot happen: the midpoint of a wider-than-one range is inside it
+		out := make([]Partition, 0, min(2*len(parts), n))
+		for i, p := range parts {
+			if p.Width() != widest || len(out)+len(parts)-i >= n {
+				out = append(out, p)
+				continue
+			}
+			at := p.Midpoint()
+			parents := append(slices.Clone(p.Parents), p.ID)
+			out = append(out,
+				Partition{ID: nextID, Min: p.Min, Max: at - 1, Parents: parents},
+				Partition{ID: nextID + 1, Min: at, Max: p.Max, Parents: slices.Clone(parents)})
+			nextID += 2
 		}
-		out = next
+		parts = out
 	}
-	return out
+	return &Map{parts: parts, nextID: nextID}
 }
 
 // SplitPoint chooses where to split a partition by size: given the

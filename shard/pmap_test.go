@@ -282,3 +282,49 @@ func TestPartitionCounts(t *testing.T) {
 
 // newRand is a fixed source for testing/quick, so failures replay.
 func newRand(seed int64) *oldrand.Rand { return oldrand.New(oldrand.NewSource(seed)) }
+
+// splitToReference is SplitTo as single splits: the widest partition
+// (the first of equal width) at its midpoint, until there are n.
+func splitToReference(m *Map, n int) *Map {
+	out := m
+	for out.Len() < n {
+		best := -1
+		for i, p := range out.parts {
+			if p.Width() > 0 && (best < 0 || p.Width() > out.parts[best].Width()) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		p := out.parts[best]
+		next, err := out.Split(p.ID, p.Midpoint())
+		if err != nil {
+			panic(err)
+		}
+		out = next
+	}
+	return out
+}
+
+// TestSplitToMatchesSingleSplits checks SplitTo's rounds against one split
+// at a time, from maps of equal and unequal widths.
+func TestSplitToMatchesSingleSplits(t *testing.T) {
+	starts := []*Map{NewMap(1), NewMap(3), NewMap(7)}
+	if m, err := NewMap(2).Split(0, 1<<60); err == nil {
+		starts = append(starts, m)
+	}
+	for _, start := range starts {
+		for _, n := range []int{1, 2, 3, 5, 8, 13, 64, 100, 333, 1000} {
+			got, want := start.SplitTo(n), splitToReference(start, n)
+			if !slices.EqualFunc(got.Partitions(), want.Partitions(), func(a, b Partition) bool {
+				return a.ID == b.ID && a.Min == b.Min && a.Max == b.Max && slices.Equal(a.Parents, b.Parents)
+			}) || got.NextID() != want.NextID() {
+				t.Fatalf("SplitTo(%d) from %d partitions differs from single splits", n, start.Len())
+			}
+		}
+	}
+	if m := NewMap(1).SplitTo(10_000); m.Len() != 10_000 || m.Validate() != nil {
+		t.Fatalf("SplitTo(10,000): %d partitions, %v", m.Len(), m.Validate())
+	}
+}
