@@ -257,7 +257,9 @@ func TestLargeValues(t *testing.T) {
 				return bson.D{{Key: "_id", Value: v}, {Key: "n", Value: n}, {Key: "k", Value: n % 3}}
 			}},
 		{name: "id in one logical partition", field: "_id", setup: shardedColl("k"), extra: bson.D{{Key: "k", Value: 0}},
-			doc: func(n int, v string) bson.D { return bson.D{{Key: "_id", Value: v}, {Key: "n", Value: n}, {Key: "k", Value: 0}} }},
+			doc: func(n int, v string) bson.D {
+				return bson.D{{Key: "_id", Value: v}, {Key: "n", Value: n}, {Key: "k", Value: 0}}
+			}},
 		{name: "shard key", field: "k", setup: shardedColl("k"),
 			doc: func(n int, v string) bson.D {
 				return bson.D{{Key: "_id", Value: n}, {Key: "n", Value: n}, {Key: "k", Value: v}}
