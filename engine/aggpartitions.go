@@ -126,7 +126,7 @@ func (r *partitionReader) readLoop() {
 		case <-r.stop:
 			return
 		}
-		b.err = r.fill(b)
+		b.err = r.fillRecovering(b)
 		select {
 		case r.ready <- b:
 		case <-r.stop:
@@ -136,6 +136,17 @@ func (r *partitionReader) readLoop() {
 			return
 		}
 	}
+}
+
+// fillRecovering is fill on the read-ahead goroutine, a panic becoming
+// the batch's error.
+func (r *partitionReader) fillRecovering(b *readBatch) (err error) {
+	defer func() {
+		if p := agg.Recovered(recover()); p != nil {
+			err = p
+		}
+	}()
+	return r.fill(b)
 }
 
 // fill reads the next batch into b.

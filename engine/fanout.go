@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/store"
 )
 
@@ -64,7 +65,7 @@ func runParallel(n int, fn func(i int) error) error {
 				i := next
 				next++
 				mu.Unlock()
-				if err := fn(i); err != nil {
+				if err := callRecovering(fn, i); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
@@ -76,6 +77,18 @@ func runParallel(n int, fn func(i int) error) error {
 	}
 	wg.Wait()
 	return first
+}
+
+// callRecovering runs fn(i) on a worker goroutine, turning a panic into
+// the request's error (agg.PanicError): a filter that panics on one
+// partition fails its request, not the process.
+func callRecovering(fn func(i int) error, i int) (err error) {
+	defer func() {
+		if p := agg.Recovered(recover()); p != nil {
+			err = p
+		}
+	}()
+	return fn(i)
 }
 
 // fill reads part onward until it holds wantDocs matches (0: no limit) or

@@ -101,6 +101,11 @@ func newUnion(p *Pipeline, parts []Iterator, parallel int) *union {
 				return
 			}
 			defer func() { <-sem }()
+			defer func() {
+				if err := Recovered(recover()); err != nil {
+					u.fail(err)
+				}
+			}()
 			it := p.Run(part)
 			defer it.Close()
 			batch := make([]bsoncore.Document, 0, partitionBatch)
