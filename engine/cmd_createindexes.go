@@ -74,6 +74,10 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 		if err != nil {
 			return nil, err
 		}
+		if _, uerr := r.LookupErr("unique"); uerr == nil && sameKey(is.ix.Key, idKeyPattern) {
+			// unique: false as much as true (the spec drops a false option)
+			return nil, errorf(ErrInvalidIndexSpecificationOption, "The field 'unique' is not valid for an _id index specification. Specification: %s", shellString(docValue(r)))
+		}
 		for _, o := range specs {
 			if o.ix.Name == is.ix.Name {
 				return nil, errorf(ErrIndexKeySpecsConflict, "Index with name: %s already exists with a different spec", is.ix.Name)
@@ -196,9 +200,8 @@ func shardKeyIndexRequested(c *store.Collection, r bsoncore.Document) (bool, err
 // refuses one that clashes with an existing index by name or key.
 func existingIndex(c *store.Collection, is indexSpec) (bool, error) {
 	if sameKey(is.ix.Key, idKeyPattern) {
-		_, uniqueErr := bsoncore.Document(is.spec).LookupErr("unique")
 		switch {
-		case uniqueErr == nil: // unique: false as much as true
+		case is.ix.Unique:
 			return false, errorf(ErrInvalidIndexSpecificationOption, "The field 'unique' is not valid for an _id index specification. Specification: %s", shellString(docValue(is.spec)))
 		case is.ix.Name == idIndexName || is.ix.Name == "_id_1":
 			return true, nil
