@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -108,6 +109,7 @@ type sessionTxn struct {
 	number int64
 	st     *store.Transaction
 	store  *store.Store
+	logger *slog.Logger // for what an abort cannot report to anyone
 
 	ran bool // a statement has run (not only failed by a fail point)
 
@@ -143,7 +145,11 @@ func (t *sessionTxn) abort(why string) {
 // withdraw takes back the collections an aborted t created.
 func (t *sessionTxn) withdraw(created []*store.Collection) {
 	for _, c := range created {
-		_ = t.store.Withdraw(c.DB, c.Name, c.ID)
+		if err := t.store.Withdraw(c.DB, c.Name, c.ID); err != nil {
+			// The collection stays, empty and published: a leftover the
+			// user can drop, not a loss.
+			t.logger.Warn("taking back a collection an aborted transaction created", "collection", c.Namespace(), "err", err)
+		}
 	}
 }
 
@@ -388,7 +394,7 @@ func (s *txnStatement) enter(ctx context.Context, start bool) (context.Context, 
 		if err != nil {
 			return ctx, toCommandError(err)
 		}
-		t := &sessionTxn{number: s.n, st: st, store: e.store}
+		t := &sessionTxn{number: s.n, st: st, store: e.store, logger: e.logger}
 		life := e.transactionLifetime()
 		t.mu.Lock() // abort, from the timer, reads expiry under mu
 		t.expiry = time.AfterFunc(life, func() {

@@ -255,7 +255,9 @@ func (t *Txn) checkUnique(c *Collection, ix *Index, docKey, doc, key []byte) err
 		return err
 	}
 	same := false
-	_ = item.Value(func(old []byte) error { same = bytes.Equal(old, v); return nil })
+	if err := item.Value(func(old []byte) error { same = bytes.Equal(old, v); return nil }); err != nil {
+		return err
+	}
 	if same {
 		return nil
 	}

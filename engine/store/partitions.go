@@ -488,7 +488,7 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 	s.catMu.Lock()
 	if s.colls[ns] != fenced {
 		s.catMu.Unlock()
-		_ = s.purge(target.ID)
+		s.purgeLogged(target.ID, ns)
 		return nil, fmt.Errorf("shard %s: %w", ns, ErrCollectionChanged)
 	}
 	err = s.update(func(txn *badger.Txn) error { return txn.Set(collKey(db, name), raw) })
@@ -497,13 +497,23 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 	}
 	s.catMu.Unlock()
 	if err != nil {
-		_ = s.purge(target.ID)
+		s.purgeLogged(target.ID, ns)
 		return nil, fmt.Errorf("shard %s: %w", ns, err)
 	}
 	if s.partLimit.Load() > 0 {
 		s.requestSplit(target.ID)
 	}
 	return target, s.purge(fenced.ID)
+}
+
+// purgeLogged purges the documents a failed shardCollection of ns copied
+// under collection id, logging (not returning) a failure: the command
+// already fails with its own error, and what is left under an id that no
+// catalog entry names is never read: it only costs space.
+func (s *Store) purgeLogged(id uint32, ns string) {
+	if err := s.purge(id); err != nil {
+		s.logger.Warn("cleaning up after a failed shardCollection", "collection", ns, "err", err)
+	}
 }
 
 // replace copies from's documents into to (a sharded collection not yet
