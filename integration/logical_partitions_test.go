@@ -246,6 +246,18 @@ func TestLogicalPartitionReads(t *testing.T) {
 		}
 	})
 
+	t.Run("bad hints", func(t *testing.T) {
+		runOK(t, db, bson.D{{Key: "create", Value: "plain"}})
+		for _, hint := range []any{"region_hashed", bson.D{{Key: "region", Value: "hashed"}}} {
+			runFail(t, db, bson.D{{Key: "find", Value: "plain"}, {Key: "filter", Value: bson.D{{Key: "region", Value: "r1"}}}, {Key: "hint", Value: hint}}, 2, "BadValue")
+		}
+		// on the sharded collection both forms name the shard-key index
+		_, _, n, stage := examined(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "region", Value: "r3"}}}, {Key: "hint", Value: bson.D{{Key: "region", Value: "hashed"}}}})
+		if n != per || stageIndex(stage) != "IXSCAN region_hashed" {
+			t.Fatalf("hint by key: %d, %s", n, stageIndex(stage))
+		}
+	})
+
 	t.Run("a $in of 200,000 values", func(t *testing.T) {
 		total, err := coll.CountDocuments(testCtx(t), bson.D{})
 		if err != nil {
