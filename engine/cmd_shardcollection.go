@@ -31,6 +31,12 @@ func (e *Engine) cmdShardCollection(_ context.Context, req *request) ([]byte, er
 	if err := validateCollName(db, coll); err != nil {
 		return nil, err
 	}
+	switch db {
+	case "admin":
+		return nil, errorf(ErrIllegalOperation, "can't shard the admin db")
+	case "config":
+		return nil, errorf(ErrIllegalOperation, "only special collections in the config db may be sharded")
+	}
 	var key bsoncore.Document
 	numChunks := int64(0)
 	elems, _ := req.body.Elements()

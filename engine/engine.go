@@ -368,11 +368,17 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 		return errorReply(errorf(ErrInvalidOptions, "invalid %s message: %v", wr.OpCode, wr.Err)), "", nil
 	}
 	body := bsoncore.Document(wr.Body)
+	if ce := checkRequestSize(body, wr.Sequences); ce != nil {
+		return errorReply(ce), "", nil
+	}
 	first, err := body.IndexErr(0)
 	if err != nil {
 		return errorReply(errorf(ErrFailedToParse, "empty command document")), "", nil
 	}
 	name = first.Key()
+	if ce := checkLegacyQuery(wr.OpCode, name); ce != nil {
+		return errorReply(ce), name, nil
+	}
 	req := &request{name: name, body: body, seqs: wr.Sequences, c: c, db: wr.DB, wr: wr}
 	units = &req.units
 	if v, err := body.LookupErr("$db"); err == nil {
@@ -410,6 +416,9 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	req.op = activeOp{c: c, name: cmd.name, db: req.db, body: body, start: c.e.now(), cancel: cancel}
 	c.e.running.add(&req.op)
 	defer c.e.running.remove(&req.op)
+	if ce := checkGenericArgs(name, body); ce != nil {
+		return errorReply(ce), name, units
+	}
 	snapshotRC, ce := checkReadConcern(cmd.name, body)
 	if ce != nil {
 		return errorReply(ce), name, units

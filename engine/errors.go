@@ -85,6 +85,12 @@ const (
 
 	// ErrValueNegative is the IDL's "value must be >= 0" check (codeName Location51024).
 	ErrValueNegative Code = 51024
+
+	// Request limits (genericargs.go). A duplicate field is the IDL's
+	// 40413 (Location40413), too many sort keys Ordering's 13103.
+	ErrUnsupportedOpQueryCommand Code = 352
+	ErrDuplicateField            Code = 40413
+	ErrTooManyCompoundKeys       Code = 13103
 )
 
 var codeNames = map[Code]string{
@@ -143,6 +149,8 @@ var codeNames = map[Code]string{
 	ErrDollarPrefixedFieldName:    "DollarPrefixedFieldName",
 	ErrNotSingleValueField:        "NotSingleValueField",
 	ErrEmptyFieldName:             "EmptyFieldName",
+
+	ErrUnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
 }
 
 // Name is the codeName MongoDB reports for c.

@@ -57,7 +57,11 @@ func parseWriteConcern(req *request) (writeConcern, error) {
 				return wc, err
 			}
 			wc.journal = wc.journal || b
-		case "wtimeout", "wtimeoutMS", "provenance", "getLastError":
+		case "wtimeout", "wtimeoutMS":
+			if _, err := int64Arg("writeConcern", k, v); err != nil {
+				return wc, err
+			}
+		case "provenance", "getLastError":
 		default:
 			return wc, unknownField("writeConcern", k)
 		}
