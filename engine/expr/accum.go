@@ -21,8 +21,8 @@ type Sum struct {
 	intHi    int64  // integers: a signed 128-bit total (hi:lo)
 	intLo    uint64 //
 	hi, lo   float64
-	dec      *decimal // decimals (exact), nil when none
-	decNaN   int      // decimal NaN/±Inf seen: 1 NaN, 2 +Inf, 3 -Inf, 4 both infinities
+	dec      *value.Decimal // decimals (exact), nil when none
+	decNaN   int      // value.Decimal NaN/±Inf seen: 1 NaN, 2 +Inf, 3 -Inf, 4 both infinities
 	hasFloat bool
 }
 
@@ -38,9 +38,9 @@ func (s *Sum) Add(v bsoncore.Value) bool {
 		s.AddFloat(v.Double())
 	case bsoncore.TypeDecimal128:
 		s.kind = kDecimal
-		b := decOf(v)
-		if b.special() {
-			f := b.float()
+		b := value.DecimalOf(v)
+		if b.Special() {
+			f := b.Float()
 			switch {
 			case math.IsNaN(f):
 				s.decNaN = 1
@@ -61,9 +61,9 @@ func (s *Sum) Add(v bsoncore.Value) bool {
 			return true
 		}
 		if s.dec == nil {
-			s.dec = &decimal{}
+			s.dec = &value.Decimal{}
 		}
-		*s.dec = decAdd(*s.dec, b)
+		*s.dec = value.AddDecimal(*s.dec, b)
 	default:
 		return false
 	}
@@ -115,9 +115,9 @@ func (s *Sum) Merge(o *Sum) {
 	}
 	if o.dec != nil {
 		if s.dec == nil {
-			s.dec = &decimal{}
+			s.dec = &value.Decimal{}
 		}
-		*s.dec = decAdd(*s.dec, *o.dec)
+		*s.dec = value.AddDecimal(*s.dec, *o.dec)
 	}
 	if o.decNaN != 0 {
 		switch {
@@ -173,21 +173,21 @@ func (s *Sum) Float() float64 {
 
 // decTotal is the total of every part as an exact decimal (the
 // doubles' part with 15 significant digits, as MongoDB converts it).
-func (s *Sum) decTotal() decimal {
-	var t decimal
+func (s *Sum) decTotal() value.Decimal {
+	var t value.Decimal
 	if v, ok := s.intTotal(); ok {
-		t.coef.SetInt64(v)
+		t.Coef.SetInt64(v)
 	} else {
 		b := new(big.Int).SetInt64(s.intHi)
 		b.Lsh(b, 64)
 		b.Add(b, new(big.Int).SetUint64(s.intLo))
-		t.coef.Set(b)
+		t.Coef.Set(b)
 	}
 	if s.dec != nil {
-		t = decAdd(t, *s.dec)
+		t = value.AddDecimal(t, *s.dec)
 	}
 	if s.hasFloat && !math.IsInf(s.hi, 0) && !math.IsNaN(s.hi) {
-		t = decAdd(t, decOfFloat(s.hi+s.lo))
+		t = value.AddDecimal(t, value.DecimalOfFloat(s.hi+s.lo))
 	}
 	return t
 }
@@ -215,7 +215,7 @@ func (s *Sum) Total() bsoncore.Value {
 		if v, ok := s.decimalSpecial(); ok {
 			return v
 		}
-		return s.decTotal().value()
+		return s.decTotal().Value()
 	case kDouble:
 		return Double(s.Float())
 	}
@@ -238,9 +238,9 @@ func (s *Sum) Average() bsoncore.Value {
 		if v, ok := s.decimalSpecial(); ok {
 			return v
 		}
-		var n decimal
-		n.coef.SetInt64(s.n)
-		return decDiv(s.decTotal(), n).value()
+		var n value.Decimal
+		n.Coef.SetInt64(s.n)
+		return value.DivDecimal(s.decTotal(), n).Value()
 	}
 	return Double(s.Float() / float64(s.n))
 }
@@ -263,7 +263,7 @@ func (s *Sum) State() SumState {
 	st := SumState{Kind: int32(s.kind), N: s.n, IntHi: s.intHi, IntLo: int64(s.intLo), Hi: s.hi, Lo: s.lo,
 		DecSpecial: int32(s.decNaN), HasFloat: s.hasFloat}
 	if s.dec != nil {
-		st.Dec = s.dec.value()
+		st.Dec = s.dec.Value()
 	}
 	return st
 }
@@ -273,7 +273,7 @@ func SumFromState(st SumState) Sum {
 	s := Sum{kind: numKind(st.Kind), n: st.N, intHi: st.IntHi, intLo: uint64(st.IntLo), hi: st.Hi, lo: st.Lo,
 		decNaN: int(st.DecSpecial), hasFloat: st.HasFloat}
 	if st.Dec.Type == bsoncore.TypeDecimal128 {
-		d := decOf(st.Dec)
+		d := value.DecimalOf(st.Dec)
 		s.dec = &d
 	}
 	return s

@@ -90,20 +90,20 @@ func decimalOf(f *big.Float) bsoncore.Value {
 
 // decimalFromFloat converts a float64 result to decimal128 (15
 // significant digits, as MongoDB converts doubles).
-func decimalFromFloat(f float64) bsoncore.Value { return decOfFloat(f).value() }
+func decimalFromFloat(f float64) bsoncore.Value { return value.DecimalOfFloat(f).Value() }
 
 // toDecimal converts any number to decimal128.
 func toDecimal(v bsoncore.Value) bsoncore.Value {
 	if v.Type == bsoncore.TypeDecimal128 {
 		return v
 	}
-	return decOf(v).value()
+	return value.DecimalOf(v).Value()
 }
 
 // arith applies a binary operation to two numbers, widening as MongoDB
 // does: int32 overflow gives int64, int64 overflow gives double, any
 // double gives double, any decimal gives decimal.
-func arith(a, b bsoncore.Value, ints func(x, y int64) (int64, bool), floats func(x, y float64) float64, decs func(x, y decimal) decimal) bsoncore.Value {
+func arith(a, b bsoncore.Value, ints func(x, y int64) (int64, bool), floats func(x, y float64) float64, decs func(x, y value.Decimal) value.Decimal) bsoncore.Value {
 	k := max(kindOf(a), kindOf(b))
 	switch k {
 	case kInt32, kInt64:
@@ -117,11 +117,11 @@ func arith(a, b bsoncore.Value, ints func(x, y int64) (int64, bool), floats func
 	case kDouble:
 		return Double(floats(value.Float(a), value.Float(b)))
 	}
-	x, y := decOf(a), decOf(b)
-	if x.special() || y.special() {
+	x, y := value.DecimalOf(a), value.DecimalOf(b)
+	if x.Special() || y.Special() {
 		return decimalFromFloat(floats(value.Float(a), value.Float(b)))
 	}
-	return decs(x, y).value()
+	return decs(x, y).Value()
 }
 
 func addInts(x, y int64) (int64, bool) {
@@ -162,7 +162,7 @@ func addFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 			ms := a.DateTime()
 			date = &ms
 		case isNumber(a):
-			sum = arith(sum, a, addInts, func(x, y float64) float64 { return x + y }, decAdd)
+			sum = arith(sum, a, addInts, func(x, y float64) float64 { return x + y }, value.AddDecimal)
 		default:
 			return Missing, typeMismatch("$add only supports numeric or date types, not %s", TypeName(a))
 		}
@@ -197,7 +197,7 @@ func multiplyFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, er
 		case isNullish(a):
 			return Null, nil
 		case isNumber(a):
-			prod = arith(prod, a, mulInts, func(x, y float64) float64 { return x * y }, decMul)
+			prod = arith(prod, a, mulInts, func(x, y float64) float64 { return x * y }, value.MulDecimal)
 		default:
 			return Missing, typeMismatch("$multiply only supports numeric types, not %s", TypeName(a))
 		}
@@ -211,7 +211,7 @@ func subtractFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 	case isNullish(x) || isNullish(y):
 		return Null, nil
 	case isNumber(x) && isNumber(y):
-		return arith(x, y, subInts, func(p, q float64) float64 { return p - q }, func(p, q decimal) decimal { return decAdd(p, decNeg(q)) }), nil
+		return arith(x, y, subInts, func(p, q float64) float64 { return p - q }, func(p, q value.Decimal) value.Decimal { return value.AddDecimal(p, value.NegDecimal(q)) }), nil
 	case x.Type == bsoncore.TypeDateTime && y.Type == bsoncore.TypeDateTime:
 		return Int64(x.DateTime() - y.DateTime()), nil
 	case x.Type == bsoncore.TypeDateTime && isNumber(y):
@@ -252,7 +252,7 @@ func divideFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 		return Missing, errorOf(ErrDivideByZero, "can't $divide by zero")
 	}
 	if kindOf(a[0]) == kDecimal || kindOf(a[1]) == kDecimal {
-		return decDiv(decOf(a[0]), decOf(a[1])).value(), nil
+		return value.DivDecimal(value.DecimalOf(a[0]), value.DecimalOf(a[1])).Value(), nil
 	}
 	return Double(value.Float(a[0]) / value.Float(a[1])), nil
 }
@@ -316,9 +316,9 @@ func absFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 		return Missing, badValue("can't take $abs of long long min")
 	}
 	if a[0].Type == bsoncore.TypeDecimal128 {
-		if d := decOf(a[0]); !d.special() {
-			d.coef.Abs(&d.coef)
-			return d.value(), nil
+		if d := value.DecimalOf(a[0]); !d.Special() {
+			d.Coef.Abs(&d.Coef)
+			return d.Value(), nil
 		}
 	}
 	return unaryMath(name, a[0], math.Abs, func(i int64) (int64, bool) {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/parsecdb/parsec/engine/value"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -53,7 +55,7 @@ func asFloat(v bsoncore.Value) float64 {
 func add(a, b bsoncore.Value) (bsoncore.Value, bool) {
 	switch {
 	case a.Type == bsoncore.TypeDecimal128 || b.Type == bsoncore.TypeDecimal128:
-		return decAdd(toDecimal(a), toDecimal(b)).value(), true
+		return value.AddDecimal(value.DecimalOf(a), value.DecimalOf(b)).Value(), true
 	case a.Type == bsoncore.TypeDouble || b.Type == bsoncore.TypeDouble:
 		return doubleValue(asFloat(a) + asFloat(b)), true
 	case a.Type == bsoncore.TypeInt64 || b.Type == bsoncore.TypeInt64:
@@ -74,7 +76,7 @@ func add(a, b bsoncore.Value) (bsoncore.Value, bool) {
 func mul(a, b bsoncore.Value) (bsoncore.Value, bool) {
 	switch {
 	case a.Type == bsoncore.TypeDecimal128 || b.Type == bsoncore.TypeDecimal128:
-		return decMul(toDecimal(a), toDecimal(b)).value(), true
+		return value.MulDecimal(value.DecimalOf(a), value.DecimalOf(b)).Value(), true
 	case a.Type == bsoncore.TypeDouble || b.Type == bsoncore.TypeDouble:
 		return doubleValue(asFloat(a) * asFloat(b)), true
 	case a.Type == bsoncore.TypeInt64 || b.Type == bsoncore.TypeInt64:
@@ -128,7 +130,7 @@ func zeroLike(v bsoncore.Value) bsoncore.Value {
 	case bsoncore.TypeDouble:
 		return doubleValue(0)
 	case bsoncore.TypeDecimal128:
-		return decimal{coef: bigZero()}.value()
+		return value.Decimal{}.Value()
 	}
 	return int32Value(0)
 }
