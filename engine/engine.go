@@ -15,6 +15,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -24,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/auth"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/ru"
@@ -472,7 +474,9 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	out, err := cmd.run(c.e, ctx, req)
 	if err != nil {
 		ce := toCommandError(err)
-		if ce.Code == ErrInternalError {
+		if pe := (*agg.PanicError)(nil); errors.As(err, &pe) {
+			c.e.logger.Error("command panicked on a partition", "command", name, "panic", pe.Value, "stack", string(pe.Stack))
+		} else if ce.Code == ErrInternalError {
 			c.e.logger.Error("command failed", "command", name, "err", err)
 		}
 		return errorReply(ce), name, units

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -222,6 +223,8 @@ func toCommandError(err error) *CommandError {
 		return errorf(ErrKeyTooLong, "%v", err)
 	case errors.Is(err, store.ErrClosed):
 		return errorf(ErrInterrupted, "server is shutting down")
+	case errors.As(err, new(*agg.PanicError)):
+		return errorf(ErrInternalError, "internal error while running the request on a partition; the server log has the details")
 	case errors.Is(err, store.ErrLogicalPartitionFull):
 		var lpf *store.LogicalPartitionFullError
 		errors.As(err, &lpf)
