@@ -187,10 +187,16 @@ func payloadArg(cmd string, v bsoncore.Value) ([]byte, error) {
 // (auth.LoginBackoff), in the server's log and getLog's.
 func (e *Engine) authFailed(c *conn, db string, conv *auth.Conversation, cause error) *CommandError {
 	var user, mech string
+	reason := cause.Error()
+	if !safeAuthReasons[reason] {
+		// A parse error quotes the client's message, which may hold a
+		// password sent by mistake (a PLAIN payload, say).
+		reason = "malformed SCRAM message"
+	}
 	if conv != nil {
 		user, mech = conv.Username(), conv.Mechanism
 		if conv.Decoy() {
-			cause = errors.New("UserNotFound: no such user or no credentials for the mechanism")
+			reason = "UserNotFound: no such user"
 		}
 	}
 	c.auth.mu.Lock()
@@ -200,10 +206,23 @@ func (e *Engine) authFailed(c *conn, db string, conv *auth.Conversation, cause e
 	if count, report := e.logins.Failure(src, e.now()); report {
 		e.logAuthFailures("conn"+strconv.FormatInt(c.wc.ID(), 10), src, count, map[string]any{
 			"mechanism": mech, "principalName": user, "authenticationDatabase": db,
-			"remote": c.wc.RemoteAddr().String(), "error": "AuthenticationFailed: " + cause.Error(),
+			"remote": c.wc.RemoteAddr().String(), "error": "AuthenticationFailed: " + reason,
 		})
 	}
 	return errorf(ErrAuthenticationFailed, "Authentication failed.")
+}
+
+// safeAuthReasons are the causes of failure the log may show as they are:
+// they quote nothing the client sent.
+var safeAuthReasons = map[string]bool{
+	"challenge proof invalid":                    true,
+	"nonce received did not match nonce sent":    true,
+	"unexpected message after the exchange":      true,
+	"the exchange did not complete":              true,
+	"user dropped during the exchange":           true,
+	auth.ErrAuthFailed.Error():                   true,
+	"Conversation already completed":             true,
+	"SCRAM message extensions are not supported": true,
 }
 
 // logAuthFailures reports count failed authentications from address src

@@ -62,13 +62,14 @@ func heldOp(t *testing.T, s *Server, admin *mongo.Database, run func(ctx context
 
 // TestSecretsRedacted: $currentOp shows createUser's pwd and a SASL
 // step's payload as "xxx"; no password reaches getLog (every command
-// logged as slow) or an error message.
+// logged as slow, a failed authentication whose payload held one) or an
+// error message.
 func TestSecretsRedacted(t *testing.T) {
 	s := StartServer(t, ServerOptions{Dir: t.TempDir(), EnableTestCommands: true})
 	c := newTestClient(t, s)
 	admin := c.Database("admin")
 	sec := c.Database("sec")
-	const pw1, pw2, pw3, pw4 = "Held-Secret-1", "Sasl-Secret-2", "Update-Secret-3", "Error-Secret-4"
+	const pw1, pw2, pw3, pw4, pw5 = "Held-Secret-1", "Sasl-Secret-2", "Update-Secret-3", "Error-Secret-4", "Plain-Secret-5"
 	// Every command is a slow query now, so each reaches getLog.
 	runOK(t, sec, bson.D{{Key: "profile", Value: 0}, {Key: "slowms", Value: 0}})
 
@@ -105,12 +106,17 @@ func TestSecretsRedacted(t *testing.T) {
 		t.Errorf("createUser with an unknown role: %v", err)
 	}
 
+	// A password where SCRAM's header goes: the failure is logged, the
+	// parser's error quoting it is not.
+	runFail(t, sec, bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
+		{Key: "payload", Value: bson.Binary{Data: []byte(pw5 + ",,n=saslUser,r=abc")}}}, 18, "AuthenticationFailed")
+
 	raw := runOK(t, admin, bson.D{{Key: "getLog", Value: "global"}})
 	log := mustLookup(t, raw, "log").Array().String()
-	if !strings.Contains(log, "Slow query") || !strings.Contains(log, "updateUser") {
-		t.Fatalf("the slow commands are not in getLog: %s", log)
+	if !strings.Contains(log, "Slow query") || !strings.Contains(log, "updateUser") || !strings.Contains(log, "Authentication failed") {
+		t.Fatalf("the slow commands or the failed authentication are not in getLog: %s", log)
 	}
-	for _, pw := range []string{pw1, pw2, pw3, pw4} {
+	for _, pw := range []string{pw1, pw2, pw3, pw4, pw5} {
 		if strings.Contains(log, pw) {
 			t.Errorf("getLog shows password %q", pw)
 		}
