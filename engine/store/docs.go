@@ -438,21 +438,21 @@ func (t *Txn) Scan(c *Collection, start []byte, fn func(key, doc []byte) (bool, 
 		start = prefix
 	}
 	for it.Seek(start); it.Valid(); it.Next() {
-		item := it.Item()
-		var more bool
-		err := item.Value(func(v []byte) error {
-			var err error
-			more, err = fn(item.Key(), v)
+		if more, err := visitItem(it.Item(), fn); err != nil || !more {
 			return err
-		})
-		if err != nil {
-			return err
-		}
-		if !more {
-			return nil
 		}
 	}
 	return nil
+}
+
+// visitItem passes one document, in place, to fn.
+func visitItem(item *badger.Item, fn func(key, doc []byte) (bool, error)) (more bool, err error) {
+	err = item.Value(func(v []byte) error {
+		var ferr error
+		more, ferr = fn(item.Key(), v)
+		return ferr
+	})
+	return more, err
 }
 
 // ScanRange visits the documents of c whose keys are in [start, end) in
@@ -509,17 +509,8 @@ func (t *Txn) ScanRanges(c *Collection, ranges []KeyRange, fn func(key, doc []by
 			if r.End != nil && bytes.Compare(item.Key(), r.End) >= 0 {
 				break
 			}
-			var more bool
-			err := item.Value(func(v []byte) error {
-				var err error
-				more, err = fn(item.Key(), v)
+			if more, err := visitItem(item, fn); err != nil || !more {
 				return err
-			})
-			if err != nil {
-				return err
-			}
-			if !more {
-				return nil
 			}
 		}
 	}

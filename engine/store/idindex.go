@@ -67,29 +67,18 @@ func (t *Txn) putIDEntry(c *Collection, docKey []byte) error {
 	if (!c.CutIDs || (c.IDIndex != nil && !c.IDIndex.CutKeys)) && hasCutID(c, docKey) {
 		t.s.markCutIDs(c)
 	}
-	if c.IDIndex == nil {
-		return nil
-	}
-	key, err := idIndexKey(docKey)
-	if err != nil {
-		return err
-	}
-	k, v := c.IDIndex.entry(c, key, docKey)
-	if c.IDIndex.Building {
-		// The build may have written it already: count it once.
-		if found, err := t.has(k, nil); err != nil || found {
-			return err
-		}
-	}
-	if err := t.set(k, v); err != nil {
-		return mapBadgerErr(err)
-	}
-	return t.account(c, docKey, Counts{IndexBytes: int64(len(k) + len(v))})
+	return t.changeIDEntry(c, docKey, true)
 }
 
 // removeIDEntry removes the _id index entry of the document at docKey (a
 // delete from a sharded collection).
 func (t *Txn) removeIDEntry(c *Collection, docKey []byte) error {
+	return t.changeIDEntry(c, docKey, false)
+}
+
+// changeIDEntry adds (or removes) the _id index entry of the document at
+// docKey and counts its bytes in the document's logical partition.
+func (t *Txn) changeIDEntry(c *Collection, docKey []byte, add bool) error {
 	if c.IDIndex == nil {
 		return nil
 	}
@@ -99,14 +88,22 @@ func (t *Txn) removeIDEntry(c *Collection, docKey []byte) error {
 	}
 	k, v := c.IDIndex.entry(c, key, docKey)
 	if c.IDIndex.Building {
-		if found, err := t.has(k, nil); err != nil || !found {
+		// The build may or may not have reached this document: add or
+		// remove the entry, and count it, once.
+		if found, err := t.has(k, nil); err != nil || found == add {
 			return err
 		}
 	}
-	if err := t.del(k); err != nil {
+	n := int64(len(k) + len(v))
+	if add {
+		err = t.set(k, v)
+	} else {
+		err, n = t.del(k), -n
+	}
+	if err != nil {
 		return mapBadgerErr(err)
 	}
-	return t.account(c, docKey, Counts{IndexBytes: -int64(len(k) + len(v))})
+	return t.account(c, docKey, Counts{IndexBytes: n})
 }
 
 // buildIDIndexes gives every sharded collection without an _id index one,

@@ -738,18 +738,12 @@ func (r *IndexReader) Scan(start, end []byte, fn func(IndexEntry) (bool, error))
 			}
 			continue
 		}
-		var more bool
-		err := item.Value(func(v []byte) error {
-			var err error
+		more, err := visitItem(item, func(k, v []byte) (bool, error) {
 			r.docKey = append(r.docKey[:docPrefixLen], v...)
-			more, err = fn(IndexEntry{Key: k[len(prefix):], DocKey: r.docKey})
-			return err
+			return fn(IndexEntry{Key: k[len(prefix):], DocKey: r.docKey})
 		})
-		if err != nil {
+		if err != nil || !more {
 			return err
-		}
-		if !more {
-			return nil
 		}
 	}
 	return nil
