@@ -79,7 +79,9 @@ const (
 
 	// Partitioning. A write into a full logical partition gets
 	// OutOfDiskSpace: Cosmos DB answers HTTP 403 substatus 1014, which has
-	// no MongoDB code, and this is MongoDB's code for storage running out.
+	// no MongoDB code, and this is MongoDB's code for storage running out,
+	// which a write refused for want of free disk space gets too
+	// (diskfull.go).
 	ErrOutOfDiskSpace                 Code = 14031
 	ErrAlreadyInitialized             Code = 23
 	ErrConflictingOperationInProgress Code = 117
@@ -225,6 +227,8 @@ func toCommandError(err error) *CommandError {
 		return errorf(ErrInterrupted, "server is shutting down")
 	case errors.As(err, new(*agg.PanicError)):
 		return errorf(ErrInternalError, "internal error while running the request on a partition; the server log has the details")
+	case errors.Is(err, store.ErrDiskFull):
+		return diskFullError(err)
 	case errors.Is(err, store.ErrLogicalPartitionFull):
 		var lpf *store.LogicalPartitionFullError
 		errors.As(err, &lpf)

@@ -518,6 +518,13 @@ func (s *Store) deletePrefix(prefix []byte) error {
 		if err != nil || len(keys) == 0 {
 			return err
 		}
+		var n int64
+		for _, k := range keys {
+			n += int64(len(k)) + entryOverhead
+		}
+		if err := s.disk.admit(n, false); err != nil {
+			return err
+		}
 		wb := s.db.NewWriteBatch()
 		for _, k := range keys {
 			if err := wb.Delete(k); err != nil {

@@ -47,6 +47,10 @@ type Txn struct {
 	ixWork  IndexWork              // secondary index entries written
 	fences  []*sync.RWMutex        // collections' fences held shared until the end (fence.go)
 	owner   *Transaction           // the multi-statement transaction this is, or nil
+	// added is what set and del wrote, for the disk guard; grows says
+	// set wrote something (diskspace.go).
+	added int64
+	grows bool
 }
 
 // lpDelta is what a transaction changes in one logical partition.
@@ -122,6 +126,11 @@ func (s *Store) View(fn func(*Txn) error) error {
 }
 
 func (t *Txn) commit() error {
+	if t.added > 0 {
+		if err := t.s.disk.admit(t.added, t.grows); err != nil {
+			return err
+		}
+	}
 	for id, d := range t.deltas {
 		if *d == (Counts{}) {
 			continue

@@ -22,6 +22,9 @@ type Options struct {
 	// SyncInterval is how often written data is fsynced in the background;
 	// 0 means 100ms, negative disables the loop.
 	SyncInterval time.Duration
+	// MemoryLimit sizes Badger's memtables and index cache (sizing.go);
+	// 0 means DefaultMemoryLimit.
+	MemoryLimit int64
 }
 
 // Store is one node's Badger database with Parsec's catalog on top.
@@ -33,6 +36,10 @@ type Store struct {
 	inMem  bool
 	// maxValue is the largest value Badger takes (sizes.go).
 	maxValue int64
+	// sizes are Badger's file and memory sizes (sizing.go); disk refuses
+	// writes that would eat into the free space they need (diskspace.go).
+	sizes badgerSizes
+	disk  *diskGuard
 
 	boot     uint64        // this open's boot number, part of every delta key
 	deltaSeq atomic.Uint64 // per-boot delta sequence
@@ -84,8 +91,18 @@ func Open(opts Options) (*Store, error) {
 		// straight to the memory-mapped tables without a block cache.
 		WithCompression(options.None).
 		WithBlockCacheSize(0)
+	var sizes badgerSizes
+	var guard *diskGuard
 	if opts.InMemory {
 		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithMemTableSize(32 << 20)
+	} else {
+		free, total, err := statfs(opts.Dir)
+		sizes = sizeBadger(opts.MemoryLimit, total)
+		bo = sizes.apply(bo)
+		if err == nil {
+			guard = &diskGuard{dir: opts.Dir, reserve: sizes.reserve, deleteReserve: sizes.deleteReserve, statfs: statfs, now: time.Now}
+			logger.Debug("storage sizes", "memtable", sizes.memTable, "reserve", sizes.reserve, "delete_reserve", sizes.deleteReserve, "free", free, "filesystem", total)
+		}
 	}
 	db, err := badger.Open(bo)
 	if err != nil {
@@ -94,7 +111,7 @@ func Open(opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, maxValue: maxValueOf(bo), folding: map[uint32]bool{}, stop: make(chan struct{})}
+	s := &Store{db: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, maxValue: maxValueOf(bo), sizes: sizes, folding: map[uint32]bool{}, stop: make(chan struct{})}
 	s.syncCond = sync.NewCond(&s.syncMu)
 	s.splitQueue = map[uint32]bool{}
 	s.splitCond = sync.NewCond(&s.splitMu)
@@ -115,6 +132,9 @@ func Open(opts Options) (*Store, error) {
 		s.wg.Add(1)
 		go s.syncLoop(interval)
 	}
+	// Writes of the catalog's load (the boot number) are not refused: a
+	// restart on a full disk must come up to serve reads.
+	s.disk = guard
 	s.wg.Add(2)
 	go s.gcLoop()
 	go s.splitLoop()
@@ -215,7 +235,8 @@ func (s *Store) gcLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if !s.inMem {
+			// Garbage collection rewrites a value-log file's live values.
+			if !s.inMem && s.disk.spare(s.sizes.vlogFile) {
 				for s.db.RunValueLogGC(0.5) == nil {
 				}
 			}
@@ -234,6 +255,10 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 	for attempt := 0; ; attempt++ {
 		txn := s.db.NewTransaction(true)
 		err := fn(txn)
+		if err == nil {
+			// Catalog changes are small: they need the reserve only.
+			err = s.disk.admit(1<<10, false)
+		}
 		if err == nil {
 			err = txn.Commit()
 		}
@@ -259,6 +284,8 @@ func mapBadgerErr(err error) error {
 		return fmt.Errorf("%w: the write is larger than one storage transaction holds", ErrTooLarge)
 	case errors.Is(err, badger.ErrDBClosed):
 		return ErrClosed
+	case isNoSpace(err):
+		return fmt.Errorf("%w: %v", ErrDiskFull, err)
 	}
 	return err
 }

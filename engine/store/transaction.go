@@ -140,6 +140,8 @@ func (t *Txn) set(key, val []byte) error {
 	if t.owner != nil {
 		key, val = bytes.Clone(key), bytes.Clone(val)
 	}
+	t.added += int64(len(key)+len(val)) + entryOverhead
+	t.grows = true
 	return t.t.Set(key, val)
 }
 
@@ -148,6 +150,7 @@ func (t *Txn) del(key []byte) error {
 	if t.owner != nil {
 		key = bytes.Clone(key)
 	}
+	t.added += int64(len(key)) + entryOverhead
 	return t.t.Delete(key)
 }
 

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"github.com/dgraph-io/badger/v4"
+)
+
+// DefaultMemoryLimit is the memory limit Open sizes Badger for when
+// Options.MemoryLimit is 0.
+const DefaultMemoryLimit = 1 << 30
+
+// badgerSizes are the sizes Parsec gives Badger, chosen from the memory
+// limit (memtables and caches are a share of it) and from the size of the
+// data directory's filesystem (files small enough that the free space
+// kept for Badger's own writes, the reserve, is a small part of the disk).
+//
+// Badger writes without being asked: the write-ahead log of the current
+// memtable grows into a sparse memory-mapped file, flushes write a table
+// per memtable, compactions write new tables before they delete the old.
+// All of these write through memory maps, where a full disk is not an
+// error but SIGBUS, which kills the process. So the reserve must hold all
+// of them at once, and writes that would eat into it are refused
+// (diskGuard).
+type badgerSizes struct {
+	memTable       int64 // bytes per memtable, and per level-0 table
+	numMemtables   int   // memtables in memory at once, the current one included
+	baseTable      int64 // bytes per table at the base level
+	baseLevel      int64 // bytes of the base level
+	l0, l0Stall    int   // level-0 tables that start a compaction, that stop flushes
+	valueThreshold int64 // values at least this big go to the value log
+	vlogFile       int64 // bytes per value-log file
+	indexCache     int64 // bytes of table indexes and Bloom filters kept in memory
+
+	// reserve is the free space Badger's own writes need: the current
+	// write-ahead log filling up, a flush, the largest compaction, and a
+	// little for the manifest and the value log's headers.
+	reserve int64
+	// deleteReserve is kept on top of reserve for deletes and drops,
+	// which write tombstones: writes that add data are refused while
+	// less than reserve+deleteReserve is free, deletes only below
+	// reserve.
+	deleteReserve int64
+}
+
+const (
+	mib = 1 << 20
+	// maxDocumentValue is the largest value a document needs: BSON's
+	// 16 MiB and a margin for the value log's entry header and key.
+	maxDocumentValue = 16*mib + 64<<10
+)
+
+// sizeBadger chooses Badger's sizes for a memory limit and a filesystem
+// of fsSize bytes (0 when unknown).
+func sizeBadger(memLimit, fsSize int64) badgerSizes {
+	if memLimit <= 0 {
+		memLimit = DefaultMemoryLimit
+	}
+	if fsSize <= 0 {
+		fsSize = 1 << 40
+	}
+	var z badgerSizes
+	// Three memtables take 3/16 of the limit; a memtable is also at most
+	// 1/256 of the filesystem, since the reserve is a multiple of it.
+	z.memTable = clamp(min(memLimit/16, fsSize/256), 1*mib, 64*mib) &^ (mib - 1)
+	z.numMemtables = 3
+	z.baseTable = min(2*mib, z.memTable)
+	z.baseLevel = min(10*mib, 4*z.memTable)
+	// Level 0 may stall flushes at l0Stall tables of memTable bytes
+	// (Badger's default is 15); on a small disk fewer, so that compacting
+	// them into the base level fits a reserve of a few percent of it.
+	z.l0Stall = int(clamp(fsSize/(64*z.memTable), 4, 10))
+	z.l0 = max(2, z.l0Stall/3)
+	// Badger takes a transaction of up to 15 % of a memtable, and a value
+	// below the threshold must fit one.
+	z.valueThreshold = min(1*mib, z.memTable/8)
+	z.vlogFile = clamp(fsSize/8, 2*maxDocumentValue, 1<<30-1)
+	z.indexCache = memLimit / 8
+
+	// The largest compaction below level 0 merges one table of a level
+	// with the tables of the next level under its key range, about
+	// LevelSizeMultiplier (10) of them of the same share of the data;
+	// tables grow 2x per level below the base, and the deepest level
+	// that is compacted into another holds a tenth of the data at most.
+	levels, upper := 0, z.baseLevel
+	for upper*10 < fsSize && levels < 5 {
+		upper *= 10
+		levels++
+	}
+	upperTable := z.baseTable << max(0, levels-1)
+	deep := 11 * upperTable
+	// Level 0 into the base level: every level-0 table (with those the
+	// memtables in memory become) and the base level, which may have
+	// overshot its target once.
+	top := int64(z.l0Stall+z.numMemtables)*z.memTable + 2*z.baseLevel
+	// The write-ahead log may still grow by a memtable, and a flush
+	// writes a table before it removes its log.
+	z.reserve = 2*z.memTable + max(top, deep) + 2*mib
+	z.deleteReserve = max(4*mib, 2*z.memTable)
+	return z
+}
+
+// apply sets the sizes on Badger's options.
+func (z badgerSizes) apply(o badger.Options) badger.Options {
+	return o.WithMemTableSize(z.memTable).
+		WithNumMemtables(z.numMemtables).
+		WithBaseTableSize(z.baseTable).
+		WithBaseLevelSize(z.baseLevel).
+		WithNumLevelZeroTables(z.l0).
+		WithNumLevelZeroTablesStall(z.l0Stall).
+		WithValueThreshold(z.valueThreshold).
+		WithValueLogFileSize(z.vlogFile).
+		WithIndexCacheSize(z.indexCache)
+}
+
+func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
