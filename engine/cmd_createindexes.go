@@ -113,12 +113,15 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 	}
 	// As in MongoDB, the indexes of one command are built together, in
 	// one pass over the documents: if one fails, none of them stays.
+	progress := &store.BuildProgress{}
+	e.running.setProgress(&req.op, progress)
+	build := e.startIndexBuild(c, toBuild)
 	for attempt := 0; ; attempt++ {
 		ixs := make([]store.Index, len(toBuild))
 		for i, is := range toBuild {
 			ixs[i] = is.ix
 		}
-		_, err := e.store.CreateIndexes(ctx, c, ixs)
+		_, err := e.store.CreateIndexesWithProgress(ctx, c, ixs, progress)
 		if errors.Is(err, store.ErrCollectionChanged) && attempt < 10 {
 			// the entry changed meanwhile: look again at what is left to build
 			if c, _, err = e.ensureCollection(ctx, req.db, name); err != nil {
@@ -140,10 +143,12 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 			continue
 		}
 		if err != nil {
+			build.end(progress, err)
 			return nil, indexBuildError(err, toBuild)
 		}
 		break
 	}
+	build.end(progress, nil)
 	if cur := e.store.Collection(req.db, name); cur != nil {
 		c = cur
 	}

@@ -195,6 +195,8 @@ func (e *Engine) updateDatabase(db string, a *customActionArgs) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
+	e.logger.Info("throughput changed", "database", db, "shared", true,
+		"from", throughputString(throughputOf(d.Throughput)), "to", throughputString(a.throughput))
 	return okReply()
 }
 
@@ -316,13 +318,17 @@ func (e *Engine) updateCollection(db string, a *customActionArgs) ([]byte, error
 		}
 		// Raising throughput past partitions x max RU/s splits partitions
 		// until there are enough; lowering it never merges.
-		_, err := e.store.SetThroughput(c, storeThroughput(a.throughput), e.partitionsForThroughput(a.throughput))
+		next, err := e.store.SetThroughput(c, storeThroughput(a.throughput), e.partitionsForThroughput(a.throughput))
 		if errors.Is(err, store.ErrCollectionChanged) {
 			continue // split or re-placed meanwhile: apply to the new entry
 		}
 		if err != nil {
 			return nil, err
 		}
+		from, _ := e.effectiveThroughput(c)
+		e.logger.Info("throughput changed", "collection", c.Namespace(),
+			"from", throughputString(from), "to", throughputString(a.throughput),
+			"partitions_before", c.Map().Len(), "partitions", next.Map().Len())
 		return okReply()
 	}
 }

@@ -130,6 +130,12 @@ type Engine struct {
 	decoys *auth.Decoys
 	logins *auth.LoginBackoff
 
+	// what the console and metrics read (monitor.go, cmdtimings.go,
+	// throttlelog.go)
+	timings   commandTimings
+	throttles throttleLog
+	monitor   monitorLogins
+
 	// retryable writes' sessions and fail point (retryable.go)
 	sessions          *sessionTable
 	txnWriteFailPoint txnWriteFailPoint
@@ -204,6 +210,7 @@ func New(cfg Config) *Engine {
 	}
 	e.every(min(timeout/4, time.Minute), e.reapCursors)
 	e.every(e.logins.Limits().LogInterval, e.reportAuthFailures)
+	e.every(throttleLogInterval, e.logThrottles)
 	if e.store != nil {
 		every := cfg.TTLInterval
 		if every <= 0 {
@@ -325,6 +332,7 @@ func (c *conn) Handle(ctx context.Context, wr *wire.Request) []byte {
 		return reply // it reports the command before it, however often asked
 	}
 	dur := c.e.now().Sub(start)
+	c.e.observeCommand(name, dur)
 	c.mu.Lock()
 	c.lastCmd, c.lastDur, c.lastCharge = name, dur, charge
 	c.requests++

@@ -3,11 +3,13 @@ package engine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -28,6 +30,9 @@ type activeOp struct {
 	body   bsoncore.Document
 	start  time.Time
 	cancel context.CancelFunc
+	// progress is an index build's (createIndexes), set under the
+	// registry's lock (setProgress).
+	progress *store.BuildProgress
 }
 
 // opRegistry holds the running commands by operation id.
@@ -48,6 +53,13 @@ func (r *opRegistry) add(op *activeOp) {
 		r.m = map[int32]*activeOp{}
 	}
 	r.m[op.id] = op
+	r.mu.Unlock()
+}
+
+// setProgress shows p as op's progress in $currentOp.
+func (r *opRegistry) setProgress(op *activeOp, p *store.BuildProgress) {
+	r.mu.Lock()
+	op.progress = p
 	r.mu.Unlock()
 }
 
@@ -119,6 +131,16 @@ func currentOpDocs(ops []activeOp, host string, now time.Time, only func(*conn) 
 		)
 		if lsid, err := op.body.LookupErr("lsid"); err == nil {
 			d = append(d, bson.E{Key: "lsid", Value: bson.RawValue{Type: bson.Type(lsid.Type), Value: lsid.Data}})
+		}
+		if p := op.progress; p != nil {
+			done, total := p.Done.Load(), p.Total.Load()
+			pct := 0.0
+			if total > 0 {
+				pct = float64(done) / float64(total) * 100
+			}
+			d = append(d,
+				bson.E{Key: "msg", Value: fmt.Sprintf("Index Build: scanning collection Index Build: scanning collection: %d/%d %.0f%%", done, total, pct)},
+				bson.E{Key: "progress", Value: bson.D{{Key: "done", Value: done}, {Key: "total", Value: total}}})
 		}
 		if raw, err := bson.Marshal(d); err == nil {
 			out = append(out, raw)

@@ -262,7 +262,10 @@ func (c *serverConn) serve() {
 	ctx := c.ctx
 	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(c.nc)
+	opened := time.Now()
+	s.logger.Debug("connection opened", "conn", c.conn.id, "remote", c.conn.remote.String(), "open", s.current.Load())
 	defer func() {
+		s.logger.Debug("connection closed", "conn", c.conn.id, "remote", c.conn.remote.String(), "duration", time.Since(opened).Round(time.Millisecond))
 		c.cancel()
 		h.Close()
 		_ = c.nc.Close()

@@ -154,7 +154,7 @@ func (s *Store) buildIDIndex(ctx context.Context, c *Collection) error {
 	if err != nil {
 		return err
 	}
-	if err := s.backfill(ctx, added, []uint32{idIndexID}); err != nil {
+	if err := s.backfill(ctx, added, []uint32{idIndexID}, nil); err != nil {
 		return err
 	}
 	for {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -409,6 +410,19 @@ var ErrIndexBuildAborted = errors.New("index build aborted")
 // unique index (*DuplicateKeyError) or a document one cannot index aborts
 // the build: all of ixs and every entry written are removed.
 func (s *Store) CreateIndexes(ctx context.Context, c *Collection, ixs []Index) (*Collection, error) {
+	return s.CreateIndexesWithProgress(ctx, c, ixs, nil)
+}
+
+// BuildProgress is how far an index build is: documents indexed so far
+// of Total, the collection's count when the build started (writes during
+// the build may make Done pass it).
+type BuildProgress struct {
+	Done, Total atomic.Int64
+}
+
+// CreateIndexesWithProgress is CreateIndexes reporting, when p is not
+// nil, its progress in p as it goes.
+func (s *Store) CreateIndexesWithProgress(ctx context.Context, c *Collection, ixs []Index, p *BuildProgress) (*Collection, error) {
 	m := s.matcherFn()
 	building := make([]*Index, len(ixs))
 	for i := range ixs {
@@ -437,7 +451,12 @@ func (s *Store) CreateIndexes(ctx context.Context, c *Collection, ixs []Index) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.backfill(ctx, added, ids); err != nil {
+	if p != nil {
+		if counts, err := s.Counts(added); err == nil {
+			p.Total.Store(counts.Docs)
+		}
+	}
+	if err := s.backfill(ctx, added, ids, p); err != nil {
 		for _, ix := range building {
 			if _, derr := s.DropIndex(s.Collection(c.DB, c.Name), ix.Name); derr != nil && !errors.Is(derr, ErrNotFound) {
 				s.logger.Warn("removing an aborted index build", "index", ix.Name, "err", derr)
@@ -473,7 +492,7 @@ func (s *Store) matcherFn() Matcher {
 
 // backfill writes the entries of indexes ids for every document of c, in
 // transactions of a bounded number of documents.
-func (s *Store) backfill(ctx context.Context, c *Collection, ids []uint32) error {
+func (s *Store) backfill(ctx context.Context, c *Collection, ids []uint32, p *BuildProgress) error {
 	var resume []byte
 	const chunk = 256
 	for {
@@ -491,9 +510,10 @@ func (s *Store) backfill(ctx context.Context, c *Collection, ids []uint32) error
 			}
 		}
 		var next []byte
+		n := 0
 		err := s.Update(func(tx *Txn) error {
 			next = nil
-			n := 0
+			n = 0
 			if err := tx.checkCollection(cur); err != nil {
 				return err
 			}
@@ -527,6 +547,9 @@ func (s *Store) backfill(ctx context.Context, c *Collection, ids []uint32) error
 		})
 		if err != nil {
 			return err
+		}
+		if p != nil {
+			p.Done.Add(int64(n))
 		}
 		if next == nil {
 			return nil

@@ -53,6 +53,9 @@ type partitionState struct {
 
 	reshardMu sync.Mutex
 	resharded map[string]chan struct{} // by namespace: closed when done
+
+	splits splitHistory // splits published since Open (splitlog.go)
+	tables tableWatch   // Badger's tables at the last look (enginestats.go)
 }
 
 // tracker estimates the size (data and key bytes) of each physical
@@ -296,6 +299,7 @@ func (s *Store) splitOversized(c *Collection) error {
 			if sz <= tr.checkAt[i].Load() { // at least the limit
 				continue
 			}
+			started := time.Now()
 			p := m.At(i)
 			at, _, ok, err := s.splitPointOf(c, p)
 			if err != nil {
@@ -311,7 +315,7 @@ func (s *Store) splitOversized(c *Collection) error {
 			if err != nil {
 				return err
 			}
-			s.logger.Info("split partition", "collection", c.Namespace(), "partition", p.ID, "bytes", sz, "at", fmt.Sprintf("%#x", at))
+			s.publishSplits(c, next, SplitReasonSize, map[int]int64{p.ID: sz}, started)
 			c, split = next, true
 			break
 		}
@@ -348,13 +352,18 @@ func (s *Store) SplitPartition(c *Collection, id int, at uint64) (*Collection, e
 // (never fewer than it has: lowering throughput never merges). One
 // catalog write.
 func (s *Store) SetThroughput(c *Collection, t Throughput, partitions int) (*Collection, error) {
-	return s.changeEntry(c, func(e *Collection) error {
+	started := time.Now()
+	next, err := s.changeEntry(c, func(e *Collection) error {
 		e.Throughput = t
 		if e.Sharded() && partitions > e.Map().Len() {
 			e.setMap(e.Map().SplitTo(partitions))
 		}
 		return nil
 	})
+	if err == nil && next.MapVersion != c.MapVersion {
+		s.publishSplits(c, next, SplitReasonThroughput, s.trackedSizes(c), started)
+	}
+	return next, err
 }
 
 // changeEntry replaces c's catalog entry by a copy that change edited, in
