@@ -307,6 +307,8 @@ func (s *scanSource) collectAll(ctx context.Context) ([][]byte, error) {
 		out, err := raw.collectIndex(ctx)
 		s.stats.docsExamined += raw.stats.docsExamined
 		s.stats.keysExamined += raw.stats.keysExamined
+		s.stats.bytesRead += raw.stats.bytesRead
+		s.perPart = raw.perPart
 		return out, err
 	}
 	spans := p.spans

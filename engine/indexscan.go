@@ -76,6 +76,7 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 					if routed && !s.inSpans(e.DocKey) {
 						return true, nil
 					}
+					s.countPart(e.DocKey, planStats{keysExamined: 1})
 					if cur.seen != nil {
 						if _, dup := cur.seen[string(e.DocKey)]; dup {
 							return true, nil
@@ -91,6 +92,7 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 					}
 					s.stats.docsExamined++
 					s.stats.bytesRead += int64(len(doc))
+					s.countPart(e.DocKey, planStats{docsExamined: 1, bytesRead: int64(len(doc))})
 					ok, err := s.match(doc)
 					if err != nil {
 						return false, err
@@ -98,6 +100,7 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 					if !ok {
 						return true, nil
 					}
+					s.countPart(e.DocKey, planStats{returned: 1}) // matched (skip and limit are the read's)
 					more, err := fn(e.DocKey, doc)
 					if !more {
 						stopped = true
@@ -124,11 +127,41 @@ func (s *scanSource) inSpans(docKey []byte) bool {
 	if len(docKey) < 14 {
 		return false
 	}
-	i := sort.Search(len(s.plan.spans), func(i int) bool {
+	i := s.spanIndex(docKey)
+	return i < len(s.plan.spans) && s.plan.spans[i].contains(docKey)
+}
+
+// spanIndex is the position in the plan's spans of the partition a
+// document key falls in (len(spans) when past the last).
+func (s *scanSource) spanIndex(docKey []byte) int {
+	return sort.Search(len(s.plan.spans), func(i int) bool {
 		end := s.plan.spans[i].end
 		return end == nil || bytes.Compare(end, docKey) > 0
 	})
-	return i < len(s.plan.spans) && s.plan.spans[i].contains(docKey)
+}
+
+// countPart adds d to the statistics of the partition the document at
+// docKey is in, when the index read runs over several partitions: for
+// explain's per-partition figures and to split the read's charge by what
+// each partition did (one partition's read counts in s.stats alone).
+func (s *scanSource) countPart(docKey []byte, d planStats) {
+	if len(s.plan.spans) < 2 {
+		return
+	}
+	i := s.spanIndex(docKey)
+	if i >= len(s.plan.spans) {
+		return
+	}
+	if s.perPart == nil {
+		s.perPart = make(map[string]planStats, len(s.plan.spans))
+	}
+	id := s.plan.spans[i].id
+	st := s.perPart[id]
+	st.keysExamined += d.keysExamined
+	st.docsExamined += d.docsExamined
+	st.bytesRead += d.bytesRead
+	st.returned += d.returned
+	s.perPart[id] = st
 }
 
 // scanIndex is scan for a plan that reads an index: up to max documents

@@ -459,6 +459,14 @@ func TestRUShardedQueries(t *testing.T) {
 			t.Fatalf("%d deleted documents still found", n)
 		}
 	})
+	t.Run("an _id range over 4 partitions", func(t *testing.T) {
+		// 100 items read through the _id index, each counted once, on the
+		// partition that holds it: 4 x 2.5 + 100 x 1
+		run(t, bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 100}, {Key: "$lt", Value: 200}}}}, 100)
+		charge(t, 105, 116)
+		run(t, bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 1000}}}}, 48) // "big" less the two deleted above
+		charge(t, 53, 64)
+	})
 	t.Run("$in of 10 shard-key values", func(t *testing.T) {
 		in := bson.A{}
 		for i := range 10 {
