@@ -152,15 +152,15 @@ type readbackTally struct {
 	// timeouts by where the deadline struck
 	waitTimeouts, unsentTimeouts, inFlightTimeouts, serverTimeouts, otherTimeouts atomic.Int64
 
-	mu        sync.Mutex
-	missing   int // an acknowledged insert read back as no document
-	wrong     int // a read answered with another document
-	failed    int // an error that is neither a timeout (where allowed) nor expected
-	samples   []string
+	mu      sync.Mutex
+	missing int // an acknowledged insert read back as no document
+	wrong   int // a read answered with another document
+	failed  int // an error that is neither a timeout (where allowed) nor expected
+	samples []string
 	// otherTimeout is the first timeout of no known kind, for the report
 	otherTimeout string
-	firstMiss time.Duration // since the run started, of the first and last miss
-	lastMiss  time.Duration
+	firstMiss    time.Duration // since the run started, of the first and last miss
+	lastMiss     time.Duration
 }
 
 func newReadbackRun(t *testing.T, v readbackVariant, cfg stressConfig) *readbackRun {
