@@ -27,6 +27,9 @@ type serveOptions struct {
 	dataDir        string
 	inMemory       bool
 	logLevel       string
+	logFormat      string
+	httpAddr       string
+	httpExplicit   bool // --http given (flag or variable), not the default
 	maxConnections int
 	testCommands   bool
 	cursorTimeout  time.Duration
@@ -78,6 +81,7 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 			if err := applyEnv(cmd.Flags()); err != nil {
 				return err
 			}
+			o.httpExplicit = cmd.Flags().Changed("http")
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, o, os.Args)
@@ -88,6 +92,8 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.StringVar(&o.dataDir, "data-dir", "./parsec-data", "directory for the data files")
 	f.BoolVar(&o.inMemory, "in-memory", false, "keep all data in memory (nothing survives a restart)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text (key=value) or json (one object a line)")
+	f.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "address of the HTTP listener: Prometheus /metrics and the web console at / (\"\" turns it off; with --auth it needs a user with clusterMonitor, by basic auth; TLS when the server has it)")
 	f.IntVar(&o.maxConnections, "max-connections", 1_000_000, "most client connections open at once")
 	f.BoolVar(&o.testCommands, "enable-test-commands", false, "register configureFailPoint (for drivers' specification tests; never in production)")
 	f.DurationVar(&o.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
@@ -166,7 +172,10 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger, err := newLogger(os.Stderr, o.logFormat, level)
+	if err != nil {
+		return err
+	}
 	restrictFileModes()
 	dataDir := o.dataDir
 	if o.inMemory {
@@ -237,6 +246,15 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	if o.inMemory {
 		where = "(in memory)"
 	}
+	web, herr := startHTTP(o.httpAddr, eng, tlsCfg, o.auth || o.rootUser != "", logger)
+	if herr != nil && o.httpExplicit {
+		eng.Close()
+		_ = ln.Close()
+		_ = st.Close()
+		return herr
+	} else if herr != nil {
+		logger.Warn("console and metrics are off: the default address is taken (give --http another address)", "err", herr)
+	}
 	logger.Info("parsec started", "version", engine.Version, "address", ln.Addr().String(), "data_dir", where)
 
 	errc := make(chan error, 1)
@@ -251,6 +269,7 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	if serr := srv.Shutdown(sctx); serr != nil {
 		logger.Warn("shutdown did not finish in time; open connections were closed", "err", serr)
 	}
+	web.stop(sctx, logger)
 	eng.Close()
 	if cerr := st.Close(); cerr != nil {
 		logger.Error("closing the store", "err", cerr)
@@ -271,6 +290,8 @@ func (o *serveOptions) asMap() map[string]any {
 		"dataDir":        o.dataDir,
 		"inMemory":       o.inMemory,
 		"logLevel":       o.logLevel,
+		"logFormat":      o.logFormat,
+		"http":           o.httpAddr,
 		"maxConnections": int64(o.maxConnections),
 		"cursorTimeout":  o.cursorTimeout.String(),
 		"ttlInterval":    o.ttlInterval.String(),

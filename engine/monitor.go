@@ -220,3 +220,6 @@ func passwordMatches(u auth.User, password string) bool {
 	}
 	return hmac.Equal(sc.StoredKey, want)
 }
+
+// SplitEvent is one split, as Splits reports it.
+type SplitEvent = store.SplitEvent
