@@ -58,8 +58,9 @@ func objectTooLarge(doc bsoncore.Document) *CommandError {
 }
 
 // duplicateField finds a top-level field given twice ("" when none),
-// maxTimeMS aside: the Go driver appends its own under a context deadline
-// to a command that has one, and the first is used. Commands are small: a
+// maxTimeMS and lsid aside: the Go driver appends its own maxTimeMS under
+// a context deadline, and its implicit session's lsid, to a RunCommand
+// that already has them, and the first is used. Commands are small: a
 // pairwise comparison of the keys costs less than a map.
 func duplicateField(body bsoncore.Document) string {
 	var keys [32][]byte
@@ -77,7 +78,7 @@ func duplicateField(body bsoncore.Document) string {
 		}
 		rest = r
 		k := el.KeyBytes()
-		if string(k) == "maxTimeMS" {
+		if string(k) == "maxTimeMS" || string(k) == "lsid" {
 			continue
 		}
 		if n < len(keys) {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -272,14 +273,18 @@ func TestLogicalPartitionReads(t *testing.T) {
 					in = append(in, i)
 				}
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			start := time.Now()
-			n, err := coll.CountDocuments(testCtx(t), bson.D{{Key: path, Value: bson.D{{Key: "$in", Value: in}}}})
+			n, err := coll.CountDocuments(ctx, bson.D{{Key: path, Value: bson.D{{Key: "$in", Value: in}}}})
 			took := time.Since(start)
+			cancel()
 			if err != nil || n != total {
 				t.Fatalf("$in on %s: %d, %v; want %d", path, n, err, total)
 			}
-			t.Logf("a $in of 200,000 values on %s: %v", path, took)
-			if took > 20*time.Second {
+			t.Logf("a $in of 200,000 values on %s: %v (race detector: %v)", path, took, raceEnabled)
+			// About a second on a quiet machine; quadratic work took
+			// minutes. The bound leaves room for a loaded one.
+			if !raceEnabled && took > 10*time.Second {
 				t.Errorf("a $in of 200,000 values on %s took %v", path, took)
 			}
 		}
