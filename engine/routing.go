@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"slices"
 	"sort"
@@ -208,6 +209,7 @@ func idLookups(tx *store.Txn, c *store.Collection, sp partitionSpan, resume []by
 func logicalSpans(c *store.Collection, vals []bsoncore.Value) []partitionSpan {
 	m := c.Map()
 	type lp struct {
+		pt   uint64 // the key's order is the point's, then the shard key's
 		part int
 		r    store.KeyRange
 	}
@@ -226,9 +228,14 @@ func logicalSpans(c *store.Collection, vals []bsoncore.Value) []partitionSpan {
 		start := arena[from:len(arena):len(arena)]
 		arena = append(arena, start...)
 		end := incremented(arena[from+len(start) : len(arena) : len(arena)])
-		lps = append(lps, lp{part: m.Lookup(pt), r: store.KeyRange{Start: start, End: end}})
+		lps = append(lps, lp{pt: pt, part: m.Lookup(pt), r: store.KeyRange{Start: start, End: end}})
 	}
-	slices.SortFunc(lps, func(a, b lp) int { return bytes.Compare(a.r.Start, b.r.Start) })
+	slices.SortFunc(lps, func(a, b lp) int {
+		if a.pt != b.pt {
+			return cmp.Compare(a.pt, b.pt)
+		}
+		return bytes.Compare(a.r.Start, b.r.Start)
+	})
 	lps = slices.CompactFunc(lps, func(a, b lp) bool { return bytes.Equal(a.r.Start, b.r.Start) })
 	var out []partitionSpan
 	last := -1
