@@ -253,7 +253,7 @@ func (r *readbackRun) inSession(ctx context.Context, fn func(context.Context) er
 func (r *readbackRun) spike(t *testing.T, spike int) {
 	t.Helper()
 	n := r.cfg.goroutines
-	base := int64(spike) * int64(n)
+	base := int64(spike) * int64(n+readbackSettle)
 	started := time.Now()
 	stopBusy := r.busy()
 	gate := make(chan struct{})
@@ -310,6 +310,7 @@ func (r *readbackRun) spike(t *testing.T, spike int) {
 			ids = append(ids, base+int64(g))
 		}
 	}
+	ids = append(ids, r.settle(base+int64(n), spike, started)...)
 	stopNoise := make(chan struct{})
 	var noise sync.WaitGroup
 	if r.v.timeouts && len(ids) > 0 {
@@ -355,17 +356,46 @@ func (r *readbackRun) spike(t *testing.T, spike int) {
 	if err != nil {
 		t.Fatalf("spike %d: count: %v", spike, err)
 	}
-	if count < int64(len(ids)) || count > int64(n) || (!r.v.timeouts && count != int64(len(ids))) {
-		t.Errorf("spike %d: %d documents stored, %d inserts acknowledged of %d", spike, count, len(ids), n)
+	if count < int64(len(ids)) || count > int64(n+readbackSettle) || (!r.v.timeouts && count != int64(len(ids))) {
+		t.Errorf("spike %d: %d documents stored, %d inserts acknowledged of %d", spike, count, len(ids), n+readbackSettle)
 	}
-	if !r.v.timeouts && len(ids) != n {
-		t.Errorf("spike %d: %d of %d inserts acknowledged", spike, len(ids), n)
+	if !r.v.timeouts && len(ids) != n+readbackSettle {
+		t.Errorf("spike %d: %d of %d inserts acknowledged", spike, len(ids), n+readbackSettle)
 	}
 	r.acked = append(r.acked, ids...)
 	r.tally.spikes.Add(1)
 	if r.tally.failures() > 0 {
 		t.Fatalf("spike %d (%v): %s", spike, time.Since(started).Round(time.Millisecond), r.tally.summary())
 	}
+}
+
+// readbackSettle is how many documents settle inserts and reads back
+// one after another right after each spike.
+const readbackSettle = 300
+
+// settle inserts documents from id on, one at a time right after the
+// spike, each read back at once (the shape of the anomaly this test
+// hunts: a run of reads of just-inserted documents answered with none).
+// It returns the ids acknowledged.
+func (r *readbackRun) settle(id int64, spike int, started time.Time) []int64 {
+	var ids []int64
+	for i := range int64(readbackSettle) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := r.inSession(ctx, func(sctx context.Context) error {
+			if _, err := r.coll.InsertOne(sctx, readbackDoc(id+i, spike)); err != nil {
+				return err
+			}
+			ids = append(ids, id+i)
+			r.tally.inserted.Add(1)
+			r.checkRead(sctx, id+i, started)
+			return nil
+		})
+		cancel()
+		if err != nil {
+			r.opFailed(err, fmt.Sprintf("insert %d", id+i))
+		}
+	}
+	return ids
 }
 
 // readbackProbes is how many operations probe spends per spike.
@@ -453,7 +483,7 @@ func (r *readbackRun) opFailed(err error, what string) {
 		switch {
 		case strings.Contains(msg, "checking out a connection"), strings.Contains(msg, "server selection error"):
 			r.tally.waitTimeouts.Add(1)
-		case strings.Contains(msg, "calculated server-side timeout"):
+		case strings.Contains(msg, "calculated server-side timeout"), strings.Contains(msg, "operation not sent to server"):
 			r.tally.unsentTimeouts.Add(1)
 		case strings.Contains(msg, "timed out waiting for server response"), strings.Contains(msg, "unable to read server response"):
 			r.tally.inFlightTimeouts.Add(1)
