@@ -29,6 +29,7 @@ type badgerSizes struct {
 	valueThreshold int64 // values at least this big go to the value log
 	vlogFile       int64 // bytes per value-log file
 	indexCache     int64 // bytes of table indexes and Bloom filters kept in memory
+	compactors     int   // compactions that run at once
 
 	// reserve is the free space Badger's own writes need: the current
 	// write-ahead log filling up, a flush, the largest compaction, and a
@@ -62,7 +63,7 @@ func sizeBadger(memLimit, fsSize int64) badgerSizes {
 	// 1/256 of the filesystem, since the reserve is a multiple of it.
 	z.memTable = clamp(min(memLimit/16, fsSize/256), 1*mib, 64*mib) &^ (mib - 1)
 	z.numMemtables = 3
-	z.baseTable = min(2*mib, z.memTable)
+	z.baseTable = min(2*mib, z.memTable/2)
 	z.baseLevel = min(10*mib, 4*z.memTable)
 	// Level 0 may stall flushes at l0Stall tables of memTable bytes
 	// (Badger's default is 15); on a small disk fewer, so that compacting
@@ -91,9 +92,11 @@ func sizeBadger(memLimit, fsSize int64) badgerSizes {
 	// memtables in memory become) and the base level, which may have
 	// overshot its target once.
 	top := int64(z.l0Stall+z.numMemtables)*z.memTable + 2*z.baseLevel
-	// The write-ahead log may still grow by a memtable, and a flush
-	// writes a table before it removes its log.
-	z.reserve = 2*z.memTable + max(top, deep) + 2*mib
+	// Badger runs two compactors (it refuses one), which may both be
+	// writing. The write-ahead log may still grow by a memtable, and a
+	// flush writes a table before it removes its log.
+	z.compactors = 2
+	z.reserve = 2*z.memTable + top + deep + 2*mib
 	z.deleteReserve = max(4*mib, 2*z.memTable)
 	return z
 }
@@ -108,7 +111,8 @@ func (z badgerSizes) apply(o badger.Options) badger.Options {
 		WithNumLevelZeroTablesStall(z.l0Stall).
 		WithValueThreshold(z.valueThreshold).
 		WithValueLogFileSize(z.vlogFile).
-		WithIndexCacheSize(z.indexCache)
+		WithIndexCacheSize(z.indexCache).
+		WithNumCompactors(z.compactors)
 }
 
 func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }

@@ -134,6 +134,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	// Writes of the catalog's load (the boot number) are not refused: a
 	// restart on a full disk must come up to serve reads.
+	if guard != nil {
+		guard.compaction = s.largestLevel
+	}
 	s.disk = guard
 	s.wg.Add(2)
 	go s.gcLoop()
