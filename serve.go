@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -35,6 +36,7 @@ type serveOptions struct {
 	cursorTimeout  time.Duration
 	ttlInterval    time.Duration
 	shutdownGrace  time.Duration
+	memoryLimit    byteSize
 
 	// partitions (Cosmos DB's limits)
 	partitionMaxRUs          int
@@ -99,6 +101,8 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.DurationVar(&o.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	f.DurationVar(&o.ttlInterval, "ttl-interval", 60*time.Second, "how often documents past their TTL index's expireAfterSeconds are deleted")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for requests in flight")
+	o.memoryLimit = defaultMemoryLimit()
+	f.Var(&o.memoryLimit, "memory-limit", "memory the server keeps its own (anonymous) memory under: sizes the storage engine's memtables and index cache and sets Go's soft memory limit; memory-mapped data files come on top, and the kernel reclaims their pages (default: 1 GiB or a quarter of RAM, whichever is smaller)")
 	o.partitionMaxBytes = engine.DefaultPartitionMaxBytes
 	o.logicalPartitionMaxBytes = engine.DefaultLogicalPartitionMaxBytes
 	f.IntVar(&o.partitionMaxRUs, "partition-max-rus", engine.DefaultPartitionMaxRUs, "most RU/s one physical partition serves: raising throughput past partitions x this splits partitions")
@@ -128,6 +132,8 @@ func (o *serveOptions) validate() error {
 		return fmt.Errorf("--partition-max-rus must be at least 1")
 	case o.maxThroughput < 400:
 		return fmt.Errorf("--max-throughput must be at least 400")
+	case o.memoryLimit < 64<<20:
+		return fmt.Errorf("--memory-limit must be at least 64MiB")
 	case o.partitionMaxBytes < 1 || o.logicalPartitionMaxBytes < 1:
 		return fmt.Errorf("--partition-max-bytes and --logical-partition-max-bytes must be positive")
 	case o.defaultThroughput < 400 || o.defaultThroughput%100 != 0:
@@ -183,7 +189,10 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	} else if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-	st, err := store.Open(store.Options{Dir: dataDir, InMemory: o.inMemory, Logger: logger})
+	// Go's soft limit keeps the heap (and so anonymous memory) under the
+	// limit by collecting sooner and returning freed pages.
+	debug.SetMemoryLimit(int64(o.memoryLimit))
+	st, err := store.Open(store.Options{Dir: dataDir, InMemory: o.inMemory, Logger: logger, MemoryLimit: int64(o.memoryLimit)})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("data directory %s is already in use by another Parsec server; stop it or choose another --data-dir", dataDir)
@@ -295,6 +304,7 @@ func (o *serveOptions) asMap() map[string]any {
 		"maxConnections": int64(o.maxConnections),
 		"cursorTimeout":  o.cursorTimeout.String(),
 		"ttlInterval":    o.ttlInterval.String(),
+		"memoryLimit":    int64(o.memoryLimit),
 
 		"partitionMaxRUs":          int64(o.partitionMaxRUs),
 		"partitionMaxBytes":        int64(o.partitionMaxBytes),

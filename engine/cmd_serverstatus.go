@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"os"
-	"runtime"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -26,8 +25,6 @@ func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
 			{Key: "active", Value: int32(st.Current)},
 		}
 	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
 	return okReply(
 		bson.E{Key: "host", Value: e.host},
 		bson.E{Key: "version", Value: MongoVersion},
@@ -46,13 +43,9 @@ func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
 			{Key: "getmore", Value: e.ops.getmore.Load()},
 			{Key: "command", Value: e.ops.command.Load()},
 		}},
-		bson.E{Key: "mem", Value: bson.D{
-			{Key: "bits", Value: int32(64)},
-			{Key: "resident", Value: int32(ms.Sys >> 20)},
-			{Key: "virtual", Value: int32(ms.Sys >> 20)},
-			{Key: "supported", Value: true},
-			{Key: "heapInUseMB", Value: int32(ms.HeapInuse >> 20)},
-		}},
+		// resident and virtual are the kernel's (memstats.go): mapped
+		// data files count in resident, as top shows them.
+		bson.E{Key: "mem", Value: memSection()},
 		bson.E{Key: "metrics", Value: bson.D{
 			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(e.cursors.count())}}}}},
 			{Key: "ttl", Value: bson.D{{Key: "deletedDocuments", Value: e.ttl.deleted.Load()}, {Key: "passes", Value: e.ttl.passes.Load()}}},
@@ -63,6 +56,9 @@ func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
 		}},
 		// Parsec's own section: request units of the whole server
 		// (rustats.go).
-		bson.E{Key: "parsec", Value: bson.D{{Key: "requestUnits", Value: e.serverRUStats(now)}}},
+		bson.E{Key: "parsec", Value: bson.D{
+			{Key: "requestUnits", Value: e.serverRUStats(now)},
+			{Key: "disk", Value: diskSection(e.store.DiskStatus())},
+		}},
 	)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/parsecdb/parsec/engine/store"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // diskFullError answers a write the store refused for want of free disk
@@ -24,4 +25,21 @@ func diskFullError(err error) *CommandError {
 // mibString writes n bytes in MiB with one decimal.
 func mibString(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// diskSection is serverStatus.parsec.disk: the data directory's free
+// space, in MiB, what is kept free, and whether writes are being refused.
+func diskSection(st store.DiskStatus) bson.D {
+	if !st.Watched {
+		return bson.D{{Key: "watched", Value: false}}
+	}
+	mib := func(n int64) int64 { return n >> 20 }
+	return bson.D{
+		{Key: "watched", Value: true},
+		{Key: "freeMB", Value: mib(st.Free)},
+		{Key: "totalMB", Value: mib(st.Total)},
+		{Key: "reserveMB", Value: mib(st.Reserve)},
+		{Key: "deleteReserveMB", Value: mib(st.DeleteReserve)},
+		{Key: "writesRefused", Value: st.Full},
+	}
 }
