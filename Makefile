@@ -28,7 +28,8 @@ test: clients lint
 ## clients: what the client scenarios (TestClients, TestMongosh*) need:
 ## mongosh, the Node.js driver and its zstd/snappy compressors from
 ## integration/clients/package-lock.json (npm ci), and from Debian, when
-## missing, pymongo for /usr/bin/python3 and tmux (apt-get, as root)
+## missing, pymongo for /usr/bin/python3, tmux and chromium (the console's
+## browser test, TestConsoleBrowser) (apt-get, as root)
 clients: $(CLIENTS)/node_modules/.installed debian-clients
 
 $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
@@ -39,6 +40,7 @@ debian-clients:
 	@missing=""; \
 	/usr/bin/python3 -c 'import pymongo' 2>/dev/null || missing="$$missing python3-pymongo"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing with apt-get"; \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing; } || \

@@ -250,10 +250,10 @@ type statsCache struct {
 	eng   Engine
 	every time.Duration
 
-	mu   sync.Mutex
-	at   time.Time
-	doc  []collectionStats
-	err  error
+	mu  sync.Mutex
+	at  time.Time
+	doc []collectionStats
+	err error
 }
 
 // statsTop is how many logical partitions per partition the cached

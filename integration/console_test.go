@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/console"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.mongodb.org/mongo-driver/v2/bson"

@@ -8,6 +8,7 @@
   const crumbs = document.getElementById("crumbs");
   let timer = null;
   let charts = {};
+  let ruChartKey = "";
   let generation = 0;
 
   // ---------- formatting ----------
@@ -25,6 +26,8 @@
   function ru(v) { v = num(v); return v < 10 ? v.toFixed(2) : Math.round(v).toLocaleString("en"); }
   function count(v) { return Math.round(num(v)).toLocaleString("en"); }
   function pct(v) { return num(v).toFixed(0) + "%"; }
+  // share writes a fraction as a percentage with two significant digits.
+  function share(f) { return f <= 0 ? "0%" : f < 0.0001 ? "<0.01%" : f >= 0.1 ? (f * 100).toFixed(0) + "%" : Number((f * 100).toPrecision(2)) + "%"; }
   function duration(s) {
     s = Math.floor(s);
     const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
@@ -65,6 +68,7 @@
     if (timer) clearTimeout(timer);
     for (const k in charts) charts[k].destroy();
     charts = {};
+    ruChartKey = "";
     page.innerHTML = "";
     const m = location.hash.match(/^#\/c\/([^/]+)\/(.+)$/);
     if (m) {
@@ -253,7 +257,7 @@
     if (typeof uPlot === "undefined" || !h.times.length) return;
     const data = [h.times, ...h.ruPerSecond, h.throttled.map((v, i) => (i ? Math.max(0, v - h.throttled[i - 1]) : 0))];
     const key = h.partitions.join(",");
-    if (charts.ru && charts.ruKey === key) {
+    if (charts.ru && ruChartKey === key) {
       charts.ru.setData(data);
       return;
     }
@@ -267,7 +271,7 @@
       scales: { x: { time: true } },
       axes: [{}, { label: "RU/s" }, { side: 1, scale: "n", label: "throttles" }],
     }, data, el);
-    charts.ruKey = key;
+    ruChartKey = key;
   }
 
   function drawTop(st, parts) {
@@ -285,7 +289,7 @@
         largest.slice(0, 10).map((l) => {
           const size = num(l.dataBytes) + num(l.indexBytes);
           return `<tr class="top-storage"><td>${esc(keyString(l.shardKey))}</td><td>${esc(l.p)}</td><td class="num">${count(l.documentCount)}</td>
-            <td class="num">${bytes(size)}</td><td class="num">${limit ? ((size / limit) * 100).toFixed(size / limit < 0.01 ? 4 : 1) + "% of " + bytes(limit) : ""}</td></tr>`;
+            <td class="num">${bytes(size)}</td><td class="num">${limit ? share(size / limit) + " of " + bytes(limit) : ""}</td></tr>`;
         }).join("") + "</tbody></table>"
       : '<p class="empty-note">No documents.</p>';
     const totalRU = Math.max(1e-9, num(st.ruTotal));

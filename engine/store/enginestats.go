@@ -13,7 +13,7 @@ import (
 // compactions (new tables on deeper levels).
 type EngineStats struct {
 	LSMBytes  int64
-	VlogBytes int64
+	VlogBytes int64 // on disk (the files are sparse until written)
 	Levels    []LevelStats
 	// Flushes and CompactionTables count the tables seen appear since
 	// Open: a flush's table compacted away before the next look counts
@@ -72,7 +72,7 @@ func (s *Store) EngineStats() EngineStats {
 					continue
 				}
 				if fi, err := os.Stat(filepath.Join(s.dir, e.Name())); err == nil {
-					st.VlogBytes += fi.Size()
+					st.VlogBytes += allocated(fi)
 				}
 			}
 		}
