@@ -1,7 +1,8 @@
 // Command parsec is a database server that speaks the MongoDB wire protocol
 // and partitions data the way Azure Cosmos DB does. `parsec serve` runs it;
 // `parsec stats` shows how a running server's documents spread over
-// physical partitions; `parsec version` prints its version.
+// physical partitions, `parsec top` its hottest partitions, refreshing;
+// `parsec version` prints its version.
 package main
 
 import (
@@ -34,7 +35,7 @@ environment variable PARSEC_<FLAG> (for example PARSEC_LISTEN=127.0.0.1:27018).`
 		Version: engine.Version,
 	}
 	root.SetVersionTemplate(versionLine())
-	root.AddCommand(newServeCommand(), newStatsCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newStatsCommand(), newTopCommand(), newVersionCommand())
 	return root
 }
 

@@ -22,6 +22,7 @@ import (
 // statsOptions are the flags of `parsec stats`.
 type statsOptions struct {
 	uri        string
+	http       string // the console's address: read its API instead of the wire protocol
 	db         string
 	collection string
 	json       bool
@@ -51,7 +52,9 @@ the last minute reached the threshold (70% when given without one).
   parsec stats --uri mongodb://127.0.0.1:27017
   parsec stats --db shop --collection orders --watch 2s
   parsec stats --hot --watch 1s
-  parsec stats --json`,
+  parsec stats --json
+  parsec stats --http 127.0.0.1:8080         (the HTTP console's API instead)
+  parsec stats --http https://monitor:pw@db.example:8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnv(cmd.Flags()); err != nil {
@@ -64,6 +67,7 @@ the last minute reached the threshold (70% when given without one).
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.uri, "uri", "mongodb://127.0.0.1:27017", "connection string of the server")
+	f.StringVar(&o.http, "http", "", "read the server's HTTP console (its --http address, or a URL with user:password@ under --auth) instead of connecting with --uri")
 	f.StringVar(&o.db, "db", "", "only this database")
 	f.StringVar(&o.collection, "collection", "", "only this collection (needs --db)")
 	f.BoolVar(&o.json, "json", false, "print the statistics as JSON (one document per collection, in an array)")
@@ -82,17 +86,13 @@ func runStats(ctx context.Context, o *statsOptions, out io.Writer) error {
 	if o.hot < 0 || math.IsNaN(o.hot) {
 		return fmt.Errorf("--hot must be a percentage of at least 0")
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI(o.uri).SetAppName("parsec stats").SetServerSelectionTimeout(5 * time.Second))
+	src, closeSrc, err := o.source()
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", o.uri, err)
+		return err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = client.Disconnect(dctx)
-	}()
+	defer closeSrc()
 	for i := 1; ; i++ {
-		colls, err := fetchStats(ctx, client, o)
+		colls, err := fetchStats(ctx, src, o)
 		if err != nil {
 			return err
 		}
@@ -232,18 +232,47 @@ type lpStat struct {
 	IndexBytes    int64         `bson:"indexBytes" json:"indexBytes"`
 }
 
-func fetchStats(ctx context.Context, client *mongo.Client, o *statsOptions) ([]collStats, error) {
+// statsSource answers GetPartitionStats on db (for one collection when
+// collection is not "").
+type statsSource func(ctx context.Context, db, collection string, top int) (bson.Raw, error)
+
+// source is where the statistics come from: the wire protocol (--uri)
+// or the HTTP console (--http); close releases it.
+func (o *statsOptions) source() (statsSource, func(), error) {
+	if o.http != "" {
+		src, err := httpStatsSource(o.http)
+		return src, func() {}, err
+	}
+	client, err := mongo.Connect(options.Client().ApplyURI(o.uri).SetAppName("parsec stats").SetServerSelectionTimeout(5 * time.Second))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", o.uri, err)
+	}
+	closeClient := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = client.Disconnect(dctx)
+	}
+	return func(ctx context.Context, db, collection string, top int) (bson.Raw, error) {
+		cmd := bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "top", Value: top}}
+		if collection != "" {
+			cmd = append(cmd, bson.E{Key: "collection", Value: collection})
+		}
+		raw, err := client.Database(db).RunCommand(ctx, cmd).Raw()
+		if err != nil {
+			return nil, fmt.Errorf("GetPartitionStats: %w", err)
+		}
+		return raw, nil
+	}, closeClient, nil
+}
+
+func fetchStats(ctx context.Context, src statsSource, o *statsOptions) ([]collStats, error) {
 	db := o.db
 	if db == "" {
 		db = "admin"
 	}
-	cmd := bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "top", Value: o.top}}
-	if o.collection != "" {
-		cmd = append(cmd, bson.E{Key: "collection", Value: o.collection})
-	}
-	raw, err := client.Database(db).RunCommand(ctx, cmd).Raw()
+	raw, err := src(ctx, db, o.collection, o.top)
 	if err != nil {
-		return nil, fmt.Errorf("GetPartitionStats: %w", err)
+		return nil, err
 	}
 	var colls []collStats
 	if o.collection != "" {
