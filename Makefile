@@ -55,9 +55,11 @@ conformance:
 conformance-baseline:
 	go test ./integration/ -run TestConformance -count=1 -args -conformance.rewrite
 
-## bench: whole-system benchmarks against a server started for the run
+## bench: whole-system benchmarks against a server started for the run;
+## ONLY=<regexp> runs only the matching sections (make bench ONLY=metrics:
+## point reads with and without a scraper of /metrics)
 bench:
-	go run ./integration/bench -out bench-results.json
+	go run ./integration/bench -out bench-results.json $(if $(ONLY),-only '$(ONLY)')
 
 ## fuzz: a short run of every fuzz target (FUZZTIME=30s by default)
 FUZZTIME ?= 30s

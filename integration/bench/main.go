@@ -132,6 +132,8 @@ type report struct {
 	Goals        []goal   `json:"goals"`
 	// Growth is the growth section's sizes (growth.go).
 	Growth *growthReport `json:"growth,omitempty"`
+	// Metrics is what the metrics section's scraper saw (metrics.go).
+	Metrics *metricsReport `json:"metrics,omitempty"`
 }
 
 func main() {
@@ -275,6 +277,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The metrics phase (metrics.go): point reads with and without a
+	// scraper of /metrics.
+	if ctx.Err() == nil && slices.ContainsFunc(metricsWorkloads, want) {
+		if err := metricsPhase(ctx, cfg, rep, want); err != nil {
+			return nil, err
+		}
+	}
 	// The index phase (indexes.go): secondary indexes against _id, scans
 	// and in-memory sorts, and inserts with 0, 1 and 4 indexes.
 	if ctx.Err() == nil && slices.ContainsFunc(indexWorkloads, want) {
@@ -296,7 +305,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	for i, n := range append(append(append(append([]string(nil), scanWorkloads...), aggWorkloads...), partitionWorkloads...), ruWorkloads...) {
 		order[n] = len(server) + len(baseline) + i
 	}
-	for _, n := range append(slices.Clone(indexWorkloads), growthWorkloads(cfg)...) {
+	for _, n := range append(append(slices.Clone(indexWorkloads), growthWorkloads(cfg)...), metricsWorkloads...) {
 		order[n] = len(order)
 	}
 	slices.SortStableFunc(rep.Results, func(a, b result) int {
@@ -315,6 +324,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	partitionGoals(rep)
 	indexGoals(rep)
 	ruGoals(rep)
+	metricsGoals(rep)
 	growthGoals(rep)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)
@@ -323,6 +333,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	printPartitionSummary(os.Stdout, rep)
 	printIndexSummary(os.Stdout, rep)
 	printRUSummary(os.Stdout, rep)
+	printMetricsSummary(os.Stdout, rep)
 	printGrowthSummary(os.Stdout, rep)
 	if cfg.Out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
