@@ -134,6 +134,8 @@ type report struct {
 	Growth *growthReport `json:"growth,omitempty"`
 	// Metrics is what the metrics section's scraper saw (metrics.go).
 	Metrics *metricsReport `json:"metrics,omitempty"`
+	// Memory is the memory section's runs (memory.go).
+	Memory []*memoryRun `json:"memory,omitempty"`
 }
 
 func main() {
@@ -298,6 +300,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The memory phase (memory.go): sustained inserts with and without
+	// --memory-limit, resident memory sampled.
+	if ctx.Err() == nil && want(memoryWorkload) {
+		if err := memoryPhase(ctx, rep); err != nil {
+			return nil, err
+		}
+	}
 	order := map[string]int{}
 	for i, w := range append(server, baseline...) {
 		order[w.name] = i
@@ -326,6 +335,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	ruGoals(rep)
 	metricsGoals(rep)
 	growthGoals(rep)
+	memoryGoals(rep)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)
 	printScanSummary(os.Stdout, rep)
