@@ -140,7 +140,7 @@ func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st de
 		return 0, nil
 	}
 	if st.hint.Type != 0 {
-		if err := checkHint(st.hint); err != nil {
+		if err := checkHint(c, st.hint); err != nil {
 			return 0, err
 		}
 	}

@@ -68,7 +68,7 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 	}
 	coll := e.store.Collection(req.db, name)
 	if coll != nil && a.hint.Type != 0 {
-		if err := checkHint(a.hint); err != nil {
+		if err := checkHint(coll, a.hint); err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/update"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -221,7 +222,7 @@ func compileUpdate(q bsoncore.Document, u bsoncore.Value, arrayFilters []bsoncor
 // stmt is the statement in a retryable write, which records what it does.
 func (e *Engine) updateStmt(ctx context.Context, m *meter, db, name string, st updateStmt, let bsoncore.Document, exists bool, stmt stmtRef) (updateResult, error) {
 	if exists && st.hint.Type != 0 {
-		if err := checkHint(st.hint); err != nil {
+		if err := checkHint(e.store.Collection(db, name), st.hint); err != nil {
 			return updateResult{}, err
 		}
 	}
@@ -237,16 +238,27 @@ func (e *Engine) updateStmt(ctx context.Context, m *meter, db, name string, st u
 	return e.runUpdate(ctx, m, db, name, sp)
 }
 
-// checkHint accepts the hints a collection with only the _id index can
-// use: "_id_", {_id: ±1} and {$natural: ±1}.
-func checkHint(h bsoncore.Value) error {
+// checkHint accepts a write's hint when it names one of c's indexes, by
+// name or key pattern: _id_, a secondary index that is built and not
+// hidden, the shard-key index, or {$natural: ±1}. Writes plan their reads
+// themselves; the hint is only checked, as MongoDB refuses a hint that
+// names no index.
+func checkHint(c *store.Collection, h bsoncore.Value) error {
+	if c == nil {
+		return nil // nothing to plan on a missing collection
+	}
 	switch h.Type {
 	case bsoncore.TypeString:
-		if h.StringValue() == "_id_" {
+		name := h.StringValue()
+		if name == "_id_" || (name != "" && name == shardKeyIndexName(c)) {
+			return nil
+		}
+		if ix := indexOfHint(c, name, nil); name != "" && ix != nil && !ix.Hidden {
 			return nil
 		}
 	case bsoncore.TypeEmbeddedDocument:
-		elems, _ := h.Document().Elements()
+		key := h.Document()
+		elems, _ := key.Elements()
 		if len(elems) == 0 {
 			return nil // an empty hint is no hint
 		}
@@ -254,6 +266,12 @@ func checkHint(h bsoncore.Value) error {
 			if f, ok := numberFloat(elems[0].Value()); ok && (f == 1 || f == -1) {
 				return nil
 			}
+		}
+		if isShardKeyIndexKey(c, key) {
+			return nil
+		}
+		if ix := indexOfHint(c, "", key); ix != nil && !ix.Hidden {
+			return nil
 		}
 	}
 	return errorf(ErrBadValue, "hint provided does not correspond to an existing index")

@@ -1,0 +1,80 @@
+package integration
+
+import (
+	"errors"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Behaviours drivers and their test suites rely on, each as MongoDB 7.0
+// answers it.
+
+// TestWriteHintSecondaryIndex: delete, update and findAndModify take a
+// hint naming a secondary index by key or name, as find does; a hint
+// naming no index still fails.
+func TestWriteHintSecondaryIndex(t *testing.T) {
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	db := client.Database(dbName(t))
+	ctx := testCtx(t)
+	coll := db.Collection("c")
+	if _, err := coll.InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "x", Value: 2}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "x", Value: 3}},
+		bson.D{{Key: "_id", Value: 4}, {Key: "x", Value: 4}},
+		bson.D{{Key: "_id", Value: 5}, {Key: "x", Value: 5}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "x", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	byKey, byName := bson.D{{Key: "x", Value: 1}}, "x_1"
+
+	for _, h := range []any{byKey, byName} {
+		r, err := coll.UpdateOne(ctx, bson.D{{Key: "x", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}, options.UpdateOne().SetHint(h))
+		if err != nil || r.ModifiedCount != 1 {
+			t.Fatalf("updateOne hint %v: %+v %v", h, r, err)
+		}
+	}
+	if r, err := coll.UpdateMany(ctx, bson.D{{Key: "x", Value: bson.D{{Key: "$gt", Value: 3}}}}, bson.D{{Key: "$set", Value: bson.D{{Key: "big", Value: true}}}}, options.UpdateMany().SetHint(byName)); err != nil || r.ModifiedCount != 2 {
+		t.Fatalf("updateMany: %+v %v", r, err)
+	}
+	var got bson.M
+	if err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "x", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "y", Value: 1}}}}, options.FindOneAndUpdate().SetHint(byKey).SetReturnDocument(options.After)).Decode(&got); err != nil || got["y"] != int32(1) {
+		t.Fatalf("findOneAndUpdate: %v %v", got, err)
+	}
+	if err := coll.FindOneAndReplace(ctx, bson.D{{Key: "x", Value: 3}}, bson.D{{Key: "x", Value: 3}, {Key: "z", Value: 1}}, options.FindOneAndReplace().SetHint(byName)).Err(); err != nil {
+		t.Fatalf("findOneAndReplace: %v", err)
+	}
+	if err := coll.FindOneAndDelete(ctx, bson.D{{Key: "x", Value: 3}}, options.FindOneAndDelete().SetHint(byName)).Err(); err != nil {
+		t.Fatalf("findOneAndDelete: %v", err)
+	}
+	if r, err := coll.DeleteOne(ctx, bson.D{{Key: "x", Value: 2}}, options.DeleteOne().SetHint(byKey)); err != nil || r.DeletedCount != 1 {
+		t.Fatalf("deleteOne: %+v %v", r, err)
+	}
+	if r, err := coll.DeleteMany(ctx, bson.D{{Key: "big", Value: true}}, options.DeleteMany().SetHint(byName)); err != nil || r.DeletedCount != 2 {
+		t.Fatalf("deleteMany: %+v %v", r, err)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Fatalf("left %d, %v; want 1", n, err)
+	}
+
+	// A hint naming no index, or a hidden one, is still refused.
+	_, err := coll.DeleteOne(ctx, bson.D{{Key: "x", Value: 1}}, options.DeleteOne().SetHint(bson.D{{Key: "y", Value: 1}}))
+	var we mongo.WriteException
+	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 2 {
+		t.Fatalf("delete with hint on no index: %v", err)
+	}
+	runOK(t, db, bson.D{{Key: "collMod", Value: "c"}, {Key: "index", Value: bson.D{{Key: "name", Value: "x_1"}, {Key: "hidden", Value: true}}}})
+	_, err = coll.UpdateOne(ctx, bson.D{{Key: "x", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "y", Value: 2}}}}, options.UpdateOne().SetHint(byName))
+	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 2 {
+		t.Fatalf("update with hint on a hidden index: %v", err)
+	}
+	err = coll.FindOneAndDelete(ctx, bson.D{{Key: "x", Value: 1}}, options.FindOneAndDelete().SetHint(byKey)).Err()
+	wantCode(t, err, 2, "BadValue")
+}
