@@ -47,7 +47,9 @@ import (
 // Busy goroutines spin during each spike to add CPU contention. The
 // environment can run it longer:
 //
-//	PARSEC_STRESS_SPIKES      spikes per variant (default 2)
+//	PARSEC_STRESS_SPIKES      spikes per variant at most (default 3)
+//	PARSEC_STRESS_BUDGET      no further spike of a variant once it ran this
+//	                          long (default 4s; the first spike always runs)
 //	PARSEC_STRESS_GOROUTINES  goroutines per spike (default 1000)
 //	PARSEC_STRESS_BUSY        spinning goroutines during a spike (default 1)
 //	PARSEC_STRESS_DURATION    keep spiking each variant this long (e.g. 2m)
@@ -65,15 +67,15 @@ type readbackVariant struct {
 	unacknowledged     bool // inserts with w: 0
 }
 
+// The variants pair options that do not interact, to keep the run short
+// under the race detector.
 var readbackVariants = []readbackVariant{
 	{name: "unsharded"},
-	{name: "unsharded_no_retry_writes", noRetryWrites: true},
 	// 32 KiB partitions: the spike's 100 KB split the collection while it
 	// is written and read.
-	{name: "sharded_splitting", sharded: true, server: ServerOptions{Partitions: engine.PartitionLimits{MaxBytes: 32 << 10}}},
-	{name: "secondary_preferred", secondaryPreferred: true},
-	{name: "explicit_sessions", sessions: true},
-	{name: "unacknowledged", unacknowledged: true},
+	{name: "sharded_splitting_explicit_sessions", sharded: true, sessions: true,
+		server: ServerOptions{Partitions: engine.PartitionLimits{MaxBytes: 32 << 10}}},
+	{name: "unacknowledged_no_retry_writes_secondary_preferred", unacknowledged: true, noRetryWrites: true, secondaryPreferred: true},
 	{name: "timeouts", timeouts: true},
 	{name: "timeouts_sharded_no_retry_writes", timeouts: true, sharded: true, noRetryWrites: true},
 }
@@ -83,13 +85,14 @@ type stressConfig struct {
 	spikes     int
 	goroutines int
 	busy       int
-	duration   time.Duration
+	duration   time.Duration // spike until then, whatever spikes and budget say
+	budget     time.Duration // no further spike past it (beyond the first)
 	only       map[string]bool
 }
 
 func stressConfigFromEnv(t testing.TB) stressConfig {
 	t.Helper()
-	c := stressConfig{spikes: 2, goroutines: 1000, busy: 1}
+	c := stressConfig{spikes: 3, goroutines: 1000, busy: 1, budget: 4 * time.Second}
 	for name, dst := range map[string]*int{
 		"PARSEC_STRESS_SPIKES": &c.spikes, "PARSEC_STRESS_GOROUTINES": &c.goroutines, "PARSEC_STRESS_BUSY": &c.busy,
 	} {
@@ -101,12 +104,14 @@ func stressConfigFromEnv(t testing.TB) stressConfig {
 			*dst = n
 		}
 	}
-	if v := os.Getenv("PARSEC_STRESS_DURATION"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatalf("PARSEC_STRESS_DURATION=%q: %v", v, err)
+	for name, dst := range map[string]*time.Duration{"PARSEC_STRESS_DURATION": &c.duration, "PARSEC_STRESS_BUDGET": &c.budget} {
+		if v := os.Getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("%s=%q: %v", name, v, err)
+			}
+			*dst = d
 		}
-		c.duration = d
 	}
 	if v := os.Getenv("PARSEC_STRESS_VARIANTS"); v != "" {
 		c.only = map[string]bool{}
@@ -128,8 +133,12 @@ func TestStressReadback(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			r := newReadbackRun(t, v, cfg)
 			started := time.Now()
-			for spike := 0; spike < cfg.spikes || time.Since(started) < cfg.duration; spike++ {
+			for spike := 0; ; spike++ {
 				r.spike(t, spike)
+				took := time.Since(started)
+				if took >= cfg.duration && (spike+1 >= cfg.spikes || took >= cfg.budget) {
+					break
+				}
 			}
 			r.report(t, time.Since(started))
 		})
@@ -200,7 +209,7 @@ func newReadbackRun(t *testing.T, v readbackVariant, cfg stressConfig) *readback
 
 // readbackSeed is how many documents the slow scans of the variants with
 // short deadlines examine besides the spikes' own.
-const readbackSeed = 4000
+const readbackSeed = 1000
 
 // readbackKeys is how many shard-key values the documents spread over.
 const readbackKeys = 97
@@ -265,7 +274,7 @@ func (r *readbackRun) spike(t *testing.T, spike int) {
 			defer wg.Done()
 			<-gate
 			id := base + int64(g)
-			if r.v.timeouts && g%4 == 0 {
+			if r.v.timeouts && g%8 == 0 {
 				r.slowScan()
 			}
 			err := r.inSession(context.Background(), func(sctx context.Context) error {
@@ -290,8 +299,8 @@ func (r *readbackRun) spike(t *testing.T, spike int) {
 			if err != nil {
 				r.opFailed(err, fmt.Sprintf("insert %d", id))
 			}
-			// and a document an earlier spike inserted
-			if len(r.acked) > 0 {
+			// and, one goroutine in eight, a document an earlier spike inserted
+			if len(r.acked) > 0 && g%8 == 0 {
 				old := r.acked[rand.IntN(len(r.acked))]
 				ctx, cancel := r.opContext(true)
 				r.checkRead(ctx, old, started)
@@ -314,7 +323,7 @@ func (r *readbackRun) spike(t *testing.T, spike int) {
 	stopNoise := make(chan struct{})
 	var noise sync.WaitGroup
 	if r.v.timeouts && len(ids) > 0 {
-		for range n / 4 {
+		for range n / 8 {
 			noise.Add(1)
 			go func() {
 				defer noise.Done()
@@ -371,7 +380,7 @@ func (r *readbackRun) spike(t *testing.T, spike int) {
 
 // readbackSettle is how many documents settle inserts and reads back
 // one after another right after each spike.
-const readbackSettle = 300
+const readbackSettle = 100
 
 // settle inserts documents from id on, one at a time right after the
 // spike, each read back at once (the shape of the anomaly this test
@@ -399,19 +408,28 @@ func (r *readbackRun) settle(id int64, spike int, started time.Time) []int64 {
 }
 
 // readbackProbes is how many operations probe spends per spike.
-const readbackProbes = 40
+const readbackProbes = 12
 
 // probe makes operations time out while the server runs them, one after
 // another with no queue for the connection, and reads an acknowledged
 // document right after each: the operation that inherits the connection
 // (after the driver skipped the late reply, or on a new connection when
-// it gave up) must get its own answer. Every other probe is a 300-document
-// insert; one that is acknowledged must be visible whole.
+// it gave up) must get its own answer. Every other probe is a 100-document
+// insert; one that is acknowledged must be visible whole. The first probe
+// of each kind runs without a short deadline, to time it; the others get
+// between a fifth of that time and all of it, so most of their deadlines
+// strike while the server runs them, however fast the machine is.
 func (r *readbackRun) probe(t *testing.T, spike int, ids []int64, started time.Time) {
 	t.Helper()
-	const batch = 300
+	const batch = 100
+	var took [2]time.Duration
 	for i := range readbackProbes {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(500+rand.IntN(7500))*time.Microsecond)
+		d := time.Minute
+		if full := took[i%2]; full > 0 {
+			d = full/5 + rand.N(full*4/5)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		began := time.Now()
 		if i%2 == 0 {
 			err := r.coll.FindOne(ctx, bson.D{{Key: "absent", Value: true}}).Err()
 			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
@@ -436,6 +454,9 @@ func (r *readbackRun) probe(t *testing.T, spike int, ids []int64, started time.T
 			}
 		}
 		cancel()
+		if took[i%2] == 0 {
+			took[i%2] = max(time.Since(began), time.Millisecond)
+		}
 		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
 		r.checkRead(rctx, ids[rand.IntN(len(ids))], started)
 		rcancel()
