@@ -265,12 +265,13 @@ func (e *Engine) cmdListIndexes(_ context.Context, req *request) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	batchSize := int64(-1)
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
 		k, v := el.Key(), el.Value()
 		switch k {
 		case "cursor":
-			if _, err := docArg(req.name, k, v); err != nil {
+			if batchSize, err = cursorBatchSize(req.name, v); err != nil {
 				return nil, err
 			}
 		case "includeBuildUUIDs", "includeIndexBuildInfo":
@@ -284,11 +285,12 @@ func (e *Engine) cmdListIndexes(_ context.Context, req *request) ([]byte, error)
 	if c == nil || e.store.Pending(c.ID) {
 		return nil, errorf(ErrNamespaceNotFound, "ns does not exist: %s", namespaceOf(req.db, name))
 	}
-	batch := bsoncore.NewArrayBuilder()
-	for _, spec := range listedIndexes(c) {
-		batch.AppendDocument(spec)
+	specs := listedIndexes(c)
+	docs := make([][]byte, len(specs))
+	for i, spec := range specs {
+		docs[i] = spec
 	}
-	return cursorReply(0, namespaceOf(req.db, name), "firstBatch", batch.Build()), nil
+	return e.listingReply(req, namespaceOf(req.db, name), docs, batchSize), nil
 }
 
 // listedIndexes are the specs of c's indexes as listIndexes lists them:

@@ -46,7 +46,7 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 	if coll == "" {
 		return nil, missingField(req.name, "collection")
 	}
-	if coll != "$cmd.aggregate" { // a database-level aggregate's cursor
+	if coll != "$cmd.aggregate" && coll != "$cmd.listCollections" { // a database-level aggregate's or listCollections' cursor
 		if err := validateCollName(req.db, coll); err != nil {
 			return nil, err
 		}

@@ -8,16 +8,16 @@ import (
 )
 
 // cmdListCollections lists a database's collections as a cursor whose
-// first batch holds them all.
+// first batch holds them all, or cursor.batchSize of them.
 func (e *Engine) cmdListCollections(_ context.Context, req *request) ([]byte, error) {
 	if err := validateDBName(req.db); err != nil {
 		return nil, err
 	}
-	filter, nameOnly, err := parseListArgs(req, "authorizedCollections")
+	filter, nameOnly, batchSize, err := parseListArgs(req, "authorizedCollections")
 	if err != nil {
 		return nil, err
 	}
-	batch := bsoncore.NewArrayBuilder()
+	var docs [][]byte
 	for _, c := range e.store.Collections(req.db) {
 		if e.store.Pending(c.ID) {
 			continue // created by a transaction not yet committed
@@ -48,9 +48,9 @@ func (e *Engine) cmdListCollections(_ context.Context, req *request) ([]byte, er
 		if filter != nil && !filter.Match(bsoncore.Document(raw)) {
 			continue
 		}
-		batch.AppendDocument(raw)
+		docs = append(docs, raw)
 	}
-	return cursorReply(0, req.db+".$cmd.listCollections", "firstBatch", batch.Build()), nil
+	return e.listingReply(req, req.db+".$cmd.listCollections", docs, batchSize), nil
 }
 
 var emptyDoc = bson.Raw(bsoncore.NewDocumentBuilder().Build())

@@ -47,7 +47,8 @@ func matchesD(filter *query.Filter, d bson.D) (bool, error) {
 // nameOnly, and authorized (authorizedCollections or authorizedDatabases,
 // accepted: a user sees what its roles allow either way); listCollections
 // also takes cursor.
-func parseListArgs(req *request, authorized string) (filter *query.Filter, nameOnly bool, err error) {
+func parseListArgs(req *request, authorized string) (filter *query.Filter, nameOnly bool, batchSize int64, err error) {
+	batchSize = -1
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
 		k, v := el.Key(), el.Value()
@@ -62,23 +63,23 @@ func parseListArgs(req *request, authorized string) (filter *query.Filter, nameO
 		case k == authorized:
 			_, err = boolArg(req.name, k, v)
 		case k == "cursor" && req.name == "listCollections":
-			_, err = docArg(req.name, k, v)
+			batchSize, err = cursorBatchSize(req.name, v)
 		default:
 			if !genericFields[k] {
 				err = unknownField(req.name, k)
 			}
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, false, -1, err
 		}
 	}
-	return filter, nameOnly, nil
+	return filter, nameOnly, batchSize, nil
 }
 
 // cmdListDatabases lists databases with sizeOnDisk (their data and _id key
 // bytes) and empty, filtered by filter; nameOnly leaves the sizes out.
 func (e *Engine) cmdListDatabases(_ context.Context, req *request) ([]byte, error) {
-	filter, nameOnly, err := parseListArgs(req, "authorizedDatabases")
+	filter, nameOnly, _, err := parseListArgs(req, "authorizedDatabases")
 	if err != nil {
 		return nil, err
 	}

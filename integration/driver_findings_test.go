@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -77,4 +78,70 @@ func TestWriteHintSecondaryIndex(t *testing.T) {
 	}
 	err = coll.FindOneAndDelete(ctx, bson.D{{Key: "x", Value: 1}}, options.FindOneAndDelete().SetHint(byKey)).Err()
 	wantCode(t, err, 2, "BadValue")
+}
+
+// TestListingBatchSize: listCollections and listIndexes honour
+// cursor.batchSize and serve the rest through getMore, which drivers
+// send when the first batch's cursor is open.
+func TestListingBatchSize(t *testing.T) {
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	db := client.Database(dbName(t))
+	ctx := testCtx(t)
+	for i := range 5 {
+		runOK(t, db, bson.D{{Key: "create", Value: fmt.Sprintf("c%d", i)}})
+	}
+	coll := db.Collection("c0")
+	for _, f := range []string{"a", "b", "c", "d"} {
+		if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: f, Value: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	first := runCursor(t, db, bson.D{{Key: "listCollections", Value: 1}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 2}}}})
+	if len(first.batch()) != 2 || first.Cursor.ID == 0 || first.Cursor.NS != db.Name()+".$cmd.listCollections" {
+		t.Fatalf("listCollections first batch: %d documents, cursor %d, ns %s", len(first.batch()), first.Cursor.ID, first.Cursor.NS)
+	}
+	next := runCursor(t, db, bson.D{{Key: "getMore", Value: first.Cursor.ID}, {Key: "collection", Value: "$cmd.listCollections"}, {Key: "batchSize", Value: 2}})
+	if len(next.batch()) != 2 || next.Cursor.ID != first.Cursor.ID {
+		t.Fatalf("listCollections getMore: %d documents, cursor %d", len(next.batch()), next.Cursor.ID)
+	}
+	last := runCursor(t, db, bson.D{{Key: "getMore", Value: first.Cursor.ID}, {Key: "collection", Value: "$cmd.listCollections"}})
+	if len(last.batch()) != 1 || last.Cursor.ID != 0 {
+		t.Fatalf("listCollections last getMore: %d documents, cursor %d", len(last.batch()), last.Cursor.ID)
+	}
+	zero := runCursor(t, db, bson.D{{Key: "listCollections", Value: 1}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 0}}}})
+	if len(zero.batch()) != 0 || zero.Cursor.ID == 0 {
+		t.Fatalf("listCollections batchSize 0: %d documents, cursor %d", len(zero.batch()), zero.Cursor.ID)
+	}
+	all := runCursor(t, db, bson.D{{Key: "listCollections", Value: 1}})
+	if len(all.batch()) != 5 || all.Cursor.ID != 0 {
+		t.Fatalf("listCollections without batchSize: %d documents, cursor %d", len(all.batch()), all.Cursor.ID)
+	}
+
+	// Through the driver, which follows the cursor with getMore.
+	names, err := db.ListCollectionNames(ctx, bson.D{}, options.ListCollections().SetBatchSize(2))
+	if err != nil || len(names) != 5 {
+		t.Fatalf("ListCollectionNames: %v %v", names, err)
+	}
+	cur, err := coll.Indexes().List(ctx, options.ListIndexes().SetBatchSize(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []bson.M
+	if err := cur.All(ctx, &specs); err != nil || len(specs) != 5 {
+		t.Fatalf("listIndexes: %d specs, %v", len(specs), err)
+	}
+	ix := runCursor(t, db, bson.D{{Key: "listIndexes", Value: "c0"}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 3}}}})
+	if len(ix.batch()) != 3 || ix.Cursor.ID == 0 {
+		t.Fatalf("listIndexes first batch: %d specs, cursor %d", len(ix.batch()), ix.Cursor.ID)
+	}
+	ixNext := runCursor(t, db, bson.D{{Key: "getMore", Value: ix.Cursor.ID}, {Key: "collection", Value: "c0"}})
+	if len(ixNext.batch()) != 2 || ixNext.Cursor.ID != 0 {
+		t.Fatalf("listIndexes getMore: %d specs, cursor %d", len(ixNext.batch()), ixNext.Cursor.ID)
+	}
+
+	runFail(t, db, bson.D{{Key: "listCollections", Value: 1}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: -1}}}}, 51024, "Location51024")
+	runFail(t, db, bson.D{{Key: "listIndexes", Value: "c0"}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: "x"}}}}, 14, "TypeMismatch")
+	runFail(t, db, bson.D{{Key: "listIndexes", Value: "c0"}, {Key: "cursor", Value: bson.D{{Key: "nope", Value: 1}}}}, 40415, "Location40415")
 }
