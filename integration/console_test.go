@@ -349,3 +349,23 @@ func TestConsoleAuth(t *testing.T) {
 		t.Errorf("dropped user: %d, want 401", status)
 	}
 }
+
+// BenchmarkMetricsScrape is one GET /metrics of a server holding a
+// sharded collection of 10,000 documents over 1,000 shard-key values,
+// its statistics recomputed at every scrape.
+func BenchmarkMetricsScrape(b *testing.B) {
+	srv := StartServer(b, ServerOptions{Dir: b.TempDir()})
+	con := StartConsole(b, srv, console.Options{MinRefresh: time.Nanosecond, SampleEvery: time.Hour})
+	client := newTestClient(b, srv)
+	loadSharded(b, client, "bench", "scraped", 10_000, 1_000)
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		status, body := httpGet(b, con.URL+"/metrics", "", "")
+		if status != http.StatusOK {
+			b.Fatal(status)
+		}
+		size = len(body)
+	}
+	b.ReportMetric(float64(size), "bytes/scrape")
+}
