@@ -3,11 +3,15 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -111,6 +115,39 @@ func TestServeHTTPAndLog(t *testing.T) {
 	}
 	if n := strings.Count(p.log(), "partition would have throttled"); n > 6 {
 		t.Errorf("%d throttle lines: one per partition per 10 s at most", n)
+	}
+}
+
+// TestServeHTTPTLS: with TLS on, the console speaks HTTPS only, with the
+// server's certificate.
+func TestServeHTTPTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := startProc(t, nil, "--listen", "127.0.0.1:0", "--data-dir", dir, "--http", "127.0.0.1:0", "--tls-self-signed")
+	url := waitLog(t, p, "the console's address", regexp.MustCompile(`msg="console and metrics" url=(https://127\.0\.0\.1:\d+/)`), 10*time.Second)[1]
+	pem, err := os.ReadFile(filepath.Join(dir, "tls-cert.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("tls-cert.pem holds no certificate")
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := hc.Get(url + "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /metrics over TLS: %d", resp.StatusCode)
+	}
+	plain := strings.Replace(url, "https://", "http://", 1)
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(plain + "metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP served /metrics on a TLS server")
+		}
 	}
 }
 

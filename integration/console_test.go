@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -290,6 +291,36 @@ func TestConsoleAPI(t *testing.T) {
 		if got := page.Stats.Partitions[i]; got.ID != p.ID || got.Docs != p.DocumentCount {
 			t.Errorf("partition %d: API %+v, GetPartitionStats %s with %d documents", i, got, p.ID, p.DocumentCount)
 		}
+	}
+
+	// Slow clients hold only their own connections: 20 that send a
+	// request and never read, and 20 that send half a request; the
+	// database and other scrapes go on.
+	for i := range 40 {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(con.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		req := "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+		if i%2 == 1 {
+			req = "GET /metr"
+		}
+		if _, err := conn.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	for i := range 50 {
+		if err := client.Database("apidb").Collection("users").FindOne(testCtx(t), bson.D{{Key: "k", Value: fmt.Sprintf("key-%d", i%30)}, {Key: "_id", Value: int32(i)}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if status, _ := httpGet(t, con.URL+"/metrics", "", ""); status != http.StatusOK {
+		t.Errorf("/metrics beside slow clients: %d", status)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("50 reads and a scrape beside slow HTTP clients took %v", d)
 	}
 
 	// The heat map fills as the sampler runs.
