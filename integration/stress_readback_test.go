@@ -36,7 +36,7 @@ import (
 // is applied before the next request on that connection is read.
 //
 // Variants: retryable writes on and off, a sharded collection (by _id
-// alone, a fan-out over four partitions, and by shard key and _id, a point
+// alone, a fan-out over every partition, and by shard key and _id, a point
 // read) that splits during the spike, readPreference secondaryPreferred,
 // explicit causally consistent sessions, w: 0, and short context deadlines
 // so that operations time out while waiting for the connection, before
@@ -60,7 +60,7 @@ type readbackVariant struct {
 	name               string
 	server             ServerOptions
 	noRetryWrites      bool
-	sharded            bool // customAction CreateCollection with shardKey k over 4 partitions
+	sharded            bool // customAction CreateCollection with shardKey k at 40,000 RU/s (7 partitions)
 	secondaryPreferred bool
 	sessions           bool // each goroutine in an explicit (causally consistent) session
 	timeouts           bool // short context deadlines
@@ -152,7 +152,10 @@ type readbackRun struct {
 	client *mongo.Client
 	coll   *mongo.Collection
 	acked  []int64 // ids of acknowledged inserts of earlier spikes
-	tally  readbackTally
+	// partitions is how many physical partitions a sharded collection
+	// had when created
+	partitions int32
+	tally      readbackTally
 }
 
 // readbackTally counts what the operations did.
@@ -194,6 +197,9 @@ func newReadbackRun(t *testing.T, v readbackVariant, cfg stressConfig) *readback
 		collOpts.SetWriteConcern(writeconcern.Unacknowledged())
 	}
 	r := &readbackRun{v: v, cfg: cfg, client: client, coll: db.Collection("c", collOpts)}
+	if v.sharded {
+		r.partitions = getPartitionStats(t, db, "c").PartitionCount
+	}
 	if v.timeouts {
 		// documents for the slow scans to examine (spike -1, ids below 0)
 		seed := make([]any, readbackSeed)
@@ -563,6 +569,13 @@ func (r *readbackRun) report(t *testing.T, took time.Duration) {
 		a.waitTimeouts.Load(), a.unsentTimeouts.Load(), a.inFlightTimeouts.Load(), a.serverTimeouts.Load(), a.otherTimeouts.Load())
 	if a.otherTimeout != "" {
 		t.Logf("first timeout of another kind: %s", a.otherTimeout)
+	}
+	if r.v.sharded {
+		ps := getPartitionStats(t, r.coll.Database(), r.coll.Name())
+		t.Logf("%d physical partitions at the end, %d at the start", ps.PartitionCount, r.partitions)
+		if r.v.server.Partitions.MaxBytes > 0 && ps.PartitionCount <= r.partitions {
+			t.Errorf("the collection never split: %d partitions", ps.PartitionCount)
+		}
 	}
 	if r.v.timeouts && a.inFlightTimeouts.Load()+a.serverTimeouts.Load() == 0 {
 		t.Errorf("no operation timed out after it was sent: the connection never had a late reply to skip")
