@@ -134,6 +134,9 @@ func parseUpdateStmt(stmt bsoncore.Document) (updateStmt, error) {
 			if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
 				return st, errorf(ErrFailedToParse, "Update argument must be either an object or an array")
 			}
+			if err := checkPipelineElements(v); err != nil {
+				return st, err
+			}
 			st.u, hasU = v, true
 		case "c":
 			if st.c, err = docArg(field, k, v); err != nil {
@@ -179,6 +182,28 @@ func parseUpdateStmt(stmt bsoncore.Document) (updateStmt, error) {
 		return st, errorf(errConstantsNotPipeline, "Constant values may only be specified for pipeline updates")
 	}
 	return st, nil
+}
+
+// checkPipelineElements applies the IDL's check of a pipeline update
+// (MongoDB's parsePipelineFromBSON): each element is a document. Failing
+// it fails the command, as MongoDB parses it with the command; a stage
+// that is unknown or not allowed is the statement's write error, since
+// MongoDB parses the stages only when it runs the statement.
+func checkPipelineElements(u bsoncore.Value) error {
+	arr, ok := u.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return errorf(ErrFailedToParse, "update.updates.u: %v", err)
+	}
+	for _, x := range vals {
+		if x.Type != bsoncore.TypeEmbeddedDocument {
+			return errorf(ErrTypeMismatch, "Each element of the 'pipeline' array must be an object")
+		}
+	}
+	return nil
 }
 
 // arrayFiltersArg reads arrayFilters: an array of documents.

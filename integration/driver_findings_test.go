@@ -145,3 +145,43 @@ func TestListingBatchSize(t *testing.T) {
 	runFail(t, db, bson.D{{Key: "listIndexes", Value: "c0"}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: "x"}}}}, 14, "TypeMismatch")
 	runFail(t, db, bson.D{{Key: "listIndexes", Value: "c0"}, {Key: "cursor", Value: bson.D{{Key: "nope", Value: 1}}}}, 40415, "Location40415")
 }
+
+// TestUpdatePipelineParse: a pipeline update whose elements are not all
+// documents fails the whole command (MongoDB's IDL parses it with the
+// command, before any statement runs); a stage it does not know is the
+// statement's write error (MongoDB parses the stages when it runs the
+// statement, write_ops_exec's performUpdates).
+func TestUpdatePipelineParse(t *testing.T) {
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	db := client.Database(dbName(t))
+	ctx := testCtx(t)
+	coll := db.Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	good := bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}}}}
+	for _, u := range []bson.A{{1}, {bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}, "x"}} {
+		ce := runFail(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+			good,
+			bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: u}},
+		}}}, 14, "TypeMismatch")
+		if ce.Message != "Each element of the 'pipeline' array must be an object" {
+			t.Fatalf("message %q", ce.Message)
+		}
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "a", Value: 1}}); err != nil || n != 0 {
+		t.Fatalf("a statement ran before the command failed: %d %v", n, err)
+	}
+	r := runWrite(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.A{bson.D{{Key: "$invalidOperator", Value: 1}}}}},
+	}}})
+	if len(r.WriteErrors) != 1 || r.WriteErrors[0].Code != 40324 || r.WriteErrors[0].ErrMsg != "Unrecognized pipeline stage name: '$invalidOperator'" {
+		t.Fatalf("unknown stage: %v", r.Raw)
+	}
+	// findAndModify has no write errors: the command fails.
+	err := coll.FindOneAndUpdate(ctx, bson.D{}, bson.A{bson.D{{Key: "$invalidOperator", Value: 1}}}).Err()
+	wantCode(t, err, 40324, "Location40324")
+	err = db.RunCommand(ctx, bson.D{{Key: "findAndModify", Value: "c"}, {Key: "update", Value: bson.A{1}}}).Err()
+	wantCode(t, err, 14, "TypeMismatch")
+}
