@@ -52,6 +52,7 @@ var (
 	descConnsRefused = desc("parsec_connections_rejected_total", "Client connections refused at the connection limit.", nil)
 	descCursors      = desc("parsec_cursors_open", "Cursors open.", nil)
 	descSessions     = desc("parsec_sessions", "Logical sessions the server holds.", nil)
+	descTxns         = desc("parsec_transactions_open", "Multi-document transactions in progress.", nil)
 	descCommandRU    = desc("parsec_command_request_units_total", "Request units charged to no partition (metadata commands).", nil)
 	descUp           = desc("parsec_uptime_seconds", "Seconds since the server started.", nil)
 	descInfo         = desc("parsec_build_info", "Always 1: the server's version and the MongoDB version it answers as.", []string{"version", "mongodb_version"})
@@ -76,7 +77,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descPartRU, descPartRequests, descPartNormalized, descPartUncapped, descPartThrottled, descPartWould,
 		descPartRate, descPartDocs, descPartData, descPartIndex, descPartLogical,
 		descCollPartitions, descCollSplits, descCollThroughput, descCollNormalized, descTopStorageBytes, descTopRU,
-		descCommand, descConns, descConnsCreated, descConnsRefused, descCursors, descSessions, descCommandRU,
+		descCommand, descConns, descConnsCreated, descConnsRefused, descCursors, descSessions, descTxns, descCommandRU,
 		descUp, descInfo, descScrapeErr, descLSM, descVlog, descLevelTables, descLevelBytes, descFlushes, descCompactions,
 	} {
 		ch <- d
@@ -99,6 +100,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descConnsRefused, float64(snap.ConnectionsRejected))
 	gauge(descCursors, float64(snap.Cursors))
 	gauge(descSessions, float64(snap.Sessions))
+	gauge(descTxns, float64(snap.Transactions))
 	counter(descCommandRU, snap.RUCommands)
 	gauge(descLSM, float64(snap.Storage.LSMBytes))
 	gauge(descVlog, float64(snap.Storage.VlogBytes))

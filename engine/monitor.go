@@ -52,7 +52,7 @@ type ServerSnapshot struct {
 
 	// Connections: open now, accepted since start, refused at the limit.
 	Connections, ConnectionsCreated, ConnectionsRejected int64
-	Cursors, Sessions                                    int64
+	Cursors, Sessions, Transactions                      int64
 
 	// Request units of every partition (split ones included) and of the
 	// commands charged to no partition.
@@ -76,6 +76,7 @@ func (e *Engine) Snapshot() ServerSnapshot {
 		Persistent:   !e.store.InMemory(),
 		Cursors:      int64(e.cursors.count()),
 		Sessions:     int64(e.sessions.len()),
+		Transactions: e.sessions.openTxns.Load(),
 		RateLimiting: e.ruOpts.limiting(),
 		RUCommands:   float64(e.commandRU.Load()) / 100,
 		Storage:      e.store.EngineStats(),

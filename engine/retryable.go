@@ -96,6 +96,8 @@ func checkTxnNumber(cmd string, body bsoncore.Document) *CommandError {
 type sessionTable struct {
 	mu sync.Mutex
 	m  map[string]*txnSession
+	// openTxns is the number of transactions in progress (transactions.go).
+	openTxns atomic.Int64
 }
 
 // txnSession is one logical session. Its fields other than lastUse

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -110,6 +111,9 @@ type sessionTxn struct {
 	st     *store.Transaction
 	store  *store.Store
 	logger *slog.Logger // for what an abort cannot report to anyone
+	// open counts the server's transactions in progress: t adds 1 when
+	// it starts and takes it back when it leaves txnActive.
+	open *atomic.Int64
 
 	ran bool // a statement has run (not only failed by a fail point)
 
@@ -134,6 +138,7 @@ func (t *sessionTxn) abort(why string) {
 		return
 	}
 	t.state, t.why = txnAborted, why
+	t.open.Add(-1)
 	t.expiry.Stop()
 	created := t.created
 	t.created = nil
@@ -181,6 +186,7 @@ func (t *sessionTxn) commit() error {
 		return errors.New("transaction is not in progress")
 	}
 	t.expiry.Stop()
+	t.open.Add(-1) // committed or aborted below
 	var err error
 	for _, c := range t.created {
 		// The pending key goes with the commit: a crash leaves either the
@@ -394,7 +400,8 @@ func (s *txnStatement) enter(ctx context.Context, start bool) (context.Context, 
 		if err != nil {
 			return ctx, toCommandError(err)
 		}
-		t := &sessionTxn{number: s.n, st: st, store: e.store, logger: e.logger}
+		t := &sessionTxn{number: s.n, st: st, store: e.store, logger: e.logger, open: &e.sessions.openTxns}
+		t.open.Add(1)
 		life := e.transactionLifetime()
 		t.mu.Lock() // abort, from the timer, reads expiry under mu
 		t.expiry = time.AfterFunc(life, func() {

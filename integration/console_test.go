@@ -226,6 +226,34 @@ func TestConsoleMetrics(t *testing.T) {
 	if n := len(families["parsec_logical_partition_storage_bytes"].GetMetric()); n == 0 || n > 3*len(ps.Partitions) {
 		t.Errorf("%d logical-partition series, want 1 to 3 per partition", n)
 	}
+	// Transactions in progress.
+	sess, err := client.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(testCtx(t))
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	sctx := mongo.NewSessionContext(testCtx(t), sess)
+	if _, err := client.Database(db).Collection("orders").InsertOne(sctx, bson.D{{Key: "_id", Value: -1}, {Key: "k", Value: "key-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	families, _ = scrape(t, con)
+	if n, _ := metricValue(families, "parsec_transactions_open", nil); n != 1 {
+		t.Errorf("parsec_transactions_open = %v in a transaction, want 1", n)
+	}
+	if n, _ := metricValue(families, "parsec_sessions", nil); n < 1 {
+		t.Errorf("parsec_sessions = %v in a session, want at least 1", n)
+	}
+	if err := sess.CommitTransaction(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	families, _ = scrape(t, con)
+	if n, ok := metricValue(families, "parsec_transactions_open", nil); !ok || n != 0 {
+		t.Errorf("parsec_transactions_open = %v (%v) after the commit, want 0", n, ok)
+	}
+
 	// A name clients send that the server does not know lands in one bucket.
 	_ = client.Database(db).RunCommand(testCtx(t), bson.D{{Key: "noSuchCommandAtAll", Value: 1}}).Err()
 	families, _ = scrape(t, con)
