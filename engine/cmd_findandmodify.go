@@ -26,6 +26,7 @@ type famArgs struct {
 	remove       bool
 	returnNew    bool
 	upsert       bool
+	keepEmptyTs  bool // bypassEmptyTsReplacement (emptyts.go)
 }
 
 // cmdFindAndModify finds one document (the first in sort order), then
@@ -40,6 +41,9 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 	a, err := parseFindAndModify(req)
 	if err != nil {
 		return nil, err
+	}
+	if !a.keepEmptyTs && !a.remove {
+		a.update = e.replaceEmptyTimestampsIn(a.update)
 	}
 	wc, err := parseWriteConcern(req)
 	if err != nil {
@@ -150,6 +154,8 @@ func parseFindAndModify(req *request) (famArgs, error) {
 			a.upsert, err = boolArg(req.name, k, v)
 		case "bypassDocumentValidation":
 			_, err = boolArg(req.name, k, v)
+		case "bypassEmptyTsReplacement":
+			a.keepEmptyTs, err = boolArg(req.name, k, v)
 		case "arrayFilters":
 			a.arrayFilters, err = arrayFiltersArg(req.name, v)
 		case "let":

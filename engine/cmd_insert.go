@@ -44,6 +44,9 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 			docs[i] = insertDoc{retried: true}
 			continue
 		}
+		if !w.keepEmptyTs {
+			d = e.replaceEmptyTimestamps(d)
+		}
 		docs[i] = prepareInsert(d)
 	}
 	coll, _, err := e.ensureCollection(ctx, req.db, name)

@@ -30,6 +30,9 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 		if stmts[i], err = parseUpdateStmt(d); err != nil {
 			return nil, err
 		}
+		if !w.keepEmptyTs {
+			stmts[i].u = e.replaceEmptyTimestampsIn(stmts[i].u)
+		}
 	}
 	rw, err := e.retryableWrite(ctx, req, w.wc, len(stmts))
 	if err != nil {

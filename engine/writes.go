@@ -276,6 +276,9 @@ type writeCommand struct {
 	let     bsoncore.Document // update and delete
 	wc      writeConcern
 	stmts   [][]byte // within maxWriteBatchSize
+	// keepEmptyTs: bypassEmptyTsReplacement, store Timestamp(0, 0) as
+	// given (emptyts.go).
+	keepEmptyTs bool
 }
 
 // parseWriteCommand reads a batched write command's collection, top-level
@@ -297,6 +300,10 @@ func parseWriteCommand(req *request, field string, allowLet bool) (writeCommand,
 			}
 		case k == "bypassDocumentValidation":
 			if _, err := boolArg(req.name, k, v); err != nil {
+				return w, err
+			}
+		case k == "bypassEmptyTsReplacement":
+			if w.keepEmptyTs, err = boolArg(req.name, k, v); err != nil {
 				return w, err
 			}
 		case k == "let" && allowLet:

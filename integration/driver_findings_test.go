@@ -185,3 +185,76 @@ func TestUpdatePipelineParse(t *testing.T) {
 	err = db.RunCommand(ctx, bson.D{{Key: "findAndModify", Value: "c"}, {Key: "update", Value: bson.A{1}}}).Err()
 	wantCode(t, err, 14, "TypeMismatch")
 }
+
+// TestBypassEmptyTsReplacement: an empty timestamp in a top-level field
+// (not _id) of an inserted or replacement document becomes the current
+// cluster time, as in MongoDB 5.0+; update operators and pipelines keep
+// it; bypassEmptyTsReplacement: true keeps it everywhere, on insert,
+// update, delete and findAndModify. Raw commands: the Go driver has no
+// public option for it.
+func TestBypassEmptyTsReplacement(t *testing.T) {
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	db := client.Database(dbName(t))
+	ctx := testCtx(t)
+	coll := db.Collection("c")
+	empty := bson.Timestamp{}
+	for _, bypass := range []bool{true, false} {
+		base := 100
+		if !bypass {
+			base = 200
+		}
+		id := func(i int) int { return base + i }
+		with := func(cmd bson.D) bson.D {
+			return append(cmd, bson.E{Key: "bypassEmptyTsReplacement", Value: bypass})
+		}
+		runOK(t, db, with(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{
+			bson.D{{Key: "_id", Value: id(1)}, {Key: "a", Value: empty}},
+			bson.D{{Key: "_id", Value: id(2)}}, bson.D{{Key: "_id", Value: id(3)}},
+			bson.D{{Key: "_id", Value: id(6)}}, bson.D{{Key: "_id", Value: id(7)}}, bson.D{{Key: "_id", Value: id(8)}},
+		}}}))
+		update := func(i int, u any, upsert bool) {
+			runOK(t, db, with(bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+				bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: id(i)}}}, {Key: "u", Value: u}, {Key: "upsert", Value: upsert}},
+			}}}))
+		}
+		fam := func(i int, u any, upsert bool) {
+			runOK(t, db, with(bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{{Key: "_id", Value: id(i)}}}, {Key: "update", Value: u}, {Key: "upsert", Value: upsert}}))
+		}
+		replacement := bson.D{{Key: "a", Value: empty}}
+		update(2, replacement, false)
+		fam(3, replacement, false)
+		update(4, replacement, true)
+		fam(5, replacement, true)
+		update(6, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: empty}}}}, false)
+		fam(7, bson.A{bson.D{{Key: "$addFields", Value: bson.D{{Key: "a", Value: empty}}}}}, false)
+		update(8, bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: empty}}}}}, false)
+		update(9, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: empty}}}}, true)
+		runOK(t, db, with(bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{
+			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: -1}}}, {Key: "limit", Value: 0}},
+		}}}))
+		for i := 1; i <= 9; i++ {
+			var doc struct {
+				A bson.Timestamp `bson:"a"`
+			}
+			if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id(i)}}).Decode(&doc); err != nil {
+				t.Fatalf("_id %d: %v", id(i), err)
+			}
+			keep := bypass || i >= 6
+			if keep != (doc.A == empty) || (!keep && doc.A.T == 0) {
+				t.Fatalf("bypass %v, _id %d: a is %v", bypass, id(i), doc.A)
+			}
+		}
+	}
+	// _id keeps its empty timestamp; other fields get the cluster time.
+	runOK(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: empty}, {Key: "a", Value: empty}}}}})
+	var doc struct {
+		ID bson.Timestamp `bson:"_id"`
+		A  bson.Timestamp `bson:"a"`
+	}
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: empty}}).Decode(&doc); err != nil || doc.A == empty {
+		t.Fatalf("_id Timestamp(0, 0): %+v %v", doc, err)
+	}
+	runFail(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "bypassEmptyTsReplacement", Value: "yes"}}, 14, "TypeMismatch")
+
+}
