@@ -360,7 +360,7 @@ func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name st
 	reply, name, units = c.dispatch(ctx, wr)
 	if wr.Err == nil {
 		reply = withWriteConcernError(name, wr.Body, reply)
-		reply = c.e.withOperationTime(name, wr.Body, reply)
+		reply = c.e.withClusterTime(name, reply)
 	}
 	return reply, name, charge
 }
@@ -496,30 +496,6 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 		out = withAtClusterTime(out, *snapTS)
 	}
 	return out, name, units
-}
-
-// operationTimeCommands are the commands whose replies carry
-// operationTime: the reads and writes a causally consistent session
-// orders. Others (ping, hello, ...) answer as a standalone server does.
-var operationTimeCommands = map[string]bool{
-	"find": true, "getMore": true, "aggregate": true, "distinct": true, "count": true,
-	"insert": true, "update": true, "delete": true, "findAndModify": true,
-	"commitTransaction": true, "abortTransaction": true,
-}
-
-// withOperationTime adds operationTime to the reply of a read or write
-// sent in a session, as a router's replies carry it: the driver keeps the
-// latest for the session's causal consistency (readConcern
-// afterClusterTime on its next read or transaction).
-func (e *Engine) withOperationTime(name string, body bsoncore.Document, reply []byte) []byte {
-	if reply == nil || !operationTimeCommands[name] {
-		return reply
-	}
-	if _, err := body.LookupErr("lsid"); err != nil {
-		return reply
-	}
-	ts := e.clock.next(e.now())
-	return appendElement(reply, bsoncore.AppendTimestampElement(nil, "operationTime", ts.T, ts.I))
 }
 
 // countOp counts a command in serverStatus.opcounters. As in MongoDB,
