@@ -258,3 +258,57 @@ func TestBypassEmptyTsReplacement(t *testing.T) {
 	runFail(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "bypassEmptyTsReplacement", Value: "yes"}}, 14, "TypeMismatch")
 
 }
+
+// TestClusterTimeGossip: every reply, errors included, carries
+// $clusterTime {clusterTime, signature {hash, keyId}} and operationTime,
+// as a router's replies do; a write's operationTime is later than the one
+// before it, and $clusterTime is never before operationTime.
+func TestClusterTimeGossip(t *testing.T) {
+	for _, rs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replicaSet=%v", rs), func(t *testing.T) {
+			opts := ServerOptions{Dir: t.TempDir()}
+			if rs {
+				opts.ReplicaSet = "rs0"
+			}
+			s := StartServer(t, opts)
+			client := newTestClient(t, s)
+			admin := client.Database("admin")
+			db := client.Database(dbName(t))
+			check := func(what string, raw bson.Raw) bson.Timestamp {
+				t.Helper()
+				ct := mustLookup(t, raw, "$clusterTime", "clusterTime")
+				op := mustLookup(t, raw, "operationTime")
+				h := mustLookup(t, raw, "$clusterTime", "signature", "hash")
+				k := mustLookup(t, raw, "$clusterTime", "signature", "keyId")
+				if ct.Type != bson.TypeTimestamp || op.Type != bson.TypeTimestamp || h.Type != bson.TypeBinary || k.Type != bson.TypeInt64 {
+					t.Fatalf("%s: cluster time fields of the wrong types: %v", what, raw)
+				}
+				cT, cI := ct.Timestamp()
+				oT, oI := op.Timestamp()
+				if (bson.Timestamp{T: oT, I: oI}).After(bson.Timestamp{T: cT, I: cI}) || oT == 0 {
+					t.Fatalf("%s: operationTime %d,%d and clusterTime %d,%d", what, oT, oI, cT, cI)
+				}
+				return bson.Timestamp{T: oT, I: oI}
+			}
+			for _, cmd := range []bson.D{
+				{{Key: "ping", Value: 1}},
+				{{Key: "hello", Value: 1}},
+				{{Key: "serverStatus", Value: 1}},
+				{{Key: "listDatabases", Value: 1}},
+				{{Key: "buildInfo", Value: 1}},
+			} {
+				check(cmd[0].Key, runOK(t, admin, cmd))
+			}
+			first := check("insert", runOK(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}))
+			second := check("insert", runOK(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}))
+			if !second.After(first) {
+				t.Fatalf("operationTime %v then %v", first, second)
+			}
+			raw, err := db.RunCommand(testCtx(t), bson.D{{Key: "noSuchCommand", Value: 1}}).Raw()
+			if err == nil {
+				t.Fatal("noSuchCommand succeeded")
+			}
+			check("an error", raw)
+		})
+	}
+}
