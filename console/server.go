@@ -12,7 +12,8 @@
 //     then written; the listener has read and write deadlines, so a slow
 //     client only holds its own goroutine. The whole server's statistics
 //     are computed at most once per Options.MinRefresh however many
-//     clients ask, so scraping costs the same at any rate.
+//     clients ask, so scraping costs the same at any rate, and no more
+//     often than keeps that work under 2% of a core.
 //   - With access control on, every path needs HTTP basic auth of an
 //     admin user whose roles grant clusterMonitor; failures are 401 with
 //     no detail. Unknown paths are 404.
@@ -70,6 +71,10 @@ type Options struct {
 	SampleEvery, History time.Duration
 	// TopK shard-key values per partition in metrics (3).
 	TopK int
+	// StatsBudget is the share of one core that computing the server's
+	// statistics may take (0.02): after a computation that took d, the
+	// next one waits at least d / StatsBudget. 1 or more: no bound.
+	StatsBudget float64
 }
 
 func (o Options) withDefaults() Options {
@@ -87,6 +92,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TopK <= 0 {
 		o.TopK = 3
+	}
+	if o.StatsBudget <= 0 {
+		o.StatsBudget = 0.02
 	}
 	return o
 }
@@ -113,7 +121,7 @@ type Server struct {
 func New(eng Engine, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{eng: eng, opts: opts, stop: make(chan struct{})}
-	s.cache = statsCache{eng: eng, every: opts.MinRefresh}
+	s.cache = statsCache{eng: eng, every: opts.MinRefresh, budget: min(opts.StatsBudget, 1)}
 	s.history = newHistory(opts.History)
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(
@@ -245,15 +253,19 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // statsCache computes the whole server's GetPartitionStats at most once
-// per every; callers meanwhile share the last answer.
+// per every, and no more often than keeps it within budget: with 2%, a
+// server whose statistics take 40 ms to compute recomputes them at most
+// every 2 s. Callers meanwhile share the last answer.
 type statsCache struct {
-	eng   Engine
-	every time.Duration
+	eng    Engine
+	every  time.Duration
+	budget float64 // share of a core, in (0, 1]
 
-	mu  sync.Mutex
-	at  time.Time
-	doc []collectionStats
-	err error
+	mu   sync.Mutex
+	at   time.Time
+	cost time.Duration // what the last computation took
+	doc  []collectionStats
+	err  error
 }
 
 // statsTop is how many logical partitions per partition the cached
@@ -264,14 +276,15 @@ const statsTop = 10
 func (c *statsCache) get(ctx context.Context) ([]collectionStats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.at.IsZero() && time.Since(c.at) < c.every {
+	if !c.at.IsZero() && time.Since(c.at) < max(c.every, time.Duration(float64(c.cost)/c.budget)) {
 		return c.doc, c.err
 	}
+	start := time.Now()
 	raw, err := c.eng.PartitionStatsDocument(ctx, "admin", "", statsTop)
 	var doc []collectionStats
 	if err == nil {
 		doc, err = parseServerStats(raw)
 	}
-	c.at, c.doc, c.err = time.Now(), doc, err
+	c.at, c.cost, c.doc, c.err = time.Now(), time.Since(start), doc, err
 	return doc, err
 }

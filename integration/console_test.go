@@ -414,7 +414,7 @@ func TestConsoleAuth(t *testing.T) {
 // its statistics recomputed at every scrape.
 func BenchmarkMetricsScrape(b *testing.B) {
 	srv := StartServer(b, ServerOptions{Dir: b.TempDir()})
-	con := StartConsole(b, srv, console.Options{MinRefresh: time.Nanosecond, SampleEvery: time.Hour})
+	con := StartConsole(b, srv, console.Options{MinRefresh: time.Nanosecond, SampleEvery: time.Hour, StatsBudget: 1})
 	client := newTestClient(b, srv)
 	loadSharded(b, client, "bench", "scraped", 10_000, 1_000)
 	b.ReportAllocs()
