@@ -94,6 +94,11 @@ const (
 	ErrUnsupportedOpQueryCommand Code = 352
 	ErrDuplicateField            Code = 40413
 	ErrTooManyCompoundKeys       Code = 13103
+
+	// The Stable API's parameters (apiversion.go).
+	ErrAPIVersionError     Code = 322
+	ErrAPIStrictError      Code = 323
+	ErrAPIDeprecationError Code = 324
 )
 
 var codeNames = map[Code]string{
@@ -154,6 +159,10 @@ var codeNames = map[Code]string{
 	ErrEmptyFieldName:             "EmptyFieldName",
 
 	ErrUnsupportedOpQueryCommand: "UnsupportedOpQueryCommand",
+
+	ErrAPIVersionError:     "APIVersionError",
+	ErrAPIStrictError:      "APIStrictError",
+	ErrAPIDeprecationError: "APIDeprecationError",
 }
 
 // Name is the codeName MongoDB reports for c.
