@@ -257,7 +257,7 @@ func (s *Server) apiPartitions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiHeatmap(w http.ResponseWriter, r *http.Request) {
 	db, coll := r.URL.Query().Get("db"), r.URL.Query().Get("collection")
-	writeJSON(w, s.history.heatmap(db+"."+coll))
+	writeJSON(w, s.history.heatmap(db+"."+coll, heatmapRows))
 }
 
 // warnings explain what is uneven in a collection: a partition holding

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -68,9 +69,16 @@ type heatmap struct {
 	Normalized [][]*float64 `json:"normalized"` // [partition][time]
 	RUPerSec   [][]*float64 `json:"ruPerSecond"`
 	Throttled  []int64      `json:"throttled"` // cumulative, per time
+	// Hidden is how many partitions were left out: past maxRows, only
+	// the hottest (by their largest sample) are kept.
+	Hidden int `json:"hiddenPartitions"`
 }
 
-func (h *history) heatmap(ns string) heatmap {
+// heatmapRows bounds the rows of a heat map, so that a collection of
+// thousands of partitions stays a page a browser redraws every 2 s.
+const heatmapRows = 64
+
+func (h *history) heatmap(ns string, maxRows int) heatmap {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	samples := h.colls[ns]
@@ -96,6 +104,27 @@ func (h *history) heatmap(ns string) heatmap {
 			out.Normalized[row[id]][j] = &v
 			out.RUPerSec[row[id]][j] = &r
 		}
+	}
+	if n := len(out.Partitions); n > maxRows {
+		peak := make([]float64, n)
+		order := make([]int, n)
+		for i, r := range out.Normalized {
+			order[i] = i
+			for _, v := range r {
+				if v != nil {
+					peak[i] = max(peak[i], *v)
+				}
+			}
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(peak[b], peak[a]) })
+		keep := order[:maxRows]
+		slices.Sort(keep) // back to the order of first appearance
+		var parts []string
+		var norm, rus [][]*float64
+		for _, i := range keep {
+			parts, norm, rus = append(parts, out.Partitions[i]), append(norm, out.Normalized[i]), append(rus, out.RUPerSec[i])
+		}
+		out.Partitions, out.Normalized, out.RUPerSec, out.Hidden = parts, norm, rus, n-maxRows
 	}
 	return out
 }

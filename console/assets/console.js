@@ -249,6 +249,7 @@
           : `<div class="cell" data-partition="${esc(id)}" style="background:${heatColor(v)}" title="partition ${esc(id)} at ${time(h.times[j] * 1000)}: ${v.toFixed(1)}%"></div>`;
       });
     });
+    if (h.hiddenPartitions) html += `<div class="rowlabel"></div><div class="muted" style="grid-column: 2 / -1">${h.hiddenPartitions} cooler partitions not shown</div>`;
     el.innerHTML = html;
   }
 
