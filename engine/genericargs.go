@@ -131,7 +131,7 @@ func checkGenericArgs(cmd string, body bsoncore.Document) *CommandError {
 			return errorf(ErrInvalidOptions, "Transaction number requires a session ID to also be specified")
 		}
 	}
-	return nil
+	return checkAPIParams(cmd, body)
 }
 
 // readConcernLevels are the levels MongoDB knows.

@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -311,4 +312,41 @@ func TestClusterTimeGossip(t *testing.T) {
 			check("an error", raw)
 		})
 	}
+}
+
+// TestAPIStrict: a client declaring Stable API Version 1 with strict
+// true gets 323 APIStrictError for a command outside the version
+// (distinct, as MongoDB's documentation shows) and runs the version's
+// commands; an unknown apiVersion is 322, apiStrict without apiVersion
+// 4886600.
+func TestAPIStrict(t *testing.T) {
+	s := startTestServer(t)
+	strict := newTestClient(t, s, options.Client().SetServerAPIOptions(options.ServerAPI(options.ServerAPIVersion1).SetStrict(true)))
+	ctx := testCtx(t)
+	coll := strict.Database(dbName(t)).Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}}); err != nil {
+		t.Fatalf("insert under apiStrict: %v", err)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Fatalf("countDocuments under apiStrict: %d %v", n, err)
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}}); err != nil {
+		t.Fatalf("createIndexes under apiStrict: %v", err)
+	}
+	err := coll.Distinct(ctx, "a", bson.D{}).Err()
+	ce := wantCode(t, err, 323, "APIStrictError")
+	if !strings.HasPrefix(ce.Message, "Provided apiStrict:true, but the command distinct is not in API Version 1.") {
+		t.Fatalf("message %q", ce.Message)
+	}
+	wantCode(t, strict.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Err(), 323, "APIStrictError")
+
+	// Without a declared API, the parameters in the command itself.
+	client := newTestClient(t, s)
+	db := client.Database(dbName(t))
+	runOK(t, db, bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "a"}, {Key: "apiVersion", Value: "1"}})
+	runOK(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "apiVersion", Value: "1"}, {Key: "apiStrict", Value: true}})
+	runFail(t, db, bson.D{{Key: "ping", Value: 1}, {Key: "apiVersion", Value: "2"}}, 322, "APIVersionError")
+	runFail(t, db, bson.D{{Key: "ping", Value: 1}, {Key: "apiStrict", Value: true}}, 4886600, "Location4886600")
+	runFail(t, db, bson.D{{Key: "ping", Value: 1}, {Key: "apiVersion", Value: 1}}, 14, "TypeMismatch")
+	runFail(t, db, bson.D{{Key: "isMaster", Value: 1}, {Key: "apiVersion", Value: "1"}, {Key: "apiStrict", Value: true}}, 323, "APIStrictError")
 }
