@@ -152,37 +152,24 @@ func (c *Collection) setMap(m *shard.Map) {
 	c.pmap = m
 }
 
-func dbKey(name string) []byte { return append([]byte("m/db/"), name...) }
-
-func collKey(db, name string) []byte {
-	k := append([]byte("m/coll/"), db...)
-	k = append(k, 0)
-	return append(k, name...)
-}
-
-var (
-	seqKey  = []byte("m/seq/coll")
-	bootKey = []byte("m/boot")
-)
-
 func (s *Store) loadCatalog() error {
 	s.dbs = map[string]*Database{}
 	s.colls = map[string]*Collection{}
 	err := s.update(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("m/")})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(catalogSpace)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
 			k := item.Key()
 			err := item.Value(func(v []byte) error {
 				switch {
-				case hasPrefix(k, "m/db/"):
+				case hasPrefix(k, dbSpace):
 					var d Database
 					if err := bson.Unmarshal(v, &d); err != nil {
 						return fmt.Errorf("%w: database entry %q: %v", ErrCorrupted, k, err)
 					}
 					s.dbs[d.Name] = &d
-				case hasPrefix(k, "m/coll/"):
+				case hasPrefix(k, collSpace):
 					var c Collection
 					if err := bson.Unmarshal(v, &c); err != nil {
 						return fmt.Errorf("%w: collection entry %q: %v", ErrCorrupted, k, err)
@@ -195,8 +182,8 @@ func (s *Store) loadCatalog() error {
 					s.lastCID = u32(v)
 				case string(k) == string(bootKey):
 					s.boot = binary.BigEndian.Uint64(v)
-				case hasPrefix(k, "m/pending/") && len(k) == len("m/pending/")+4:
-					s.orphans = append(s.orphans, u32(k[len("m/pending/"):]))
+				case hasPrefix(k, pendingSpace) && len(k) == len(pendingSpace)+4:
+					s.orphans = append(s.orphans, u32(k[len(pendingSpace):]))
 				}
 				return nil
 			})

@@ -7,21 +7,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-func counterPrefix(id uint32) []byte {
-	k := make([]byte, 6, 6+1+16)
-	k[0], k[1] = 'c', '/'
-	binary.BigEndian.PutUint32(k[2:], id)
-	return k
-}
-
-func counterBaseKey(id uint32) []byte { return append(counterPrefix(id), 'b') }
-
-func (s *Store) deltaKey(id uint32) []byte {
-	k := append(counterPrefix(id), 'd')
-	k = binary.BigEndian.AppendUint64(k, s.boot)
-	return binary.BigEndian.AppendUint64(k, s.deltaSeq.Add(1))
-}
-
 func encodeCounts(c Counts) []byte {
 	b := make([]byte, 0, 32)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.Docs))

@@ -10,11 +10,14 @@
 //
 // # Key layout
 //
-// All keys start with a one-byte space tag and a slash:
+// All keys start with a one-byte space tag and a slash; keys.go builds
+// every one of them:
 //
 //	m/db/<db>                          -> database metadata (BSON), incl. shared throughput
 //	m/coll/<db> 0x00 <coll>            -> collection metadata (BSON): id, epoch, shard key,
 //	                                      partition map, throughput
+//	m/user/<db> 0x00 <name>            -> a user (BSON, opaque to the store: engine/auth defines it)
+//	m/pending/<collID:4>               -> a collection created by a transaction still open; its commit deletes the key (pending.go)
 //	m/seq/coll                         -> last collection id handed out (uint32 BE)
 //	m/boot                             -> boot counter (uint64 BE), +1 per open
 //	d/<collID:4><point:8><shardKey><id> -> document (raw BSON)

@@ -16,23 +16,6 @@ import (
 // dropped or renamed meanwhile; the caller should look it up again.
 var ErrCollectionChanged = errors.New("collection was dropped or renamed during the operation")
 
-// DocPrefix is the key prefix of all documents of collection id.
-func DocPrefix(id uint32) []byte {
-	k := make([]byte, 6, 32)
-	k[0], k[1] = 'd', '/'
-	binary.BigEndian.PutUint32(k[2:], id)
-	return k
-}
-
-// DocKey is the key of a document: its collection, shard-key hash, encoded
-// shard-key value (empty when unsharded) and encoded _id (see EncodeKey).
-func DocKey(id uint32, hash uint64, shardKey, idKey []byte) []byte {
-	k := DocPrefix(id)
-	k = binary.BigEndian.AppendUint64(k, hash)
-	k = append(k, shardKey...)
-	return append(k, idKey...)
-}
-
 // Txn is a read-write or read-only transaction over documents. Counters of
 // the collections it writes are kept in step and written at commit.
 type Txn struct {

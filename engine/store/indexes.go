@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -131,15 +130,6 @@ func (c *Collection) Index(name string) *Index {
 		}
 	}
 	return nil
-}
-
-// IndexPrefix is the key prefix of index ix of collection coll.
-func IndexPrefix(coll, ix uint32) []byte {
-	k := make([]byte, 10, 64)
-	k[0], k[1] = 'x', '/'
-	binary.BigEndian.PutUint32(k[2:], coll)
-	binary.BigEndian.PutUint32(k[6:], ix)
-	return k
 }
 
 const docPrefixLen = 6 // d/<coll:4>

@@ -15,31 +15,6 @@ import (
 // Logical-partition counters (see doc.go): under c/<collID>l, one base and
 // any number of deltas per logical partition <point:8><shardKey>.
 
-const (
-	lpTag    = 'l' // after c/<collID>: logical-partition counters
-	lpBase   = 'b' // after a logical partition: its base
-	lpDeltaT = 'd' // after a logical partition: a delta
-)
-
-func lpPrefix(id uint32) []byte { return append(counterPrefix(id), lpTag) }
-
-// lpKeyPrefix is the prefix of one logical partition's counter keys. lp is
-// <point:8><shardKey>; shardKey is self-delimiting, so no logical
-// partition's prefix is a prefix of another's.
-func lpKeyPrefix(id uint32, lp []byte) []byte {
-	k := make([]byte, 0, 7+len(lp)+1+16)
-	k = append(k, lpPrefix(id)...)
-	return append(k, lp...)
-}
-
-func lpBaseKey(id uint32, lp []byte) []byte { return append(lpKeyPrefix(id, lp), lpBase) }
-
-func (s *Store) lpDeltaKey(id uint32, lp []byte) []byte {
-	k := append(lpKeyPrefix(id, lp), lpDeltaT)
-	k = binary.BigEndian.AppendUint64(k, s.boot)
-	return binary.BigEndian.AppendUint64(k, s.deltaSeq.Add(1))
-}
-
 // logicalPartitionOf is the <point:8><shardKey> part of a sharded
 // collection's document key d/<collID:4><point:8><shardKey><id>.
 func logicalPartitionOf(key []byte) ([]byte, error) {

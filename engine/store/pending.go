@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -23,8 +22,6 @@ import (
 // transaction's commit deletes it in the same Badger transaction as its
 // documents (Transaction.Publish), so after a crash a key left over names
 // a collection whose transaction never committed: Open withdraws it.
-
-func pendingKey(id uint32) []byte { return binary.BigEndian.AppendUint32([]byte("m/pending/"), id) }
 
 // MarkPending marks collection id as created by a transaction still open.
 func (s *Store) MarkPending(id uint32) error {

@@ -32,11 +32,6 @@ import (
 // SessionIDLen is the length of a logical session id (a UUID).
 const SessionIDLen = 16
 
-var (
-	sessionHeadPrefix = []byte("s/h")
-	sessionStmtPrefix = []byte("s/r")
-)
-
 // sessionDeleteChunk bounds the keys one transaction of DeleteSession
 // or ResetSession deletes.
 const sessionDeleteChunk = 10_000
@@ -61,19 +56,6 @@ func checkSessionID(lsid []byte) error {
 		return fmt.Errorf("session id of %d bytes, want %d", len(lsid), SessionIDLen)
 	}
 	return nil
-}
-
-func sessionHeadKey(lsid []byte) []byte {
-	return append(append(make([]byte, 0, len(sessionHeadPrefix)+SessionIDLen), sessionHeadPrefix...), lsid...)
-}
-
-// sessionStmtsPrefix is the prefix of the statement keys of lsid.
-func sessionStmtsPrefix(lsid []byte) []byte {
-	return append(append(make([]byte, 0, len(sessionStmtPrefix)+SessionIDLen+4), sessionStmtPrefix...), lsid...)
-}
-
-func sessionStmtKey(lsid []byte, id int32) []byte {
-	return binary.BigEndian.AppendUint32(sessionStmtsPrefix(lsid), uint32(id))
 }
 
 func encodeSessionHead(h SessionHead) []byte {

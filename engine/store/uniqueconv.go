@@ -32,10 +32,6 @@ func (ix *Index) IsUnique() bool { return ix.Unique || ix.ConvertedUnique }
 // uniqueByScan reports whether new keys of ix are checked by a scan.
 func (ix *Index) uniqueByScan() bool { return !ix.Unique && (ix.PrepareUnique || ix.ConvertedUnique) }
 
-func uniqueGuardKey(prefix []byte) []byte {
-	return append([]byte{'u', '/'}, prefix[2:]...)
-}
-
 // checkUniqueByScan fails with *DuplicateKeyError when a document other
 // than the one at docKey has key in ix (kept in the per-document layout).
 func (t *Txn) checkUniqueByScan(c *Collection, ix *Index, docKey, doc, key []byte) error {

@@ -10,13 +10,6 @@ import (
 // document, opaque to the store (the engine's auth package defines it).
 // Database and user names hold no zero byte (the engine validates them).
 
-func userPrefix(db string) []byte {
-	k := append([]byte("m/user/"), db...)
-	return append(k, 0)
-}
-
-func userKey(db, name string) []byte { return append(userPrefix(db), name...) }
-
 // PutUser stores the user document of db.name. With create, an existing
 // user gives ErrExists; without, a missing one gives ErrNotFound.
 func (s *Store) PutUser(db, name string, doc []byte, create bool) error {
@@ -66,7 +59,7 @@ func (s *Store) Users(db string, all bool) ([][]byte, error) {
 	}
 	prefix := userPrefix(db)
 	if all {
-		prefix = []byte("m/user/")
+		prefix = []byte(userSpace)
 	}
 	var docs [][]byte
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -127,7 +120,7 @@ func (s *Store) HasUsers() (bool, error) {
 	}
 	found := false
 	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("m/user/")})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(userSpace)})
 		defer it.Close()
 		it.Rewind()
 		found = it.Valid()

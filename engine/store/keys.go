@@ -1,0 +1,135 @@
+package store
+
+import (
+	"encoding/binary"
+)
+
+// Every key family of the store is built here; doc.go draws them.
+
+// Catalog: m/ ... (catalog.go, users.go, pending.go), told apart by
+// their prefixes when the catalog is loaded.
+const (
+	catalogSpace = "m/"
+	dbSpace      = "m/db/"
+	collSpace    = "m/coll/"
+	userSpace    = "m/user/"
+	pendingSpace = "m/pending/"
+)
+
+func dbKey(name string) []byte { return append([]byte(dbSpace), name...) }
+
+func collKey(db, name string) []byte {
+	k := append([]byte(collSpace), db...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+var (
+	seqKey  = []byte("m/seq/coll")
+	bootKey = []byte("m/boot")
+)
+
+func userPrefix(db string) []byte {
+	k := append([]byte(userSpace), db...)
+	return append(k, 0)
+}
+
+func userKey(db, name string) []byte { return append(userPrefix(db), name...) }
+
+func pendingKey(id uint32) []byte { return binary.BigEndian.AppendUint32([]byte(pendingSpace), id) }
+
+// Documents: d/<collID:4><point:8><shard key><_id> (docs.go).
+
+// DocPrefix is the key prefix of all documents of collection id.
+func DocPrefix(id uint32) []byte {
+	k := make([]byte, 6, 32)
+	k[0], k[1] = 'd', '/'
+	binary.BigEndian.PutUint32(k[2:], id)
+	return k
+}
+
+// DocKey is the key of a document: its collection, shard-key hash, encoded
+// shard-key value (empty when unsharded) and encoded _id (see EncodeKey).
+func DocKey(id uint32, hash uint64, shardKey, idKey []byte) []byte {
+	k := DocPrefix(id)
+	k = binary.BigEndian.AppendUint64(k, hash)
+	k = append(k, shardKey...)
+	return append(k, idKey...)
+}
+
+// Counters: c/<collID:4> ... (counters.go, lpcounters.go).
+
+func counterPrefix(id uint32) []byte {
+	k := make([]byte, 6, 6+1+16)
+	k[0], k[1] = 'c', '/'
+	binary.BigEndian.PutUint32(k[2:], id)
+	return k
+}
+
+func counterBaseKey(id uint32) []byte { return append(counterPrefix(id), 'b') }
+
+func (s *Store) deltaKey(id uint32) []byte {
+	k := append(counterPrefix(id), 'd')
+	k = binary.BigEndian.AppendUint64(k, s.boot)
+	return binary.BigEndian.AppendUint64(k, s.deltaSeq.Add(1))
+}
+
+const (
+	lpTag    = 'l' // after c/<collID>: logical-partition counters
+	lpBase   = 'b' // after a logical partition: its base
+	lpDeltaT = 'd' // after a logical partition: a delta
+)
+
+func lpPrefix(id uint32) []byte { return append(counterPrefix(id), lpTag) }
+
+// lpKeyPrefix is the prefix of one logical partition's counter keys. lp is
+// <point:8><shardKey>; shardKey is self-delimiting, so no logical
+// partition's prefix is a prefix of another's.
+func lpKeyPrefix(id uint32, lp []byte) []byte {
+	k := make([]byte, 0, 7+len(lp)+1+16)
+	k = append(k, lpPrefix(id)...)
+	return append(k, lp...)
+}
+
+func lpBaseKey(id uint32, lp []byte) []byte { return append(lpKeyPrefix(id, lp), lpBase) }
+
+func (s *Store) lpDeltaKey(id uint32, lp []byte) []byte {
+	k := append(lpKeyPrefix(id, lp), lpDeltaT)
+	k = binary.BigEndian.AppendUint64(k, s.boot)
+	return binary.BigEndian.AppendUint64(k, s.deltaSeq.Add(1))
+}
+
+// Index entries x/<collID:4><ixID:4> ... and unique guards u/ ... (indexes.go, uniqueconv.go).
+
+// IndexPrefix is the key prefix of index ix of collection coll.
+func IndexPrefix(coll, ix uint32) []byte {
+	k := make([]byte, 10, 64)
+	k[0], k[1] = 'x', '/'
+	binary.BigEndian.PutUint32(k[2:], coll)
+	binary.BigEndian.PutUint32(k[6:], ix)
+	return k
+}
+
+func uniqueGuardKey(prefix []byte) []byte {
+	return append([]byte{'u', '/'}, prefix[2:]...)
+}
+
+// Retryable writes: s/h<lsid> and s/r<lsid><stmtId> (sessions.go).
+
+var (
+	sessionHeadPrefix = []byte("s/h")
+	sessionStmtPrefix = []byte("s/r")
+)
+
+func sessionHeadKey(lsid []byte) []byte {
+	return append(append(make([]byte, 0, len(sessionHeadPrefix)+SessionIDLen), sessionHeadPrefix...), lsid...)
+}
+
+// sessionStmtsPrefix is the prefix of the statement keys of lsid.
+func sessionStmtsPrefix(lsid []byte) []byte {
+	return append(append(make([]byte, 0, len(sessionStmtPrefix)+SessionIDLen+4), sessionStmtPrefix...), lsid...)
+}
+
+func sessionStmtKey(lsid []byte, id int32) []byte {
+	return binary.BigEndian.AppendUint32(sessionStmtsPrefix(lsid), uint32(id))
+}
