@@ -282,6 +282,9 @@ type conn struct {
 	lastCmd string
 	lastDur time.Duration
 	appName string // client.application.name from the handshake
+	// helloSeen: a hello or isMaster ran on the connection; client
+	// metadata may come only with the first (cmd_hello.go).
+	helloSeen bool
 	// The previous command's request charge and number, for
 	// getLastRequestStatistics; seed makes ActivityIds unique.
 	lastCharge float64
