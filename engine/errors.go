@@ -99,6 +99,8 @@ const (
 	ErrAPIVersionError     Code = 322
 	ErrAPIStrictError      Code = 323
 	ErrAPIDeprecationError Code = 324
+
+	ErrClientMetadataCannotBeMutated Code = 186
 )
 
 var codeNames = map[Code]string{
@@ -163,6 +165,8 @@ var codeNames = map[Code]string{
 	ErrAPIVersionError:     "APIVersionError",
 	ErrAPIStrictError:      "APIStrictError",
 	ErrAPIDeprecationError: "APIDeprecationError",
+
+	ErrClientMetadataCannotBeMutated: "ClientMetadataCannotBeMutated",
 }
 
 // Name is the codeName MongoDB reports for c.
