@@ -34,6 +34,7 @@ func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
 		bson.E{Key: "uptimeMillis", Value: up.Milliseconds()},
 		bson.E{Key: "uptimeEstimate", Value: int64(up.Seconds())},
 		bson.E{Key: "localTime", Value: bson.NewDateTimeFromTime(now)},
+		bson.E{Key: "catalogStats", Value: e.catalogStats()},
 		bson.E{Key: "connections", Value: conns},
 		bson.E{Key: "opcounters", Value: bson.D{
 			{Key: "insert", Value: e.ops.insert.Load()},
