@@ -9,7 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
+	"runtime/metrics"
 	"sync"
 	"time"
 
@@ -62,7 +62,7 @@ type ServerSnapshot struct {
 	Requests, Throttled, WouldHaveThrottled int64
 	PhysicalPartitions                      int64
 
-	// Memory of the Go runtime: obtained from the OS, and heap in use.
+	// Memory of the Go runtime: mapped from the OS, and live heap objects.
 	MemorySys, HeapInUse uint64
 	Storage              store.EngineStats
 }
@@ -99,9 +99,15 @@ func (e *Engine) Snapshot() ServerSnapshot {
 			s.WouldHaveThrottled = sum.throttled
 		}
 	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	s.MemorySys, s.HeapInUse = ms.Sys, ms.HeapInuse
+	// runtime/metrics, unlike ReadMemStats, does not stop the world.
+	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(samples)
+	if samples[0].Value.Kind() == metrics.KindUint64 {
+		s.MemorySys = samples[0].Value.Uint64()
+	}
+	if samples[1].Value.Kind() == metrics.KindUint64 {
+		s.HeapInUse = samples[1].Value.Uint64()
+	}
 	return s
 }
 

@@ -75,7 +75,7 @@
       const db = decodeURIComponent(m[1]), coll = decodeURIComponent(m[2]);
       crumbs.innerHTML = `<a href="#/">server</a> / <span>${esc(db)}</span> / <span>${esc(coll)}</span>`;
       page.innerHTML = collectionSkeleton(db, coll);
-      poll(() => refreshCollection(db, coll));
+      poll((g) => refreshCollection(db, coll, g));
     } else {
       crumbs.innerHTML = `<span>server</span>`;
       page.innerHTML = serverSkeleton();
@@ -86,10 +86,10 @@
     const g = generation;
     const tick = async () => {
       try {
-        await fn();
-        setStatus(null);
+        await fn(g);
+        if (g === generation) setStatus(null);
       } catch (e) {
-        setStatus(e);
+        if (g === generation) setStatus(e);
       }
       if (g === generation) timer = setTimeout(tick, REFRESH_MS);
     };
@@ -106,8 +106,9 @@
         <div class="panel"><h2>Commands</h2><div id="commands"></div></div>
       </div>`;
   }
-  async function refreshServer() {
+  async function refreshServer(g) {
     const s = await getJSON("/api/server");
+    if (g !== generation) return; // the page changed meanwhile
     const over = s.rateLimiting ? s.throttledRequests : s.wouldHaveBeenThrottledRequests;
     document.getElementById("server-cards").innerHTML =
       card("Version", s.version + " (MongoDB " + s.mongoVersion + ")") +
@@ -166,9 +167,10 @@
       <div class="panel"><h2>Splits</h2><div id="splits"></div></div>`;
   }
 
-  async function refreshCollection(db, coll) {
+  async function refreshCollection(db, coll, g) {
     const q = "db=" + encodeURIComponent(db) + "&collection=" + encodeURIComponent(coll);
     const [c, h] = await Promise.all([getJSON("/api/collection?" + q), getJSON("/api/heatmap?" + q)]);
+    if (g !== generation) return; // the page changed meanwhile
     const st = c.stats;
     const parts = st.partitions || [];
     const key = st.shardKey ? Object.keys(st.shardKey)[0] : null;
