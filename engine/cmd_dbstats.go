@@ -33,19 +33,41 @@ func (e *Engine) cmdDBStats(_ context.Context, req *request) ([]byte, error) {
 	if objects > 0 {
 		avg = float64(data) / float64(objects)
 	}
-	return okReply(
-		bson.E{Key: "db", Value: req.db},
-		bson.E{Key: "collections", Value: int64(len(colls))},
-		bson.E{Key: "views", Value: int64(0)},
-		bson.E{Key: "objects", Value: objects},
-		bson.E{Key: "avgObjSize", Value: avg},
-		bson.E{Key: "dataSize", Value: float64(data / scale)},
-		bson.E{Key: "storageSize", Value: float64(data / scale)},
+	// MongoDB divides by the scale as a double: 100 bytes at scale 1024
+	// are 0.09765625, not 0.
+	scaled := func(n int64) float64 { return float64(n) / float64(scale) }
+	// With freeStorage: 1, MongoDB adds the space its files hold free for
+	// reuse; Parsec's documents are in Badger's tables and logs, which
+	// keep no free space inside to reuse: 0.
+	free := false
+	if v, err := req.body.LookupErr("freeStorage"); err == nil {
+		free, _ = boolArg(req.name, "freeStorage", v) // MongoDB takes its truth value
+	}
+	d := bson.D{
+		{Key: "db", Value: req.db},
+		{Key: "collections", Value: int64(len(colls))},
+		{Key: "views", Value: int64(0)},
+		{Key: "objects", Value: objects},
+		{Key: "avgObjSize", Value: avg},
+		{Key: "dataSize", Value: scaled(data)},
+		{Key: "storageSize", Value: scaled(data)},
+	}
+	if free {
+		d = append(d, bson.E{Key: "freeStorageSize", Value: float64(0)})
+	}
+	d = append(d,
 		bson.E{Key: "indexes", Value: nindexes},
-		bson.E{Key: "indexSize", Value: float64(idx / scale)},
-		bson.E{Key: "totalSize", Value: float64((data + idx) / scale)},
-		bson.E{Key: "scaleFactor", Value: scale},
+		bson.E{Key: "indexSize", Value: scaled(idx)},
 	)
+	if free {
+		d = append(d, bson.E{Key: "indexFreeStorageSize", Value: float64(0)})
+	}
+	d = append(d, bson.E{Key: "totalSize", Value: scaled(data + idx)})
+	if free {
+		d = append(d, bson.E{Key: "totalFreeStorageSize", Value: float64(0)})
+	}
+	d = append(d, bson.E{Key: "scaleFactor", Value: scale})
+	return okReply(d...)
 }
 
 // readyIndexes is how many indexes c has that are built, as

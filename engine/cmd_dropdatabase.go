@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 func (e *Engine) cmdDropDatabase(_ context.Context, req *request) ([]byte, error) {
@@ -17,5 +15,5 @@ func (e *Engine) cmdDropDatabase(_ context.Context, req *request) ([]byte, error
 		return nil, err
 	}
 	e.units.catalogChanged()
-	return okReply(bson.E{Key: "dropped", Value: req.db})
+	return okReply() // MongoDB 5.0+ replies {ok: 1}, without the "dropped" of earlier versions
 }

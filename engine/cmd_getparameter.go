@@ -24,13 +24,46 @@ func (e *Engine) serverParameters() bson.D {
 	}
 }
 
+// parameterSettable says when each parameter may be set, as MongoDB's
+// server_parameters declare it (set_at): at runtime (setParameter), at
+// startup (--setParameter), or both.
+var parameterSettable = map[string][2]bool{ // {runtime, startup}
+	"authenticationMechanisms":        {false, true},
+	"featureCompatibilityVersion":     {true, false},
+	"logLevel":                        {true, true},
+	"maxBSONDepth":                    {false, true},
+	"cursorTimeoutMillis":             {true, true},
+	"quiet":                           {true, true},
+	"transactionLifetimeLimitSeconds": {true, true},
+	"internalQueryMaxBlockingSortMemoryUsageBytes": {true, true},
+	"requireApiVersion":                            {true, true},
+	"enableTestCommands":                           {false, true},
+}
+
+// withDetails is getParameter's showDetails form of parameters: each as
+// {value, settableAtRuntime, settableAtStartup}.
+func withDetails(params bson.D) bson.D {
+	out := make(bson.D, len(params))
+	for i, p := range params {
+		s := parameterSettable[p.Key]
+		out[i] = bson.E{Key: p.Key, Value: bson.D{
+			{Key: "value", Value: p.Value},
+			{Key: "settableAtRuntime", Value: s[0]},
+			{Key: "settableAtStartup", Value: s[1]},
+		}}
+	}
+	return out
+}
+
 // cmdGetParameter answers getParameter: '*' (all), or {getParameter: 1,
 // <name>: 1, ...}; {allParameters: true} in the first field's document
-// form is treated as '*'. Parameters are listed in the server's order.
+// form is treated as '*', and showDetails: true gives each parameter as
+// {value, settableAtRuntime, settableAtStartup}. Parameters are listed in
+// the server's order.
 func (e *Engine) cmdGetParameter(_ context.Context, req *request) ([]byte, error) {
 	params := e.serverParameters()
 	first := req.body.Index(0).Value()
-	all := false
+	all, details := false, false
 	switch first.Type {
 	case bsoncore.TypeString:
 		all = first.StringValue() == "*"
@@ -38,6 +71,12 @@ func (e *Engine) cmdGetParameter(_ context.Context, req *request) ([]byte, error
 		if v, err := first.Document().LookupErr("allParameters"); err == nil {
 			all, _ = boolArg(req.name, "allParameters", v)
 		}
+		if v, err := first.Document().LookupErr("showDetails"); err == nil {
+			details, _ = boolArg(req.name, "showDetails", v)
+		}
+	}
+	if details {
+		params = withDetails(params)
 	}
 	if all {
 		return okReply(params...)

@@ -41,6 +41,15 @@ func (e *Engine) cmdHello(ctx context.Context, req *request) ([]byte, error) {
 	}
 	// As in MongoDB, a request that carries helloOk (whatever its value)
 	// learns that this server supports hello.
+	// As in MongoDB, client metadata comes with the connection's first
+	// hello only: a later one carrying it is 186.
+	req.c.mu.Lock()
+	seen := req.c.helloSeen
+	req.c.helloSeen = true
+	req.c.mu.Unlock()
+	if _, err := req.body.LookupErr("client"); err == nil && seen {
+		return nil, errorf(ErrClientMetadataCannotBeMutated, "The client metadata document may only be sent in the first hello")
+	}
 	if v, err := req.body.LookupErr("client", "application", "name"); err == nil {
 		if app, ok := v.StringValueOK(); ok {
 			req.c.mu.Lock()
@@ -71,7 +80,7 @@ func (e *Engine) cmdHello(ctx context.Context, req *request) ([]byte, error) {
 		bson.E{Key: "maxWriteBatchSize", Value: int32(maxWriteBatchSize)},
 		bson.E{Key: "localTime", Value: bson.NewDateTimeFromTime(e.now())},
 		bson.E{Key: "logicalSessionTimeoutMinutes", Value: int32(30)},
-		bson.E{Key: "connectionId", Value: req.c.wc.ID()},
+		bson.E{Key: "connectionId", Value: int32(req.c.wc.ID())}, // int32 as MongoDB's appendNumber gives it
 		bson.E{Key: "minWireVersion", Value: int32(minWireVersion)},
 		bson.E{Key: "maxWireVersion", Value: int32(maxWireVersion)},
 		bson.E{Key: "readOnly", Value: false},

@@ -9,6 +9,7 @@ import (
 
 func (e *Engine) cmdHostInfo(context.Context, *request) ([]byte, error) {
 	memMB := int64(totalMemoryBytes() / (1 << 20))
+	osName, osVersion := osNameVersion()
 	return okReply(
 		bson.E{Key: "system", Value: bson.D{
 			{Key: "currentTime", Value: bson.NewDateTimeFromTime(e.now())},
@@ -20,7 +21,7 @@ func (e *Engine) cmdHostInfo(context.Context, *request) ([]byte, error) {
 			{Key: "cpuArch", Value: runtime.GOARCH},
 			{Key: "numaEnabled", Value: false},
 		}},
-		bson.E{Key: "os", Value: bson.D{{Key: "type", Value: osType()}, {Key: "name", Value: runtime.GOOS}}},
+		bson.E{Key: "os", Value: bson.D{{Key: "type", Value: osType()}, {Key: "name", Value: osName}, {Key: "version", Value: osVersion}}},
 		bson.E{Key: "extra", Value: bson.D{{Key: "goVersion", Value: runtime.Version()}}},
 	)
 }

@@ -47,3 +47,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// osNameVersion is hostInfo's os.name and os.version: as MongoDB reports
+// them on Linux, the distribution's name and release (/etc/os-release),
+// or the kernel's release ("Kernel 6.1.0") when no release is given.
+func osNameVersion() (name, version string) {
+	name = runtime.GOOS
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				continue
+			}
+			v = strings.Trim(v, `"'`)
+			switch k {
+			case "NAME":
+				name = v
+			case "VERSION_ID":
+				version = v
+			}
+		}
+	}
+	if version == "" {
+		if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+			version = "Kernel " + strings.TrimSpace(string(b))
+		}
+	}
+	return name, version
+}

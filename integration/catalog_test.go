@@ -330,9 +330,7 @@ func TestCatalog(t *testing.T) {
 			t.Fatal("database not listed before the drop")
 		}
 		r := runOK(t, db, bson.D{{Key: "dropDatabase", Value: 1}})
-		if v := mustLookup(t, r, "dropped").StringValue(); v != db.Name() {
-			t.Errorf("dropped %q", v)
-		}
+		wantFields(t, r, "ok") // MongoDB 5.0+ sends no "dropped"
 		if got := collNames(t, db); len(got) != 0 {
 			t.Errorf("collections after dropDatabase %v", got)
 		}
@@ -670,8 +668,9 @@ func TestCatalog(t *testing.T) {
 		if num(d, "indexSize") != idx || num(d, "totalSize") != num(d, "storageSize")+idx {
 			t.Errorf("dbStats sizes %v", d)
 		}
-		if got := num(dbStats(bson.E{Key: "scale", Value: 1024}), "dataSize"); got != total/1024 {
-			t.Errorf("scaled dataSize %d, want %d", got, total/1024)
+		// dbStats divides by the scale as a double, as MongoDB does
+		if got := floatOf(t, mustLookup(t, dbStats(bson.E{Key: "scale", Value: 1024}), "dataSize")); got != float64(total)/1024 {
+			t.Errorf("scaled dataSize %v, want %v", got, float64(total)/1024)
 		}
 
 		// deletes subtract exactly

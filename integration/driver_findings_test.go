@@ -350,3 +350,60 @@ func TestAPIStrict(t *testing.T) {
 	runFail(t, db, bson.D{{Key: "ping", Value: 1}, {Key: "apiVersion", Value: 1}}, 14, "TypeMismatch")
 	runFail(t, db, bson.D{{Key: "isMaster", Value: 1}, {Key: "apiVersion", Value: "1"}, {Key: "apiStrict", Value: true}}, 323, "APIStrictError")
 }
+
+// TestServerInfoReplies: fields of server and database information
+// replies as MongoDB 7.0 gives them.
+func TestServerInfoReplies(t *testing.T) {
+	s := startTestServer(t)
+	client := newTestClient(t, s, options.Client().SetMaxPoolSize(1))
+	admin := client.Database("admin")
+	db := client.Database(dbName(t))
+	ctx := testCtx(t)
+	if _, err := db.Collection("c").InsertOne(ctx, bson.D{{Key: "x", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	st := runOK(t, admin, bson.D{{Key: "serverStatus", Value: 1}})
+	if n := intOf(t, mustLookup(t, st, "catalogStats", "collections")); n < 1 {
+		t.Fatalf("catalogStats.collections %d", n)
+	}
+	for _, f := range []string{"capped", "clustered", "timeseries", "views", "internalCollections", "internalViews"} {
+		mustLookup(t, st, "catalogStats", f)
+	}
+
+	// dbStats divides by the scale as a double; freeStorage adds the
+	// free-space fields.
+	one := runOK(t, db, bson.D{{Key: "dbStats", Value: 1}})
+	wantAbsent(t, one, "freeStorageSize")
+	kb := runOK(t, db, bson.D{{Key: "dbStats", Value: 1}, {Key: "scale", Value: 1024}, {Key: "freeStorage", Value: 1}})
+	data := floatOf(t, mustLookup(t, one, "dataSize"))
+	if got := floatOf(t, mustLookup(t, kb, "dataSize")); data == 0 || got != data/1024 {
+		t.Fatalf("dataSize %v at scale 1, %v at scale 1024", data, got)
+	}
+	wantFields(t, kb, "db", "collections", "views", "objects", "avgObjSize", "dataSize", "storageSize", "freeStorageSize",
+		"indexes", "indexSize", "indexFreeStorageSize", "totalSize", "totalFreeStorageSize", "scaleFactor", "ok")
+
+	hi := runOK(t, admin, bson.D{{Key: "hostInfo", Value: 1}})
+	if v := mustLookup(t, hi, "os", "version"); v.Type != bson.TypeString || v.StringValue() == "" {
+		t.Fatalf("hostInfo os.version %v", v)
+	}
+
+	gp := runOK(t, admin, bson.D{{Key: "getParameter", Value: bson.D{{Key: "showDetails", Value: true}}}, {Key: "logLevel", Value: 1}})
+	if v := mustLookup(t, gp, "logLevel", "value"); v.Type != bson.TypeInt32 || !mustLookup(t, gp, "logLevel", "settableAtRuntime").Boolean() || !mustLookup(t, gp, "logLevel", "settableAtStartup").Boolean() {
+		t.Fatalf("getParameter showDetails: %v", gp)
+	}
+	all := runOK(t, admin, bson.D{{Key: "getParameter", Value: bson.D{{Key: "allParameters", Value: true}, {Key: "showDetails", Value: true}}}})
+	if mustLookup(t, all, "enableTestCommands", "settableAtRuntime").Boolean() {
+		t.Fatalf("enableTestCommands settable at runtime: %v", all)
+	}
+
+	// hello: connectionId is an int32; client metadata comes with the
+	// connection's first hello only (the driver's handshake sent it).
+	h := runOK(t, admin, bson.D{{Key: "hello", Value: 1}})
+	if v := mustLookup(t, h, "connectionId"); v.Type != bson.TypeInt32 {
+		t.Fatalf("connectionId is a %v", v.Type)
+	}
+	runFail(t, admin, bson.D{{Key: "hello", Value: 1}, {Key: "client", Value: bson.D{{Key: "application", Value: bson.D{{Key: "name", Value: "again"}}}}}}, 186, "ClientMetadataCannotBeMutated")
+
+	wantFields(t, runOK(t, db, bson.D{{Key: "dropDatabase", Value: 1}}), "ok")
+}
