@@ -22,6 +22,15 @@ func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 	}
 	opts, err := createOptions(req)
 	if err != nil {
+		// MongoDB parses the options' types first, then finds the
+		// collection exists (48) before it checks what the options ask
+		// for; an option Parsec refuses is one no existing collection has.
+		var ce *CommandError
+		if errors.As(err, &ce) && ce.Code == ErrCommandNotSupported {
+			if c := e.store.Collection(req.db, name); c != nil && !e.store.Pending(c.ID) {
+				return nil, existsWithOtherOptions(req.db, name, c)
+			}
+		}
 		return nil, err
 	}
 	c, err := e.store.CreateCollection(req.db, name, opts)

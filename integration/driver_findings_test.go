@@ -407,3 +407,29 @@ func TestServerInfoReplies(t *testing.T) {
 
 	wantFields(t, runOK(t, db, bson.D{{Key: "dropDatabase", Value: 1}}), "ok")
 }
+
+// TestCreateExistingOtherOptions: create of an existing collection with
+// other options is 48 NamespaceExists, whatever the options ask for;
+// options of the wrong type or unknown still fail first, as MongoDB's
+// IDL parses them before anything else.
+func TestCreateExistingOtherOptions(t *testing.T) {
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	db := client.Database(dbName(t))
+	runOK(t, db, bson.D{{Key: "create", Value: "c"}})
+	runOK(t, db, bson.D{{Key: "create", Value: "c"}})
+	for _, opt := range []bson.D{
+		{{Key: "capped", Value: true}, {Key: "size", Value: 4096}},
+		{{Key: "viewOn", Value: "other"}, {Key: "pipeline", Value: bson.A{}}},
+		{{Key: "validator", Value: bson.D{{Key: "a", Value: 1}}}},
+		{{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}},
+		{{Key: "validationLevel", Value: "moderate"}},
+	} {
+		ce := runFail(t, db, append(bson.D{{Key: "create", Value: "c"}}, opt...), 48, "NamespaceExists")
+		if !strings.HasPrefix(ce.Message, "namespace "+db.Name()+".c already exists, but with different options") {
+			t.Fatalf("%v: message %q", opt, ce.Message)
+		}
+	}
+	runFail(t, db, bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: "yes"}}, 14, "TypeMismatch")
+	runFail(t, db, bson.D{{Key: "create", Value: "c"}, {Key: "bogus", Value: 1}}, 40415, "Location40415")
+}
