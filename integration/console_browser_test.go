@@ -180,6 +180,23 @@ func TestConsoleBrowser(t *testing.T) {
 				t.Errorf("partition %s: page storage %d, GetPartitionStats data+index %d", p.ID, got.Storage, storage)
 			}
 		}
+		// The RU bars: each partition's share of the throughput.
+		var shares []struct {
+			ID    string  `json:"id"`
+			Share float64 `json:"share"`
+		}
+		eval("reading the RU bars", `[...document.querySelectorAll('#ru-bars .partition')].map(e => ({id: e.dataset.id, share: +e.dataset.share}))`, &shares)
+		raw := runOK(t, d, bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "collection", Value: coll}})
+		parts, _ := mustLookup(t, raw, "partitions").Array().Values()
+		if len(shares) != len(parts) {
+			t.Fatalf("%d RU bars, %d partitions", len(shares), len(parts))
+		}
+		for i, v := range parts {
+			p := v.Document()
+			if id, share := p.Lookup("partitionKeyRangeId").StringValue(), p.Lookup("throughputShare").Double(); shares[i].ID != id || shares[i].Share != share {
+				t.Errorf("RU bar %d: page %+v, GetPartitionStats partition %s with %v RU/s", i, shares[i], id, share)
+			}
+		}
 	}
 
 	do("opening the collection page", chromedp.Navigate(con.URL+"/#/c/"+dbn+"/"+coll))

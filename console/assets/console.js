@@ -209,7 +209,7 @@
     const maxRate = Math.max(1, ...rates, ...parts.map((p) => num(p.throughputShare)));
     document.getElementById("ru-bars").innerHTML = parts.map((p, i) => {
       const share = num(p.throughputShare);
-      return `<div class="partition ru" data-id="${esc(p.partitionKeyRangeId)}">
+      return `<div class="partition ru" data-id="${esc(p.partitionKeyRangeId)}" data-share="${share}" data-normalized="${num(p.normalizedRUConsumption)}">
         <span class="pid">${esc(p.partitionKeyRangeId)}</span>
         <div class="bar"><div class="fill ru${rates[i] > share ? " over" : ""}" style="width:${Math.min(100, (rates[i] / maxRate) * 100)}%"></div>
           <div class="share" style="left:${(share / maxRate) * 100}%"></div></div>
