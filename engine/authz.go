@@ -24,6 +24,7 @@ var commandClasses = map[string]auth.Class{
 	"listDatabases": auth.ClassAuthenticated, "killCursors": auth.ClassAuthenticated,
 	"killSessions": auth.ClassAuthenticated, "rolesInfo": auth.ClassAuthenticated,
 	"commitTransaction": auth.ClassAuthenticated, "abortTransaction": auth.ClassAuthenticated,
+	"startSession": auth.ClassAuthenticated,
 
 	"find": auth.ClassFind, "getMore": auth.ClassFind, "count": auth.ClassFind,
 	"distinct": auth.ClassFind, "aggregate": auth.ClassFind, "explain": auth.ClassFind,
@@ -52,7 +53,7 @@ var commandClasses = map[string]auth.Class{
 	"getCmdLineOpts": auth.ClassClusterMonitor, "hostInfo": auth.ClassClusterMonitor,
 	"getParameter": auth.ClassClusterMonitor, "replSetGetStatus": auth.ClassClusterMonitor,
 	"replSetGetConfig": auth.ClassClusterMonitor, "getDefaultRWConcern": auth.ClassClusterMonitor,
-	"listShards": auth.ClassClusterMonitor, "balancerStatus": auth.ClassClusterMonitor,
+	"listShards": auth.ClassClusterMonitor, "balancerStatus": auth.ClassClusterMonitor, "currentOp": auth.ClassClusterMonitor,
 	"profile": auth.ClassDBAdmin,
 	"fsync":   auth.ClassClusterAdmin, "fsyncUnlock": auth.ClassClusterAdmin, "killOp": auth.ClassClusterAdmin,
 

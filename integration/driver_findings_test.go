@@ -433,3 +433,52 @@ func TestCreateExistingOtherOptions(t *testing.T) {
 	runFail(t, db, bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: "yes"}}, 14, "TypeMismatch")
 	runFail(t, db, bson.D{{Key: "create", Value: "c"}, {Key: "bogus", Value: 1}}, 40415, "Location40415")
 }
+
+// TestSessionAndCurrentOpCommands: startSession answers a new lsid and
+// the session timeout, and the lsid is usable; currentOp lists the
+// operations in progress as inprog, filtered by its other fields.
+func TestSessionAndCurrentOpCommands(t *testing.T) {
+	s := startTestServer(t)
+	client := newTestClient(t, s)
+	admin := client.Database("admin")
+	db := client.Database(dbName(t))
+	r := runOK(t, admin, bson.D{{Key: "startSession", Value: 1}})
+	id := mustLookup(t, r, "id", "id")
+	if sub, data := id.Binary(); sub != bson.TypeBinaryUUID || len(data) != 16 || data[6]>>4 != 4 {
+		t.Fatalf("startSession id %v", id)
+	}
+	if n := intOf(t, mustLookup(t, r, "timeoutMinutes")); n != 30 {
+		t.Fatalf("timeoutMinutes %d", n)
+	}
+	other := runOK(t, admin, bson.D{{Key: "startSession", Value: 1}})
+	if mustLookup(t, other, "id", "id").Equal(id) {
+		t.Fatal("two sessions with one id")
+	}
+	lsid := bson.D{{Key: "id", Value: id}}
+	runOK(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}, {Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(1)}})
+	runOK(t, admin, bson.D{{Key: "endSessions", Value: bson.A{lsid}}})
+
+	// The currentOp command sees itself (an operation in progress).
+	cur := runOK(t, admin, bson.D{{Key: "currentOp", Value: 1}, {Key: "$all", Value: true}})
+	var reply struct {
+		Inprog []bson.Raw `bson:"inprog"`
+	}
+	if err := bson.Unmarshal(cur, &reply); err != nil || len(reply.Inprog) == 0 {
+		t.Fatalf("currentOp: %v %v", cur, err)
+	}
+	found := false
+	for _, op := range reply.Inprog {
+		if c, err := op.LookupErr("command", "currentOp"); err == nil && c.Type != 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("currentOp does not list itself: %v", cur)
+	}
+	none := runOK(t, admin, bson.D{{Key: "currentOp", Value: 1}, {Key: "ns", Value: "no.such"}})
+	if v := mustLookup(t, none, "inprog"); len(v.Array()) != 5 { // an empty BSON array
+		t.Fatalf("filtered currentOp: %v", none)
+	}
+	runFail(t, db, bson.D{{Key: "currentOp", Value: 1}}, 13, "Unauthorized")
+	runFail(t, admin, bson.D{{Key: "currentOp", Value: 1}, {Key: "$ownOps", Value: "x"}}, 14, "TypeMismatch")
+}
