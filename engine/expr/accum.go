@@ -22,7 +22,7 @@ type Sum struct {
 	intLo    uint64 //
 	hi, lo   float64
 	dec      *value.Decimal // decimals (exact), nil when none
-	decNaN   int      // value.Decimal NaN/±Inf seen: 1 NaN, 2 +Inf, 3 -Inf, 4 both infinities
+	decNaN   int            // value.Decimal NaN/±Inf seen: 1 NaN, 2 +Inf, 3 -Inf, 4 both infinities
 	hasFloat bool
 }
 
