@@ -23,7 +23,7 @@ run: build
 ## test: install the client packages (mongosh, Node.js driver, pymongo, tmux), lint, then
 ## every Go test (unit, integration, client scenarios) with the race detector
 test: clients lint
-	go test -race -count=1 -timeout 20m $(PKGS)
+	go test -race -count=1 -timeout 35m $(PKGS)
 
 ## clients: what the client scenarios (TestClients, TestMongosh*) need:
 ## mongosh, the Node.js driver and its zstd/snappy compressors from
