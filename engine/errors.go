@@ -10,7 +10,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// Code is a MongoDB error code.
+// Code is a MongoDB error code. This file is the one table of them: every
+// code Parsec answers is declared here, and codeNames gives MongoDB's
+// codeName of those that have one (the others are Location<code>).
 type Code int32
 
 // MongoDB error codes Parsec uses, with the codeName MongoDB gives each.
@@ -103,6 +105,83 @@ const (
 	ErrClientMetadataCannotBeMutated Code = 186
 )
 
+// Index errors.
+const (
+	ErrCannotCreateIndex               Code = 67
+	ErrIndexOptionsConflict            Code = 85
+	ErrIndexKeySpecsConflict           Code = 86
+	ErrCannotIndexParallelArrays       Code = 171
+	ErrInvalidIndexSpecificationOption Code = 197
+	ErrIndexAlreadyExists              Code = 68
+	ErrCannotDropShardKeyIndex         Code = 370
+)
+
+// Codes of transactions.
+const (
+	ErrOperationNotSupportedInTransaction Code = 263
+	ErrNoSuchTransaction                  Code = 251
+	ErrTransactionCommitted               Code = 256
+	ErrTransactionTooLarge                Code = 257
+	ErrLockTimeout                        Code = 24
+)
+
+// Codes of retryable writes.
+const (
+	ErrIncompleteTransactionHistory Code = 217
+	ErrTransactionTooOld            Code = 225
+	errNotARetryableWriteCommand    Code = 50768
+	errInvalidUUID                  Code = 207 // lsid.id is not a UUID
+	// findAndModify retried with other options than the statement it
+	// repeats had (MongoDB's validateFindAndModifyRetryability).
+	errRetryNotRemove Code = 40606
+	errRetryNotUpsert Code = 40608
+	errRetryNotUpdate Code = 40609
+	errRetryWantsPost Code = 40611
+	errRetryWantsPre  Code = 40612
+)
+
+// Assertions of updates and pipelines that have no codeName but Location<code>.
+const (
+	ErrDocumentTooLarge     Code = 17419 // an update made a document too large
+	errUnknownStage         Code = 40324 // unrecognized pipeline stage name
+	errReplaceRootNotObject Code = 40228 // $replaceRoot/$replaceWith gave no document
+	errConstantsNotPipeline Code = 51198 // update statement constants (c) without a pipeline
+)
+
+// Codes of the find language (query, projection, sort, expressions);
+// the Location ones have no codeName in MongoDB other than
+// "Location<code>" (queryerrors.go maps the languages' errors to them).
+const (
+	ErrNoQueryExecutionPlans Code = 291
+	ErrConversionFailure     Code = 241
+	ErrQueryMemoryLimit      Code = 292 // QueryExceededMemoryLimitNoDiskUseAllowed
+	errBadSortKey            Code = 15974
+	errBadSortOrder          Code = 15975
+	errBadSortMeta           Code = 17312
+	errFieldPathEmpty        Code = 40352
+	errFieldPathEmptyPart    Code = 15998
+	errFieldPathDollar       Code = 16410
+	errExclusionInInclusion  Code = 31254
+	errInclusionInExclusion  Code = 31253
+	errPathCollision         Code = 31249
+	errPathCollisionPrefix   Code = 31250
+	errPositionalProjection  Code = 31276
+	errPositionalNoMatch     Code = 51246
+	errElemMatchNested       Code = 31275
+	errSliceProjection       Code = 28724
+	errEmptyProjectionPath   Code = 40352
+	errBadMetaProjection     Code = 17308
+	errInvalidRegex          Code = 51091
+	errBadRegexOptions       Code = 51108
+	errUndefinedVariable     Code = 17276
+	errExpressionArity       Code = 16020
+	errExpressionSpec        Code = 15983
+	errNoSwitchBranch        Code = 40066
+	errBadTimezone           Code = 40485
+	errNullInPairKey         Code = 4940400
+	errNullInKV              Code = 4940401
+)
+
 var codeNames = map[Code]string{
 	ErrInternalError:             "InternalError",
 	ErrBadValue:                  "BadValue",
@@ -167,6 +246,20 @@ var codeNames = map[Code]string{
 	ErrAPIDeprecationError: "APIDeprecationError",
 
 	ErrClientMetadataCannotBeMutated: "ClientMetadataCannotBeMutated",
+
+	ErrCannotCreateIndex:               "CannotCreateIndex",
+	ErrIndexOptionsConflict:            "IndexOptionsConflict",
+	ErrIndexKeySpecsConflict:           "IndexKeySpecsConflict",
+	ErrCannotIndexParallelArrays:       "CannotIndexParallelArrays",
+	ErrInvalidIndexSpecificationOption: "InvalidIndexSpecificationOption",
+	ErrIndexAlreadyExists:              "IndexAlreadyExists",
+	ErrCannotDropShardKeyIndex:         "CannotDropShardKeyIndex",
+
+	ErrOperationNotSupportedInTransaction: "OperationNotSupportedInTransaction",
+	ErrNoSuchTransaction:                  "NoSuchTransaction",
+	ErrTransactionCommitted:               "TransactionCommitted",
+	ErrTransactionTooLarge:                "TransactionTooLarge",
+	ErrLockTimeout:                        "LockTimeout",
 }
 
 // Name is the codeName MongoDB reports for c.

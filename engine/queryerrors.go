@@ -7,40 +7,6 @@ import (
 	"github.com/parsecdb/parsec/engine/query"
 )
 
-// Codes of the find language (query, projection, sort, expressions) that
-// errors.go does not list; the Location ones have no codeName in MongoDB
-// other than "Location<code>".
-const (
-	ErrNoQueryExecutionPlans Code = 291
-	ErrConversionFailure     Code = 241
-	ErrQueryMemoryLimit      Code = 292 // QueryExceededMemoryLimitNoDiskUseAllowed
-	errBadSortKey            Code = 15974
-	errBadSortOrder          Code = 15975
-	errBadSortMeta           Code = 17312
-	errFieldPathEmpty        Code = 40352
-	errFieldPathEmptyPart    Code = 15998
-	errFieldPathDollar       Code = 16410
-	errExclusionInInclusion  Code = 31254
-	errInclusionInExclusion  Code = 31253
-	errPathCollision         Code = 31249
-	errPathCollisionPrefix   Code = 31250
-	errPositionalProjection  Code = 31276
-	errPositionalNoMatch     Code = 51246
-	errElemMatchNested       Code = 31275
-	errSliceProjection       Code = 28724
-	errEmptyProjectionPath   Code = 40352
-	errBadMetaProjection     Code = 17308
-	errInvalidRegex          Code = 51091
-	errBadRegexOptions       Code = 51108
-	errUndefinedVariable     Code = 17276
-	errExpressionArity       Code = 16020
-	errExpressionSpec        Code = 15983
-	errNoSwitchBranch        Code = 40066
-	errBadTimezone           Code = 40485
-	errNullInPairKey         Code = 4940400
-	errNullInKV              Code = 4940401
-)
-
 // languageErrors maps the error categories of engine/query and engine/expr
 // to MongoDB codes. The first category an error wraps wins.
 var languageErrors = []struct {

@@ -62,21 +62,6 @@ const sessionTimeout = 30 * time.Minute
 // ones deletes nothing.
 const staleRecordsKept = 64
 
-// Codes of retryable writes.
-const (
-	ErrIncompleteTransactionHistory Code = 217
-	ErrTransactionTooOld            Code = 225
-	errNotARetryableWriteCommand    Code = 50768
-	errInvalidUUID                  Code = 207 // lsid.id is not a UUID
-	// findAndModify retried with other options than the statement it
-	// repeats had (MongoDB's validateFindAndModifyRetryability).
-	errRetryNotRemove Code = 40606
-	errRetryNotUpsert Code = 40608
-	errRetryNotUpdate Code = 40609
-	errRetryWantsPost Code = 40611
-	errRetryWantsPre  Code = 40612
-)
-
 // retryableCommands are the commands whose txnNumber makes them retryable
 // writes; any other command given a txnNumber outside a transaction fails.
 var retryableCommands = map[string]bool{"insert": true, "update": true, "delete": true, "findAndModify": true}

@@ -49,23 +49,6 @@ import (
 // crash. createIndexes in a transaction may only build on such a
 // collection, or create one, as in MongoDB.
 
-// Codes of transactions.
-const (
-	ErrOperationNotSupportedInTransaction Code = 263
-	ErrNoSuchTransaction                  Code = 251
-	ErrTransactionCommitted               Code = 256
-	ErrTransactionTooLarge                Code = 257
-	ErrLockTimeout                        Code = 24
-)
-
-func init() {
-	codeNames[ErrOperationNotSupportedInTransaction] = "OperationNotSupportedInTransaction"
-	codeNames[ErrNoSuchTransaction] = "NoSuchTransaction"
-	codeNames[ErrTransactionCommitted] = "TransactionCommitted"
-	codeNames[ErrTransactionTooLarge] = "TransactionTooLarge"
-	codeNames[ErrLockTimeout] = "LockTimeout"
-}
-
 // defaultTransactionLifetime is MongoDB's transactionLifetimeLimitSeconds.
 const defaultTransactionLifetime = 60 * time.Second
 

@@ -23,14 +23,6 @@ import (
 // invalid BSONObj, one between it and 16 MiB as too large to store.
 const maxInternalBSONSize = wire.MaxBSONObjectSize + 16*1024
 
-// Codes of MongoDB assertions that have no codeName but Location<code>.
-const (
-	ErrDocumentTooLarge     Code = 17419 // an update made a document too large
-	errUnknownStage         Code = 40324 // unrecognized pipeline stage name
-	errReplaceRootNotObject Code = 40228 // $replaceRoot/$replaceWith gave no document
-	errConstantsNotPipeline Code = 51198 // update statement constants (c) without a pipeline
-)
-
 // updateSpec is one compiled update statement.
 type updateSpec struct {
 	query  bsoncore.Document // as sent, to seed an upsert
