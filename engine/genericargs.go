@@ -57,10 +57,20 @@ func objectTooLarge(doc bsoncore.Document) *CommandError {
 	return errorf(ErrBSONObjectTooLarge, "BSONObj size: %d (0x%X) is invalid. Size must be between 0 and %d(16MB) First element: %s", len(doc), len(doc), maxInternalBSONSize, first)
 }
 
+// driverAppended reports the fields the Go driver appends to a RunCommand
+// even when the command already has them: maxTimeMS under a context
+// deadline, its implicit session's lsid, the $clusterTime it gossips, its
+// read preference and the Stable API fields of the client's options.
+func driverAppended(k []byte) bool {
+	switch string(k) {
+	case "maxTimeMS", "lsid", "$clusterTime", "$readPreference", "apiVersion", "apiStrict", "apiDeprecationErrors":
+		return true
+	}
+	return false
+}
+
 // duplicateField finds a top-level field given twice ("" when none),
-// maxTimeMS and lsid aside: the Go driver appends its own maxTimeMS under
-// a context deadline, and its implicit session's lsid, to a RunCommand
-// that already has them, and the first is used. Commands are small: a
+// the fields a driver appends aside (driverAppended): the first is used. Commands are small: a
 // pairwise comparison of the keys costs less than a map.
 func duplicateField(body bsoncore.Document) string {
 	var keys [32][]byte
@@ -78,7 +88,7 @@ func duplicateField(body bsoncore.Document) string {
 		}
 		rest = r
 		k := el.KeyBytes()
-		if string(k) == "maxTimeMS" || string(k) == "lsid" {
+		if driverAppended(k) {
 			continue
 		}
 		if n < len(keys) {
