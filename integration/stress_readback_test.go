@@ -24,28 +24,44 @@ import (
 
 // Read-back under a spike: many goroutines share one client whose pool
 // holds a single connection, insert documents and read each one back as
-// soon as its insert is acknowledged, then read every acknowledged
-// document again once the spike is over. An acknowledged insert must be
-// visible to every later read: the insert's Badger transaction commits
-// before its reply is built (store.Update returns after Commit), and a
-// later read opens its read transaction after that reply reached the
-// client, so its read timestamp is at or past the insert's commit (Badger
-// takes readTs = nextTxnTs-1 and waits until every commit up to it is
-// applied). On one connection the server also runs requests strictly in
-// order (wire.serverConn.serve), so even an unacknowledged (w: 0) insert
-// is applied before the next request on that connection is read.
+// soon as its insert is acknowledged; right after the spike, more inserts
+// are read back one at a time; then every acknowledged document is read
+// again and the spike's documents are counted.
 //
-// Variants: retryable writes on and off, a sharded collection (by _id
+// Why an acknowledged insert is always visible to a later read:
+//   - The insert's documents, counters and (for a retryable write) its
+//     statement records are one Badger transaction; store.Update returns
+//     only after Commit, which returns once the write is applied and its
+//     commit timestamp marked done. The reply is built after that, and
+//     wire.serverConn.serve writes it before it reads the next frame.
+//   - A later read opens a new read transaction (store.View, or a point
+//     read's Get in one); Badger gives it readTs = nextTxnTs-1, at or past
+//     the insert's commit timestamp, and waits until every commit up to
+//     readTs is applied. Reads keep no transaction, snapshot or cursor
+//     across commands (FindOne is a single batch), ignore afterClusterTime
+//     (they always read the latest), and a deadline that strikes ends the
+//     command with an error (MaxTimeMSExpired), never an empty batch.
+//   - A retried insert answers from its records only when they carry the
+//     same (lsid, txnNumber), which exist only if its documents committed;
+//     attempts of one session run one at a time (sessionTable.checkout).
+//   - The server runs a connection's requests in order, one at a time. When
+//     an operation times out in flight, the driver reads the late reply in
+//     the background and drops it before the connection is reused, or
+//     closes the connection: a later operation never gets another's reply.
+//     So even a w: 0 insert is visible to a later read on the same
+//     connection (a read on a new connection may overtake it: it was never
+//     acknowledged).
+//
+// Variants: retryable writes on and off, a sharded collection (read by _id
 // alone, a fan-out over every partition, and by shard key and _id, a point
 // read) that splits during the spike, readPreference secondaryPreferred,
 // explicit causally consistent sessions, w: 0, and short context deadlines
 // so that operations time out while waiting for the connection, before
 // being sent (the driver's maxTimeMS would be <= 0), while the server runs
-// them (the driver then reads their late reply in the background before
-// the connection is reused, or closes it) and on the server (maxTimeMS).
+// them and on the server (maxTimeMS), each variant on a server of its own.
 //
-// Busy goroutines spin during each spike to add CPU contention. The
-// environment can run it longer:
+// Busy goroutines spin during each spike to add CPU contention (GOMAXPROCS
+// adds more). The environment can run it longer:
 //
 //	PARSEC_STRESS_SPIKES      spikes per variant at most (default 3)
 //	PARSEC_STRESS_BUDGET      no further spike of a variant once it ran this
