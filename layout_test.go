@@ -23,6 +23,8 @@ var allowedImports = map[string][]string{
 	"engine/query": {"engine/value", "engine/expr"},
 	"engine/expr":  {"engine/value"},
 	"engine/store": {"engine/value", "shard"},
+	// The storage seam names store's data types and nothing else.
+	"engine/storage": {"engine/store", "engine/value", "shard"},
 
 	"engine/update": {"engine/value", "engine/query", "engine/expr"},
 	"engine/agg":    {"engine/value", "engine/query", "engine/expr"},
@@ -82,9 +84,34 @@ func TestLayering(t *testing.T) {
 	}
 }
 
+// TestStorageSeam: the command layer reaches data only through the
+// interfaces of engine/storage. Its non-test files neither import Badger
+// nor open, hold or type-assert a *store.Store (store's data types, errors
+// and key builders are the seam's vocabulary and stay in use).
+func TestStorageSeam(t *testing.T) {
+	paths, err := filepath.Glob("engine/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, banned := range []string{"github.com/dgraph-io/badger", "*store.Store", "store.Open(", "*store.Txn", "*store.Transaction", "*store.Snapshot"} {
+			if strings.Contains(string(src), banned) {
+				t.Errorf("%s uses %s: the engine reaches data only through engine/storage", path, banned)
+			}
+		}
+	}
+}
+
 // TestPackageDocs: every package states its contract in a doc comment.
 func TestPackageDocs(t *testing.T) {
-	for _, dir := range []string{".", "wire", "engine", "engine/store", "engine/query", "engine/expr", "engine/update", "engine/value", "shard", "ru", "console", "integration"} {
+	for _, dir := range []string{".", "wire", "engine", "engine/store", "engine/storage", "engine/query", "engine/expr", "engine/update", "engine/value", "shard", "ru", "console", "integration"} {
 		fset := token.NewFileSet()
 		pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.PackageClauseOnly|parser.ParseComments)
 		if err != nil {

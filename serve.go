@@ -17,6 +17,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine"
 	"github.com/parsecdb/parsec/engine/auth"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/wire"
 	"github.com/spf13/cobra"
@@ -220,7 +221,7 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		warnings = append(warnings, "Parsec is running with --in-memory: data is lost when the server stops")
 	}
 	eng := engine.New(engine.Config{
-		Store:              st,
+		Store:              storage.Local(st),
 		Logger:             logger,
 		CursorTimeout:      o.cursorTimeout,
 		TTLInterval:        o.ttlInterval,

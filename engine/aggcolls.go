@@ -8,6 +8,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -69,7 +70,7 @@ func (c *concatIter) Close() {
 // find locates the document with _id id: its key, bytes and whether it
 // exists. Unsharded collections are keyed by _id; sharded ones are
 // searched.
-func (a aggCollections) find(tx *store.Txn, c *store.Collection, id bsoncore.Value) ([]byte, []byte, bool, error) {
+func (a aggCollections) find(tx storage.Txn, c *store.Collection, id bsoncore.Value) ([]byte, []byte, bool, error) {
 	if !c.Sharded() {
 		key := idKey(c, id)
 		doc, err := tx.Get(key)
@@ -96,7 +97,7 @@ func (a aggCollections) Get(ctx context.Context, db, coll string, id bsoncore.Va
 	}
 	var doc []byte
 	var found bool
-	err := a.e.viewOf(ctx).View(func(tx *store.Txn) error {
+	err := a.e.viewOf(ctx).View(func(tx storage.Txn) error {
 		var err error
 		_, doc, found, err = a.find(tx, c, id)
 		return err
@@ -135,7 +136,7 @@ func (a aggCollections) Replace(_ context.Context, db, coll string, id bsoncore.
 	if d.err != nil {
 		return d.err
 	}
-	return a.e.store.Update(func(tx *store.Txn) error {
+	return a.e.store.Update(func(tx storage.Txn) error {
 		key, old, found, err := a.find(tx, c, id)
 		if err != nil {
 			return err

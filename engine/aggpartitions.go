@@ -8,6 +8,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -158,7 +159,7 @@ func (r *partitionReader) fill(b *readBatch) error {
 	}
 	if r.point != nil {
 		b.last = true
-		err := r.store.View(func(tx *store.Txn) error {
+		err := r.store.View(func(tx storage.Txn) error {
 			doc, err := tx.Get(r.point)
 			if errors.Is(err, store.ErrNotFound) {
 				return nil
@@ -174,7 +175,7 @@ func (r *partitionReader) fill(b *readBatch) error {
 		}
 	} else {
 		exhausted := true
-		err := r.store.View(func(tx *store.Txn) error {
+		err := r.store.View(func(tx storage.Txn) error {
 			return tx.ScanRanges(r.coll, r.span.rangesFrom(r.next), func(key, doc []byte) (bool, error) {
 				if len(b.offs) >= readBatchDocs || len(b.arena) >= readBatchBytes {
 					exhausted = false
@@ -229,7 +230,7 @@ func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Coll
 	filter := p.LeadingMatch()
 	spans := routePartitions(c, filter)
 	its := make([]agg.Iterator, len(spans))
-	_, snapshot := view.(*store.Snapshot) // its index entries may predate an index
+	_, snapshot := view.(storage.Snapshot) // its index entries may predate an index
 	if len(filter) > 5 && (len(c.Indexes) > 0 || builtIDIndex(c) != nil) && !snapshot {
 		if f, err := query.Compile(filter); err == nil {
 			routed := routedSpans(c, spans)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/ru"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -169,7 +170,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 		var n int64
 		var more bool
 		var next []byte
-		err := e.writerOf(ctx).Update(func(tx *store.Txn) error {
+		err := e.writerOf(ctx).Update(func(tx storage.Txn) error {
 			n, more, next = 0, false, nil
 			tally.reset()
 			if point != nil {
@@ -257,7 +258,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 }
 
 // deleteItem removes the document at key, of size bytes, and tallies it.
-func (e *Engine) deleteItem(tx *store.Txn, tally *writeTally, c *store.Collection, key []byte, size int) error {
+func (e *Engine) deleteItem(tx storage.Txn, tally *writeTally, c *store.Collection, key []byte, size int) error {
 	ixEntries, ixBytes := secondaryIndexWork(tx)
 	if err := tx.Delete(c, key, size); err != nil {
 		return err

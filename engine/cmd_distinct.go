@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -164,7 +165,7 @@ func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bs
 		query.DistinctValues(doc, key, add)
 		return nil
 	}
-	err := e.viewOf(ctx).View(func(tx *store.Txn) error {
+	err := e.viewOf(ctx).View(func(tx storage.Txn) error {
 		if p.point != nil {
 			src.stats.keysExamined++
 			doc, err := tx.Get(p.point)

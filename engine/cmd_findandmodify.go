@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/update"
 	"github.com/parsecdb/parsec/ru"
@@ -216,7 +217,7 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 	if point != nil {
 		defer e.writes.lockKey(point)()
 	}
-	err := e.writerOf(ctx).Update(func(tx *store.Txn) error {
+	err := e.writerOf(ctx).Update(func(tx storage.Txn) error {
 		res = famResult{}
 		tally.reset()
 		key, doc, err := findTarget(tx, coll, sp.filter, sp.query, sort, &tally)
@@ -290,7 +291,7 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 // findTarget returns the first document matching f in sort order (in key
 // order without a sort), or nil. The slices are copies. tally counts
 // what it read.
-func findTarget(tx *store.Txn, coll *store.Collection, f *query.Filter, filter bsoncore.Document, sort *query.Sort, tally *writeTally) ([]byte, []byte, error) {
+func findTarget(tx storage.Txn, coll *store.Collection, f *query.Filter, filter bsoncore.Document, sort *query.Sort, tally *writeTally) ([]byte, []byte, error) {
 	if key := pointKeyFor(coll, f, filter); key != nil {
 		doc, err := tx.Get(key)
 		if errors.Is(err, store.ErrNotFound) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/ru"
@@ -185,7 +186,7 @@ func (e *Engine) insertRetryable(ctx context.Context, m *meter, coll *store.Coll
 		var stop bool
 		var wait time.Duration // server-side retry: document next waits this long first
 		var extra writeTally   // secondary index entries, priced once known
-		err := e.writerOf(ctx).Update(func(tx *store.Txn) error {
+		err := e.writerOf(ctx).Update(func(tx storage.Txn) error {
 			chunkErrs, chunkN, stop, wait = nil, 0, false, 0
 			extra.reset()
 			bytes := 0

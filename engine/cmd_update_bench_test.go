@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -62,7 +63,7 @@ func benchEngine(b *testing.B) *Engine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := New(Config{Store: st})
+	e := New(Config{Store: storage.Local(st)})
 	b.Cleanup(func() {
 		e.Close()
 		_ = st.Close()

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/storage"
 )
 
 // batchSource produces a cursor's documents batch by batch.
@@ -47,10 +47,10 @@ type cursor struct {
 	inUse    bool
 	// snap is the snapshot a snapshot read's cursor reads (nil: the
 	// latest data).
-	snap *store.Snapshot
+	snap storage.Snapshot
 	// txn is the transaction the cursor was opened in: only its
 	// statements may use it.
-	txn *store.Transaction
+	txn storage.Transaction
 	// owner is the authenticated user that opened it, with access control
 	// on ("" otherwise): only that user may use or kill it.
 	owner string
@@ -62,8 +62,8 @@ type cursorOptions struct {
 	noTimeout bool
 	bill      *readBill
 	owner     string
-	snap      *store.Snapshot
-	txn       *store.Transaction
+	snap      storage.Snapshot
+	txn       storage.Transaction
 }
 
 // cursorRegistry holds open cursors. Ids are random, positive and unique

@@ -27,7 +27,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/auth"
-	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -42,7 +42,7 @@ const MongoVersion = "7.0.0"
 
 // Config is what an Engine needs from outside.
 type Config struct {
-	Store  *store.Store
+	Store  storage.Storage
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -99,7 +99,7 @@ type Config struct {
 // Engine runs commands. It implements wire.Handler.
 type Engine struct {
 	cfg     Config
-	store   *store.Store
+	store   storage.Storage
 	logger  *slog.Logger
 	now     func() time.Time
 	started time.Time

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/parsecdb/parsec/engine/agg"
-	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/storage"
 )
 
 // Fan-out reads: a plan over several physical partitions reads them in
@@ -98,7 +98,7 @@ func (s *scanSource) fill(ctx context.Context, part *partScan, wantDocs, wantByt
 	p := s.plan
 	stopped := false
 	examined := 0
-	err := s.view(ctx).View(func(tx *store.Txn) error {
+	err := s.view(ctx).View(func(tx storage.Txn) error {
 		return tx.ScanRanges(p.coll, part.span.rangesFrom(part.next), func(key, doc []byte) (bool, error) {
 			if examined++; examined%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {

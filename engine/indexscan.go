@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -40,7 +41,7 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 	}
 	routed := routedSpans(p.coll, p.spans)
 	examined := 0
-	return s.view(ctx).View(func(tx *store.Txn) error {
+	return s.view(ctx).View(func(tx storage.Txn) error {
 		for cur.branch < len(plans) {
 			ip := plans[cur.branch]
 			rd := tx.IndexReader(p.coll, ip.ix, ip.reverse) // one iterator for all the ranges

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/ru"
@@ -238,7 +239,7 @@ func (e *Engine) initialPartitions(t ru.Throughput) int {
 // routePartitions gives them; none: all of c) from resume on (nil: from
 // the start), in key order, until fn returns false or an error: a fan-out
 // over the partitions a read or write was routed to.
-func scanSpans(tx *store.Txn, c *store.Collection, spans []partitionSpan, resume []byte, fn func(key, doc []byte) (bool, error)) error {
+func scanSpans(tx storage.Txn, c *store.Collection, spans []partitionSpan, resume []byte, fn func(key, doc []byte) (bool, error)) error {
 	if len(spans) == 0 { // not routed: the whole collection
 		return tx.Scan(c, resume, fn)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 )
 
@@ -65,7 +66,7 @@ func (e *Engine) indexCheaper(c *store.Collection, ip *indexPlan, spans []partit
 	var fetched, keys int64
 	limitKeys := 4 * docs
 	src := &scanSource{plan: &readPlan{coll: c, spans: spans}}
-	err = e.store.View(func(tx *store.Txn) error {
+	err = e.store.View(func(tx storage.Txn) error {
 		for _, bp := range plans {
 			r := tx.IndexReader(c, bp.ix, false)
 			for _, rg := range bp.ranges {

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -126,7 +127,7 @@ func (s *scanSource) view(ctx context.Context) reader { return viewIn(ctx, s.sto
 // batch in its own read transaction. A plan over several partitions reads
 // them in parallel (fanout.go).
 type scanSource struct {
-	store   *store.Store
+	store   storage.Storage
 	plan    *readPlan
 	next    []byte // resume key; nil at the start
 	done    bool
@@ -236,7 +237,7 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 	}
 	if p.point != nil {
 		s.done = true
-		err := s.view(ctx).View(func(tx *store.Txn) error {
+		err := s.view(ctx).View(func(tx storage.Txn) error {
 			s.stats.keysExamined++
 			doc, err := tx.Get(p.point)
 			if errors.Is(err, store.ErrNotFound) {
@@ -275,7 +276,7 @@ func (s *scanSource) scan(ctx context.Context, max, maxBytes int, keep bool) ([]
 		s.done = true
 		return nil, true, nil
 	}
-	err := s.view(ctx).View(func(tx *store.Txn) error {
+	err := s.view(ctx).View(func(tx storage.Txn) error {
 		return tx.ScanRanges(p.coll, ranges, func(key, doc []byte) (bool, error) {
 			if examined++; examined%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/ru"
@@ -289,7 +290,7 @@ func spansLogicalKey(spans []partitionSpan) []byte {
 // secondary indexes so far: entries and bytes. It is the one place
 // secondary index entries enter write charges; writes measure it before
 // and after each item.
-func secondaryIndexWork(tx *store.Txn) (entries, bytes int64) {
+func secondaryIndexWork(tx storage.Txn) (entries, bytes int64) {
 	w := tx.IndexWork()
 	return w.Entries, w.Bytes
 }

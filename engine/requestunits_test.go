@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -67,7 +68,7 @@ func benchRUEngine(b *testing.B, opts RequestUnitOptions) *Engine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := New(Config{Store: st, RequestUnits: opts, Partitions: PartitionLimits{MaxRUs: 1 << 30}})
+	e := New(Config{Store: storage.Local(st), RequestUnits: opts, Partitions: PartitionLimits{MaxRUs: 1 << 30}})
 	b.Cleanup(func() {
 		e.Close()
 		_ = st.Close()

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -444,7 +445,7 @@ type stmtRecord struct {
 // wrote, in index order; inserts of consecutive ids share a record. It
 // is where the onPrimaryTransactionalWrite fail point fires: failing the
 // transaction, or closing the connection once it commits.
-func (rw *retryableWrite) record(tx *store.Txn, recs ...stmtRecord) error {
+func (rw *retryableWrite) record(tx storage.Txn, recs ...stmtRecord) error {
 	if rw == nil || len(recs) == 0 {
 		return nil
 	}
@@ -529,7 +530,7 @@ type stmtRef struct {
 	index int
 }
 
-func (s stmtRef) record(tx *store.Txn, o stmtOutcome) error {
+func (s stmtRef) record(tx storage.Txn, o stmtOutcome) error {
 	return s.rw.record(tx, stmtRecord{s.index, o})
 }
 

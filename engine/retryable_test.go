@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -36,7 +37,7 @@ func newRetryableEngine(t *testing.T) (*Engine, *fakeClock) {
 		t.Fatal(err)
 	}
 	clock := &fakeClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-	e := New(Config{Store: st, Now: clock.now})
+	e := New(Config{Store: storage.Local(st), Now: clock.now})
 	t.Cleanup(func() {
 		e.Close()
 		_ = st.Close()
@@ -101,7 +102,7 @@ func TestRetryableSessions(t *testing.T) {
 	}
 
 	// Stored sessions the engine never saw (before a restart) expire too.
-	if err := e.store.Update(func(tx *store.Txn) error {
+	if err := e.store.Update(func(tx storage.Txn) error {
 		return tx.PutSessionStatements([]byte("fedcba9876543210"), store.SessionHead{TxnNumber: 1, LastUse: clock.now().Add(-time.Hour)}, nil)
 	}); err != nil {
 		t.Fatal(err)

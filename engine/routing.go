@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/shard"
@@ -177,7 +178,7 @@ func routeWrites(c *store.Collection, filter bsoncore.Document) []partitionSpan 
 
 // idLookups are the keys of the documents of sp whose _id is one of sp.ids,
 // from resume on, ascending: read from the _id index in tx.
-func idLookups(tx *store.Txn, c *store.Collection, sp partitionSpan, resume []byte) ([][]byte, error) {
+func idLookups(tx storage.Txn, c *store.Collection, sp partitionSpan, resume []byte) ([][]byte, error) {
 	var keys [][]byte
 	r := tx.IndexReader(c, c.IDIndex, false)
 	defer r.Close()

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/storage"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -30,19 +30,19 @@ const maxSnapshots = 1000
 // reader runs read transactions: the store (the latest data) or a
 // snapshot.
 type reader interface {
-	View(fn func(*store.Txn) error) error
+	View(fn func(storage.Txn) error) error
 }
 
 type snapshotKey struct{}
 
 // withSnapshot makes the reads under ctx read sn.
-func withSnapshot(ctx context.Context, sn *store.Snapshot) context.Context {
+func withSnapshot(ctx context.Context, sn storage.Snapshot) context.Context {
 	return context.WithValue(ctx, snapshotKey{}, sn)
 }
 
 // snapshotOf is the snapshot the reads under ctx read, or nil.
-func snapshotOf(ctx context.Context) *store.Snapshot {
-	sn, _ := ctx.Value(snapshotKey{}).(*store.Snapshot)
+func snapshotOf(ctx context.Context) storage.Snapshot {
+	sn, _ := ctx.Value(snapshotKey{}).(storage.Snapshot)
 	return sn
 }
 
@@ -69,7 +69,7 @@ type snapshotRegistry struct {
 }
 
 type heldSnapshot struct {
-	snap     *store.Snapshot
+	snap     storage.Snapshot
 	lastUsed time.Time
 }
 
@@ -97,7 +97,7 @@ func tsKey(ts bson.Timestamp) uint64 { return uint64(ts.T)<<32 | uint64(ts.I) }
 
 // acquire returns the snapshot named at (taking a new one, and naming it,
 // when at is nil) and its cluster time.
-func (e *Engine) acquireSnapshot(at *bson.Timestamp) (*store.Snapshot, bson.Timestamp, error) {
+func (e *Engine) acquireSnapshot(at *bson.Timestamp) (storage.Snapshot, bson.Timestamp, error) {
 	r := &e.snapshots
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -131,7 +131,7 @@ func (e *Engine) acquireSnapshot(at *bson.Timestamp) (*store.Snapshot, bson.Time
 
 // touchSnapshot keeps the snapshot a cursor reads from expiring while the
 // cursor is used.
-func (e *Engine) touchSnapshot(sn *store.Snapshot) {
+func (e *Engine) touchSnapshot(sn storage.Snapshot) {
 	r := &e.snapshots
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/ru"
 )
@@ -27,7 +28,7 @@ import (
 
 // throughputs is the registry of pools and partitions.
 type throughputs struct {
-	store     *store.Store
+	store     storage.Storage
 	now       func() time.Time
 	opts      ru.Options
 	effective func(*store.Collection) (ru.Throughput, bool) // (*Engine).effectiveThroughput
@@ -51,7 +52,7 @@ type collUnits struct {
 	byID   map[int]*ru.Partition // every partition the collection had, split ones included
 }
 
-func newThroughputs(s *store.Store, now func() time.Time, opts ru.Options, effective func(*store.Collection) (ru.Throughput, bool)) *throughputs {
+func newThroughputs(s storage.Storage, now func() time.Time, opts ru.Options, effective func(*store.Collection) (ru.Throughput, bool)) *throughputs {
 	return &throughputs{store: s, now: now, opts: opts, effective: effective,
 		colls: map[uint32]*collUnits{}, dbs: map[string]*ru.Pool{}}
 }

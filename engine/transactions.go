@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -91,8 +92,8 @@ const (
 // sessionTxn is a session's transaction.
 type sessionTxn struct {
 	number int64
-	st     *store.Transaction
-	store  *store.Store
+	st     storage.Transaction
+	store  storage.Storage
 	logger *slog.Logger // for what an abort cannot report to anyone
 	// open counts the server's transactions in progress: t adds 1 when
 	// it starts and takes it back when it leaves txnActive.
@@ -222,14 +223,14 @@ func (e *Engine) ensureCollection(ctx context.Context, db, name string) (*store.
 }
 
 // txnOf is the transaction the command under ctx runs in, or nil.
-func txnOf(ctx context.Context) *store.Transaction {
-	t, _ := ctx.Value(txnKey{}).(*store.Transaction)
+func txnOf(ctx context.Context) storage.Transaction {
+	t, _ := ctx.Value(txnKey{}).(storage.Transaction)
 	return t
 }
 
 // writer runs write transactions: the store's, or a transaction's.
 type writer interface {
-	Update(fn func(*store.Txn) error) error
+	Update(fn func(storage.Txn) error) error
 }
 
 // writerOf is where the writes under ctx go: their transaction, or the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/ru"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -94,7 +95,7 @@ func (e *Engine) expireIndex(ctx context.Context, c *store.Collection, ix *store
 			ix   store.IndexWork
 		}
 		var done []deletion
-		err = e.store.Update(func(tx *store.Txn) error {
+		err = e.store.Update(func(tx storage.Txn) error {
 			n, done = 0, done[:0]
 			for _, k := range keys {
 				doc, err := tx.Get(k)

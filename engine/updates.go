@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/update"
 	"github.com/parsecdb/parsec/ru"
@@ -222,7 +223,7 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 		if point != nil {
 			unlock = e.writes.lockKey(point)
 		}
-		err := e.writerOf(ctx).Update(func(tx *store.Txn) error {
+		err := e.writerOf(ctx).Update(func(tx storage.Txn) error {
 			matched, modified, upserted, more, next, stmtErr = 0, 0, bsoncore.Value{}, false, nil, nil
 			tally.reset()
 			var writes []pendingWrite
@@ -368,13 +369,13 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 
 // upsertInTxn inserts the document an upsert makes and returns its _id.
 // Client errors are *CommandError; others fail the transaction.
-func (e *Engine) upsertInTxn(tx *store.Txn, coll *store.Collection, sp *updateSpec, env update.Env) (bsoncore.Value, error) {
+func (e *Engine) upsertInTxn(tx storage.Txn, coll *store.Collection, sp *updateSpec, env update.Env) (bsoncore.Value, error) {
 	id, _, err := e.upsertKeyInTxn(tx, coll, sp, env)
 	return id, err
 }
 
 // upsertKeyInTxn is upsertInTxn that also returns the new document's key.
-func (e *Engine) upsertKeyInTxn(tx *store.Txn, coll *store.Collection, sp *updateSpec, env update.Env) (bsoncore.Value, []byte, error) {
+func (e *Engine) upsertKeyInTxn(tx storage.Txn, coll *store.Collection, sp *updateSpec, env update.Env) (bsoncore.Value, []byte, error) {
 	if err := targetedShardKey(coll, sp.query); err != nil {
 		return bsoncore.Value{}, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine"
 	"github.com/parsecdb/parsec/engine/auth"
+	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/wire"
 )
@@ -104,7 +105,7 @@ func Launch(opts ServerOptions) (*Server, error) {
 	}
 	s := &Server{Addr: ln.Addr().String(), Dir: dir, store: st, done: make(chan error, 1)}
 	s.eng = engine.New(engine.Config{
-		Store:               st,
+		Store:               storage.Local(st),
 		Logger:              logger,
 		CursorTimeout:       opts.CursorTimeout,
 		TTLInterval:         opts.TTLInterval,
