@@ -187,12 +187,9 @@ type pendingWrite struct {
 // anything, and charged for each transaction it commits.
 func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *updateSpec) (updateResult, error) {
 	u := &updater{e: e, ctx: ctx, m: m, db: db, name: name, sp: sp}
-	if found, err := u.open(); !found || err != nil {
+	if found, err := u.start(); !found || err != nil {
 		return u.res, err
 	}
-	u.env = e.updateEnv()
-	sp.tally = &u.tally
-	u.route()
 	if err := e.admitWrite(ctx, m, &u.tally); err != nil {
 		return u.res, err
 	}
@@ -231,6 +228,18 @@ type updateChunk struct {
 	more              bool   // the scan stopped with the chunk full
 	next              []byte // where the next chunk's scan starts
 	stmtErr           error  // the statement's error: it ends with this chunk
+}
+
+// start opens the collection and routes the statement; found is false
+// when there is nothing to update.
+func (u *updater) start() (found bool, err error) {
+	if found, err = u.open(); !found || err != nil {
+		return found, err
+	}
+	u.env = u.e.updateEnv()
+	u.sp.tally = &u.tally
+	u.route()
+	return true, nil
 }
 
 // open finds the collection, or creates it for an upsert; found is
