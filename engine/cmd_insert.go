@@ -158,145 +158,264 @@ func (e *Engine) insertDocs(ctx context.Context, m *meter, coll *store.Collectio
 // documents an earlier attempt inserted count as inserted, and each
 // transaction records the documents it inserts.
 func (e *Engine) insertRetryable(ctx context.Context, m *meter, coll *store.Collection, docs []insertDoc, ordered bool, rw *retryableWrite) (int64, []writeError, error) {
-	var inserted int64
-	var errs []writeError
-	// Admissions outlive the transactions, which may rerun: no document
-	// is charged or refused twice.
-	var small [8]itemAdmission
-	var paid []itemAdmission
+	ins := e.newInserter(ctx, m, coll, docs, ordered, rw)
+	err := ins.run()
+	return ins.inserted, ins.errs, err
+}
+
+// inserter is one run of insertDocs: the documents, where it stands in
+// them, and the chunk whose transaction is under way.
+type inserter struct {
+	e       *Engine
+	ctx     context.Context
+	m       *meter
+	coll    *store.Collection
+	docs    []insertDoc
+	ordered bool
+	rw      *retryableWrite
+
+	next     int // the first document no committed chunk handled
+	inserted int64
+	errs     []writeError
+	// paid holds each document's admission (nil: request units are
+	// bypassed). Admissions outlive the transactions, which may rerun: no
+	// document is charged or refused twice.
+	paid  []itemAdmission
+	small [8]itemAdmission
+	// gaveUp: server-side retry hit its limit, so the documents left are
+	// refused at once instead of waited for.
+	gaveUp bool
+
+	units *collUnits // the collection's partitions (nil: not charged)
+	chunk insertChunk
+}
+
+// insertChunk is what one attempt of a chunk's transaction did; a rerun
+// starts it over.
+type insertChunk struct {
+	end    int // one past the last document it handled
+	n      int64
+	errs   []writeError
+	bytes  int
+	logged []stmtRecord // the statements it inserted, to record
+	stop   bool         // an ordered insert failed: nothing after it runs
+	// wait: server-side retry, document end waits this long for
+	// throughput before the next chunk goes on from it.
+	wait time.Duration
+	// extra is the secondary index entries its documents wrote, priced
+	// once known (a document's admission covers the rest).
+	extra writeTally
+}
+
+// chunkStep is how handling one document leaves its chunk.
+type chunkStep uint8
+
+const (
+	goOn      chunkStep = iota // on to the next document
+	stopAfter                  // an ordered insert failed here: the chunk ends with it, and the insert
+	endBefore                  // the chunk ends without it: commit, then the next chunk starts with it
+)
+
+func (e *Engine) newInserter(ctx context.Context, m *meter, coll *store.Collection, docs []insertDoc, ordered bool, rw *retryableWrite) *inserter {
+	ins := &inserter{e: e, ctx: ctx, m: m, coll: coll, docs: docs, ordered: ordered, rw: rw}
 	switch {
 	case e.ruOpts.Bypass:
-	case len(docs) <= len(small):
-		paid = small[:len(docs)]
+	case len(docs) <= len(ins.small):
+		ins.paid = ins.small[:len(docs)]
 	default:
-		paid = make([]itemAdmission, len(docs))
+		ins.paid = make([]itemAdmission, len(docs))
 	}
-	gaveUp := false // server-side retry hit its limit: refuse the rest at once
-	for i := 0; i < len(docs); {
-		if err := ctx.Err(); err != nil {
-			return inserted, errs, err
+	return ins
+}
+
+// run inserts the documents chunk by chunk.
+func (ins *inserter) run() error {
+	for ins.next < len(ins.docs) {
+		if err := ins.ctx.Err(); err != nil {
+			return err
 		}
-		var units *collUnits
-		if paid != nil {
-			units = e.units.of(coll)
-		}
-		var chunkErrs []writeError
-		var chunkN int64
-		var next int
-		var stop bool
-		var wait time.Duration // server-side retry: document next waits this long first
-		var extra writeTally   // secondary index entries, priced once known
-		err := e.writerOf(ctx).Update(func(tx storage.Txn) error {
-			chunkErrs, chunkN, stop, wait = nil, 0, false, 0
-			extra.reset()
-			bytes := 0
-			var logged []stmtRecord
-			j := i
-		docs:
-			for ; j < len(docs) && j-i < chunkDocs && bytes < chunkBytes; j++ {
-				d := docs[j]
-				if d.retried {
-					chunkN++
-					continue
-				}
-				if d.err != nil {
-					chunkErrs = append(chunkErrs, writeError{index: j, code: d.err.Code, msg: d.err.Msg})
-					if ordered {
-						stop = true
-						j++
-						break docs
-					}
-					continue
-				}
-				key, err := docKeyOf(coll, d.doc, d.id)
-				if err == nil && units != nil {
-					var refused *CommandError
-					wait, refused = e.payItem(m, units.at(key), logicalKey(coll, key),
-						ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), 0, 0)), &paid[j], !gaveUp)
-					if wait > 0 {
-						break docs // commit what is written, wait, go on from j
-					}
-					if refused != nil {
-						err = refused
-					}
-				}
-				if err == nil {
-					ixEntries, ixBytes := secondaryIndexWork(tx)
-					err = tx.Insert(coll, key, d.doc)
-					if e1, b1 := secondaryIndexWork(tx); err == nil && units != nil && e1 > ixEntries {
-						extra.add(itemCharge{part: units.at(key), key: logicalKey(coll, key),
-							amount: ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), e1-ixEntries, b1-ixBytes)) -
-								ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), 0, 0))})
-					}
-				}
-				var dup *store.DuplicateKeyError
-				var ce *CommandError
-				switch {
-				case errors.As(err, &dup):
-					chunkErrs = append(chunkErrs, dupWriteError(j, coll.Namespace(), dup, d.id))
-					if ordered {
-						stop = true
-						j++
-						break docs
-					}
-				case errors.As(err, &ce), errors.Is(err, store.ErrLogicalPartitionFull), errors.Is(err, store.ErrParallelArrays),
-					errors.Is(err, store.ErrKeyTooLarge), errors.Is(err, store.ErrValueTooLarge):
-					// a shard-key error, a full logical partition, a
-					// throttled document, or a key or document too large
-					// to store: nothing of it was written
-					ce = toCommandError(err)
-					chunkErrs = append(chunkErrs, writeError{index: j, code: ce.Code, msg: ce.Msg})
-					if ordered {
-						stop = true
-						j++
-						break docs
-					}
-				case errors.Is(err, store.ErrTooLarge) && j > i:
-					break docs // the transaction is full: commit it, go on in the next
-				case err != nil:
-					return err
-				default:
-					chunkN++
-					bytes += len(d.doc)
-					if rw != nil {
-						logged = append(logged, stmtRecord{j, stmtOutcome{op: "i", n: 1}})
-					}
-				}
-			}
-			next = j
-			return rw.record(tx, logged...)
-		})
+		err := ins.commitChunk()
 		if errors.Is(err, store.ErrCollectionChanged) {
 			// dropped or renamed under us: insert into the collection now under this name
-			if coll, _, err = e.ensureCollection(ctx, coll.DB, coll.Name); err != nil {
-				return inserted, errs, err
+			if ins.coll, _, err = ins.e.ensureCollection(ins.ctx, ins.coll.DB, ins.coll.Name); err != nil {
+				return err
 			}
 			continue
 		}
 		if err != nil {
-			return inserted, errs, fmt.Errorf("insert into %s: %w", coll.Namespace(), err)
+			return fmt.Errorf("insert into %s: %w", ins.coll.Namespace(), err)
 		}
-		inserted += chunkN
-		errs = append(errs, chunkErrs...)
-		e.chargeItems(m, &extra)
-		if err := rw.committed(); err != nil {
-			return inserted, errs, err
+		if err := ins.takeChunk(); err != nil || ins.chunk.stop {
+			return err
 		}
-		if stop {
-			break
-		}
-		i = next
-		if wait > 0 {
-			d := docs[next]
-			key, _ := docKeyOf(coll, d.doc, d.id)
-			price := ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), 0, 0))
-			if err := e.waitItem(ctx, m, units.at(key), logicalKey(coll, key), price, wait, &paid[next]); err != nil {
-				if !errors.Is(err, errRetryLimit) {
-					return inserted, errs, err
-				}
-				gaveUp = true // paid[next] is refused now: the loop reports it
-			}
+		if err := ins.waitForNext(); err != nil {
+			return err
 		}
 	}
-	return inserted, errs, nil
+	return nil
+}
+
+// commitChunk writes the next chunk of documents in one transaction.
+func (ins *inserter) commitChunk() error {
+	ins.units = nil
+	if ins.paid != nil {
+		ins.units = ins.e.units.of(ins.coll)
+	}
+	return ins.e.writerOf(ins.ctx).Update(ins.fillChunk)
+}
+
+// fillChunk is one attempt of a chunk's transaction: it handles
+// documents from next on until the chunk is full or a document ends it,
+// then records the statements it inserted.
+func (ins *inserter) fillChunk(tx storage.Txn) error {
+	c := &ins.chunk
+	c.n, c.errs, c.bytes, c.logged, c.stop, c.wait = 0, nil, 0, nil, false, 0
+	c.extra.reset()
+	j := ins.next
+	for ; j < len(ins.docs) && j-ins.next < chunkDocs && c.bytes < chunkBytes; j++ {
+		step, err := ins.writeDoc(tx, j)
+		if err != nil {
+			return err
+		}
+		if step == stopAfter {
+			c.stop = true
+			j++
+		}
+		if step != goOn {
+			break
+		}
+	}
+	c.end = j
+	return ins.rw.record(tx, c.logged...)
+}
+
+// writeDoc handles document j in tx: counts it when an earlier attempt
+// of the retryable write inserted it, reports it when it cannot be
+// stored, or admits and inserts it.
+func (ins *inserter) writeDoc(tx storage.Txn, j int) (chunkStep, error) {
+	d := ins.docs[j]
+	switch {
+	case d.retried:
+		ins.chunk.n++
+		return goOn, nil
+	case d.err != nil:
+		return ins.fail(writeError{index: j, code: d.err.Code, msg: d.err.Msg}), nil
+	}
+	key, err := docKeyOf(ins.coll, d.doc, d.id)
+	if err == nil {
+		var wait time.Duration
+		if wait, err = ins.admit(j, key); wait > 0 {
+			ins.chunk.wait = wait // commit what is written, wait, go on from j
+			return endBefore, nil
+		}
+	}
+	if err == nil {
+		err = ins.insert(tx, key, d)
+	}
+	return ins.settle(j, err)
+}
+
+// admit pays document j's request charge on its partition just before it
+// is written. It returns the document's error when the partition refuses
+// it, or, with server-side retry, how long to wait for it.
+func (ins *inserter) admit(j int, key []byte) (time.Duration, error) {
+	if ins.units == nil {
+		return 0, nil
+	}
+	wait, refused := ins.e.payItem(ins.m, ins.units.at(key), logicalKey(ins.coll, key),
+		insertPrice(key, len(ins.docs[j].doc)), &ins.paid[j], !ins.gaveUp)
+	if refused != nil {
+		return 0, refused
+	}
+	return wait, nil
+}
+
+// insert writes d at key in tx and prices the secondary index entries it
+// wrote, known only now.
+func (ins *inserter) insert(tx storage.Txn, key []byte, d insertDoc) error {
+	ixEntries, ixBytes := secondaryIndexWork(tx)
+	err := tx.Insert(ins.coll, key, d.doc)
+	if e1, b1 := secondaryIndexWork(tx); err == nil && ins.units != nil && e1 > ixEntries {
+		ins.chunk.extra.add(itemCharge{part: ins.units.at(key), key: logicalKey(ins.coll, key),
+			amount: ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), e1-ixEntries, b1-ixBytes)) - insertPrice(key, len(d.doc))})
+	}
+	return err
+}
+
+// settle sorts out what writing document j did: inserted, a write error
+// of its own, a full transaction, or an error that fails the transaction.
+func (ins *inserter) settle(j int, err error) (chunkStep, error) {
+	var dup *store.DuplicateKeyError
+	var ce *CommandError
+	switch {
+	case errors.As(err, &dup):
+		return ins.fail(dupWriteError(j, ins.coll.Namespace(), dup, ins.docs[j].id)), nil
+	case errors.As(err, &ce), errors.Is(err, store.ErrLogicalPartitionFull), errors.Is(err, store.ErrParallelArrays),
+		errors.Is(err, store.ErrKeyTooLarge), errors.Is(err, store.ErrValueTooLarge):
+		// a shard-key error, a full logical partition, a throttled
+		// document, or a key or document too large to store: nothing of
+		// it was written
+		ce = toCommandError(err)
+		return ins.fail(writeError{index: j, code: ce.Code, msg: ce.Msg}), nil
+	case errors.Is(err, store.ErrTooLarge) && j > ins.next:
+		return endBefore, nil // the transaction is full: commit it, go on in the next
+	case err != nil:
+		return goOn, err
+	}
+	c := &ins.chunk
+	c.n++
+	c.bytes += len(ins.docs[j].doc)
+	if ins.rw != nil {
+		c.logged = append(c.logged, stmtRecord{j, stmtOutcome{op: "i", n: 1}})
+	}
+	return goOn, nil
+}
+
+// fail reports a document's write error; an ordered insert stops there.
+func (ins *inserter) fail(we writeError) chunkStep {
+	ins.chunk.errs = append(ins.chunk.errs, we)
+	if ins.ordered {
+		return stopAfter
+	}
+	return goOn
+}
+
+// takeChunk takes in the chunk its transaction committed: its count, its
+// write errors, its secondary index charges, its statement records.
+func (ins *inserter) takeChunk() error {
+	c := &ins.chunk
+	ins.inserted += c.n
+	ins.errs = append(ins.errs, c.errs...)
+	ins.e.chargeItems(ins.m, &c.extra)
+	if err := ins.rw.committed(); err != nil {
+		return err
+	}
+	ins.next = c.end
+	return nil
+}
+
+// waitForNext is server-side retry for the document the chunk ended
+// before for want of throughput: outside any transaction, it waits until
+// the document's partition admits it. Past the retry limit the document
+// is refused (its admission says so: the next chunk reports it), and
+// those after it are refused without waiting.
+func (ins *inserter) waitForNext() error {
+	if ins.chunk.wait <= 0 {
+		return nil
+	}
+	d := ins.docs[ins.next]
+	key, _ := docKeyOf(ins.coll, d.doc, d.id)
+	err := ins.e.waitItem(ins.ctx, ins.m, ins.units.at(key), logicalKey(ins.coll, key),
+		insertPrice(key, len(d.doc)), ins.chunk.wait, &ins.paid[ins.next])
+	if errors.Is(err, errRetryLimit) {
+		ins.gaveUp = true
+		return nil
+	}
+	return err
+}
+
+// insertPrice is the request charge of inserting a document of size
+// bytes at key, before its secondary index entries.
+func insertPrice(key []byte, size int) float64 {
+	return ru.Charge(itemUsage(ru.KindInsert, key, size, 0, 0))
 }

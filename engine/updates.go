@@ -187,184 +187,288 @@ type pendingWrite struct {
 // It is admitted by the partitions it is routed to before it changes
 // anything, and charged for each transaction it commits.
 func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *updateSpec) (updateResult, error) {
-	var res updateResult
-	coll := e.store.Collection(db, name)
-	if coll == nil {
-		if !sp.upsert {
-			return res, nil
-		}
-		var err error
-		if coll, _, err = e.ensureCollection(ctx, db, name); err != nil {
-			return res, err
-		}
+	u := &updater{e: e, ctx: ctx, m: m, db: db, name: name, sp: sp}
+	if found, err := u.start(); !found || err != nil {
+		return u.res, err
 	}
-	env := e.updateEnv()
-	point := pointKeyFor(coll, sp.filter, sp.query)
-	spans := routeWrites(coll, sp.query)
-	var tally writeTally
-	sp.tally = &tally
-	e.routeWrite(&tally, coll, point, spans, sp.query)
-	if err := e.admitWrite(ctx, m, &tally); err != nil {
-		return res, err
+	if err := e.admitWrite(ctx, m, &u.tally); err != nil {
+		return u.res, err
 	}
-	var resume []byte
+	err := u.run()
+	return u.res, err
+}
+
+// updater is one run of an update statement: where it runs, what its
+// committed transactions did, and the chunk whose transaction is under
+// way.
+type updater struct {
+	e        *Engine
+	ctx      context.Context
+	m        *meter
+	db, name string
+	sp       *updateSpec
+	env      update.Env
+
+	coll  *store.Collection
+	point []byte          // the key the filter pins (nil: none)
+	spans []partitionSpan // else where the scan goes
+	tally writeTally
+
+	res    updateResult // what committed transactions did
+	resume []byte       // the key the next chunk's scan starts at
+	chunk  updateChunk
+}
+
+// updateChunk is what one attempt of a chunk's transaction did; a rerun
+// starts it over.
+type updateChunk struct {
+	matched, modified int64
+	upserted          bsoncore.Value
+	writes            []pendingWrite
+	bytes             int
+	more              bool   // the scan stopped with the chunk full
+	next              []byte // where the next chunk's scan starts
+	stmtErr           error  // the statement's error: it ends with this chunk
+}
+
+// start opens the collection and routes the statement; found is false
+// when there is nothing to update.
+func (u *updater) start() (found bool, err error) {
+	if found, err = u.open(); !found || err != nil {
+		return found, err
+	}
+	u.env = u.e.updateEnv()
+	u.sp.tally = &u.tally
+	u.route()
+	return true, nil
+}
+
+// open finds the collection, or creates it for an upsert; found is
+// false when there is none and nothing to upsert.
+func (u *updater) open() (found bool, err error) {
+	if u.coll = u.e.store.Collection(u.db, u.name); u.coll != nil {
+		return true, nil
+	}
+	if !u.sp.upsert {
+		return false, nil
+	}
+	if u.coll, _, err = u.e.ensureCollection(u.ctx, u.db, u.name); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// route finds the key or the partitions the filter routes to.
+func (u *updater) route() {
+	u.point = pointKeyFor(u.coll, u.sp.filter, u.sp.query)
+	u.spans = routeWrites(u.coll, u.sp.query)
+	u.e.routeWrite(&u.tally, u.coll, u.point, u.spans, u.sp.query)
+}
+
+// run updates chunk by chunk until the statement is over.
+func (u *updater) run() error {
 	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
+		if err := u.ctx.Err(); err != nil {
+			return err
 		}
-		var (
-			matched, modified int64
-			upserted          bsoncore.Value
-			more              bool
-			next              []byte
-			stmtErr           error
-		)
-		var unlock func()
-		if point != nil {
-			unlock = e.writes.lockKey(point)
-		}
-		err := e.writerOf(ctx).Update(func(tx storage.Txn) error {
-			matched, modified, upserted, more, next, stmtErr = 0, 0, bsoncore.Value{}, false, nil, nil
-			tally.reset()
-			var writes []pendingWrite
-			bytes := 0
-			// apply updates one document: its new version (nil when the
-			// update changes nothing or the document does not match).
-			apply := func(doc []byte) []byte {
-				ok, denv, err := sp.matchForUpdate(doc, env)
-				if err != nil {
-					stmtErr = err
-					return nil
-				}
-				if !ok {
-					return nil
-				}
-				out, changed, err := sp.upd.Apply(doc, denv)
-				if err == nil && changed {
-					err = checkUpdatedSize(out)
-				}
-				if err != nil {
-					stmtErr = updateError(err)
-					return nil
-				}
-				if changed {
-					if err := checkShardKeyKept(coll, doc, out); err != nil {
-						stmtErr = err
-						return nil
-					}
-				}
-				matched++ // a document that failed to update is not counted
-				if !changed {
-					return nil
-				}
-				modified++
-				return out
-			}
-			if point != nil {
-				// One read of the key for the read-modify-write.
-				var out []byte
-				ixEntries, ixBytes := secondaryIndexWork(tx)
-				err := tx.Modify(coll, point, func(doc []byte) ([]byte, error) {
-					tally.read = int64(len(doc))
-					out = apply(doc)
-					return out, nil
-				})
-				if err != nil && !errors.Is(err, store.ErrNotFound) {
-					return err
-				}
-				if err == nil && out != nil {
-					e1, b1 := secondaryIndexWork(tx)
-					tally.item(ru.KindReplace, point, len(out), e1-ixEntries, b1-ixBytes)
-				}
-			} else {
-				err := scanSpans(tx, coll, spans, resume, func(key, doc []byte) (bool, error) {
-					if len(writes) >= chunkDocs || bytes >= chunkBytes {
-						more, next = true, append([]byte(nil), key...)
-						return false, nil
-					}
-					tally.scanned(doc)
-					if out := apply(doc); out != nil {
-						writes = append(writes, pendingWrite{key: append([]byte(nil), key...), doc: out, oldSize: len(doc)})
-						bytes += len(out)
-					}
-					return stmtErr == nil && (sp.multi || matched == 0), nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			for i, w := range writes {
-				ixEntries, ixBytes := secondaryIndexWork(tx)
-				if err := tx.Replace(coll, w.key, w.doc, w.oldSize); err != nil {
-					if !isIndexDup(err) && !errors.Is(err, store.ErrParallelArrays) {
-						return err
-					}
-					// A document a unique index refuses (the store wrote
-					// nothing of it) ends the statement; those before it
-					// stay updated, as in MongoDB.
-					unapplied := int64(len(writes) - i)
-					matched, modified, more = matched-unapplied, modified-unapplied, false
-					stmtErr = err
-					break
-				}
-				e1, b1 := secondaryIndexWork(tx)
-				tally.item(ru.KindReplace, w.key, len(w.doc), e1-ixEntries, b1-ixBytes)
-			}
-			if stmtErr == nil && !more && sp.upsert && res.matched+matched == 0 {
-				id, err := e.upsertInTxn(tx, coll, sp, env)
-				if err != nil {
-					var ce *CommandError
-					if !errors.As(err, &ce) {
-						return err
-					}
-					stmtErr = err
-				}
-				upserted = id
-			}
-			if stmtErr == nil && (modified > 0 || upserted.Type != 0) {
-				return sp.stmt.record(tx, updateOutcome(res.matched+matched, res.modified+modified, upserted))
-			}
-			return nil
-		})
-		if unlock != nil {
-			unlock()
-		}
+		err := u.commitChunk()
 		if errors.Is(err, store.ErrCollectionChanged) {
 			// Dropped or renamed meanwhile: start over on what the name is now.
-			if coll = e.store.Collection(db, name); coll == nil && !sp.upsert {
-				return res, nil
+			if found, err := u.open(); !found || err != nil {
+				return err
 			}
-			if coll == nil {
-				if coll, _, err = e.ensureCollection(ctx, db, name); err != nil {
-					return res, err
-				}
-			}
-			point = pointKeyFor(coll, sp.filter, sp.query)
-			spans = routeWrites(coll, sp.query)
-			e.routeWrite(&tally, coll, point, spans, sp.query)
-			resume = nil
+			u.route()
+			u.resume = nil
 			continue
 		}
 		if err != nil {
-			return res, fmt.Errorf("update %s: %w", coll.Namespace(), err)
+			return fmt.Errorf("update %s: %w", u.coll.Namespace(), err)
 		}
-		e.chargeWrite(m, &tally)
-		res.matched += matched
-		res.modified += modified
-		if upserted.Type != 0 {
-			res.upserted = upserted
+		if done, err := u.takeChunk(); done || err != nil {
+			return err
 		}
-		if err := sp.stmt.committed(); err != nil {
-			return res, err
-		}
-		if stmtErr != nil {
-			return res, stmtErr
-		}
-		if !more || (!sp.multi && res.matched > 0) {
-			return res, nil
-		}
-		resume = next
 	}
+}
+
+// commitChunk runs the next chunk in one transaction, holding the lock
+// of the key the filter pins, if one.
+func (u *updater) commitChunk() error {
+	if u.point != nil {
+		defer u.e.writes.lockKey(u.point)()
+	}
+	return u.e.writerOf(u.ctx).Update(u.fillChunk)
+}
+
+// fillChunk is one attempt of a chunk's transaction: it finds and
+// updates the documents, writes them, upserts when nothing matched, and
+// records the statement's outcome.
+func (u *updater) fillChunk(tx storage.Txn) error {
+	u.chunk = updateChunk{}
+	u.tally.reset()
+	find := u.updateScanned
+	if u.point != nil {
+		find = u.updatePoint
+	}
+	if err := find(tx); err != nil {
+		return err
+	}
+	if err := u.write(tx); err != nil {
+		return err
+	}
+	if err := u.upsert(tx); err != nil {
+		return err
+	}
+	return u.record(tx)
+}
+
+// updatePoint updates the one document the filter pins, with one read
+// of its key for the read-modify-write.
+func (u *updater) updatePoint(tx storage.Txn) error {
+	var out []byte
+	ixEntries, ixBytes := secondaryIndexWork(tx)
+	err := tx.Modify(u.coll, u.point, func(doc []byte) ([]byte, error) {
+		u.tally.read = int64(len(doc))
+		out = u.apply(doc)
+		return out, nil
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if err == nil && out != nil {
+		e1, b1 := secondaryIndexWork(tx)
+		u.tally.item(ru.KindReplace, u.point, len(out), e1-ixEntries, b1-ixBytes)
+	}
+	return nil
+}
+
+// updateScanned scans from resume and updates what matches, up to a
+// chunk of changes, kept to be written once the scan is over. It stops
+// at the statement's error, and a single update at its first match.
+func (u *updater) updateScanned(tx storage.Txn) error {
+	c := &u.chunk
+	return scanSpans(tx, u.coll, u.spans, u.resume, func(key, doc []byte) (bool, error) {
+		if len(c.writes) >= chunkDocs || c.bytes >= chunkBytes {
+			c.more, c.next = true, append([]byte(nil), key...)
+			return false, nil
+		}
+		u.tally.scanned(doc)
+		if out := u.apply(doc); out != nil {
+			c.writes = append(c.writes, pendingWrite{key: append([]byte(nil), key...), doc: out, oldSize: len(doc)})
+			c.bytes += len(out)
+		}
+		return c.stmtErr == nil && (u.sp.multi || c.matched == 0), nil
+	})
+}
+
+// apply updates one document: its new version (nil when the update
+// changes nothing or the document does not match). A document that fails
+// to update sets the statement's error and is not counted.
+func (u *updater) apply(doc []byte) []byte {
+	c := &u.chunk
+	ok, denv, err := u.sp.matchForUpdate(doc, u.env)
+	if err != nil {
+		c.stmtErr = err
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	out, changed, err := u.sp.upd.Apply(doc, denv)
+	if err == nil && changed {
+		err = checkUpdatedSize(out)
+	}
+	if err != nil {
+		c.stmtErr = updateError(err)
+		return nil
+	}
+	if changed {
+		if err := checkShardKeyKept(u.coll, doc, out); err != nil {
+			c.stmtErr = err
+			return nil
+		}
+	}
+	c.matched++
+	if !changed {
+		return nil
+	}
+	c.modified++
+	return out
+}
+
+// write stores the documents the scan changed. A document a unique index
+// refuses (the store wrote nothing of it) ends the statement; those
+// before it stay updated, as in MongoDB.
+func (u *updater) write(tx storage.Txn) error {
+	c := &u.chunk
+	for i, w := range c.writes {
+		ixEntries, ixBytes := secondaryIndexWork(tx)
+		if err := tx.Replace(u.coll, w.key, w.doc, w.oldSize); err != nil {
+			if !isIndexDup(err) && !errors.Is(err, store.ErrParallelArrays) {
+				return err
+			}
+			unapplied := int64(len(c.writes) - i)
+			c.matched, c.modified, c.more = c.matched-unapplied, c.modified-unapplied, false
+			c.stmtErr = err
+			return nil
+		}
+		e1, b1 := secondaryIndexWork(tx)
+		u.tally.item(ru.KindReplace, w.key, len(w.doc), e1-ixEntries, b1-ixBytes)
+	}
+	return nil
+}
+
+// upsert inserts the document an upsert makes when the statement, run to
+// its end without an error, matched nothing. A client error is the
+// statement's; others fail the transaction.
+func (u *updater) upsert(tx storage.Txn) error {
+	c := &u.chunk
+	if c.stmtErr != nil || c.more || !u.sp.upsert || u.res.matched+c.matched != 0 {
+		return nil
+	}
+	id, err := u.e.upsertInTxn(tx, u.coll, u.sp, u.env)
+	if err != nil {
+		var ce *CommandError
+		if !errors.As(err, &ce) {
+			return err
+		}
+		c.stmtErr = err
+	}
+	c.upserted = id
+	return nil
+}
+
+// record records the statement's outcome, in a retryable write, when
+// the chunk changed data.
+func (u *updater) record(tx storage.Txn) error {
+	c := &u.chunk
+	if c.stmtErr == nil && (c.modified > 0 || c.upserted.Type != 0) {
+		return u.sp.stmt.record(tx, updateOutcome(u.res.matched+c.matched, u.res.modified+c.modified, c.upserted))
+	}
+	return nil
+}
+
+// takeChunk takes in the chunk its transaction committed: charges it and
+// adds what it did to the result. done: the statement is over, by its
+// error, its end, or the first match of a single update.
+func (u *updater) takeChunk() (done bool, err error) {
+	c := &u.chunk
+	u.e.chargeWrite(u.m, &u.tally)
+	u.res.matched += c.matched
+	u.res.modified += c.modified
+	if c.upserted.Type != 0 {
+		u.res.upserted = c.upserted
+	}
+	if err := u.sp.stmt.committed(); err != nil {
+		return true, err
+	}
+	if c.stmtErr != nil {
+		return true, c.stmtErr
+	}
+	if !c.more || (!u.sp.multi && u.res.matched > 0) {
+		return true, nil
+	}
+	u.resume = c.next
+	return false, nil
 }
 
 // upsertInTxn inserts the document an upsert makes and returns its _id.
