@@ -266,6 +266,12 @@ func (e *Engine) reapCursors() {
 	}
 }
 
+// ReapIdleCursors closes the cursors idle past their timeout now, as the
+// background reaper does every quarter of the timeout. Tests that move
+// the clock (Config.Now) call it rather than wait for the reaper's next
+// round.
+func (e *Engine) ReapIdleCursors() { e.reapCursors() }
+
 // Connect implements wire.Handler.
 func (e *Engine) Connect(c *wire.Conn) wire.ConnHandler {
 	cn := &conn{e: e, wc: c}

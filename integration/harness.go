@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,6 +63,49 @@ type ServerOptions struct {
 	// AuthBackoff slows addresses that keep failing to authenticate
 	// (zero fields: the defaults).
 	AuthBackoff auth.BackoffLimits
+	// Clock is the server's clock (nil: real time): request-unit buckets
+	// and statistics, cursor timeouts and every other time the engine
+	// keeps are read from it.
+	Clock *Clock
+}
+
+// Clock is a server clock a test moves with Advance, safe for concurrent
+// use. A stopped clock (NewClock) stands still between Advance calls, so
+// whatever depends on time (a bucket refilled, a cursor idle past its
+// timeout) is decided by the test alone. A running clock
+// (NewRunningClock) also moves with real time, for a test that measures
+// rates over real time or whose server waits in real time (server-side
+// retry): Advance then skips ahead.
+type Clock struct {
+	mu    sync.Mutex
+	at    time.Time // the time at the real instant since
+	since time.Time // zero: stopped
+}
+
+// NewClock returns a stopped clock reading the current second.
+func NewClock() *Clock { return &Clock{at: time.Now().Truncate(time.Second)} }
+
+// NewRunningClock returns a clock that moves with real time from now on.
+func NewRunningClock() *Clock {
+	now := time.Now()
+	return &Clock{at: now, since: now}
+}
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.since.IsZero() {
+		return c.at
+	}
+	return c.at.Add(time.Since(c.since))
+}
+
+// Advance moves the clock d ahead at once.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(d)
 }
 
 // StartServer starts a server on 127.0.0.1:0 with its data in a temporary
@@ -103,9 +147,14 @@ func Launch(opts ServerOptions) (*Server, error) {
 		ln = tls.NewListener(ln, opts.TLS)
 	}
 	s := &Server{Addr: ln.Addr().String(), Dir: dir, store: st, done: make(chan error, 1)}
+	var now func() time.Time
+	if opts.Clock != nil {
+		now = opts.Clock.Now
+	}
 	s.eng = engine.New(engine.Config{
 		Store:               st,
 		Logger:              logger,
+		Now:                 now,
 		CursorTimeout:       opts.CursorTimeout,
 		TTLInterval:         opts.TTLInterval,
 		TransactionLifetime: opts.TransactionLifetime,
@@ -133,6 +182,10 @@ func Launch(opts ServerOptions) (*Server, error) {
 // with the bare storage work under it on the same data. Tests must not
 // write through it.
 func (s *Server) Store() *store.Store { return s.store }
+
+// ReapIdleCursors closes the cursors idle past the cursor timeout by the
+// server's clock now, without waiting for the reaper's next round.
+func (s *Server) ReapIdleCursors() { s.eng.ReapIdleCursors() }
 
 // URI is a connection string for the server.
 func (s *Server) URI() string { return "mongodb://" + s.Addr + "/" }
