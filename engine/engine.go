@@ -46,6 +46,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Wait waits d by that clock, or until ctx is done and then returns
+	// ctx's error; nil means a real timer. Server-side retry waits with
+	// it (requestunits.go).
+	Wait func(ctx context.Context, d time.Duration) error
 	// CursorTimeout closes idle cursors; 0 means 10 minutes.
 	CursorTimeout time.Duration
 	// ConnStats reports connection counts for serverStatus (may be nil).
