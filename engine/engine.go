@@ -46,6 +46,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Wait waits d by that clock, or until ctx is done and then returns
+	// ctx's error; nil means a real timer. Server-side retry waits with
+	// it (requestunits.go).
+	Wait func(ctx context.Context, d time.Duration) error
 	// CursorTimeout closes idle cursors; 0 means 10 minutes.
 	CursorTimeout time.Duration
 	// ConnStats reports connection counts for serverStatus (may be nil).
@@ -265,6 +269,12 @@ func (e *Engine) reapCursors() {
 		e.logger.Debug("closed idle cursors", "count", n)
 	}
 }
+
+// ReapIdleCursors closes the cursors idle past their timeout now, as the
+// background reaper does every quarter of the timeout. Tests that move
+// the clock (Config.Now) call it rather than wait for the reaper's next
+// round.
+func (e *Engine) ReapIdleCursors() { e.reapCursors() }
 
 // Connect implements wire.Handler.
 func (e *Engine) Connect(c *wire.Conn) wire.ConnHandler {

@@ -190,17 +190,17 @@ var errRetryLimit = ru.ErrRetryLimit
 func (e *Engine) retryCharge(ctx context.Context, p *ru.Partition, key []byte, amount float64, after time.Duration) error {
 	limit := e.ruOpts.RetryLimit
 	wait, ok := ru.RetryWait(after, 0, limit)
+	sleep := e.cfg.Wait
+	if sleep == nil {
+		sleep = sleepTimer
+	}
 	var waited time.Duration
 	for {
 		if !ok {
 			return errRetryLimit
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := sleep(ctx, wait); err != nil {
+			return err
 		}
 		waited += wait
 		next, err := p.TryChargeWithin(e.now(), key, amount, waited, limit)
@@ -211,6 +211,18 @@ func (e *Engine) retryCharge(ctx context.Context, p *ru.Partition, key []byte, a
 			return nil
 		}
 		wait = next
+	}
+}
+
+// sleepTimer waits d on a real timer, or until ctx is done.
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -90,17 +90,25 @@ func TestFindCursors(t *testing.T) {
 
 	t.Run("idle cursors time out", func(t *testing.T) {
 		t.Parallel()
-		// A server of its own with a short idle timeout (the reaper runs
-		// every quarter of it).
-		s := StartServer(t, ServerOptions{Dir: t.TempDir(), CursorTimeout: 300 * time.Millisecond})
+		// A server of its own with a short idle timeout, on a clock the
+		// test moves; the reaper is run at once rather than waited for.
+		clk := NewClock()
+		s := StartServer(t, ServerOptions{Dir: t.TempDir(), CursorTimeout: 300 * time.Millisecond, Clock: clk})
 		db := newTestClient(t, s).Database("find_cursors")
 		if _, err := db.Collection("ten").InsertMany(testCtx(t), docsOf(0, 10)); err != nil {
 			t.Fatal(err)
 		}
-		id := runCursor(t, db, bson.D{{Key: "find", Value: "ten"}, {Key: "batchSize", Value: 1}}).Cursor.ID
+		find := bson.D{{Key: "find", Value: "ten"}, {Key: "batchSize", Value: 1}}
+		id := runCursor(t, db, find).Cursor.ID
+		early := runCursor(t, db, find).Cursor.ID
 		kept := runCursor(t, db, bson.D{{Key: "find", Value: "ten"}, {Key: "batchSize", Value: 1}, {Key: "noCursorTimeout", Value: true}}).Cursor.ID
+		// Idle for less than the timeout: not reaped.
+		clk.Advance(200 * time.Millisecond)
+		s.ReapIdleCursors()
+		runCursor(t, db, getMore(early, bson.E{Key: "batchSize", Value: 1}))
 		// Idle for three timeouts (a getMore would count as use).
-		time.Sleep(900 * time.Millisecond)
+		clk.Advance(700 * time.Millisecond)
+		s.ReapIdleCursors()
 		runFail(t, db, getMore(id, bson.E{Key: "batchSize", Value: 1}), 43, "CursorNotFound")
 		runCursor(t, db, getMore(kept, bson.E{Key: "batchSize", Value: 1}))
 	})

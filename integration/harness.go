@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,6 +64,109 @@ type ServerOptions struct {
 	// AuthBackoff slows addresses that keep failing to authenticate
 	// (zero fields: the defaults).
 	AuthBackoff auth.BackoffLimits
+	// Clock is the server's clock (nil: real time): request-unit buckets
+	// and statistics, cursor timeouts and every other time the engine
+	// keeps are read from it, and server-side retry waits by it.
+	Clock *Clock
+}
+
+// Clock is a server clock a test moves with Advance, safe for concurrent
+// use. It stands still between Advance calls, so whatever depends on time
+// (a bucket refilled, a cursor idle past its timeout, a server-side retry
+// waited out) is decided by the test alone.
+type Clock struct {
+	mu      sync.Mutex
+	changed sync.Cond // signalled when the clock moves or a waiter comes or goes
+	at      time.Time
+	waiters map[*clockWaiter]bool
+}
+
+// clockWaiter is a caller of Wait: until is closed when the clock reaches at.
+type clockWaiter struct {
+	at    time.Time
+	until chan struct{}
+}
+
+// NewClock returns a clock reading the current second.
+func NewClock() *Clock {
+	c := &Clock{at: time.Now().Truncate(time.Second), waiters: map[*clockWaiter]bool{}}
+	c.changed.L = &c.mu
+	return c
+}
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+// Advance moves the clock d ahead at once, releasing the callers of Wait
+// whose time has come.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(d)
+	for w := range c.waiters {
+		if !w.at.After(c.at) {
+			close(w.until)
+			delete(c.waiters, w)
+		}
+	}
+	c.changed.Broadcast()
+}
+
+// Wait returns once the clock has moved d ahead, or ctx's error when ctx
+// is done first. The server waits with it (engine.Config.Wait).
+func (c *Clock) Wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	w := &clockWaiter{at: c.at.Add(d), until: make(chan struct{})}
+	c.waiters[w] = true
+	c.changed.Broadcast()
+	c.mu.Unlock()
+	select {
+	case <-w.until:
+		return nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.waiters, w)
+		c.changed.Broadcast()
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// Notify wakes the callers of Until, to look at what they wait for again.
+func (c *Clock) Notify() {
+	c.mu.Lock()
+	c.changed.Broadcast()
+	c.mu.Unlock()
+}
+
+// Until waits until cond, given the number of callers blocked in Wait,
+// holds; it looks again whenever that number changes, the clock moves or
+// Notify is called. It reports false if within (real time) passed first.
+func (c *Clock) Until(within time.Duration, cond func(waiting int) bool) bool {
+	expired := false
+	t := time.AfterFunc(within, func() {
+		c.mu.Lock()
+		expired = true
+		c.changed.Broadcast()
+		c.mu.Unlock()
+	})
+	defer t.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !cond(len(c.waiters)) {
+		if expired {
+			return false
+		}
+		c.changed.Wait()
+	}
+	return true
 }
 
 // StartServer starts a server on 127.0.0.1:0 with its data in a temporary
@@ -104,9 +208,16 @@ func Launch(opts ServerOptions) (*Server, error) {
 		ln = tls.NewListener(ln, opts.TLS)
 	}
 	s := &Server{Addr: ln.Addr().String(), Dir: dir, store: st, done: make(chan error, 1)}
+	var now func() time.Time
+	var wait func(context.Context, time.Duration) error
+	if opts.Clock != nil {
+		now, wait = opts.Clock.Now, opts.Clock.Wait
+	}
 	s.eng = engine.New(engine.Config{
 		Store:               storage.Local(st),
 		Logger:              logger,
+		Now:                 now,
+		Wait:                wait,
 		CursorTimeout:       opts.CursorTimeout,
 		TTLInterval:         opts.TTLInterval,
 		TransactionLifetime: opts.TransactionLifetime,
@@ -134,6 +245,10 @@ func Launch(opts ServerOptions) (*Server, error) {
 // with the bare storage work under it on the same data. Tests must not
 // write through it.
 func (s *Server) Store() *store.Store { return s.store }
+
+// ReapIdleCursors closes the cursors idle past the cursor timeout by the
+// server's clock now, without waiting for the reaper's next round.
+func (s *Server) ReapIdleCursors() { s.eng.ReapIdleCursors() }
 
 // URI is a connection string for the server.
 func (s *Server) URI() string { return "mongodb://" + s.Addr + "/" }

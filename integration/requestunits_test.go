@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -299,8 +300,99 @@ func hammer(clients int, d time.Duration, maxOps int, op func(worker, i int) err
 	return start, accepted, errs
 }
 
+// hammerWaits is hammer for a server that waits by clk (server-side
+// retry): clients goroutines call op until d of clk's time has passed (or
+// maxOps each), and clk moves on by step whenever every one of them is
+// waiting in the server for it. It returns clk's time since the start at
+// which each accepted operation completed, and the errors.
+func hammerWaits(t testing.TB, clk *Clock, clients int, d, step time.Duration, maxOps int, op func(worker, i int) error) (accepted []time.Duration, errs []error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var done atomic.Int64 // clients finished
+	start := clk.Now()
+	for w := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer clk.Notify()
+			defer done.Add(1)
+			for i := 0; i < maxOps && clk.Now().Sub(start) < d; i++ {
+				err := op(w, i)
+				at := clk.Now().Sub(start)
+				mu.Lock()
+				if err == nil {
+					accepted = append(accepted, at)
+				} else {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for {
+		allWait := func(waiting int) bool { return waiting == clients-int(done.Load()) }
+		if !clk.Until(10*time.Second, allWait) {
+			t.Errorf("in 10 s, the clients neither finished nor all waited for the clock")
+			break
+		}
+		if done.Load() == int64(clients) {
+			break
+		}
+		clk.Advance(step)
+	}
+	wg.Wait()
+	return accepted, errs
+}
+
+// hammerClock is hammer on a stopped clock: clk moves on by step until d
+// has passed, and within each step clients goroutines call op until each
+// has been refused once or made maxPerStep calls, while alongside (when
+// not nil) runs once. It returns clk's time since the start at which each
+// accepted operation completed, and the errors.
+func hammerClock(clk *Clock, clients int, d, step time.Duration, maxPerStep int, alongside func(), op func(worker, i int) error) (accepted []time.Duration, errs []error) {
+	var mu sync.Mutex
+	start := clk.Now()
+	calls := make([]int, clients)
+	for passed := time.Duration(0); passed < d; passed += step {
+		var wg sync.WaitGroup
+		if alongside != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				alongside()
+			}()
+		}
+		for w := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range maxPerStep {
+					err := op(w, calls[w])
+					calls[w]++
+					at := clk.Now().Sub(start)
+					mu.Lock()
+					if err == nil {
+						accepted = append(accepted, at)
+					} else {
+						errs = append(errs, err)
+					}
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		clk.Advance(step)
+	}
+	return accepted, errs
+}
+
 func TestRUThrottling(t *testing.T) {
-	s := StartServer(t, ServerOptions{Dir: t.TempDir(), RequestUnits: engine.RequestUnitOptions{RateLimiting: true}})
+	// The server's buckets refill only when the test moves its clock.
+	clk := NewClock()
+	s := StartServer(t, ServerOptions{Dir: t.TempDir(), RequestUnits: engine.RequestUnitOptions{RateLimiting: true}, Clock: clk})
 	client := newTestClient(t, s, options.Client().SetMaxPoolSize(16))
 	ctx := testCtx(t)
 	db := client.Database("ru")
@@ -311,16 +403,17 @@ func TestRUThrottling(t *testing.T) {
 	t.Run("eight clients against 400 RU/s", func(t *testing.T) {
 		// Point reads of a 512 KB item cost 1 + 511/11 = 47.45 RU: the
 		// collection serves 8.4 a second, plus the one second of burst its
-		// bucket starts with, however slow the machine running the test.
+		// bucket starts with. Three seconds of the server's clock pass in
+		// steps of 100 ms, the clients reading until refused in each.
 		const size, rate, burst = 512 * 1024, 400.0, 400.0
 		price := 1 + (size/1024.0-1)/11
 		coll := db.Collection("hammered")
 		if _, err := coll.InsertOne(ctx, sizedDoc(1, size)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond) // the insert's RU are paid back: the bucket is full
+		clk.Advance(1100 * time.Millisecond) // the insert's RU are paid back: the bucket is full
 		const clients = 8
-		_, accepted, errs := hammer(clients, 3*time.Second, 20_000, func(int, int) error {
+		accepted, errs := hammerClock(clk, clients, 3*time.Second, 100*time.Millisecond, 20, nil, func(int, int) error {
 			return coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err()
 		})
 		if len(accepted) == 0 {
@@ -351,6 +444,11 @@ func TestRUThrottling(t *testing.T) {
 				t.Errorf("second %d: %d reads of %.2f RU accepted, budget %v + burst %v", sec, n, price, rate, burst)
 			}
 		}
+		for sec := range 3 {
+			if perSecond[sec] == 0 {
+				t.Errorf("second %d: no read accepted (the bucket did not refill)", sec)
+			}
+		}
 		elapsed := accepted[len(accepted)-1].Seconds()
 		if len(errs) == 0 {
 			t.Fatalf("%d reads in %.1fs and none throttled", len(accepted), elapsed)
@@ -371,7 +469,7 @@ func TestRUThrottling(t *testing.T) {
 		if err := db.CreateCollection(ctx, "bulk"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond)
+		clk.Advance(1100 * time.Millisecond)
 		docs := make([]any, 200)
 		for i := range docs {
 			docs[i] = sizedDoc(i, 1024) // 5.5 RU each: about 73 fit in 400 RU
@@ -392,7 +490,7 @@ func TestRUThrottling(t *testing.T) {
 		if !bwe.HasErrorCode(16500) {
 			t.Errorf("driver error %v lacks code 16500", bwe)
 		}
-		time.Sleep(1100 * time.Millisecond)
+		clk.Advance(1100 * time.Millisecond)
 		n, err := coll.CountDocuments(ctx, bson.D{})
 		if err != nil {
 			t.Fatal(err)
@@ -410,7 +508,7 @@ func TestRUThrottling(t *testing.T) {
 		if err := db.CreateCollection(ctx, "unordered"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond)
+		clk.Advance(1100 * time.Millisecond)
 		docs := make([]any, 120)
 		for i := range docs {
 			docs[i] = sizedDoc(i, 1024)
@@ -425,7 +523,7 @@ func TestRUThrottling(t *testing.T) {
 				t.Fatalf("write error %v", we)
 			}
 		}
-		time.Sleep(1100 * time.Millisecond)
+		clk.Advance(1100 * time.Millisecond)
 		n, err := coll.CountDocuments(ctx, bson.D{})
 		if err != nil {
 			t.Fatal(err)
@@ -499,7 +597,9 @@ func ruStats(t testing.TB, db *mongo.Database, coll string) ruPartStats {
 // physical partitions: its partition is throttled, the other keeps
 // serving, and the statistics name the hot key.
 func TestRUHotPartition(t *testing.T) {
-	s := StartServer(t, ServerOptions{Dir: t.TempDir(), RequestUnits: engine.RequestUnitOptions{RateLimiting: true}})
+	// The server's buckets refill only when the test moves its clock.
+	clk := NewClock()
+	s := StartServer(t, ServerOptions{Dir: t.TempDir(), RequestUnits: engine.RequestUnitOptions{RateLimiting: true}, Clock: clk})
 	client := newTestClient(t, s, options.Client().SetMaxPoolSize(16))
 	ctx := testCtx(t)
 	db := client.Database("ru")
@@ -533,21 +633,14 @@ func TestRUHotPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(1500 * time.Millisecond) // the hot insert (50 RU) is paid back
+	clk.Advance(1500 * time.Millisecond) // the hot insert (50 RU) is paid back
 
+	// Two seconds of the server's clock in steps of 100 ms: in each, eight
+	// clients read the hot tenant until refused, while the cool tenant is
+	// read twice (20 reads a second: 20 of its 200 RU/s).
 	var coolErrs, coolOK int
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { // 20 reads a second of the cool tenant: 20 of its 200 RU/s
-		defer close(done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
+	coolReads := func() {
+		for range 2 {
 			err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: cool}, {Key: "tenant", Value: cool}}).Err()
 			if err != nil {
 				coolErrs++
@@ -556,12 +649,10 @@ func TestRUHotPartition(t *testing.T) {
 				coolOK++
 			}
 		}
-	}()
-	_, accepted, errs := hammer(8, 2*time.Second, 20_000, func(int, int) error {
+	}
+	accepted, errs := hammerClock(clk, 8, 2*time.Second, 100*time.Millisecond, 20, coolReads, func(int, int) error {
 		return coll.FindOne(ctx, bson.D{{Key: "_id", Value: hot}, {Key: "tenant", Value: hot}}).Err()
 	})
-	close(stop)
-	<-done
 	for _, err := range errs {
 		throttleError(t, err)
 	}
@@ -592,10 +683,19 @@ func TestRUHotPartition(t *testing.T) {
 	if coolPart.Normalized > 50 {
 		t.Errorf("cool partition: normalized %.0f%%", coolPart.Normalized)
 	}
+	// Its debt is at most a read per client: two seconds later its bucket
+	// has refilled enough to serve the hot tenant again.
+	clk.Advance(2 * time.Second)
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: hot}, {Key: "tenant", Value: hot}}).Err(); err != nil {
+		t.Errorf("the hot tenant's read two seconds after the hammering: %v", err)
+	}
 }
 
 func TestRUServerSideRetry(t *testing.T) {
-	s := StartServer(t, ServerOptions{Dir: t.TempDir(), RequestUnits: engine.RequestUnitOptions{ServerSideRetry: true}})
+	// The server's buckets refill, and its retries wait, only when the
+	// test moves its clock.
+	clk := NewClock()
+	s := StartServer(t, ServerOptions{Dir: t.TempDir(), RequestUnits: engine.RequestUnitOptions{ServerSideRetry: true}, Clock: clk})
 	client := newTestClient(t, s, options.Client().SetMaxPoolSize(16))
 	ctx := testCtx(t)
 	db := client.Database("ru")
@@ -605,14 +705,17 @@ func TestRUServerSideRetry(t *testing.T) {
 	if _, err := coll.InsertOne(ctx, sizedDoc(1, size)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	clk.Advance(1100 * time.Millisecond) // the insert's RU are paid back: the bucket is full
+	// Two seconds of the server's clock, moved 50 ms on whenever every
+	// client waits in the server for it.
+	const step = 50 * time.Millisecond
 	var mu sync.Mutex
 	var slowest time.Duration
-	_, accepted, errs := hammer(8, 2*time.Second, 5_000, func(int, int) error {
-		start := time.Now()
+	accepted, errs := hammerWaits(t, clk, 8, 2*time.Second, step, 200, func(int, int) error {
+		start := clk.Now()
 		err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err()
 		mu.Lock()
-		slowest = max(slowest, time.Since(start))
+		slowest = max(slowest, clk.Now().Sub(start))
 		mu.Unlock()
 		return err
 	})
@@ -629,7 +732,7 @@ func TestRUServerSideRetry(t *testing.T) {
 	if ps.Partitions[0].Throttled == 0 {
 		t.Fatalf("no refusals were absorbed: %d reads in 2 s at 400 RU/s", len(accepted))
 	}
-	if slowest < 5*time.Millisecond {
+	if slowest < step {
 		t.Errorf("refusals absorbed, yet the slowest read took %v", slowest)
 	}
 	t.Logf("%d reads, slowest %v, %d refusals absorbed", len(accepted), slowest, ps.Partitions[0].Throttled)
