@@ -158,11 +158,11 @@ const monotonicThreshold = 0.7
 
 // valueCount is one key value of a sample with its documents.
 type valueCount struct {
-	enc      []byte
-	val      bsoncore.Document
-	docs     int64
-	bytes    int64
-	missing  bool
+	enc              []byte
+	val              bsoncore.Document
+	docs             int64
+	bytes            int64
+	missing          bool
 	earliest, latest int64 // creation times (Unix ms) of its ObjectId _ids; 0: none
 }
 

@@ -60,17 +60,13 @@ func (e *Engine) cmdConfigureQueryAnalyzer(_ context.Context, req *request) ([]b
 	case mode == "full" && (rate <= 0 || rate > maxSamplesPerSecond):
 		return nil, errorf(ErrInvalidOptions, "'samplesPerSecond' must be greater than 0 and at most %d, got %v", maxSamplesPerSecond, rate)
 	}
-	c, err := e.analyzableCollection(ns)
-	if err != nil {
-		if mode == "full" {
-			if ce, ok := err.(*CommandError); ok && ce.Code == ErrNamespaceNotFound {
-				return nil, errorf(ErrNamespaceNotFound, "Cannot analyze queries for a non-existing collection %s", ns)
-			}
-			return nil, err
-		}
-		if ce, ok := err.(*CommandError); !ok || ce.Code != ErrNamespaceNotFound {
-			return nil, err
-		}
+	c, ce := e.analyzableCollection(ns)
+	switch {
+	case ce == nil:
+	case ce.Code != ErrNamespaceNotFound:
+		return nil, ce
+	case mode == "full":
+		return nil, errorf(ErrNamespaceNotFound, "Cannot analyze queries for a non-existing collection %s", ns)
 		// turning off a dropped collection's sampling is allowed
 	}
 	qa := &e.analyzer

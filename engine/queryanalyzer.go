@@ -118,6 +118,9 @@ func (e *Engine) sampleQuery(name string, req *request) func() {
 		cfg.tokens--
 		cfg.sampled++
 		s.ns, s.collUUID, s.at = ns, c.UUID, now
+		// The request's bytes are reused once it is answered.
+		s.filter = bsoncore.Document(append([]byte(nil), s.filter...))
+		s.update.Data = append([]byte(nil), s.update.Data...)
 		_, _ = rand.Read(s.id[:])
 		s.id[6] = s.id[6]&0x0f | 0x40 // a version 4 UUID, as MongoDB's sample ids are
 		s.id[8] = s.id[8]&0x3f | 0x80
