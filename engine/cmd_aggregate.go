@@ -26,12 +26,13 @@ type aggArgs struct {
 	hint         hintArg
 	sessions     []bsoncore.Document
 	currentOps   []bsoncore.Document // what $currentOp lists
+	sampled      []bsoncore.Document // what $listSampledQueries lists
 }
 
 // dbAggregateStages may open a database-level aggregate ({aggregate: 1}).
 var dbAggregateStages = map[string]bool{
 	"$documents": true, "$currentOp": true, "$listLocalSessions": true, "$changeStream": true,
-	"$listSessions": true, "$queryStats": true,
+	"$listSessions": true, "$queryStats": true, "$listSampledQueries": true,
 }
 
 // cmdAggregate runs an aggregation pipeline (engine/agg) on a collection,
@@ -55,6 +56,11 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	args.sessions = callerSessions(req.body, e.now())
 	if spec, ok := currentOpSpec(args.pipeline); ok {
 		if args.currentOps, err = e.currentOps(req, spec); err != nil {
+			return nil, err
+		}
+	}
+	if spec, ok := leadingStageSpec(args.pipeline, "$listSampledQueries"); ok {
+		if args.sampled, err = e.listSampledQueries(spec); err != nil {
 			return nil, err
 		}
 	}
@@ -173,10 +179,10 @@ func checkAggregateTarget(db string, dbLevel bool, p *agg.Pipeline) error {
 			return errorf(ErrInvalidNamespace, "{aggregate: 1} is not valid for an empty pipeline.")
 		}
 		return errorf(ErrInvalidNamespace, "{aggregate: 1} is not valid for '%s'; a collection is required.", first)
-	case (first == "$currentOp" || first == "$listLocalSessions") && !dbLevel:
+	case (first == "$currentOp" || first == "$listLocalSessions" || first == "$listSampledQueries") && !dbLevel:
 		return errorf(ErrInvalidNamespace, "%s must be run against the 'admin' database with {aggregate: 1}", first)
-	case first == "$currentOp" && db != "admin":
-		return errorf(ErrInvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
+	case (first == "$currentOp" || first == "$listSampledQueries") && db != "admin":
+		return errorf(ErrInvalidNamespace, "%s must be run against the 'admin' database with {aggregate: 1}", first)
 	}
 	return nil
 }
@@ -255,7 +261,7 @@ func parseAggregate(cmd string, body bsoncore.Document) (*aggArgs, error) {
 func (e *Engine) parsePipeline(db, coll string, a *aggArgs) (*agg.Pipeline, error) {
 	opts := agg.Options{
 		DB: db, Coll: coll, Let: a.let, Now: e.now(), AllowDiskUse: a.allowDiskUse == nil || *a.allowDiskUse,
-		MemoryLimit: e.aggMemoryLimit(), Collections: aggCollections{e: e}, Sessions: a.sessions, CurrentOps: a.currentOps,
+		MemoryLimit: e.aggMemoryLimit(), Collections: aggCollections{e: e}, Sessions: a.sessions, CurrentOps: a.currentOps, SampledQueries: a.sampled,
 	}
 	p, err := agg.Parse(a.pipeline, opts)
 	if err != nil {

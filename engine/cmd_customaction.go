@@ -24,6 +24,9 @@ import (
 //	GetPartitionStats (Parsec's own; cmd_customaction_stats.go)
 //	    collection (optional: all of the database's, or every database's
 //	    on admin), top
+//	AnalyzePartitionKey (Parsec's own; advisor.go)
+//	    collection, key | keys, offerThroughput | autoScaleSettings,
+//	    sampleSize
 //
 // Replies and errors follow Cosmos DB's documentation of these commands.
 func (e *Engine) cmdCustomAction(ctx context.Context, req *request) ([]byte, error) {
@@ -61,8 +64,10 @@ func (e *Engine) cmdCustomAction(ctx context.Context, req *request) ([]byte, err
 		return e.getCollection(req.db, args)
 	case "GetPartitionStats":
 		return e.getPartitionStats(ctx, req.db, args)
+	case "AnalyzePartitionKey":
+		return e.analyzePartitionKey(ctx, req, args)
 	}
-	return nil, errorf(ErrCommandNotFound, "Custom action %q is not supported: Parsec knows CreateDatabase, UpdateDatabase, GetDatabase, CreateCollection, UpdateCollection, GetCollection and GetPartitionStats", action)
+	return nil, errorf(ErrCommandNotFound, "Custom action %q is not supported: Parsec knows CreateDatabase, UpdateDatabase, GetDatabase, CreateCollection, UpdateCollection, GetCollection, GetPartitionStats and AnalyzePartitionKey", action)
 }
 
 // customActionArgs are the fields of a custom action.
@@ -122,6 +127,8 @@ func parseCustomAction(req *request) (*customActionArgs, error) {
 			if n, err = int64Arg(req.name, k, v); err == nil {
 				a.top = int(min(max(n, 0), 1000))
 			}
+		case "key", "keys", "sampleSize":
+			// AnalyzePartitionKey's, which reads them (advisor.go)
 		case "indexes":
 			// Index definitions belong to the indexes work; accepted and,
 			// for now, only the _id index exists.

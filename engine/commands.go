@@ -92,6 +92,8 @@ func newCommandTable() map[string]command {
 
 		// partitions (sharding) and Cosmos DB's extension commands
 		{name: "shardCollection", help: "shard a collection by a hashed key: {shardCollection: \"db.coll\", key: {<field>: \"hashed\"}}", adminOnly: true, run: (*Engine).cmdShardCollection},
+		{name: "analyzeShardKey", help: "metrics of a candidate shard key: cardinality, frequency, monotonicity, and the read and write distribution of the sampled queries", adminOnly: true, run: (*Engine).cmdAnalyzeShardKey},
+		{name: "configureQueryAnalyzer", help: "sample a collection's queries for analyzeShardKey: {configureQueryAnalyzer: \"db.coll\", mode: \"full\"|\"off\", samplesPerSecond: n}", adminOnly: true, run: (*Engine).cmdConfigureQueryAnalyzer},
 		{name: "enableSharding", help: "accepted: every database can hold sharded collections", adminOnly: true, run: (*Engine).cmdEnableSharding},
 		{name: "customAction", help: "Cosmos DB extension commands: Create/Update/GetDatabase, Create/Update/GetCollection, GetPartitionStats", run: (*Engine).cmdCustomAction},
 

@@ -125,6 +125,7 @@ type Engine struct {
 	electionID bson.ObjectID    // the replica set's electionId (cmd_replset.go)
 	profile    profileState     // the profile command's setting (cmd_profile.go)
 	snapshots  snapshotRegistry // snapshot reads' snapshots (snapshots.go)
+	analyzer   queryAnalyzer    // sampled queries (queryanalyzer.go)
 	clock      clusterClock     // operationTime and snapshots' cluster times (snapshots.go)
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
@@ -492,6 +493,7 @@ func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, na
 	if err := ctx.Err(); err != nil { // killed (killOp) or timed out while a fail point held it
 		return errorReply(toCommandError(err)), name, units
 	}
+	defer c.e.sampleQuery(cmd.name, req)()
 	out, err := cmd.run(c.e, ctx, req)
 	if err != nil {
 		ce := toCommandError(err)

@@ -44,6 +44,8 @@ type Options struct {
 	Sessions []bsoncore.Document
 	// CurrentOps are what $currentOp lists.
 	CurrentOps []bsoncore.Document
+	// SampledQueries are what $listSampledQueries lists.
+	SampledQueries []bsoncore.Document
 	// Seed makes $sample and $rand-free randomness reproducible (0: random).
 	Seed uint64
 }

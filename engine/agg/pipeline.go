@@ -56,7 +56,7 @@ func init() {
 		"$out": parseOut, "$merge": parseMerge, "$unionWith": parseUnionWith, "$redact": parseRedact,
 		"$graphLookup": parseGraphLookup, "$setWindowFields": parseSetWindowFields, "$documents": parseDocuments,
 		"$collStats": parseCollStats, "$indexStats": parseIndexStats, "$currentOp": parseNoOutput,
-		"$listLocalSessions": parseNoOutput, "$listSessions": parseNoOutput, "$fill": parseFill, "$densify": parseDensify,
+		"$listLocalSessions": parseNoOutput, "$listSessions": parseNoOutput, "$listSampledQueries": parseNoOutput, "$fill": parseFill, "$densify": parseDensify,
 	}
 }
 
@@ -71,7 +71,6 @@ var unsupportedStages = map[string]string{
 	"$listSearchIndexes":           "Atlas Search is only available on MongoDB Atlas",
 	"$planCacheStats":              "Parsec has no plan cache",
 	"$shardedDataDistribution":     "use customAction: \"GetPartitionStats\"",
-	"$listSampledQueries":          "not supported by Parsec",
 	"$queryStats":                  "not supported by Parsec",
 	"$listCatalog":                 "not supported by Parsec yet",
 }
@@ -79,7 +78,7 @@ var unsupportedStages = map[string]string{
 // firstOnly are stages that must open a pipeline.
 var firstOnly = map[string]bool{
 	"$documents": true, "$collStats": true, "$indexStats": true, "$currentOp": true,
-	"$listLocalSessions": true, "$listSessions": true,
+	"$listLocalSessions": true, "$listSessions": true, "$listSampledQueries": true,
 }
 
 // lastOnly are stages that must close a pipeline.
@@ -89,6 +88,7 @@ var lastOnly = map[string]bool{"$out": true, "$merge": true}
 var notInFacet = map[string]bool{
 	"$collStats": true, "$facet": true, "$indexStats": true, "$out": true, "$merge": true,
 	"$currentOp": true, "$listLocalSessions": true, "$listSessions": true, "$documents": true,
+	"$listSampledQueries": true,
 }
 
 // Parse compiles a pipeline, an array of stage documents (BSON array

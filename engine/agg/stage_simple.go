@@ -572,7 +572,8 @@ func (s *statsStage) open(in Iterator) Iterator {
 }
 
 // $currentOp shows no operations (Parsec does not track them);
-// $listLocalSessions and $listSessions list Options.Sessions.
+// $listLocalSessions and $listSessions list Options.Sessions;
+// $listSampledQueries lists Options.SampledQueries.
 
 type noOutputStage struct {
 	raw  bsoncore.Document
@@ -584,8 +585,11 @@ func parseNoOutput(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document)
 		return nil, errorOf(ErrTypeMismatch, "%s must take a nested object but found: %s", raw.Index(0).Key(), render(arg))
 	}
 	s := &noOutputStage{raw: raw, docs: p.env.opts.Sessions}
-	if raw.Index(0).Key() == "$currentOp" {
+	switch raw.Index(0).Key() {
+	case "$currentOp":
 		s.docs = p.env.opts.CurrentOps
+	case "$listSampledQueries":
+		s.docs = p.env.opts.SampledQueries
 	}
 	return []stage{s}, nil
 }
