@@ -13,8 +13,8 @@ import (
 )
 
 // Every request goes through these steps, in this order. Each is one
-// concern; a step before execute may end the command with its reply, and
-// what follows execute runs whatever ended it.
+// concern. Steps 1 to 9 may end the command with their reply; finish
+// runs however it ended.
 //
 // dispatch (dispatchSteps, then the rest):
 //
