@@ -15,17 +15,14 @@ package engine
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/auth"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/ru"
@@ -355,162 +352,6 @@ func (c *conn) Handle(ctx context.Context, wr *wire.Request) []byte {
 		c.e.logSlow(c, wr, name, dur, charge)
 	}
 	return reply
-}
-
-// run runs one command and returns its reply, its name and its request
-// charge.
-func (c *conn) run(ctx context.Context, wr *wire.Request) (reply []byte, name string, charge float64) {
-	var units *meter
-	defer func() {
-		switch {
-		case c.e.ruOpts.Bypass:
-		case units == nil || !units.charged && !units.throttled:
-			charge = commandRU
-			c.e.commandRU.Add(int64(commandRU * 100))
-		default:
-			charge = units.charge()
-		}
-	}()
-	reply, name, units = c.dispatch(ctx, wr)
-	if wr.Err == nil {
-		reply = withWriteConcernError(name, wr.Body, reply)
-		reply = c.e.withClusterTime(name, reply)
-	}
-	return reply, name, charge
-}
-
-// dispatch finds and runs a command's handler; units is the request's
-// account once it has one.
-func (c *conn) dispatch(ctx context.Context, wr *wire.Request) (reply []byte, name string, units *meter) {
-	defer func() {
-		if p := recover(); p != nil {
-			c.e.logger.Error("command panicked", "command", name, "panic", p, "stack", string(debug.Stack()))
-			reply = errorReply(errorf(ErrInternalError, "internal error in %s: %v", name, p))
-		}
-	}()
-	if wr.Err != nil {
-		return errorReply(errorf(ErrInvalidOptions, "invalid %s message: %v", wr.OpCode, wr.Err)), "", nil
-	}
-	body := bsoncore.Document(wr.Body)
-	if ce := checkRequestSize(body, wr.Sequences); ce != nil {
-		return errorReply(ce), "", nil
-	}
-	first, err := body.IndexErr(0)
-	if err != nil {
-		return errorReply(errorf(ErrFailedToParse, "empty command document")), "", nil
-	}
-	name = first.Key()
-	if ce := checkLegacyQuery(wr.OpCode, name); ce != nil {
-		return errorReply(ce), name, nil
-	}
-	req := &request{name: name, body: body, seqs: wr.Sequences, c: c, db: wr.DB, wr: wr}
-	units = &req.units
-	if v, err := body.LookupErr("$db"); err == nil {
-		db, ok := v.StringValueOK()
-		if !ok {
-			return errorReply(wrongType(name, "$db", v, "string")), name, units
-		}
-		req.db = db
-	}
-	if req.db == "" {
-		return errorReply(errorf(ErrFailedToParse, "command %s has no $db", name)), name, units
-	}
-	cmd, ok := c.e.commands[name]
-	if !ok {
-		if ce := unsupportedCommand(name); ce != nil {
-			if c.e.cfg.Auth && c.user() == nil {
-				// a known command: authentication comes first, as in MongoDB
-				ce = requiresAuthentication(name)
-			}
-			return errorReply(ce), name, units
-		}
-		return errorReply(errorf(ErrCommandNotFound, "no such command: '%s'", name)), name, units
-	}
-	if cmd.adminOnly && req.db != "admin" {
-		return errorReply(errorf(ErrUnauthorized, "%s may only be run against the admin database.", name)), name, units
-	}
-	if c.e.cfg.Auth {
-		if ce := c.authorize(cmd, req); ce != nil {
-			return errorReply(ce), name, units
-		}
-	}
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithCancel(ctx)
-	defer cancel()
-	req.op = activeOp{c: c, name: cmd.name, db: req.db, body: body, start: c.e.now(), cancel: cancel}
-	c.e.running.add(&req.op)
-	defer c.e.running.remove(&req.op)
-	if ce := checkGenericArgs(name, body); ce != nil {
-		return errorReply(ce), name, units
-	}
-	snapshotRC, ce := checkReadConcern(cmd.name, body)
-	if ce != nil {
-		return errorReply(ce), name, units
-	}
-	ctx, stmt, ce := c.e.transactionStatement(ctx, cmd.name, body)
-	if ce != nil {
-		return errorReply(ce), name, units
-	}
-	if stmt != nil {
-		defer func() { reply = stmt.finish(reply) }()
-	} else if ce := checkTxnNumber(cmd.name, body); ce != nil {
-		return errorReply(ce), name, units
-	}
-	if v, err := body.LookupErr("maxTimeMS"); err == nil && cmd.name != "getMore" {
-		ms, err := int64Arg(name, "maxTimeMS", v)
-		if err != nil {
-			return errorReply(toCommandError(err)), name, units
-		}
-		if ms < 0 {
-			return errorReply(errorf(ErrBadValue, "%d value for maxTimeMS is out of range", ms)), name, units
-		}
-		if ms > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
-			defer cancel()
-		}
-	}
-	var fail *failAction
-	if c.e.cfg.EnableTestCommands {
-		c.mu.Lock()
-		app := c.appName
-		c.mu.Unlock()
-		if a, ok := c.e.failPoint.trigger(name, app); ok {
-			fail = a
-			if out, done := a.before(ctx, req, func() { wr.CloseConnection = true }); done {
-				if stmt != nil {
-					stmt.injected = true // a fail point's error does not abort the transaction
-				}
-				return out, name, units
-			}
-		}
-	}
-	ctx, snapTS, ce := c.e.snapshotRead(ctx, cmd.name, snapshotRC)
-	if ce != nil {
-		return errorReply(ce), name, units
-	}
-	c.e.countOp(cmd.name)
-	if err := ctx.Err(); err != nil { // killed (killOp) or timed out while a fail point held it
-		return errorReply(toCommandError(err)), name, units
-	}
-	defer c.e.sampleQuery(cmd.name, req)()
-	out, err := cmd.run(c.e, ctx, req)
-	if err != nil {
-		ce := toCommandError(err)
-		if pe := (*agg.PanicError)(nil); errors.As(err, &pe) {
-			c.e.logger.Error("command panicked on a partition", "command", name, "panic", pe.Value, "stack", string(pe.Stack))
-		} else if ce.Code == ErrInternalError {
-			c.e.logger.Error("command failed", "command", name, "err", err)
-		}
-		return errorReply(ce), name, units
-	}
-	if fail != nil {
-		out = fail.after(req, out)
-	}
-	if snapTS != nil {
-		out = withAtClusterTime(out, *snapTS)
-	}
-	return out, name, units
 }
 
 // countOp counts a command in serverStatus.opcounters. As in MongoDB,
