@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/parsecdb/parsec/engine/expr"
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -349,7 +350,7 @@ func (m *memColls) Replace(_ context.Context, _, coll string, id bsoncore.Value,
 	defer m.mu.Unlock()
 	i := m.find(coll, id)
 	if i < 0 {
-		return fmt.Errorf("no document %s", render(id))
+		return fmt.Errorf("no document %s", value.Render(id))
 	}
 	m.colls[coll][i] = clone(doc)
 	return nil
