@@ -221,15 +221,12 @@ var categories = []struct {
 	{ErrGraphLookupMemory, "GraphLookupMemory"},
 	{ErrBadValue, "BadValue"}, {ErrFailedToParse, "FailedToParse"}, {ErrTypeMismatch, "TypeMismatch"},
 	{ErrNotImplemented, "NotImplemented"}, {ErrInvalidNamespace, "InvalidNamespace"},
-	{expr.ErrBadValue, "expr.BadValue"}, {expr.ErrTypeMismatch, "expr.TypeMismatch"}, {expr.ErrFailedToParse, "expr.FailedToParse"},
 	{expr.ErrUnknownOperator, "expr.UnknownOperator"}, {expr.ErrUndefinedVariable, "expr.UndefinedVariable"},
-	{expr.ErrArity, "expr.Arity"}, {expr.ErrNotImplemented, "expr.NotImplemented"}, {expr.ErrConversion, "expr.Conversion"},
+	{expr.ErrArity, "expr.Arity"}, {expr.ErrConversion, "expr.Conversion"},
 	{expr.ErrFieldPath, "expr.FieldPath"}, {expr.ErrExpressionSpec, "expr.ExpressionSpec"},
 	{expr.ErrDivideByZero, "expr.DivideByZero"}, {expr.ErrNoSwitchBranch, "expr.NoSwitchBranch"},
 	{expr.ErrTimezone, "expr.Timezone"},
-	{query.ErrBadValue, "query.BadValue"}, {query.ErrFailedToParse, "query.FailedToParse"},
-	{query.ErrTypeMismatch, "query.TypeMismatch"}, {query.ErrBadSortKey, "query.BadSortKey"},
-	{query.ErrBadSortOrder, "query.BadSortOrder"}, {query.ErrNotImplemented, "query.NotImplemented"},
+	{query.ErrBadSortKey, "query.BadSortKey"}, {query.ErrBadSortOrder, "query.BadSortOrder"},
 }
 
 func category(err error) string {
