@@ -142,7 +142,7 @@ func (a aggCollections) Replace(_ context.Context, db, coll string, id bsoncore.
 			return err
 		}
 		if !found {
-			return errorf(ErrNoSuchKey, "$merge: the matching document with _id %s was removed", expr.Render(id))
+			return errorf(ErrNoSuchKey, "$merge: the matching document with _id %s was removed", shellString(id))
 		}
 		return tx.Replace(c, key, d.doc, len(old))
 	})

@@ -3,20 +3,27 @@ package engine
 import (
 	"errors"
 
+	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/update"
 )
 
-// languageErrors maps the error categories of engine/query and engine/expr
-// to MongoDB codes. The first category an error wraps wins.
+// languageErrors maps the error categories of the language packages to
+// MongoDB codes: engine/langerr's, which they share, then the own ones of
+// engine/query, engine/expr, engine/agg and engine/update. An error wraps
+// one category (an update error with ErrQuery also its cause, which
+// updateError reads first); the first that matches wins. The Location
+// codes have no codeName but "Location<code>".
 var languageErrors = []struct {
 	category error
 	code     Code
 }{
-	{query.ErrBadValue, ErrBadValue},
-	{query.ErrTypeMismatch, ErrTypeMismatch},
-	{query.ErrFailedToParse, ErrFailedToParse},
-	{query.ErrNotImplemented, ErrNotImplemented},
+	{langerr.ErrBadValue, ErrBadValue},
+	{langerr.ErrTypeMismatch, ErrTypeMismatch},
+	{langerr.ErrFailedToParse, ErrFailedToParse},
+	{langerr.ErrNotImplemented, ErrNotImplemented},
 	{query.ErrNeedsIndex, ErrIndexNotFound},
 	{query.ErrNoPlan, ErrNoQueryExecutionPlans},
 	{query.ErrBadSortKey, errBadSortKey},
@@ -35,13 +42,9 @@ var languageErrors = []struct {
 	{query.ErrProjectionSliceBad, errSliceProjection},
 	{query.ErrProjectionEmptyPath, errEmptyProjectionPath},
 	{query.ErrProjectionBadMeta, errBadMetaProjection},
-	{expr.ErrBadValue, ErrBadValue},
-	{expr.ErrTypeMismatch, ErrTypeMismatch},
-	{expr.ErrFailedToParse, ErrFailedToParse},
 	{expr.ErrUnknownOperator, ErrInvalidPipelineOperator},
 	{expr.ErrUndefinedVariable, errUndefinedVariable},
 	{expr.ErrArity, errExpressionArity},
-	{expr.ErrNotImplemented, ErrNotImplemented},
 	{expr.ErrConversion, ErrConversionFailure},
 	{expr.ErrFieldPath, errFieldPathDollar},
 	{expr.ErrExpressionSpec, errExpressionSpec},
@@ -52,26 +55,94 @@ var languageErrors = []struct {
 	{expr.ErrTimezone, errBadTimezone},
 	{expr.ErrNullInPairKey, errNullInPairKey},
 	{expr.ErrNullInKV, errNullInKV},
+	{agg.ErrMemoryLimit, ErrQueryMemoryLimit},
+	{agg.ErrStageNotObject, ErrTypeMismatch},
+	{agg.ErrStageFields, 40323},
+	{agg.ErrUnknownStage, 40324},
+	{agg.ErrMustBeLast, 40601},
+	{agg.ErrMustBeFirst, 40602},
+	{agg.ErrNotInFacet, 40600},
+	{agg.ErrNotInLookup, 51047},
+	{agg.ErrNotInUnionWith, 31441},
+	{agg.ErrNeedsCollection, ErrInvalidNamespace},
+	{agg.ErrGroupNoID, 15955},
+	{agg.ErrUnknownAccumulator, 15952},
+	{agg.ErrGroupFieldName, 40236},
+	{agg.ErrAccumulatorObject, 40234},
+	{agg.ErrAccumulatorOne, 40238},
+	{agg.ErrAccumulatorUnary, 40237},
+	{agg.ErrGroupNotObject, 15947},
+	{agg.ErrLimitNotNumber, 15957},
+	{agg.ErrLimitNotPositive, 15958},
+	{agg.ErrSkipNotNumber, 15972},
+	{agg.ErrSkipNegative, 15956},
+	{agg.ErrSortNotObject, 15973},
+	{agg.ErrSortEmpty, 15976},
+	{agg.ErrProjectEmpty, 51272},
+	{agg.ErrProjectNotObject, 15969},
+	{agg.ErrInclusionInExclusion, errInclusionInExclusion},
+	{agg.ErrExclusionInInclusion, errExclusionInInclusion},
+	{agg.ErrExprInExclusion, 31252},
+	{agg.ErrPathCollision, errPathCollision},
+	{agg.ErrPathPrefixCollision, errPathCollisionPrefix},
+	{agg.ErrEmptySubProjection, 51270},
+	{agg.ErrAddFieldsNotObject, 40272},
+	{agg.ErrUnsetSpec, 31002},
+	{agg.ErrFieldPath, errFieldPathDollar},
+	{agg.ErrNewRootNotObject, 40228},
+	{agg.ErrReplaceRootSpec, 40231},
+	{agg.ErrUnwindSpec, 15981},
+	{agg.ErrUnwindPath, 28818},
+	{agg.ErrCountSpec, 40156},
+	{agg.ErrSampleSpec, 28745},
+	{agg.ErrFacetSpec, 40169},
+	{agg.ErrBucketSpec, 40198},
+	{agg.ErrBucketAutoSpec, 40246},
+	{agg.ErrRedactResult, 17053},
+	{agg.ErrMergeNoMatch, 13113},
+	{agg.ErrMergeOnFields, 51183},
+	{agg.ErrDuplicateKey, ErrDuplicateKey},
+	{agg.ErrOutSpec, 16990},
+	{agg.ErrWindowSpec, ErrFailedToParse},
+	{agg.ErrDocumentsSpec, 5858203},
+	{agg.ErrLookupResultTooLarge, 4568},
+	{agg.ErrGraphLookupSpec, 40105},
+	{agg.ErrGraphLookupMemory, 40099},
+	{agg.ErrInvalidNamespace, ErrInvalidNamespace},
+	{agg.ErrIllegalOperation, ErrIllegalOperation},
+	{update.ErrPathNotViable, ErrPathNotViable},
+	{update.ErrConflictingOperators, ErrConflictingUpdateOperators},
+	{update.ErrDollarPrefixedField, ErrDollarPrefixedFieldName},
+	{update.ErrInvalidIDField, ErrInvalidIDField},
+	{update.ErrNotSingleValueField, ErrNotSingleValueField},
+	{update.ErrEmptyFieldName, ErrEmptyFieldName},
+	{update.ErrImmutableField, ErrImmutableField},
+	{update.ErrInvalidOptions, ErrInvalidOptions},
+	{update.ErrUnsupported, ErrCommandNotSupported},
+	{update.ErrInvalidPipelineUpdate, ErrInvalidOptions},
+	{update.ErrUnknownStage, errUnknownStage},
+	{update.ErrReplaceRootNotObject, errReplaceRootNotObject},
 }
 
-// languageError turns an error of engine/query or engine/expr into a
-// CommandError with MongoDB's code and the message without the category
-// prefix; other errors pass through.
+// languageCode is the code of the category err wraps, and that category.
+func languageCode(err error) (Code, error, bool) {
+	for _, m := range languageErrors {
+		if errors.Is(err, m.category) {
+			return m.code, m.category, true
+		}
+	}
+	return 0, nil, false
+}
+
+// languageError turns an error of a language package into a CommandError
+// with MongoDB's code and the message without the category prefix; other
+// errors pass through.
 func languageError(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, m := range languageErrors {
-		if errors.Is(err, m.category) {
-			return errorf(m.code, "%s", trimPrefix(err.Error(), m.category.Error()+": "))
-		}
+	if code, cat, ok := languageCode(err); ok {
+		return errorf(code, "%s", langerr.Message(err, cat))
 	}
 	return err
-}
-
-func trimPrefix(s, p string) string {
-	if len(s) > len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
 }

@@ -110,31 +110,9 @@ func updateError(err error) error {
 	if errors.Is(err, update.ErrQuery) {
 		return errorf(toCommandError(queryError(ue.Cause())).Code, "%s", ue.Error())
 	}
-	code := ErrBadValue
-	for _, m := range []struct {
-		cat  error
-		code Code
-	}{
-		{update.ErrBadValue, ErrBadValue},
-		{update.ErrFailedToParse, ErrFailedToParse},
-		{update.ErrTypeMismatch, ErrTypeMismatch},
-		{update.ErrPathNotViable, ErrPathNotViable},
-		{update.ErrConflictingOperators, ErrConflictingUpdateOperators},
-		{update.ErrDollarPrefixedField, ErrDollarPrefixedFieldName},
-		{update.ErrInvalidIDField, ErrInvalidIDField},
-		{update.ErrNotSingleValueField, ErrNotSingleValueField},
-		{update.ErrEmptyFieldName, ErrEmptyFieldName},
-		{update.ErrImmutableField, ErrImmutableField},
-		{update.ErrInvalidOptions, ErrInvalidOptions},
-		{update.ErrUnsupported, ErrCommandNotSupported},
-		{update.ErrInvalidPipelineUpdate, ErrInvalidOptions},
-		{update.ErrUnknownStage, errUnknownStage},
-		{update.ErrReplaceRootNotObject, errReplaceRootNotObject},
-	} {
-		if errors.Is(err, m.cat) {
-			code = m.code
-			break
-		}
+	code, _, ok := languageCode(err)
+	if !ok {
+		code = ErrBadValue
 	}
 	return errorf(code, "%s", ue.Error())
 }

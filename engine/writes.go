@@ -3,11 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -342,44 +342,6 @@ func checkBatchSize(n int) error {
 	return nil
 }
 
-// shellString renders a value the way MongoDB error messages do.
-func shellString(v bsoncore.Value) string {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return strconv.Itoa(int(v.Int32()))
-	case bsoncore.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10)
-	case bsoncore.TypeDouble:
-		f := v.Double()
-		if f == math.Trunc(f) && !math.IsInf(f, 0) && math.Abs(f) < 1e15 {
-			return strconv.FormatFloat(f, 'f', 1, 64)
-		}
-		return strconv.FormatFloat(f, 'g', -1, 64)
-	case bsoncore.TypeString:
-		return strconv.Quote(v.StringValue())
-	case bsoncore.TypeObjectID:
-		return "ObjectId('" + bson.ObjectID(v.ObjectID()).Hex() + "')"
-	case bsoncore.TypeBoolean:
-		return strconv.FormatBool(v.Boolean())
-	case bsoncore.TypeNull:
-		return "null"
-	case bsoncore.TypeEmbeddedDocument:
-		elems, _ := v.Document().Elements()
-		parts := make([]string, len(elems))
-		for i, e := range elems {
-			parts[i] = e.Key() + ": " + shellString(e.Value())
-		}
-		if len(parts) == 0 {
-			return "{}"
-		}
-		return "{ " + strings.Join(parts, ", ") + " }"
-	case bsoncore.TypeArray:
-		vals, _ := v.Array().Values()
-		parts := make([]string, len(vals))
-		for i, x := range vals {
-			parts[i] = shellString(x)
-		}
-		return "[ " + strings.Join(parts, ", ") + " ]"
-	}
-	return v.String()
-}
+// shellString renders a value the way MongoDB error messages do
+// (value.Render).
+func shellString(v bsoncore.Value) string { return value.Render(v) }

@@ -123,7 +123,7 @@ func parseAccumulator(e *env, field, op string, arg bsoncore.Value) (*accSpec, e
 // namedArgs reads an accumulator's object argument.
 func namedArgs(op string, arg bsoncore.Value, allowed []string, required ...string) (map[string]bsoncore.Value, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, badValue("specification must be an object; found %s: %s", op, render(arg))
+		return nil, badValue("specification must be an object; found %s: %s", op, value.Render(arg))
 	}
 	m := map[string]bsoncore.Value{}
 	elems, _ := arg.Document().Elements()
@@ -397,7 +397,7 @@ func (a *mergeObjectsAcc) add(v bsoncore.Value, _ *expr.Context) error {
 		return nil
 	case bsoncore.TypeEmbeddedDocument:
 	default:
-		return badValue("$mergeObjects requires object inputs, but input %s is of type %s", render(v), typeName(v))
+		return badValue("$mergeObjects requires object inputs, but input %s is of type %s", value.Render(v), typeName(v))
 	}
 next:
 	for _, f := range expr.Fields(v) {

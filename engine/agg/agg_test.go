@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/parsecdb/parsec/engine/expr"
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -220,15 +221,12 @@ var categories = []struct {
 	{ErrGraphLookupMemory, "GraphLookupMemory"},
 	{ErrBadValue, "BadValue"}, {ErrFailedToParse, "FailedToParse"}, {ErrTypeMismatch, "TypeMismatch"},
 	{ErrNotImplemented, "NotImplemented"}, {ErrInvalidNamespace, "InvalidNamespace"},
-	{expr.ErrBadValue, "expr.BadValue"}, {expr.ErrTypeMismatch, "expr.TypeMismatch"}, {expr.ErrFailedToParse, "expr.FailedToParse"},
 	{expr.ErrUnknownOperator, "expr.UnknownOperator"}, {expr.ErrUndefinedVariable, "expr.UndefinedVariable"},
-	{expr.ErrArity, "expr.Arity"}, {expr.ErrNotImplemented, "expr.NotImplemented"}, {expr.ErrConversion, "expr.Conversion"},
+	{expr.ErrArity, "expr.Arity"}, {expr.ErrConversion, "expr.Conversion"},
 	{expr.ErrFieldPath, "expr.FieldPath"}, {expr.ErrExpressionSpec, "expr.ExpressionSpec"},
 	{expr.ErrDivideByZero, "expr.DivideByZero"}, {expr.ErrNoSwitchBranch, "expr.NoSwitchBranch"},
 	{expr.ErrTimezone, "expr.Timezone"},
-	{query.ErrBadValue, "query.BadValue"}, {query.ErrFailedToParse, "query.FailedToParse"},
-	{query.ErrTypeMismatch, "query.TypeMismatch"}, {query.ErrBadSortKey, "query.BadSortKey"},
-	{query.ErrBadSortOrder, "query.BadSortOrder"}, {query.ErrNotImplemented, "query.NotImplemented"},
+	{query.ErrBadSortKey, "query.BadSortKey"}, {query.ErrBadSortOrder, "query.BadSortOrder"},
 }
 
 func category(err error) string {
@@ -349,7 +347,7 @@ func (m *memColls) Replace(_ context.Context, _, coll string, id bsoncore.Value,
 	defer m.mu.Unlock()
 	i := m.find(coll, id)
 	if i < 0 {
-		return fmt.Errorf("no document %s", render(id))
+		return fmt.Errorf("no document %s", value.Render(id))
 	}
 	m.colls[coll][i] = clone(doc)
 	return nil

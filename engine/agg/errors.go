@@ -2,18 +2,19 @@ package agg
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Error categories. Each names one situation MongoDB reports with its own
-// code; the engine maps them (engine/aggerrors.go).
+// code; the engine maps them (engine/queryerrors.go). The first four are
+// engine/langerr's, which every language package shares.
 var (
-	ErrBadValue         = errors.New("bad value")
-	ErrFailedToParse    = errors.New("failed to parse")
-	ErrTypeMismatch     = errors.New("type mismatch")
-	ErrNotImplemented   = errors.New("not implemented")
+	ErrBadValue         = langerr.ErrBadValue
+	ErrFailedToParse    = langerr.ErrFailedToParse
+	ErrTypeMismatch     = langerr.ErrTypeMismatch
+	ErrNotImplemented   = langerr.ErrNotImplemented
 	ErrInvalidNamespace = errors.New("invalid namespace")
 	ErrIllegalOperation = errors.New("illegal operation")
 	// ErrMemoryLimit: a blocking stage exceeded its memory limit without
@@ -86,10 +87,12 @@ func (e *DuplicateKeyError) Error() string { return ErrDuplicateKey.Error() + ":
 // Unwrap makes a DuplicateKeyError an ErrDuplicateKey.
 func (e *DuplicateKeyError) Unwrap() error { return ErrDuplicateKey }
 
+// Short names for engine/langerr's constructors.
+
 func errorOf(category error, format string, args ...any) error {
-	return fmt.Errorf("%w: %s", category, fmt.Sprintf(format, args...))
+	return langerr.New(category, format, args...)
 }
 
-func parseError(format string, args ...any) error { return errorOf(ErrFailedToParse, format, args...) }
+func parseError(format string, args ...any) error { return langerr.FailedToParse(format, args...) }
 
-func badValue(format string, args ...any) error { return errorOf(ErrBadValue, format, args...) }
+func badValue(format string, args ...any) error { return langerr.BadValue(format, args...) }

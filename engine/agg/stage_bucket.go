@@ -72,7 +72,7 @@ func parseBucket(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 		switch el.Key() {
 		case "groupBy":
 			if !groupByOK(v) {
-				return nil, errorOf(ErrBucketSpec, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", render(v))
+				return nil, errorOf(ErrBucketSpec, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", value.Render(v))
 			}
 			groupBy = v
 		case "boundaries":
@@ -88,7 +88,7 @@ func parseBucket(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 				}
 				c, isConst := expr.Constant(x)
 				if !isConst {
-					return nil, errorOf(ErrBucketSpec, "The $bucket 'boundaries' field must be an array of constant values, but found value: %s.", render(b))
+					return nil, errorOf(ErrBucketSpec, "The $bucket 'boundaries' field must be an array of constant values, but found value: %s.", value.Render(b))
 				}
 				key.boundaries = append(key.boundaries, c)
 			}
@@ -99,7 +99,7 @@ func parseBucket(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 			}
 			c, isConst := expr.Constant(x)
 			if !isConst {
-				return nil, errorOf(ErrBucketSpec, "The $bucket 'default' field must be a constant expression, but found: %s.", render(v))
+				return nil, errorOf(ErrBucketSpec, "The $bucket 'default' field must be a constant expression, but found: %s.", value.Render(v))
 			}
 			key.def = c
 		case "output":
@@ -123,7 +123,7 @@ func parseBucket(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 			return nil, errorOf(ErrBucketSpec, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", typeName(bs[0]), typeName(bs[i]))
 		}
 		if expr.Compare(bs[i-1], bs[i]) >= 0 {
-			return nil, errorOf(ErrBucketSpec, "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, render(bs[i-1]), render(bs[i]))
+			return nil, errorOf(ErrBucketSpec, "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, value.Render(bs[i-1]), value.Render(bs[i]))
 		}
 	}
 	if key.def.Type != 0 && canonicalType(key.def) == canonicalType(bs[0]) &&
@@ -176,7 +176,7 @@ func parseBucketAuto(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Documen
 		switch el.Key() {
 		case "groupBy":
 			if !groupByOK(v) {
-				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s.", render(v))
+				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s.", value.Render(v))
 			}
 			groupBy = v
 		case "buckets":
@@ -185,7 +185,7 @@ func parseBucketAuto(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Documen
 			}
 			n, ok := wholeNumber(v)
 			if !ok || n != int64(int32(n)) {
-				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s.", render(v))
+				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s.", value.Render(v))
 			}
 			if n <= 0 {
 				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'buckets' field must be greater than 0, but found: %d.", n)
@@ -290,7 +290,7 @@ func (s *bucketAutoStage) run(ctx context.Context, in Iterator, stp **sorter) ([
 				return errorOf(ErrBucketAutoSpec, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(k))
 			}
 			if f := value.Float(k); f < 0 || math.IsNaN(f) {
-				return errorOf(ErrBucketAutoSpec, "A granularity rounder cannot round a value that is not a positive number: %s", render(k))
+				return errorOf(ErrBucketAutoSpec, "A granularity rounder cannot round a value that is not a positive number: %s", value.Render(k))
 			}
 		}
 		n++

@@ -118,13 +118,13 @@ func (s *densifyStage) parseRange(rng bsoncore.Document) error {
 		switch k := el.Key(); k {
 		case "step":
 			if !isNumeric(v) || value.Float(v) <= 0 || math.IsInf(value.Float(v), 0) {
-				return densifyError("the step parameter in a range statement must be a strictly positive numeric value, found %s", render(v))
+				return densifyError("the step parameter in a range statement must be a strictly positive numeric value, found %s", value.Render(v))
 			}
 			s.step, haveStep = v, true
 		case "unit":
 			u, ok := v.StringValueOK()
 			if !ok || !densifyUnits[u] {
-				return densifyError("unknown time unit value: %s", render(v))
+				return densifyError("unknown time unit value: %s", value.Render(v))
 			}
 			s.unit = u
 		case "bounds":
@@ -139,16 +139,16 @@ func (s *densifyStage) parseRange(rng bsoncore.Document) error {
 			arr, ok := v.ArrayOK()
 			vals, _ := arr.Values()
 			if !ok || len(vals) != 2 {
-				return densifyError("the bounds must be \"full\", \"partition\" or an array of two values, found %s", render(v))
+				return densifyError("the bounds must be \"full\", \"partition\" or an array of two values, found %s", value.Render(v))
 			}
 			s.lower, s.upper = vals[0], vals[1]
 			bothNumbers := isNumeric(s.lower) && isNumeric(s.upper)
 			bothDates := s.lower.Type == bsoncore.TypeDateTime && s.upper.Type == bsoncore.TypeDateTime
 			if !bothNumbers && !bothDates {
-				return densifyError("explicit bounds must be two numbers or two dates, found %s", render(v))
+				return densifyError("explicit bounds must be two numbers or two dates, found %s", value.Render(v))
 			}
 			if expr.Compare(s.lower, s.upper) > 0 {
-				return densifyError("the lower bound must not be greater than the upper bound, found %s", render(v))
+				return densifyError("the lower bound must not be greater than the upper bound, found %s", value.Render(v))
 			}
 		default:
 			return errorOf(ErrFailedToParse, "BSON field '$densify.range.%s' is an unknown field.", k)
@@ -161,7 +161,7 @@ func (s *densifyStage) parseRange(rng bsoncore.Document) error {
 		return errorOf(ErrFailedToParse, "BSON field '$densify.range.bounds' is missing but a required field")
 	case s.unit != "":
 		if n, ok := wholeNumber(s.step); !ok || n <= 0 {
-			return densifyError("the step must be a whole number when a unit is given, found %s", render(s.step))
+			return densifyError("the step must be a whole number when a unit is given, found %s", value.Render(s.step))
 		}
 		if s.lower.Type != 0 && s.lower.Type != bsoncore.TypeDateTime {
 			return densifyError("numeric bounds take no unit")

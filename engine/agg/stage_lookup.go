@@ -7,6 +7,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/expr"
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -172,7 +173,7 @@ func parseLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 		str := func() (string, error) {
 			s, ok := v.StringValueOK()
 			if !ok {
-				return "", parseError("$lookup argument '%s: %s' must be a string, is type %s", el.Key(), render(v), typeName(v))
+				return "", parseError("$lookup argument '%s: %s' must be a string, is type %s", el.Key(), value.Render(v), typeName(v))
 			}
 			return s, nil
 		}
@@ -434,7 +435,7 @@ func parseGraphLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Docume
 		str := func() (string, error) {
 			s, ok := v.StringValueOK()
 			if !ok {
-				return "", errorOf(ErrGraphLookupSpec, "expected string as argument for %s, found: %s", k, render(v))
+				return "", errorOf(ErrGraphLookupSpec, "expected string as argument for %s, found: %s", k, value.Render(v))
 			}
 			return s, nil
 		}

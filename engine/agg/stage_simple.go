@@ -96,7 +96,7 @@ func wholeNumber(v bsoncore.Value) (int64, bool) {
 func parseLimit(_ *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]stage, error) {
 	n, ok := wholeNumber(arg)
 	if !ok {
-		return nil, errorOf(ErrLimitNotNumber, "invalid argument to $limit stage: Expected a number in: $limit: %s", render(arg))
+		return nil, errorOf(ErrLimitNotNumber, "invalid argument to $limit stage: Expected a number in: $limit: %s", value.Render(arg))
 	}
 	if n <= 0 {
 		return nil, errorOf(ErrLimitNotPositive, "invalid argument to $limit stage: the limit must be positive")
@@ -107,7 +107,7 @@ func parseLimit(_ *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]s
 func parseSkip(_ *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]stage, error) {
 	n, ok := wholeNumber(arg)
 	if !ok {
-		return nil, errorOf(ErrSkipNotNumber, "invalid argument to $skip stage: Expected a number in: $skip: %s", render(arg))
+		return nil, errorOf(ErrSkipNotNumber, "invalid argument to $skip stage: Expected a number in: $skip: %s", value.Render(arg))
 	}
 	if n < 0 {
 		return nil, errorOf(ErrSkipNegative, "invalid argument to $skip stage: Cannot skip a negative number of documents: $skip: %d", n)
@@ -265,12 +265,8 @@ func (r *replaceRootStage) open(in Iterator) Iterator {
 			return nil, err
 		}
 		if v.Type != bsoncore.TypeEmbeddedDocument {
-			shown := render(v)
-			if v.Type == 0 {
-				shown = "MISSING"
-			}
 			return nil, errorOf(ErrNewRootNotObject, "'newRoot' expression  must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
-				shown, typeName(v), render(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}))
+				value.Render(v), typeName(v), value.RenderDocument(d))
 		}
 		return v.Data, nil
 	}, close: in.Close}
@@ -342,7 +338,7 @@ func (r *redactStage) redact(ctx *expr.Context, doc bsoncore.Document) (bsoncore
 	case v.Type == bsoncore.TypeString && s == "prune":
 		return nil, false, nil
 	case v.Type != bsoncore.TypeString || s != "descend":
-		return nil, false, errorOf(ErrRedactResult, "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", render(v))
+		return nil, false, errorOf(ErrRedactResult, "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", value.Render(v))
 	}
 	var fields []expr.Field
 	for _, f := range expr.Fields(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}) {
@@ -518,7 +514,7 @@ type statsStage struct {
 func parseCollStats(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, parseError("$collStats must take a nested object but found: %s", render(arg))
+		return nil, parseError("$collStats must take a nested object but found: %s", value.Render(arg))
 	}
 	elems, _ := d.Elements()
 	for _, el := range elems {
@@ -582,7 +578,7 @@ type noOutputStage struct {
 
 func parseNoOutput(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, errorOf(ErrTypeMismatch, "%s must take a nested object but found: %s", raw.Index(0).Key(), render(arg))
+		return nil, errorOf(ErrTypeMismatch, "%s must take a nested object but found: %s", raw.Index(0).Key(), value.Render(arg))
 	}
 	s := &noOutputStage{raw: raw, docs: p.env.opts.Sessions}
 	switch raw.Index(0).Key() {

@@ -166,7 +166,7 @@ func (w *windowStage) parseOutput(field string, v bsoncore.Value) (*windowOutput
 		}
 		n, ok := wholeNumber(m["by"])
 		if !ok || n != int64(int32(n)) {
-			return nil, windowError("'$shift:by' field must be an integer, but found %s", render(m["by"]))
+			return nil, windowError("'$shift:by' field must be an integer, but found %s", value.Render(m["by"]))
 		}
 		o.by = n
 		if o.arg, err = w.env.compile(m["output"]); err != nil {
@@ -207,13 +207,13 @@ func (w *windowStage) parseOutput(field string, v bsoncore.Value) (*windowOutput
 		case hasN:
 			n, ok := wholeNumber(nv)
 			if !ok || n <= 0 {
-				return nil, windowError("'N' field must be an integer greater than zero, but found %s", render(nv))
+				return nil, windowError("'N' field must be an integer greater than zero, but found %s", value.Render(nv))
 			}
 			o.alpha = 2 / (float64(n) + 1)
 		default:
 			a := value.Float(av)
 			if !isNumeric(av) || a <= 0 || a >= 1 {
-				return nil, windowError("'alpha' must be a number between 0 and 1 exclusive, but found %s", render(av))
+				return nil, windowError("'alpha' must be a number between 0 and 1 exclusive, but found %s", value.Render(av))
 			}
 			o.alpha = a
 		}
@@ -307,7 +307,7 @@ func (w *windowStage) parseWindow(o *windowOutput, v bsoncore.Value) error {
 		}
 	}
 	if bounds.Type != bsoncore.TypeArray || len(expr.Elements(bounds)) != 2 {
-		return windowError("Window bounds must be a 2-element array: %s", render(bounds))
+		return windowError("Window bounds must be a 2-element array: %s", value.Render(bounds))
 	}
 	if o.unit != "" && !o.byRange {
 		return windowError("Window bounds can only specify 'unit' with range-based bounds")
@@ -349,7 +349,7 @@ func (w *windowStage) parseWindow(o *windowOutput, v bsoncore.Value) error {
 	}
 	if !o.lo.unbounded && !o.hi.unbounded && o.lo.offset.Type != 0 && o.hi.offset.Type != 0 &&
 		expr.Compare(o.lo.offset, o.hi.offset) > 0 {
-		return windowError("Lower bound must not exceed upper bound: %s", render(bounds))
+		return windowError("Lower bound must not exceed upper bound: %s", value.Render(bounds))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -316,7 +317,7 @@ func (m *mergeStage) mergeOne(ctx context.Context, cs Collections, ectx *expr.Co
 		return nil
 	case "fail":
 		return &DuplicateKeyError{
-			Msg:        fmt.Sprintf("$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: %s.%s index: _id_ dup key: { _id: %s }", m.to.db, m.to.coll, render(id)),
+			Msg:        fmt.Sprintf("$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: %s.%s index: _id_ dup key: { _id: %s }", m.to.db, m.to.coll, value.Render(id)),
 			KeyPattern: bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build(),
 			KeyValue:   bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build(),
 		}

@@ -9,12 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-func render(v bsoncore.Value) string { return expr.Render(v) }
-
-func renderDoc(d bsoncore.Document) string {
-	return render(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d})
-}
-
 func typeName(v bsoncore.Value) string { return expr.TypeName(v) }
 
 func stringOf(v bsoncore.Value) string {

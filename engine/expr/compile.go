@@ -198,7 +198,7 @@ func (c *compiler) compileObject(doc bsoncore.Document) (Expression, error) {
 	}
 	if strings.HasPrefix(first.Key(), "$") {
 		if n := len(Fields(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})); n != 1 {
-			return nil, errorOf(ErrExpressionSpec, "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s, while parsing object %s", n, render(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}), render(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}))
+			return nil, errorOf(ErrExpressionSpec, "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s, while parsing object %s", n, value.RenderDocument(doc), value.RenderDocument(doc))
 		}
 		return c.compileOperator(first.Key(), first.Value())
 	}

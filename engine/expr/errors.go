@@ -2,14 +2,17 @@ package expr
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/parsecdb/parsec/engine/langerr"
 )
 
-// Error categories; every error of this package wraps one of them.
+// Error categories; every error of this package wraps one of them. The
+// first three and ErrNotImplemented are engine/langerr's, which every
+// language package shares.
 var (
-	ErrBadValue      = errors.New("bad value")
-	ErrTypeMismatch  = errors.New("type mismatch")
-	ErrFailedToParse = errors.New("failed to parse")
+	ErrBadValue      = langerr.ErrBadValue
+	ErrTypeMismatch  = langerr.ErrTypeMismatch
+	ErrFailedToParse = langerr.ErrFailedToParse
 	// ErrUnknownOperator: "Unrecognized expression '$foo'".
 	ErrUnknownOperator = errors.New("unrecognized expression")
 	// ErrUndefinedVariable: $$name that no let or operator defines.
@@ -21,7 +24,7 @@ var (
 	// ErrBadRegexOptions: a flag other than i, m, s, x (or u).
 	ErrBadRegexOptions = errors.New("invalid regex options")
 	// ErrNotImplemented: a MongoDB operator Parsec does not have yet.
-	ErrNotImplemented = errors.New("not implemented")
+	ErrNotImplemented = langerr.ErrNotImplemented
 	// ErrConversion: $convert (and $toInt, ...) cannot convert a value.
 	ErrConversion = errors.New("conversion failure")
 	// ErrFieldPath: a malformed field path or variable name.
@@ -42,14 +45,14 @@ var (
 	ErrTimezone = errors.New("unrecognized time zone")
 )
 
+// Short names for engine/langerr's constructors.
+
 func errorOf(category error, format string, args ...any) error {
-	return fmt.Errorf("%w: %s", category, fmt.Sprintf(format, args...))
+	return langerr.New(category, format, args...)
 }
 
-func badValue(format string, args ...any) error { return errorOf(ErrBadValue, format, args...) }
+func badValue(format string, args ...any) error { return langerr.BadValue(format, args...) }
 
-func typeMismatch(format string, args ...any) error {
-	return errorOf(ErrTypeMismatch, format, args...)
-}
+func typeMismatch(format string, args ...any) error { return langerr.TypeMismatch(format, args...) }
 
-func parseError(format string, args ...any) error { return errorOf(ErrFailedToParse, format, args...) }
+func parseError(format string, args ...any) error { return langerr.FailedToParse(format, args...) }

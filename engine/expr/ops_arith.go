@@ -352,14 +352,14 @@ func expFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 
 func lnFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if isNumber(a[0]) && value.Float(a[0]) <= 0 {
-		return Missing, badValue("$ln's argument must be a positive number, but is %s", render(a[0]))
+		return Missing, badValue("$ln's argument must be a positive number, but is %s", value.Render(a[0]))
 	}
 	return unaryMath(name, a[0], math.Log, nil)
 }
 
 func log10Fn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if isNumber(a[0]) && value.Float(a[0]) <= 0 {
-		return Missing, badValue("$log10's argument must be a positive number, but is %s", render(a[0]))
+		return Missing, badValue("$log10's argument must be a positive number, but is %s", value.Render(a[0]))
 	}
 	return unaryMath(name, a[0], math.Log10, nil)
 }
@@ -373,10 +373,10 @@ func logFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 	}
 	x, b := value.Float(a[0]), value.Float(a[1])
 	if x <= 0 {
-		return Missing, badValue("$log's argument must be a positive number, but is %s", render(a[0]))
+		return Missing, badValue("$log's argument must be a positive number, but is %s", value.Render(a[0]))
 	}
 	if b <= 0 || b == 1 {
-		return Missing, badValue("$log's base must be a positive number not equal to 1, but is %s", render(a[1]))
+		return Missing, badValue("$log's base must be a positive number not equal to 1, but is %s", value.Render(a[1]))
 	}
 	r := math.Log(x) / math.Log(b)
 	if kindOf(a[0]) == kDecimal || kindOf(a[1]) == kDecimal {
@@ -424,7 +424,7 @@ func roundTo(name string, a []bsoncore.Value, trunc bool) (bsoncore.Value, error
 		}
 		p, ok := exactInt(a[1])
 		if !ok || p < -20 || p >= 100 {
-			return Missing, badValue("%s requires \"place\" to be an integral value between -20 and 100, found %s", name, render(a[1]))
+			return Missing, badValue("%s requires \"place\" to be an integral value between -20 and 100, found %s", name, value.Render(a[1]))
 		}
 		place = p
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -33,7 +34,7 @@ func index(name, what string, v bsoncore.Value) (int64, error) {
 	}
 	i, ok := exactInt(v)
 	if !ok || i != int64(int32(i)) {
-		return 0, badValue("%s's %s must be representable as a 32-bit integral value, but is %s", name, what, render(v))
+		return 0, badValue("%s's %s must be representable as a 32-bit integral value, but is %s", name, what, value.Render(v))
 	}
 	return i, nil
 }
@@ -50,7 +51,7 @@ func arrayElemAtFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value,
 	}
 	i, ok := exactInt(a[1])
 	if !ok || i != int64(int32(i)) {
-		return Missing, badValue("$arrayElemAt's second argument must be representable as a 32-bit integer: %s", render(a[1]))
+		return Missing, badValue("$arrayElemAt's second argument must be representable as a 32-bit integer: %s", value.Render(a[1]))
 	}
 	return elemAt(Elements(a[0]), i), nil
 }
@@ -133,7 +134,7 @@ func sliceFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 		return Missing, err
 	}
 	if k <= 0 {
-		return Missing, badValue("Third argument to $slice must be positive: %s", render(a[2]))
+		return Missing, badValue("Third argument to $slice must be positive: %s", value.Render(a[2]))
 	}
 	if pos < 0 {
 		pos = max(n+pos, 0)
@@ -170,7 +171,7 @@ func rangeFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 		}
 		n, ok := exactInt(v)
 		if !ok || n != int64(int32(n)) {
-			return Missing, badValue("$range requires a %s that can be represented as a 32-bit integer, found value: %s", what[i], render(v))
+			return Missing, badValue("$range requires a %s that can be represented as a 32-bit integer, found value: %s", what[i], value.Render(v))
 		}
 		vals[i] = n
 	}
@@ -199,14 +200,14 @@ func indexOfArrayFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value
 	if len(a) > 2 {
 		s, ok := exactInt(a[2])
 		if !ok || s < 0 {
-			return Missing, badValue("$indexOfArray requires a starting index that is a non-negative integral value, found: %s", render(a[2]))
+			return Missing, badValue("$indexOfArray requires a starting index that is a non-negative integral value, found: %s", value.Render(a[2]))
 		}
 		start = s
 	}
 	if len(a) > 3 {
 		e, ok := exactInt(a[3])
 		if !ok || e < 0 {
-			return Missing, badValue("$indexOfArray requires an ending index that is a non-negative integral value, found: %s", render(a[3]))
+			return Missing, badValue("$indexOfArray requires an ending index that is a non-negative integral value, found: %s", value.Render(a[3]))
 		}
 		end = min(e, end)
 	}
@@ -311,7 +312,7 @@ func (e *iterExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		case "$map":
 			return Missing, badValue("input to $map must be an array not %s", TypeName(in))
 		}
-		return Missing, badValue("$reduce requires that 'input' be an array, found: %s", render(in))
+		return Missing, badValue("$reduce requires that 'input' be an array, found: %s", value.Render(in))
 	}
 	limit := int64(math.MaxInt64)
 	if e.limit != nil {
@@ -322,7 +323,7 @@ func (e *iterExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		if !isNullish(l) {
 			n, ok := exactInt(l)
 			if !ok || n != int64(int32(n)) {
-				return Missing, badValue("$filter: limit must be represented as a 32-bit integral value: %s", render(l))
+				return Missing, badValue("$filter: limit must be represented as a 32-bit integral value: %s", value.Render(l))
 			}
 			if n < 1 {
 				return Missing, badValue("$filter: limit must be greater than 0: %d", n)

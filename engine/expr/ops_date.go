@@ -7,6 +7,7 @@ import (
 	"time"
 	_ "time/tzdata" // Olson time zones without depending on the host's zoneinfo
 
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -313,7 +314,7 @@ func (e *dateToStringExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if !isString(f) {
-			return Missing, badValue("$dateToString requires that 'format' be a string, found: %s with value %s", TypeName(f), render(f))
+			return Missing, badValue("$dateToString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
 		}
 		format = stringOf(f)
 		if err := checkFormat(format); err != nil {
@@ -453,7 +454,7 @@ func (e *dateFromStringExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if !isString(f) {
-			return Missing, badValue("$dateFromString requires that 'format' be a string, found: %s with value %s", TypeName(f), render(f))
+			return Missing, badValue("$dateFromString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
 		}
 		format = stringOf(f)
 		if err := checkFormat(format); err != nil {
@@ -476,7 +477,7 @@ func (e *dateFromStringExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Missing, err
 	}
 	if !isString(s) {
-		return fail(errorOf(ErrConversion, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", TypeName(s), render(s)))
+		return fail(errorOf(ErrConversion, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", TypeName(s), value.Render(s)))
 	}
 	t, err := ParseDate(stringOf(s), format, loc, e.hasTZ)
 	if err != nil {
@@ -905,7 +906,7 @@ func (e *dateFromPartsExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		}
 		n, ok := exactInt(v)
 		if !isNumber(v) || !ok {
-			return Missing, badValue("'%s' must evaluate to an integer, found %s with value %s", e.names[i], TypeName(v), render(v))
+			return Missing, badValue("'%s' must evaluate to an integer, found %s with value %s", e.names[i], TypeName(v), value.Render(v))
 		}
 		if i == 0 {
 			if n < 1 || n > 9999 {
@@ -1086,7 +1087,7 @@ func (e *dateArithExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if v, ok := vals["amount"]; ok {
 		n, isInt := exactInt(v)
 		if !isNumber(v) || !isInt {
-			return Missing, badValue("$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s", render(v), TypeName(v))
+			return Missing, badValue("$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s", value.Render(v), TypeName(v))
 		}
 		if n <= 0 {
 			return Missing, badValue("$dateTrunc requires 'binSize' to be greater than 0, but got value %d", n)

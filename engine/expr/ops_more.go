@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/value"
@@ -47,7 +48,7 @@ func nArrayOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) 
 func CheckN(name string, v bsoncore.Value) (int64, error) {
 	n, ok := exactInt(v)
 	if !isNumber(v) || !ok {
-		return 0, badValue("Value for 'n' must be of integral type, but found %s", render(v))
+		return 0, badValue("Value for 'n' must be of integral type, but found %s", value.Render(v))
 	}
 	if n <= 0 {
 		return 0, badValue("'n' must be greater than 0, found %d", n)
@@ -69,7 +70,7 @@ func (e *nArrayExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Missing, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return Missing, badValue("Input to %s must be an array, but found %s", e.name, render(in))
+		return Missing, badValue("Input to %s must be an array, but found %s", e.name, value.Render(in))
 	}
 	vals := Elements(in)
 	switch e.name {
@@ -137,13 +138,13 @@ func CheckPercentileMethod(name string, v bsoncore.Value) error {
 // [0, 1].
 func PercentileList(v bsoncore.Value) ([]float64, error) {
 	if v.Type != bsoncore.TypeArray || len(Elements(v)) == 0 {
-		return nil, badValue("The 'p' field must be an array of numbers, but found: %s", render(v))
+		return nil, badValue("The 'p' field must be an array of numbers, but found: %s", value.Render(v))
 	}
 	var out []float64
 	for _, x := range Elements(v) {
 		f := value.Float(x)
 		if !isNumber(x) || f < 0 || f > 1 || math.IsNaN(f) {
-			return nil, badValue("The 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", render(x))
+			return nil, badValue("The 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", value.Render(x))
 		}
 		out = append(out, f)
 	}
@@ -340,7 +341,7 @@ func (e *zipExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if v.Type != bsoncore.TypeArray {
-			return Missing, badValue("$zip found a non-array expression in input: %s", render(v))
+			return Missing, badValue("$zip found a non-array expression in input: %s", value.Render(v))
 		}
 		a := Elements(v)
 		arrays = append(arrays, a)
@@ -535,7 +536,11 @@ func trigFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error)
 			if d.hiOpen {
 				close = ")"
 			}
-			return Missing, badValue("cannot apply %s to %s, value must be in %s%s,%s%s", name, render(v), open, formatBound(d.lo), formatBound(d.hi), close)
+			shown := streamedDouble(x) // mongod streams the input as a double
+			if v.Type == bsoncore.TypeDecimal128 {
+				shown = value.Render(v) // a decimal as its string
+			}
+			return Missing, badValue("cannot apply %s to %s, value must be in %s%s,%s%s", name, shown, open, streamedDouble(d.lo), streamedDouble(d.hi), close)
 		}
 	}
 	r := fn.f(x)
@@ -545,14 +550,18 @@ func trigFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error)
 	return Double(r), nil
 }
 
-func formatBound(f float64) string {
+// streamedDouble writes f as mongod's messages do when they stream a
+// double rather than a BSON value (C's "%g"): 2, 0.5, 1e+20, inf, nan.
+func streamedDouble(f float64) string {
 	switch {
+	case math.IsNaN(f):
+		return "nan"
 	case math.IsInf(f, 1):
 		return "inf"
 	case math.IsInf(f, -1):
 		return "-inf"
 	}
-	return formatDouble(f)
+	return strconv.FormatFloat(f, 'g', 6, 64)
 }
 
 func atan2Fn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {

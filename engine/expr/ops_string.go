@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -202,14 +203,14 @@ func indexOfString(name string, a []bsoncore.Value, cp bool) (bsoncore.Value, er
 	if len(a) > 2 {
 		v, ok := exactInt(a[2])
 		if !ok || v < 0 {
-			return Missing, badValue("%s starting index must be a positive integral value: %s", name, render(a[2]))
+			return Missing, badValue("%s starting index must be a positive integral value: %s", name, value.Render(a[2]))
 		}
 		start = v
 	}
 	if len(a) > 3 {
 		v, ok := exactInt(a[3])
 		if !ok || v < 0 {
-			return Missing, badValue("%s ending index must be a positive integral value: %s", name, render(a[3]))
+			return Missing, badValue("%s ending index must be a positive integral value: %s", name, value.Render(a[3]))
 		}
 		end = min(v, end)
 	}
@@ -241,7 +242,7 @@ func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if !isString(in) {
-		return Missing, badValue("%s requires its input to be a string, got %s (of type %s) instead.", e.name, render(in), TypeName(in))
+		return Missing, badValue("%s requires its input to be a string, got %s (of type %s) instead.", e.name, value.Render(in), TypeName(in))
 	}
 	cut := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 	if e.chars != nil {
@@ -253,7 +254,7 @@ func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if !isString(c) {
-			return Missing, badValue("%s requires 'chars' to be a string, got %s (of type %s) instead.", e.name, render(c), TypeName(c))
+			return Missing, badValue("%s requires 'chars' to be a string, got %s (of type %s) instead.", e.name, value.Render(c), TypeName(c))
 		}
 		cut = stringOf(c)
 	}
@@ -449,7 +450,7 @@ func (e *replaceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		}
 		if !isNullish(v) && !isString(v) {
 			what := []string{"input", "find", "replacement"}[i]
-			return Missing, badValue("%s requires that '%s' be a string, found: %s", e.name, what, render(v))
+			return Missing, badValue("%s requires that '%s' be a string, found: %s", e.name, what, value.Render(v))
 		}
 		vals[i] = v
 	}

@@ -141,7 +141,7 @@ func convertTo(v bsoncore.Value, target string) (bsoncore.Value, error) {
 				return Missing, errorOf(ErrConversion, "Attempt to convert NaN value to integer type in $convert with no onError value")
 			}
 			if f > limit || f < -limit-1 {
-				return Missing, errorOf(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", render(v))
+				return Missing, errorOf(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", value.Render(v))
 			}
 			n = int64(f)
 		case v.Type == bsoncore.TypeBoolean:
@@ -159,7 +159,7 @@ func convertTo(v bsoncore.Value, target string) (bsoncore.Value, error) {
 		}
 		if target == "int" {
 			if n != int64(int32(n)) {
-				return Missing, errorOf(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", render(v))
+				return Missing, errorOf(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", value.Render(v))
 			}
 			return Int32(int32(n)), nil
 		}
@@ -258,7 +258,7 @@ func mergeObjectsFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value
 			continue
 		}
 		if a.Type != bsoncore.TypeEmbeddedDocument {
-			return Missing, badValue("$mergeObjects requires object inputs, but input %s is of type %s", render(a), TypeName(a))
+			return Missing, badValue("$mergeObjects requires object inputs, but input %s is of type %s", value.Render(a), TypeName(a))
 		}
 	next:
 		for _, f := range Fields(a) {

@@ -3,10 +3,8 @@ package expr
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -269,65 +267,6 @@ func isString(v bsoncore.Value) bool {
 	return v.Type == bsoncore.TypeString || v.Type == bsoncore.TypeSymbol
 }
 
-// render writes v as MongoDB's messages show values.
-func render(v bsoncore.Value) string {
-	var b strings.Builder
-	writeValue(&b, v)
-	return b.String()
-}
-
-func writeValue(b *strings.Builder, v bsoncore.Value) {
-	switch v.Type {
-	case 0:
-		b.WriteString("missing")
-	case bsoncore.TypeString, bsoncore.TypeSymbol:
-		b.WriteString(strconv.Quote(stringOf(v)))
-	case bsoncore.TypeInt32:
-		b.WriteString(strconv.Itoa(int(v.Int32())))
-	case bsoncore.TypeInt64:
-		b.WriteString(strconv.FormatInt(v.Int64(), 10))
-	case bsoncore.TypeDouble:
-		b.WriteString(formatDouble(v.Double()))
-	case bsoncore.TypeDecimal128:
-		b.WriteString(bson.NewDecimal128(v.Decimal128()).String())
-	case bsoncore.TypeBoolean:
-		b.WriteString(strconv.FormatBool(v.Boolean()))
-	case bsoncore.TypeNull:
-		b.WriteString("null")
-	case bsoncore.TypeUndefined:
-		b.WriteString("undefined")
-	case bsoncore.TypeObjectID:
-		oid := v.ObjectID()
-		b.WriteString("ObjectId('" + hex.EncodeToString(oid[:]) + "')")
-	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
-		open, close := "{", "}"
-		if v.Type == bsoncore.TypeArray {
-			open, close = "[", "]"
-		}
-		b.WriteString(open)
-		it := value.ElementsOf(v.Data)
-		first := true
-		for e, ok := it.Next(); ok; e, ok = it.Next() {
-			if first {
-				b.WriteString(" ")
-			} else {
-				b.WriteString(", ")
-			}
-			first = false
-			if v.Type == bsoncore.TypeEmbeddedDocument {
-				b.WriteString(e.Key() + ": ")
-			}
-			writeValue(b, e.Value())
-		}
-		if !first {
-			b.WriteString(" ")
-		}
-		b.WriteString(close)
-	default:
-		b.WriteString(v.String())
-	}
-}
-
 // formatDouble writes a double as MongoDB does in strings ($toString,
 // $concat of converted values): integral values without a fraction.
 func formatDouble(f float64) string {
@@ -344,6 +283,3 @@ func formatDouble(f float64) string {
 	}
 	return strconv.FormatFloat(f, 'g', 17, 64)
 }
-
-// Render writes v as MongoDB's error messages show values.
-func Render(v bsoncore.Value) string { return render(v) }

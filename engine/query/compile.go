@@ -463,7 +463,7 @@ func compileType(arg bsoncore.Value) (*typeMatcher, error) {
 			f := value.Float(x)
 			n, err := wholeNumber("$type", x)
 			if err != nil {
-				return badValue("Invalid numerical type code: %s", shellValue(x))
+				return badValue("Invalid numerical type code: %s", value.Render(x))
 			}
 			t, ok := value.TypeByCode(n)
 			if !ok {

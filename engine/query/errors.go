@@ -2,18 +2,19 @@ package query
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/parsecdb/parsec/engine/langerr"
 )
 
 // Error categories. Every error this package returns wraps exactly one of
 // them; the command layer maps each to a MongoDB code (engine/reply.go).
-// The categories name what went wrong, never a code.
+// The categories name what went wrong, never a code. The first four are
+// engine/langerr's, which every language package shares.
 var (
-	ErrBadValue      = errors.New("bad value")
-	ErrTypeMismatch  = errors.New("type mismatch")
-	ErrFailedToParse = errors.New("failed to parse")
-	// ErrNotImplemented: valid MongoDB that Parsec does not run yet.
-	ErrNotImplemented = errors.New("not implemented")
+	ErrBadValue       = langerr.ErrBadValue
+	ErrTypeMismatch   = langerr.ErrTypeMismatch
+	ErrFailedToParse  = langerr.ErrFailedToParse
+	ErrNotImplemented = langerr.ErrNotImplemented
 	// ErrNeedsIndex: an operator MongoDB only runs with an index of a
 	// kind Parsec does not have ($text).
 	ErrNeedsIndex = errors.New("index required")
@@ -42,12 +43,12 @@ var (
 	ErrProjectionBadMeta              = errors.New("bad $meta projection")
 )
 
+// Short names for engine/langerr's constructors.
+
 func errorOf(category error, format string, args ...any) error {
-	return fmt.Errorf("%w: %s", category, fmt.Sprintf(format, args...))
+	return langerr.New(category, format, args...)
 }
 
-func badValue(format string, args ...any) error { return errorOf(ErrBadValue, format, args...) }
+func badValue(format string, args ...any) error { return langerr.BadValue(format, args...) }
 
-func typeMismatch(format string, args ...any) error {
-	return errorOf(ErrTypeMismatch, format, args...)
-}
+func typeMismatch(format string, args ...any) error { return langerr.TypeMismatch(format, args...) }

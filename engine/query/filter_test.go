@@ -230,10 +230,9 @@ func category(err error) string {
 		{ErrProjectionPositional, "Positional"}, {ErrPositionalNoMatch, "PositionalNoMatch"},
 		{ErrProjectionElemMatchNested, "ElemMatchNested"}, {ErrProjectionSliceBad, "BadSlice"},
 		{ErrProjectionEmptyPath, "EmptyPath"}, {ErrProjectionBadMeta, "BadMeta"},
-		{expr.ErrBadValue, "expr.BadValue"}, {expr.ErrTypeMismatch, "expr.TypeMismatch"},
-		{expr.ErrFailedToParse, "expr.FailedToParse"}, {expr.ErrUnknownOperator, "expr.UnknownOperator"},
+		{expr.ErrUnknownOperator, "expr.UnknownOperator"},
 		{expr.ErrUndefinedVariable, "expr.UndefinedVariable"}, {expr.ErrArity, "expr.Arity"},
-		{expr.ErrNotImplemented, "expr.NotImplemented"}, {expr.ErrDivideByZero, "expr.DivideByZero"},
+		{expr.ErrDivideByZero, "expr.DivideByZero"},
 		{expr.ErrInvalidRegex, "InvalidRegex"}, {expr.ErrBadRegexOptions, "BadRegexOptions"},
 		{expr.ErrFieldPath, "expr.FieldPath"}, {expr.ErrExpressionSpec, "expr.ExpressionSpec"},
 	} {

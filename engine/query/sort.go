@@ -45,10 +45,10 @@ func CompileSort(spec bsoncore.Document) (*Sort, error) {
 			case "randVal", "searchScore", "searchHighlights", "geoNearDistance", "geoNearPoint", "recordId", "indexKey", "sortKey", "searchScoreDetails", "searchSequenceToken", "vectorSearchScore":
 				return nil, errorOf(ErrNotImplemented, "$meta sort by '%s' is not supported by Parsec", m)
 			}
-			return nil, errorOf(ErrBadValue, "Illegal $meta sort: %s: %s", key, shellValue(v))
+			return nil, errorOf(ErrBadValue, "Illegal $meta sort: %s: %s", key, value.Render(v))
 		}
 		if !isNumberType(v.Type) {
-			return nil, errorOf(ErrBadSortKey, "Illegal key in $sort specification: %s: %s", key, shellValue(v))
+			return nil, errorOf(ErrBadSortKey, "Illegal key in $sort specification: %s: %s", key, value.Render(v))
 		}
 		dir := value.Float(v)
 		if dir != 1 && dir != -1 {

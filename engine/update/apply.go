@@ -46,7 +46,7 @@ func (c *applyCtx) idElem() string {
 	if c.id.Type == 0 {
 		return "no id"
 	}
-	return renderElem("_id", c.id)
+	return value.RenderElement("_id", c.id)
 }
 
 // idString is "{_id: 1}".
@@ -119,7 +119,7 @@ func (u *Update) applyReplacement(doc bsoncore.Document) (bsoncore.Document, err
 	oldID, hasOld := lookup(doc, []string{"_id"})
 	newID, hasNew := lookup(u.replacement, []string{"_id"})
 	if hasOld && hasNew && value.Compare(oldID, newID) != 0 {
-		return nil, errorf(ErrImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", renderElem("_id", newID))
+		return nil, errorf(ErrImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", value.RenderElement("_id", newID))
 	}
 	start, b := bsoncore.AppendDocumentStart(make([]byte, 0, len(u.replacement)+len(oldID.Data)+8))
 	switch {
@@ -144,7 +144,7 @@ func (u *Update) applyReplacement(doc bsoncore.Document) (bsoncore.Document, err
 		if !has || value.Compare(before, after) != 0 {
 			shown := "missing"
 			if has {
-				shown = renderElem(ip.path, after)
+				shown = value.RenderElement(ip.path, after)
 			}
 			return nil, errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been altered to %s", ip.path, shown)
 		}
@@ -280,7 +280,7 @@ func (c *applyCtx) applyInterior(cur *node, name string, t *tree, path string) e
 	case cur.isArray():
 		return c.applyArray(cur, name, t, path)
 	case hasArrayChildren(t):
-		return errorf(ErrBadValue, "Cannot apply array updates to non-array element %s", renderElem(name, cur.value()))
+		return errorf(ErrBadValue, "Cannot apply array updates to non-array element %s", value.RenderElement(name, cur.value()))
 	case cur.isObject():
 		return c.applyObject(cur.object(), t, path)
 	}
@@ -295,7 +295,7 @@ func (c *applyCtx) applyInterior(cur *node, name string, t *tree, path string) e
 			return err
 		}
 		if creates {
-			return errorf(ErrPathNotViable, "Cannot create field '%s' in element {%s}", key, renderElem(name, cur.value()))
+			return errorf(ErrPathNotViable, "Cannot create field '%s' in element {%s}", key, value.RenderElement(name, cur.value()))
 		}
 	}
 	return nil
@@ -330,7 +330,7 @@ func (c *applyCtx) applyArray(n *node, name string, t *tree, path string) error 
 				return err
 			}
 			if creates {
-				return errorf(ErrPathNotViable, "Cannot create field '%s' in element {%s}", key, renderElem(name, n.value()))
+				return errorf(ErrPathNotViable, "Cannot create field '%s' in element {%s}", key, value.RenderElement(name, n.value()))
 			}
 		}
 	}

@@ -139,13 +139,13 @@ func zeroLike(v bsoncore.Value) bsoncore.Value {
 func debugNumber(v bsoncore.Value) string {
 	switch v.Type {
 	case bsoncore.TypeInt32:
-		return "(NumberInt)" + renderValue(v)
+		return "(NumberInt)" + value.Render(v)
 	case bsoncore.TypeInt64:
-		return "(NumberLong)" + renderValue(v)
+		return "(NumberLong)" + value.Render(v)
 	case bsoncore.TypeDouble:
-		return "(NumberDouble)" + renderValue(v)
+		return "(NumberDouble)" + value.Render(v)
 	case bsoncore.TypeDecimal128:
-		return "(NumberDecimal)" + renderValue(v)
+		return "(NumberDecimal)" + value.Render(v)
 	}
 	return "(EOO)"
 }

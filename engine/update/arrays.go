@@ -232,7 +232,7 @@ func parseAddToSet(v bsoncore.Value, e bsoncore.Element) (op, error) {
 		return addToSetOp{each: []bsoncore.Value{v}}, nil
 	}
 	if elems, _ := d.Elements(); len(elems) > 1 {
-		return nil, errorf(ErrBadValue, "Found unexpected fields after $each in $addToSet: %s", renderDoc(d))
+		return nil, errorf(ErrBadValue, "Found unexpected fields after $each in $addToSet: %s", value.RenderDocument(d))
 	}
 	arr, ok := first.Value().ArrayOK()
 	if !ok {
@@ -291,11 +291,11 @@ type popOp struct{ first bool }
 
 func parsePop(v bsoncore.Value, e bsoncore.Element) (op, error) {
 	if !isNumber(v) {
-		return nil, errorf(ErrFailedToParse, "Expected a number in: %s", renderElem(e.Key(), v))
+		return nil, errorf(ErrFailedToParse, "Expected a number in: %s", value.RenderElement(e.Key(), v))
 	}
 	f := value.Float(v)
 	if f != 1 && f != -1 {
-		return nil, errorf(ErrFailedToParse, "$pop expects 1 or -1, found: %s", renderValue(v))
+		return nil, errorf(ErrFailedToParse, "$pop expects 1 or -1, found: %s", value.Render(v))
 	}
 	return popOp{first: f == -1}, nil
 }

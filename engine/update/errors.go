@@ -3,13 +3,17 @@ package update
 import (
 	"errors"
 	"fmt"
+
+	"github.com/parsecdb/parsec/engine/langerr"
 )
 
-// Error categories, one per MongoDB error code the command layer gives.
+// Error categories, one per MongoDB error code the command layer gives;
+// the first three are engine/langerr's, which every language package
+// shares.
 var (
-	ErrBadValue              = errors.New("bad value")                    // 2 BadValue
-	ErrFailedToParse         = errors.New("failed to parse")              // 9 FailedToParse
-	ErrTypeMismatch          = errors.New("type mismatch")                // 14 TypeMismatch
+	ErrBadValue              = langerr.ErrBadValue                        // 2 BadValue
+	ErrFailedToParse         = langerr.ErrFailedToParse                   // 9 FailedToParse
+	ErrTypeMismatch          = langerr.ErrTypeMismatch                    // 14 TypeMismatch
 	ErrPathNotViable         = errors.New("path not viable")              // 28 PathNotViable
 	ErrConflictingOperators  = errors.New("conflicting update operators") // 40 ConflictingUpdateOperators
 	ErrDollarPrefixedField   = errors.New("dollar prefixed field name")   // 52 DollarPrefixedFieldName

@@ -89,7 +89,7 @@ type arithOp struct {
 func parseArith(name, verb string) parseFunc {
 	return func(v bsoncore.Value, e bsoncore.Element) (op, error) {
 		if !isNumber(v) {
-			return nil, errorf(ErrTypeMismatch, "Cannot %s with non-numeric argument: {%s}", verb, renderElem(e.Key(), v))
+			return nil, errorf(ErrTypeMismatch, "Cannot %s with non-numeric argument: {%s}", verb, value.RenderElement(e.Key(), v))
 		}
 		return arithOp{name: name, v: v}, nil
 	}
@@ -175,10 +175,10 @@ func parseBit(v bsoncore.Value, e bsoncore.Element) (op, error) {
 	for _, el := range elems {
 		k, x := el.Key(), el.Value()
 		if k != "and" && k != "or" && k != "xor" {
-			return nil, errorf(ErrBadValue, "The $bit modifier only supports 'and', 'or', and 'xor', not '%s' which is an unknown operator: {%s}", k, renderElem(k, x))
+			return nil, errorf(ErrBadValue, "The $bit modifier only supports 'and', 'or', and 'xor', not '%s' which is an unknown operator: {%s}", k, value.RenderElement(k, x))
 		}
 		if x.Type != bsoncore.TypeInt32 && x.Type != bsoncore.TypeInt64 {
-			return nil, errorf(ErrBadValue, "The $bit modifier field must be an Integer(32/64 bit); a '%s' is not supported here: {%s}", typeName(x.Type), renderElem(k, x))
+			return nil, errorf(ErrBadValue, "The $bit modifier field must be an Integer(32/64 bit); a '%s' is not supported here: {%s}", typeName(x.Type), value.RenderElement(k, x))
 		}
 		o.ops = append(o.ops, k)
 		o.args = append(o.args, x)

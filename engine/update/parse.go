@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -131,7 +132,7 @@ func Parse(spec bsoncore.Value, opts Options) (*Update, error) {
 			return nil, err
 		}
 		for _, id := range ids {
-			return nil, errorf(ErrFailedToParse, "The array filter for identifier '%s' was not used in the update %s", id.name, renderDoc(spec.Data))
+			return nil, errorf(ErrFailedToParse, "The array filter for identifier '%s' was not used in the update %s", id.name, value.RenderDocument(spec.Data))
 		}
 	}
 	u.immutable = immutablePaths(u, opts.Immutable)
@@ -173,7 +174,7 @@ func parseOperators(d bsoncore.Document, opts Options) (*Update, error) {
 		}
 		args, ok := e.Value().DocumentOK()
 		if !ok {
-			return nil, errorf(ErrFailedToParse, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s: %s}", typeName(e.Value().Type), name, renderValue(e.Value()))
+			return nil, errorf(ErrFailedToParse, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s: %s}", typeName(e.Value().Type), name, value.Render(e.Value()))
 		}
 		fields, err := args.Elements()
 		if err != nil {
@@ -217,7 +218,7 @@ func parseOperators(d bsoncore.Document, opts Options) (*Update, error) {
 	}
 	for _, id := range ids {
 		if !used[id.name] {
-			return nil, errorf(ErrFailedToParse, "The array filter for identifier '%s' was not used in the update %s", id.name, renderDoc(d))
+			return nil, errorf(ErrFailedToParse, "The array filter for identifier '%s' was not used in the update %s", id.name, value.RenderDocument(d))
 		}
 	}
 	if len(ids) > 0 {

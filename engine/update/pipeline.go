@@ -5,6 +5,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/expr"
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -357,11 +358,7 @@ func (s *replaceStage) run(_ bsoncore.Document, ctx *expr.Context) (bsoncore.Doc
 	}
 	d, ok := v.DocumentOK()
 	if !ok {
-		shown := "missing"
-		if v.Type != 0 {
-			shown = renderValue(v)
-		}
-		return nil, errorf(ErrReplaceRootNotObject, "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", s.what, shown, typeName(v.Type), renderDoc(ctx.Root))
+		return nil, errorf(ErrReplaceRootNotObject, "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s", s.what, value.Render(v), typeName(v.Type), value.RenderDocument(ctx.Root))
 	}
 	return d, nil
 }

@@ -3,6 +3,7 @@ package update
 import (
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -23,7 +24,7 @@ func (renameOp) apply(*applyCtx, *node, target) (*node, bool, error) { return ni
 func parseRename(v bsoncore.Value, e bsoncore.Element) (op, error) {
 	to, ok := v.StringValueOK()
 	if !ok {
-		return nil, errorf(ErrBadValue, "The 'to' field for $rename must be a string: %s", renderElem(e.Key(), v))
+		return nil, errorf(ErrBadValue, "The 'to' field for $rename must be a string: %s", value.RenderElement(e.Key(), v))
 	}
 	// A string value may hold a zero byte; a field name cannot.
 	if strings.IndexByte(to, 0) >= 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/parsecdb/parsec/engine/expr"
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -213,5 +214,5 @@ func showValue(v bsoncore.Value) string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
-	return renderValue(v)
+	return value.Render(v)
 }

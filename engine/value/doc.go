@@ -1,7 +1,8 @@
 // Package value holds what Parsec knows about single BSON values: MongoDB's
-// comparison order across types, numeric conversion, and EncodeKey, the
-// order-preserving encoding used in storage keys. It is pure and imports
-// none of Parsec's packages.
+// comparison order across types, numeric conversion, EncodeKey, the
+// order-preserving encoding used in storage keys, and Render, the notation
+// mongod's error messages give values in. It is pure and imports none of
+// Parsec's packages.
 //
 // # Comparison
 //
