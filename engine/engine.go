@@ -255,13 +255,13 @@ func (e *Engine) every(d time.Duration, fn func()) {
 func (e *Engine) Close() {
 	close(e.stop)
 	e.wg.Wait()
-	e.cursors.closeAll()
+	e.cursors.CloseAll()
 	e.expireSnapshots(true)
 }
 
 // reapCursors closes the cursors idle past their timeout.
 func (e *Engine) reapCursors() {
-	if n := e.cursors.reapIdle(); n > 0 {
+	if n := e.cursors.ReapIdle(); n > 0 {
 		e.logger.Debug("closed idle cursors", "count", n)
 	}
 }
@@ -324,7 +324,7 @@ func (r *request) sequence(id string) ([][]byte, bool) {
 // Close implements wire.ConnHandler: cursors the connection opened outside
 // a session die with it.
 func (c *conn) Close() {
-	c.e.cursors.closeForConn(c.wc.ID())
+	c.e.cursors.CloseForConn(c.wc.ID())
 }
 
 // Handle implements wire.ConnHandler.

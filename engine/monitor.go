@@ -74,7 +74,7 @@ func (e *Engine) Snapshot() ServerSnapshot {
 		Version: Version, MongoVersion: MongoVersion, Host: e.host,
 		Started: e.started, Uptime: now.Sub(e.started),
 		Persistent:   !e.store.InMemory(),
-		Cursors:      int64(e.cursors.count()),
+		Cursors:      int64(e.cursors.Count()),
 		Sessions:     int64(e.sessions.len()),
 		Transactions: e.sessions.openTxns.Load(),
 		RateLimiting: e.ruOpts.limiting(),
