@@ -63,7 +63,7 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 	if cur.Options.Snapshot != nil {
 		// A snapshot read's cursor reads its snapshot to the end.
 		ctx = withSnapshot(ctx, cur.Options.Snapshot)
-		e.touchSnapshot(cur.Options.Snapshot)
+		e.snapshots.Touch(cur.Options.Snapshot)
 	}
 	// The find's maxTimeMS covers all of its cursor's work; the
 	// getMore's own maxTimeMS bounds this batch.

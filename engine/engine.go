@@ -27,6 +27,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/auth"
+	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
@@ -116,12 +117,12 @@ type Engine struct {
 	limits     PartitionLimits
 	ttl        ttlStats
 	ruOpts     RequestUnitOptions
-	units      *throughputs     // request-unit pools and partitions (throughput.go)
-	commandRU  atomic.Int64     // centi-RU charged to no partition (metadata commands)
-	electionID bson.ObjectID    // the replica set's electionId (cmd_replset.go)
-	profile    profileState     // the profile command's setting (cmd_profile.go)
-	snapshots  snapshotRegistry // snapshot reads' snapshots (snapshots.go)
-	clock      clusterClock     // operationTime and snapshots' cluster times (snapshots.go)
+	units      *throughputs          // request-unit pools and partitions (throughput.go)
+	commandRU  atomic.Int64          // centi-RU charged to no partition (metadata commands)
+	electionID bson.ObjectID         // the replica set's electionId (cmd_replset.go)
+	profile    profileState          // the profile command's setting (cmd_profile.go)
+	snapshots  *sessions.Snapshots   // snapshot reads' snapshots (snapshots.go)
+	clock      sessions.ClusterClock // operationTime and snapshots' cluster times (clustertime.go)
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64
@@ -177,6 +178,7 @@ func New(cfg Config) *Engine {
 		stop:     make(chan struct{}),
 	}
 	e.electionID = bson.NewObjectIDFromTimestamp(e.started)
+	e.snapshots = sessions.NewSnapshots(e.store, now, &e.clock)
 	decoys, err := auth.NewDecoys(cfg.DecoyKey)
 	if err != nil {
 		logger.Error("decoy key refused: using a random one", "err", err)
@@ -218,7 +220,7 @@ func New(cfg Config) *Engine {
 		}
 		e.every(every, func() { e.ttlPass(every) })
 		e.every(time.Minute, e.expireSessions)
-		e.every(time.Minute, func() { e.expireSnapshots(false) })
+		e.every(time.Minute, func() { e.snapshots.Expire(false) })
 	}
 	return e
 }
@@ -256,7 +258,7 @@ func (e *Engine) Close() {
 	close(e.stop)
 	e.wg.Wait()
 	e.cursors.CloseAll()
-	e.expireSnapshots(true)
+	e.snapshots.Expire(true)
 }
 
 // reapCursors closes the cursors idle past their timeout.
