@@ -138,7 +138,7 @@ type Engine struct {
 	monitor   monitorLogins
 
 	// retryable writes' sessions and fail point (retryable.go)
-	sessions          *sessionTable
+	sessions          *sessions.Table
 	txnWriteFailPoint txnWriteFailPoint
 
 	stop chan struct{}
@@ -174,7 +174,7 @@ func New(cfg Config) *Engine {
 		commands: newCommandTable(),
 		cursors:  newCursorRegistry(now, timeout),
 		logs:     newLogRing(256),
-		sessions: newSessionTable(),
+		sessions: sessions.NewTable(cfg.Store, logger, nil),
 		stop:     make(chan struct{}),
 	}
 	e.electionID = bson.NewObjectIDFromTimestamp(e.started)
