@@ -137,7 +137,8 @@ type Engine struct {
 	throttles throttleLog
 	monitor   monitorLogins
 
-	// retryable writes' sessions and fail point (retryable.go)
+	// logical sessions (engine/sessions) and retryable writes' fail point
+	// (retryable.go)
 	sessions          *sessions.Table
 	txnWriteFailPoint txnWriteFailPoint
 

@@ -153,10 +153,13 @@ func (rw *retryableWrite) executed(i int) (sessions.Outcome, bool) {
 // replyFields are the fields a write command's reply gains from a retry:
 // retriedStmtIds, the ids of the statements an earlier attempt ran.
 func (rw *retryableWrite) replyFields() []bson.E {
-	if rw == nil || len(rw.at.Retried()) == 0 {
+	if rw == nil {
 		return nil
 	}
 	retried := rw.at.Retried()
+	if len(retried) == 0 {
+		return nil
+	}
 	ids := make(bson.A, len(retried))
 	for i, id := range retried {
 		ids[i] = id
@@ -164,14 +167,11 @@ func (rw *retryableWrite) replyFields() []bson.E {
 	return []bson.E{{Key: "retriedStmtIds", Value: ids}}
 }
 
-// stmtRecord is the outcome of the statement at an index of the batch.
-type stmtRecord = sessions.Record
-
 // record writes, in tx, the outcomes of statements the transaction
 // wrote (sessions.Attempt.Record). It is where the
 // onPrimaryTransactionalWrite fail point fires: failing the transaction,
 // or closing the connection once it commits.
-func (rw *retryableWrite) record(tx storage.Txn, recs ...stmtRecord) error {
+func (rw *retryableWrite) record(tx storage.Txn, recs ...sessions.Record) error {
 	if rw == nil || len(recs) == 0 {
 		return nil
 	}
@@ -235,7 +235,7 @@ type stmtRef struct {
 }
 
 func (s stmtRef) record(tx storage.Txn, o sessions.Outcome) error {
-	return s.rw.record(tx, stmtRecord{Index: s.index, Outcome: o})
+	return s.rw.record(tx, sessions.Record{Index: s.index, Outcome: o})
 }
 
 func (s stmtRef) committed() error { return s.rw.committed() }

@@ -16,9 +16,10 @@ import (
 // cluster time, atClusterTime in its reply; the driver sends that time
 // with the session's later reads, which then read the same snapshot, as
 // does a cursor's getMore. A snapshot lives while it is used and for
-// snapshotWindow after (MongoDB's minSnapshotHistoryWindowInSeconds);
-// a read at a time no longer held gets 239 SnapshotTooOld. The
-// snapshots are held in engine/sessions (Snapshots).
+// sessions.SnapshotWindow after (MongoDB's
+// minSnapshotHistoryWindowInSeconds); a read at a time no longer held
+// gets 239 SnapshotTooOld. The snapshots are held in engine/sessions
+// (Snapshots).
 
 // reader runs read transactions: the store (the latest data) or a
 // snapshot.
