@@ -31,6 +31,9 @@ var allowedImports = map[string][]string{
 
 	// The language packages' error family: imports none of ours.
 	"engine/langerr": {},
+	// Sessions, transactions, snapshots and cursors keep their state
+	// over the storage seam, and never import the command layer.
+	"engine/sessions": {"engine/storage", "engine/store", "engine/value"},
 
 	// The HTTP console reads the server through the engine's methods
 	// only: not its store, not wire.

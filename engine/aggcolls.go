@@ -207,7 +207,7 @@ func (w *outWriter) Commit(ctx context.Context) error {
 		w.Abort()
 		return err
 	}
-	w.e.cursors.closeForNamespace(namespaceOf(w.db, w.coll))
+	w.e.cursors.CloseForNamespace(namespaceOf(w.db, w.coll))
 	w.e.units.catalogChanged()
 	return nil
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/binary"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -32,11 +31,11 @@ func (e *Engine) withClusterTime(name string, reply []byte) []byte {
 	now := e.now()
 	var op bson.Timestamp
 	if operationTimeCommands[name] {
-		op = e.clock.next(now)
+		op = e.clock.Next(now)
 	} else {
-		op = e.clock.latest(now)
+		op = e.clock.Latest(now)
 	}
-	cluster := e.clock.latest(now) // never before op
+	cluster := e.clock.Latest(now) // never before op
 	out := make([]byte, len(reply)-1, len(reply)+96)
 	copy(out, reply)
 	idx, out := bsoncore.AppendDocumentElementStart(out, "$clusterTime")
@@ -53,11 +52,3 @@ func (e *Engine) withClusterTime(name string, reply []byte) []byte {
 }
 
 var unsignedHash [20]byte
-
-// latest is the last cluster time handed out (a new one when none was).
-func (c *clusterClock) latest(now time.Time) bson.Timestamp {
-	if last := c.last.Load(); last != 0 {
-		return bson.Timestamp{T: uint32(last >> 32), I: uint32(last)}
-	}
-	return c.next(now)
-}

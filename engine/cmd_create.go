@@ -47,7 +47,7 @@ func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	if s := statementOf(ctx); s != nil {
-		if err := s.txn.create(c); err != nil {
+		if err := s.txn.Create(c); err != nil {
 			return nil, err
 		}
 	}

@@ -57,7 +57,7 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 		return nil, err
 	}
 	c := e.store.Collection(req.db, name)
-	if s := statementOf(ctx); s != nil && c != nil && (!s.txn.creates(c.ID) || s.txn.st.Writes(c.ID)) {
+	if s := statementOf(ctx); s != nil && c != nil && (!s.txn.Creates(c.ID) || s.txn.Storage().Writes(c.ID)) {
 		// MongoDB builds indexes in a transaction only on a collection it
 		// creates, or created earlier and has not written to.
 		return nil, errorf(ErrOperationNotSupportedInTransaction, "Cannot create new indexes on existing collection %s in a multi-document transaction.", namespaceOf(req.db, name))

@@ -43,7 +43,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 		if o, done := rw.executed(i); done {
-			n += int64(o.n)
+			n += int64(o.N)
 			continue
 		}
 		var removed int64
@@ -191,7 +191,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 					if err := e.deleteItem(tx, &tally, c, point, len(doc)); err != nil {
 						return err
 					}
-					return stmt.record(tx, stmtOutcome{op: "d", n: 1})
+					return stmt.record(tx, deleteOutcome(1))
 				}
 				return nil
 			}
@@ -229,7 +229,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 			}
 			n = int64(len(victims))
 			if n > 0 {
-				return stmt.record(tx, stmtOutcome{op: "d", n: int32(n)})
+				return stmt.record(tx, deleteOutcome(n))
 			}
 			return nil
 		})

@@ -9,7 +9,7 @@ func (e *Engine) cmdDropDatabase(_ context.Context, req *request) ([]byte, error
 		return nil, err
 	}
 	for _, c := range e.store.Collections(req.db) {
-		e.cursors.closeForNamespace(c.Namespace())
+		e.cursors.CloseForNamespace(c.Namespace())
 	}
 	if err := e.store.DropDatabase(req.db); err != nil {
 		return nil, err

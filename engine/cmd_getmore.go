@@ -56,20 +56,20 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cur.txn != nil && txnOf(ctx) != cur.txn {
-		e.cursors.release(cur, false)
+	if cur.Options.Txn != nil && txnOf(ctx) != cur.Options.Txn {
+		e.cursors.Release(cur, false)
 		return nil, errorf(ErrNoSuchTransaction, "Cannot run getMore on cursor %d, which was created in a transaction, outside of that transaction", id)
 	}
-	if cur.snap != nil {
+	if cur.Options.Snapshot != nil {
 		// A snapshot read's cursor reads its snapshot to the end.
-		ctx = withSnapshot(ctx, cur.snap)
-		e.touchSnapshot(cur.snap)
+		ctx = withSnapshot(ctx, cur.Options.Snapshot)
+		e.snapshots.Touch(cur.Options.Snapshot)
 	}
 	// The find's maxTimeMS covers all of its cursor's work; the
 	// getMore's own maxTimeMS bounds this batch.
-	if cur.budget > 0 {
+	if cur.Options.Budget > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cur.budget)
+		ctx, cancel = context.WithTimeout(ctx, cur.Options.Budget)
 		defer cancel()
 	}
 	if getMoreMS > 0 {
@@ -77,24 +77,24 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(getMoreMS)*time.Millisecond)
 		defer cancel()
 	}
-	if cur.bill != nil {
-		if err := e.admitRead(ctx, req, cur.bill); err != nil {
-			e.cursors.release(cur, false)
+	if cur.Source.bill != nil {
+		if err := e.admitRead(ctx, req, cur.Source.bill); err != nil {
+			e.cursors.Release(cur, false)
 			return nil, err
 		}
 	}
 	start := e.now()
-	docs, done, err := cur.source.nextBatch(ctx, int(batchSize), maxBatchBytes)
-	if cur.bill != nil {
-		e.chargeRead(req, cur.bill, len(docs))
+	docs, done, err := cur.Source.src.nextBatch(ctx, int(batchSize), maxBatchBytes)
+	if cur.Source.bill != nil {
+		e.chargeRead(req, cur.Source.bill, len(docs))
 	}
-	if cur.budget > 0 {
-		cur.budget -= e.now().Sub(start)
-		if cur.budget <= 0 && err == nil && !done {
+	if cur.Options.Budget > 0 {
+		cur.Options.Budget -= e.now().Sub(start)
+		if cur.Options.Budget <= 0 && err == nil && !done {
 			err = context.DeadlineExceeded
 		}
 	}
-	e.cursors.release(cur, done || err != nil)
+	e.cursors.Release(cur, done || err != nil)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, errorf(ErrMaxTimeMSExpired, "Executor error during getMore :: caused by :: operation exceeded time limit")

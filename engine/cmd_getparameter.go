@@ -15,7 +15,7 @@ func (e *Engine) serverParameters() bson.D {
 		{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: "7.0"}}},
 		{Key: "logLevel", Value: int32(0)},
 		{Key: "maxBSONDepth", Value: int32(200)},
-		{Key: "cursorTimeoutMillis", Value: e.cursors.timeout.Milliseconds()},
+		{Key: "cursorTimeoutMillis", Value: e.cursors.Timeout().Milliseconds()},
 		{Key: "quiet", Value: false},
 		{Key: "transactionLifetimeLimitSeconds", Value: int32(e.transactionLifetime().Seconds())},
 		{Key: "internalQueryMaxBlockingSortMemoryUsageBytes", Value: int64(100 * 1024 * 1024)},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
@@ -197,8 +198,8 @@ type insertChunk struct {
 	n      int64
 	errs   []writeError
 	bytes  int
-	logged []stmtRecord // the statements it inserted, to record
-	stop   bool         // an ordered insert failed: nothing after it runs
+	logged []sessions.Record // the statements it inserted, to record
+	stop   bool              // an ordered insert failed: nothing after it runs
 	// wait: server-side retry, document end waits this long for
 	// throughput before the next chunk goes on from it.
 	wait time.Duration
@@ -366,7 +367,7 @@ func (ins *inserter) settle(j int, err error) (chunkStep, error) {
 	c.n++
 	c.bytes += len(ins.docs[j].doc)
 	if ins.rw != nil {
-		c.logged = append(c.logged, stmtRecord{j, stmtOutcome{op: "i", n: 1}})
+		c.logged = append(c.logged, sessions.Record{Index: j, Outcome: sessions.Outcome{Op: "i", N: 1}})
 	}
 	return goOn, nil
 }

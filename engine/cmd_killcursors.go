@@ -38,7 +38,7 @@ func (e *Engine) cmdKillCursors(_ context.Context, req *request) ([]byte, error)
 		if !ok {
 			return nil, wrongType(req.name, "cursors", x, "long")
 		}
-		if e.cursors.kill(id, ns, owner) {
+		if e.cursors.Kill(id, ns, owner) {
 			killed.AppendInt64(id)
 		} else {
 			notFound.AppendInt64(id)

@@ -68,10 +68,10 @@ func (e *Engine) cmdRenameCollection(_ context.Context, req *request) ([]byte, e
 	case err != nil:
 		return nil, err
 	}
-	e.cursors.closeForNamespace(from)
+	e.cursors.CloseForNamespace(from)
 	e.units.catalogChanged()
 	if dropTarget {
-		e.cursors.closeForNamespace(to)
+		e.cursors.CloseForNamespace(to)
 	}
 	return okReply()
 }

@@ -48,7 +48,7 @@ func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
 		// data files count in resident, as top shows them.
 		bson.E{Key: "mem", Value: memSection()},
 		bson.E{Key: "metrics", Value: bson.D{
-			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(e.cursors.count())}}}}},
+			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(e.cursors.Count())}}}}},
 			{Key: "ttl", Value: bson.D{{Key: "deletedDocuments", Value: e.ttl.deleted.Load()}, {Key: "passes", Value: e.ttl.passes.Load()}}},
 		}},
 		bson.E{Key: "storageEngine", Value: bson.D{

@@ -15,7 +15,7 @@ func (e *Engine) cmdEndSessions(_ context.Context, req *request) ([]byte, error)
 		return nil, err
 	}
 	for _, id := range ids {
-		e.cursors.closeForSession(id)
+		e.cursors.CloseForSession(id)
 	}
 	e.forgetSessions(ids)
 	return okReply()
@@ -30,7 +30,7 @@ func (e *Engine) cmdKillAllSessions(_ context.Context, req *request) ([]byte, er
 	if v.Type != bsoncore.TypeArray {
 		return nil, wrongType(req.name, req.name, v, "array")
 	}
-	e.cursors.closeAllSessions()
+	e.cursors.CloseAllSessions()
 	e.forgetAllSessions()
 	return okReply()
 }

@@ -84,7 +84,7 @@ func (e *Engine) cmdShardCollection(_ context.Context, req *request) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	e.cursors.closeForNamespace(c.Namespace())
+	e.cursors.CloseForNamespace(c.Namespace())
 	e.units.catalogChanged()
 	return okReply(
 		bson.E{Key: "_t", Value: "ShardCollectionResponse"},

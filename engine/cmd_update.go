@@ -49,10 +49,10 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 		if o, done := rw.executed(i); done {
-			n += int64(o.n)
-			nModified += int64(o.nModified)
-			if o.upserted.Type != 0 {
-				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: rawValue(o.upserted)}})
+			n += int64(o.N)
+			nModified += int64(o.NModified)
+			if o.Upserted.Type != 0 {
+				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: rawValue(o.Upserted)}})
 			}
 			continue
 		}

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"context"
-	"math/rand/v2"
-	"sync"
+	"errors"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 )
 
@@ -22,38 +22,21 @@ type batchSource interface {
 // away, however it goes.
 type sourceCloser interface{ close() }
 
-func closeSources(cs []*cursor) {
-	for _, c := range cs {
-		if sc, ok := c.source.(sourceCloser); ok {
-			sc.close()
-		}
-	}
+// cursor is an open server-side cursor (engine/sessions keeps them).
+type cursor = sessions.Cursor[*cursorSource]
+
+// cursorSource is what a cursor's getMores read: its documents, and the
+// bill each batch is charged on (nil: not charged).
+type cursorSource struct {
+	src  batchSource
+	bill *readBill
 }
 
-// cursor is an open server-side cursor.
-type cursor struct {
-	id      int64
-	ns      string
-	connID  int64
-	session string // lsid key; "" when opened outside a session
-	source  batchSource
-	// budget is what is left of the find's maxTimeMS, which MongoDB
-	// applies to the cursor's operations together (0: no limit).
-	budget    time.Duration
-	noTimeout bool      // noCursorTimeout: never reaped for idleness
-	bill      *readBill // request units: each getMore pays for its batch (nil: not charged)
-
-	lastUsed time.Time
-	inUse    bool
-	// snap is the snapshot a snapshot read's cursor reads (nil: the
-	// latest data).
-	snap storage.Snapshot
-	// txn is the transaction the cursor was opened in: only its
-	// statements may use it.
-	txn storage.Transaction
-	// owner is the authenticated user that opened it, with access control
-	// on ("" otherwise): only that user may use or kill it.
-	owner string
+// Close releases what the source holds, when its cursor goes.
+func (s *cursorSource) Close() {
+	if sc, ok := s.src.(sourceCloser); ok {
+		sc.close()
+	}
 }
 
 // cursorOptions are a cursor's settings from the command that opened it.
@@ -66,136 +49,37 @@ type cursorOptions struct {
 	txn       storage.Transaction
 }
 
-// cursorRegistry holds open cursors. Ids are random, positive and unique
-// among open cursors.
+// cursorRegistry is the open cursors (engine/sessions.Cursors), opened
+// and checked out with the engine's sources and errors.
 type cursorRegistry struct {
-	now     func() time.Time
-	timeout time.Duration
-
-	mu      sync.Mutex
-	cursors map[int64]*cursor
+	*sessions.Cursors[*cursorSource]
 }
 
 func newCursorRegistry(now func() time.Time, timeout time.Duration) *cursorRegistry {
-	return &cursorRegistry{now: now, timeout: timeout, cursors: map[int64]*cursor{}}
+	return &cursorRegistry{sessions.NewCursors[*cursorSource](now, timeout)}
 }
 
 // open registers a cursor and returns its id.
 func (r *cursorRegistry) open(ns string, connID int64, session string, src batchSource, opts cursorOptions) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for {
-		id := rand.Int64N(1<<62) + 1
-		if _, taken := r.cursors[id]; taken {
-			continue
-		}
-		r.cursors[id] = &cursor{id: id, ns: ns, connID: connID, session: session, source: src, lastUsed: r.now(),
-			budget: opts.budget, noTimeout: opts.noTimeout, bill: opts.bill, owner: opts.owner, snap: opts.snap, txn: opts.txn}
-		return id
-	}
+	return r.Open(ns, connID, session, &cursorSource{src: src, bill: opts.bill}, sessions.CursorOptions{
+		Budget: opts.budget, NoTimeout: opts.noTimeout, Owner: opts.owner, Snapshot: opts.snap, Txn: opts.txn})
 }
 
 // checkout takes the cursor for one getMore by owner; release must
 // follow. A cursor another request holds is CursorInUse.
 func (r *cursorRegistry) checkout(id int64, ns, owner string) (*cursor, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c := r.cursors[id]
-	if c == nil {
-		return nil, errorf(ErrCursorNotFound, "cursor id %d not found", id)
+	c, err := r.Checkout(id, ns, owner)
+	var ce *sessions.CursorError
+	if !errors.As(err, &ce) {
+		return c, err
 	}
-	if c.ns != ns {
-		return nil, errorf(ErrUnauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.ns)
-	}
-	if c.owner != owner {
+	switch ce.Refusal {
+	case sessions.CursorOtherNamespace:
+		return nil, errorf(ErrUnauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, ce.OwnNS)
+	case sessions.CursorOtherOwner:
 		return nil, errorf(ErrUnauthorized, "cursor id %d was not created by the authenticated user", id)
-	}
-	if c.inUse {
+	case sessions.CursorInUse:
 		return nil, errorf(ErrCursorInUse, "Cursor already in use (namespace: '%s', id: %d).", ns, id)
 	}
-	c.inUse = true
-	return c, nil
-}
-
-// release returns a checked-out cursor, or removes it when done.
-func (r *cursorRegistry) release(c *cursor, done bool) {
-	r.mu.Lock()
-	c.inUse = false
-	c.lastUsed = r.now()
-	// A cursor killed while this request held it is gone from the map:
-	// it is closed now that the request is done with it.
-	gone := r.cursors[c.id] != c
-	if done {
-		delete(r.cursors, c.id)
-	}
-	r.mu.Unlock()
-	if done || gone {
-		closeSources([]*cursor{c})
-	}
-}
-
-// kill removes the cursor and reports whether it existed.
-func (r *cursorRegistry) kill(id int64, ns, owner string) bool {
-	r.mu.Lock()
-	c := r.cursors[id]
-	if c == nil || c.ns != ns || c.owner != owner {
-		r.mu.Unlock()
-		return false
-	}
-	delete(r.cursors, id)
-	r.mu.Unlock()
-	if !c.inUse {
-		closeSources([]*cursor{c})
-	}
-	return true
-}
-
-func (r *cursorRegistry) removeIf(pred func(*cursor) bool) int {
-	r.mu.Lock()
-	n := 0
-	var removed []*cursor
-	for id, c := range r.cursors {
-		if pred(c) {
-			delete(r.cursors, id)
-			n++
-			if !c.inUse { // a getMore running on it closes it when done
-				removed = append(removed, c)
-			}
-		}
-	}
-	r.mu.Unlock()
-	closeSources(removed)
-	return n
-}
-
-// closeForConn closes the cursors a connection opened outside sessions.
-func (r *cursorRegistry) closeForConn(connID int64) {
-	r.removeIf(func(c *cursor) bool { return c.connID == connID && c.session == "" })
-}
-
-func (r *cursorRegistry) closeForSession(session string) {
-	r.removeIf(func(c *cursor) bool { return c.session == session })
-}
-
-func (r *cursorRegistry) closeAllSessions() {
-	r.removeIf(func(c *cursor) bool { return c.session != "" })
-}
-
-func (r *cursorRegistry) closeAll() { r.removeIf(func(*cursor) bool { return true }) }
-
-// reapIdle closes cursors unused for longer than the timeout.
-func (r *cursorRegistry) reapIdle() int {
-	deadline := r.now().Add(-r.timeout)
-	return r.removeIf(func(c *cursor) bool { return !c.inUse && !c.noTimeout && c.lastUsed.Before(deadline) })
-}
-
-func (r *cursorRegistry) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.cursors)
-}
-
-// closeForNamespace closes the cursors over a dropped collection.
-func (r *cursorRegistry) closeForNamespace(ns string) {
-	r.removeIf(func(c *cursor) bool { return c.ns == ns })
+	return nil, errorf(ErrCursorNotFound, "cursor id %d not found", id)
 }

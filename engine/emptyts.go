@@ -38,7 +38,7 @@ func (e *Engine) replacedEmptyTimestamps(doc bsoncore.Document) (bsoncore.Docume
 	start, b := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)))
 	for _, el := range elems {
 		if isEmptyTimestamp(el) {
-			ts := e.clock.next(e.now())
+			ts := e.clock.Next(e.now())
 			b = bsoncore.AppendTimestampElement(b, el.Key(), ts.T, ts.I)
 			continue
 		}

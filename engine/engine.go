@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/auth"
+	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
@@ -117,13 +118,13 @@ type Engine struct {
 	limits     PartitionLimits
 	ttl        ttlStats
 	ruOpts     RequestUnitOptions
-	units      *throughputs     // request-unit pools and partitions (throughput.go)
-	commandRU  atomic.Int64     // centi-RU charged to no partition (metadata commands)
-	electionID bson.ObjectID    // the replica set's electionId (cmd_replset.go)
-	profile    profileState     // the profile command's setting (cmd_profile.go)
-	snapshots  snapshotRegistry // snapshot reads' snapshots (snapshots.go)
-	analyzer   queryAnalyzer    // sampled queries (queryanalyzer.go)
-	clock      clusterClock     // operationTime and snapshots' cluster times (snapshots.go)
+	units      *throughputs          // request-unit pools and partitions (throughput.go)
+	commandRU  atomic.Int64          // centi-RU charged to no partition (metadata commands)
+	electionID bson.ObjectID         // the replica set's electionId (cmd_replset.go)
+	profile    profileState          // the profile command's setting (cmd_profile.go)
+	snapshots  *sessions.Snapshots   // snapshot reads' snapshots (snapshots.go)
+	analyzer   queryAnalyzer         // sampled queries (queryanalyzer.go)
+	clock      sessions.ClusterClock // operationTime and snapshots' cluster times (clustertime.go)
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64
@@ -138,8 +139,9 @@ type Engine struct {
 	throttles throttleLog
 	monitor   monitorLogins
 
-	// retryable writes' sessions and fail point (retryable.go)
-	sessions          *sessionTable
+	// logical sessions (engine/sessions) and retryable writes' fail point
+	// (retryable.go)
+	sessions          *sessions.Table
 	txnWriteFailPoint txnWriteFailPoint
 
 	stop chan struct{}
@@ -175,10 +177,11 @@ func New(cfg Config) *Engine {
 		commands: newCommandTable(),
 		cursors:  newCursorRegistry(now, timeout),
 		logs:     newLogRing(256),
-		sessions: newSessionTable(),
+		sessions: sessions.NewTable(cfg.Store, logger, nil),
 		stop:     make(chan struct{}),
 	}
 	e.electionID = bson.NewObjectIDFromTimestamp(e.started)
+	e.snapshots = sessions.NewSnapshots(e.store, now, &e.clock)
 	decoys, err := auth.NewDecoys(cfg.DecoyKey)
 	if err != nil {
 		logger.Error("decoy key refused: using a random one", "err", err)
@@ -220,7 +223,7 @@ func New(cfg Config) *Engine {
 		}
 		e.every(every, func() { e.ttlPass(every) })
 		e.every(time.Minute, e.expireSessions)
-		e.every(time.Minute, func() { e.expireSnapshots(false) })
+		e.every(time.Minute, func() { e.snapshots.Expire(false) })
 	}
 	return e
 }
@@ -257,13 +260,13 @@ func (e *Engine) every(d time.Duration, fn func()) {
 func (e *Engine) Close() {
 	close(e.stop)
 	e.wg.Wait()
-	e.cursors.closeAll()
-	e.expireSnapshots(true)
+	e.cursors.CloseAll()
+	e.snapshots.Expire(true)
 }
 
 // reapCursors closes the cursors idle past their timeout.
 func (e *Engine) reapCursors() {
-	if n := e.cursors.reapIdle(); n > 0 {
+	if n := e.cursors.ReapIdle(); n > 0 {
 		e.logger.Debug("closed idle cursors", "count", n)
 	}
 }
@@ -332,7 +335,7 @@ func (r *request) sequence(id string) ([][]byte, bool) {
 // Close implements wire.ConnHandler: cursors the connection opened outside
 // a session die with it.
 func (c *conn) Close() {
-	c.e.cursors.closeForConn(c.wc.ID())
+	c.e.cursors.CloseForConn(c.wc.ID())
 }
 
 // Handle implements wire.ConnHandler.

@@ -74,9 +74,9 @@ func (e *Engine) Snapshot() ServerSnapshot {
 		Version: Version, MongoVersion: MongoVersion, Host: e.host,
 		Started: e.started, Uptime: now.Sub(e.started),
 		Persistent:   !e.store.InMemory(),
-		Cursors:      int64(e.cursors.count()),
-		Sessions:     int64(e.sessions.len()),
-		Transactions: e.sessions.openTxns.Load(),
+		Cursors:      int64(e.cursors.Count()),
+		Sessions:     int64(e.sessions.Len()),
+		Transactions: e.sessions.OpenTransactions(),
 		RateLimiting: e.ruOpts.limiting(),
 		RUCommands:   float64(e.commandRU.Load()) / 100,
 		Storage:      e.store.EngineStats(),
@@ -117,13 +117,6 @@ func (e *Engine) Splits(since time.Time) []store.SplitEvent { return e.store.Spl
 
 // SplitCount is how many partitions of db.collection split since start.
 func (e *Engine) SplitCount(db, collection string) int64 { return e.store.SplitCount(db, collection) }
-
-// len is the number of sessions the server holds.
-func (t *sessionTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
-}
 
 // throughputString writes throughput as the log shows it.
 func throughputString(t ru.Throughput) string {

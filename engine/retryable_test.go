@@ -2,11 +2,11 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -85,7 +85,7 @@ func TestRetryableSessions(t *testing.T) {
 	}
 
 	// Idle for less than the timeout: kept.
-	clock.advance(sessionTimeout - time.Minute)
+	clock.advance(sessions.SessionTimeout - time.Minute)
 	e.expireSessions()
 	if _, ok, _ := e.store.SessionHead(uuid); !ok {
 		t.Fatal("a session idle for 29 minutes was forgotten")
@@ -125,36 +125,6 @@ func TestRetryableSessions(t *testing.T) {
 	if _, err := runCmd(t, e, (*Engine).cmdInsert, insert(4, 4)); err != nil {
 		t.Fatalf("an ended session still refuses older txnNumbers: %v", err)
 	}
-}
-
-func TestRetryableCheckout(t *testing.T) {
-	e, _ := newRetryableEngine(t)
-	lsid := []byte("0123456789abcdef")
-	s, err := e.sessions.checkout(context.Background(), lsid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A second command of the session waits; the reaper gives up.
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := e.sessions.checkout(ctx, lsid); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("second checkout: %v", err)
-	}
-	if _, ok := e.sessions.tryCheckout(lsid); ok {
-		t.Fatal("tryCheckout took a session in use")
-	}
-	got := make(chan *txnSession)
-	go func() {
-		s2, _ := e.sessions.checkout(context.Background(), lsid)
-		got <- s2
-	}()
-	// Removed while the waiter waits: the waiter gets a fresh session.
-	e.sessions.remove(lsid, s)
-	s2 := <-got
-	if s2 == s || s2.gone {
-		t.Fatal("the waiter got the removed session")
-	}
-	s2.release()
 }
 
 func TestRetryableInsertRuns(t *testing.T) {

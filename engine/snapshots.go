@@ -2,10 +2,9 @@ package engine
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
-	"time"
+	"errors"
 
+	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -17,15 +16,10 @@ import (
 // cluster time, atClusterTime in its reply; the driver sends that time
 // with the session's later reads, which then read the same snapshot, as
 // does a cursor's getMore. A snapshot lives while it is used and for
-// snapshotWindow after (MongoDB's minSnapshotHistoryWindowInSeconds);
-// a read at a time no longer held gets 239 SnapshotTooOld.
-
-// snapshotWindow is how long an unused snapshot is kept.
-const snapshotWindow = 5 * time.Minute
-
-// maxSnapshots bounds the snapshots held at once: each keeps the versions
-// it sees from compaction.
-const maxSnapshots = 1000
+// sessions.SnapshotWindow after (MongoDB's
+// minSnapshotHistoryWindowInSeconds); a read at a time no longer held
+// gets 239 SnapshotTooOld. The snapshots are held in engine/sessions
+// (Snapshots).
 
 // reader runs read transactions: the store (the latest data) or a
 // snapshot.
@@ -61,100 +55,22 @@ func viewIn(ctx context.Context, latest reader) reader {
 	return latest
 }
 
-// snapshotRegistry holds the snapshots by the cluster time that names them.
-type snapshotRegistry struct {
-	mu   sync.Mutex
-	byTS map[uint64]*heldSnapshot
-	last bson.Timestamp
-}
-
-type heldSnapshot struct {
-	snap     storage.Snapshot
-	lastUsed time.Time
-}
-
-// clusterClock hands out cluster times: Timestamp{seconds, counter},
-// each later than the one before. Replies carry one as operationTime, the
-// time a causally consistent session's next read (readConcern
-// afterClusterTime) and next transaction must see; snapshots are named by
-// one.
-type clusterClock struct{ last atomic.Uint64 }
-
-func (c *clusterClock) next(now time.Time) bson.Timestamp {
-	for {
-		last := c.last.Load()
-		t := uint64(now.Unix()) << 32
-		if t <= last {
-			t = last + 1
-		}
-		if c.last.CompareAndSwap(last, t) {
-			return bson.Timestamp{T: uint32(t >> 32), I: uint32(t)}
-		}
-	}
-}
-
-func tsKey(ts bson.Timestamp) uint64 { return uint64(ts.T)<<32 | uint64(ts.I) }
-
-// acquire returns the snapshot named at (taking a new one, and naming it,
-// when at is nil) and its cluster time.
+// acquireSnapshot returns the snapshot named at (taking a new one, and
+// naming it, when at is nil) and its cluster time.
 func (e *Engine) acquireSnapshot(at *bson.Timestamp) (storage.Snapshot, bson.Timestamp, error) {
-	r := &e.snapshots
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := e.now()
-	if r.byTS == nil {
-		r.byTS = map[uint64]*heldSnapshot{}
+	sn, ts, err := e.snapshots.Acquire(at)
+	var unavailable *sessions.SnapshotUnavailableError
+	var tooOld *sessions.SnapshotTooOldError
+	switch {
+	case errors.As(err, &unavailable):
+		latest := unavailable.Latest
+		return nil, ts, errorf(ErrSnapshotUnavailable, "Read concern atClusterTime (%d, %d) is later than the latest snapshot Parsec took (%d, %d)", at.T, at.I, latest.T, latest.I)
+	case errors.As(err, &tooOld):
+		return nil, ts, errorf(ErrSnapshotTooOld, "Read timestamp Timestamp(%d, %d) is not available: Parsec keeps a snapshot for %v after its last use, and only at the cluster times its snapshot reads returned", at.T, at.I, sessions.SnapshotWindow)
+	case errors.Is(err, sessions.ErrTooManySnapshots):
+		return nil, ts, errorf(ErrSnapshotUnavailable, "Parsec holds %d snapshots, its most; they are released %v after their last read", sessions.MaxSnapshots, sessions.SnapshotWindow)
 	}
-	if at != nil {
-		h := r.byTS[tsKey(*at)]
-		if h == nil {
-			if at.After(r.last) {
-				return nil, bson.Timestamp{}, errorf(ErrSnapshotUnavailable, "Read concern atClusterTime (%d, %d) is later than the latest snapshot Parsec took (%d, %d)", at.T, at.I, r.last.T, r.last.I)
-			}
-			return nil, bson.Timestamp{}, errorf(ErrSnapshotTooOld, "Read timestamp Timestamp(%d, %d) is not available: Parsec keeps a snapshot for %v after its last use, and only at the cluster times its snapshot reads returned", at.T, at.I, snapshotWindow)
-		}
-		h.lastUsed = now
-		return h.snap, *at, nil
-	}
-	if len(r.byTS) >= maxSnapshots {
-		return nil, bson.Timestamp{}, errorf(ErrSnapshotUnavailable, "Parsec holds %d snapshots, its most; they are released %v after their last read", maxSnapshots, snapshotWindow)
-	}
-	sn, err := e.store.Snapshot()
-	if err != nil {
-		return nil, bson.Timestamp{}, err
-	}
-	ts := e.clock.next(now)
-	r.last = ts
-	r.byTS[tsKey(ts)] = &heldSnapshot{snap: sn, lastUsed: now}
-	return sn, ts, nil
-}
-
-// touchSnapshot keeps the snapshot a cursor reads from expiring while the
-// cursor is used.
-func (e *Engine) touchSnapshot(sn storage.Snapshot) {
-	r := &e.snapshots
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, h := range r.byTS {
-		if h.snap == sn {
-			h.lastUsed = e.now()
-		}
-	}
-}
-
-// expireSnapshots closes the snapshots unused for snapshotWindow, or all
-// of them when all.
-func (e *Engine) expireSnapshots(all bool) {
-	r := &e.snapshots
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cutoff := e.now().Add(-snapshotWindow)
-	for k, h := range r.byTS {
-		if all || h.lastUsed.Before(cutoff) {
-			h.snap.Close()
-			delete(r.byTS, k)
-		}
-	}
+	return sn, ts, err
 }
 
 // snapshotRead takes the snapshot a snapshot read concern (rc, from

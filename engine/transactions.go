@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -49,6 +47,11 @@ import (
 // drops them again (store.Withdraw), as does the next start after a
 // crash. createIndexes in a transaction may only build on such a
 // collection, or create one, as in MongoDB.
+//
+// A transaction's state (in progress, committed, aborted and why), its
+// lifetime and the collections it created are kept in engine/sessions
+// (sessions.Transaction); this file checks which commands run in one,
+// and labels and decorates their replies.
 
 // defaultTransactionLifetime is MongoDB's transactionLifetimeLimitSeconds.
 const defaultTransactionLifetime = 60 * time.Second
@@ -81,131 +84,6 @@ func (s *txnStatement) transient(code Code) bool {
 	return retryableCodes[int32(code)] && s.cmd != "commitTransaction" && s.cmd != "abortTransaction"
 }
 
-type txnState int
-
-const (
-	txnActive txnState = iota
-	txnCommitted
-	txnAborted
-)
-
-// sessionTxn is a session's transaction.
-type sessionTxn struct {
-	number int64
-	st     storage.Transaction
-	store  storage.Storage
-	logger *slog.Logger // for what an abort cannot report to anyone
-	// open counts the server's transactions in progress: t adds 1 when
-	// it starts and takes it back when it leaves txnActive.
-	open *atomic.Int64
-
-	ran bool // a statement has run (not only failed by a fail point)
-
-	mu      sync.Mutex
-	state   txnState
-	why     string // why it was aborted, when not by abortTransaction
-	expiry  *time.Timer
-	created []*store.Collection // pending collections it created
-}
-
-func (t *sessionTxn) getState() (txnState, string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.state, t.why
-}
-
-// abort aborts t if it is in progress.
-func (t *sessionTxn) abort(why string) {
-	t.mu.Lock()
-	if t.state != txnActive {
-		t.mu.Unlock()
-		return
-	}
-	t.state, t.why = txnAborted, why
-	t.open.Add(-1)
-	t.expiry.Stop()
-	created := t.created
-	t.created = nil
-	t.mu.Unlock()
-	t.st.Abort()
-	t.withdraw(created)
-}
-
-// withdraw takes back the collections an aborted t created.
-func (t *sessionTxn) withdraw(created []*store.Collection) {
-	for _, c := range created {
-		if err := t.store.Withdraw(c.DB, c.Name, c.ID); err != nil {
-			// The collection stays, empty and published: a leftover the
-			// user can drop, not a loss.
-			t.logger.Warn("taking back a collection an aborted transaction created", "collection", c.Namespace(), "err", err)
-		}
-	}
-}
-
-// create records c, which t created, as pending until t ends.
-func (t *sessionTxn) create(c *store.Collection) error {
-	t.mu.Lock()
-	t.created = append(t.created, c)
-	t.mu.Unlock()
-	return t.store.MarkPending(c.ID)
-}
-
-// creates reports whether collection id is one t created.
-func (t *sessionTxn) creates(id uint32) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, c := range t.created {
-		if c.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-// commit commits t, in progress; it is aborted when that fails.
-func (t *sessionTxn) commit() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.state != txnActive {
-		return errors.New("transaction is not in progress")
-	}
-	t.expiry.Stop()
-	t.open.Add(-1) // committed or aborted below
-	var err error
-	for _, c := range t.created {
-		// The pending key goes with the commit: a crash leaves either the
-		// committed collection or the key that withdraws it.
-		if err = t.st.Publish(c.ID); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = t.st.Commit()
-	} else {
-		t.st.Abort()
-	}
-	if err != nil {
-		t.state, t.why = txnAborted, "its commit failed"
-		t.withdraw(t.created)
-		t.created = nil
-		return err
-	}
-	t.state = txnCommitted
-	for _, c := range t.created {
-		t.store.Published(c.ID)
-	}
-	t.created = nil
-	return nil
-}
-
-// endTransaction aborts the session's transaction, if one is in progress
-// (the session is held).
-func (s *txnSession) endTransaction() {
-	if s.txn != nil {
-		s.txn.abort("a newer transaction or retryable write started on its session")
-	}
-}
-
 type txnKey struct{}
 type statementKey struct{}
 
@@ -216,7 +94,7 @@ func (e *Engine) ensureCollection(ctx context.Context, db, name string) (*store.
 	c, created, err := e.store.EnsureCollection(db, name)
 	if created {
 		if s := statementOf(ctx); s != nil {
-			err = s.txn.create(c)
+			err = s.txn.Create(c)
 		}
 	}
 	return c, created, err
@@ -245,9 +123,9 @@ func (e *Engine) writerOf(ctx context.Context) writer {
 // txnStatement is a command of a transaction, holding its session.
 type txnStatement struct {
 	e    *Engine
-	sess *txnSession
+	sess *sessions.Session
 	lsid []byte
-	txn  *sessionTxn
+	txn  *sessions.Transaction
 	cmd  string
 	n    int64
 	// injected: the reply is a fail point's (configureFailPoint), not
@@ -304,7 +182,7 @@ func (e *Engine) transactionStatement(ctx context.Context, cmd string, body bson
 	if ce := checkTransactionCommand(cmd, body, start); ce != nil {
 		return ctx, nil, ce
 	}
-	sess, err := e.sessions.checkout(ctx, lsid)
+	sess, err := e.sessions.Checkout(ctx, lsid)
 	if err != nil {
 		return ctx, nil, toCommandError(err)
 	}
@@ -362,61 +240,50 @@ func checkTransactionCommand(cmd string, body bsoncore.Document, start bool) *Co
 // enter checks the statement against its session's transaction, starting
 // one for startTransaction, and returns ctx with the transaction.
 func (s *txnStatement) enter(ctx context.Context, start bool) (context.Context, *CommandError) {
-	e, sess := s.e, s.sess
-	sess.lastUse.Store(e.now().UnixNano())
-	if err := sess.load(e, s.lsid); err != nil {
-		return ctx, toCommandError(err)
-	}
-	if s.n < sess.txnNumber {
-		return ctx, &CommandError{Code: ErrTransactionTooOld, Name: "TransactionTooOld",
-			Msg: fmt.Sprintf("Cannot start transaction %d on session %s because a newer transaction with txnNumber %d has already started on this session.", s.n, sessionString(s.lsid), sess.txnNumber)}
-	}
+	e := s.e
+	var t *sessions.Transaction
+	var err error
 	if start {
-		if t := sess.txn; s.n == sess.txnNumber && t != nil && t.number == s.n && !t.ran {
-			// The first statement again, its first attempt refused before
-			// it ran (a driver's retry): start afresh.
-			t.abort("its first statement was sent again")
-		} else if s.n == sess.txnNumber {
-			return ctx, errorf(ErrConflictingOperationInProgress, "Cannot start a transaction at given transaction number %d on session %s because a transaction with the same number is in progress or has run.", s.n, sessionString(s.lsid))
-		}
-		sess.endTransaction()
-		st, err := e.store.Begin()
-		if err != nil {
-			return ctx, toCommandError(err)
-		}
-		t := &sessionTxn{number: s.n, st: st, store: e.store, logger: e.logger, open: &e.sessions.openTxns}
-		t.open.Add(1)
-		life := e.transactionLifetime()
-		t.mu.Lock() // abort, from the timer, reads expiry under mu
-		t.expiry = time.AfterFunc(life, func() {
-			t.abort(fmt.Sprintf("it ran longer than transactionLifetimeLimitSeconds (%v)", life))
-		})
-		t.mu.Unlock()
-		sess.txnNumber, sess.txn = s.n, t
-		s.txn = t
-		return context.WithValue(ctx, txnKey{}, st), nil
+		t, err = s.sess.StartTransaction(s.n, e.transactionLifetime(), e.now())
+	} else {
+		t, err = s.sess.Transaction(s.n, e.now())
 	}
-	t := sess.txn
-	if s.n > sess.txnNumber || t == nil || t.number != s.n {
-		return ctx, s.noSuchTransaction("")
+	if err != nil {
+		return ctx, s.sessionError(err)
 	}
 	s.txn = t
-	if s.cmd == "commitTransaction" || s.cmd == "abortTransaction" {
-		return ctx, nil // their handlers look at the state
+	if !start {
+		if s.cmd == "commitTransaction" || s.cmd == "abortTransaction" {
+			return ctx, nil // their handlers look at the state
+		}
+		if err := t.CheckActive(); err != nil {
+			return ctx, s.sessionError(err)
+		}
 	}
-	switch state, why := t.getState(); state {
-	case txnCommitted:
-		return ctx, errorf(ErrTransactionCommitted, "Transaction %d has been committed.", s.n)
-	case txnAborted:
-		return ctx, s.noSuchTransaction(why)
+	return context.WithValue(ctx, txnKey{}, t.Storage()), nil
+}
+
+// sessionError is the MongoDB error for what engine/sessions refused.
+func (s *txnStatement) sessionError(err error) *CommandError {
+	var old *sessions.TooOldError
+	var notInProgress *sessions.NotInProgressError
+	switch {
+	case errors.As(err, &old):
+		return transactionTooOld(s.lsid, old)
+	case errors.Is(err, sessions.ErrTransactionStarted):
+		return errorf(ErrConflictingOperationInProgress, "Cannot start a transaction at given transaction number %d on session %s because a transaction with the same number is in progress or has run.", s.n, sessions.IDString(s.lsid))
+	case errors.As(err, &notInProgress):
+		return s.noSuchTransaction(notInProgress.Why)
+	case errors.Is(err, sessions.ErrCommitted):
+		return errorf(ErrTransactionCommitted, "Transaction %d has been committed.", s.n)
 	}
-	return context.WithValue(ctx, txnKey{}, t.st), nil
+	return toCommandError(err)
 }
 
 func (s *txnStatement) noSuchTransaction(why string) *CommandError {
-	msg := fmt.Sprintf("Transaction with txnNumber %d on session %s is not in progress", s.n, sessionString(s.lsid))
+	msg := fmt.Sprintf("Transaction with txnNumber %d on session %s is not in progress", s.n, sessions.IDString(s.lsid))
 	if why != "" {
-		msg = fmt.Sprintf("Transaction with txnNumber %d on session %s has been aborted because %s", s.n, sessionString(s.lsid), why)
+		msg = fmt.Sprintf("Transaction with txnNumber %d on session %s has been aborted because %s", s.n, sessions.IDString(s.lsid), why)
 	}
 	return errorf(ErrNoSuchTransaction, "%s", msg)
 }
@@ -443,9 +310,9 @@ func (s *txnStatement) finish(out []byte) []byte {
 		}
 	}
 	if s.txn != nil && !s.injected && !endCmd {
-		s.txn.ran = true
+		s.txn.StatementRan()
 		if failed {
-			s.txn.abort("a statement of it failed")
+			s.txn.Abort("a statement of it failed")
 		}
 	}
 	if out == nil {
@@ -495,10 +362,7 @@ func conflictIn(writeErrors bsoncore.Value) *CommandError {
 	return nil
 }
 
-func (s *txnStatement) release() {
-	s.sess.lastUse.Store(s.e.now().UnixNano())
-	s.sess.release()
-}
+func (s *txnStatement) release() { s.sess.Release(s.e.now()) }
 
 func statementOf(ctx context.Context) *txnStatement {
 	s, _ := ctx.Value(statementKey{}).(*txnStatement)
@@ -516,13 +380,13 @@ func (e *Engine) cmdCommitTransaction(ctx context.Context, req *request) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	switch state, why := s.txn.getState(); state {
-	case txnCommitted:
+	switch state, why := s.txn.State(); state {
+	case sessions.Committed:
 		return okReply()
-	case txnAborted:
+	case sessions.Aborted:
 		return nil, s.noSuchTransaction(why)
 	}
-	if err := s.txn.commit(); err != nil {
+	if err := s.txn.Commit(); err != nil {
 		if errors.Is(err, store.ErrTooLarge) {
 			return nil, errorf(ErrTransactionTooLarge, "Transaction is too large to commit: %v", err)
 		}
@@ -543,12 +407,12 @@ func (e *Engine) cmdAbortTransaction(ctx context.Context, req *request) ([]byte,
 	if _, err := parseWriteConcern(req); err != nil {
 		return nil, err
 	}
-	switch state, why := s.txn.getState(); state {
-	case txnCommitted:
+	switch state, why := s.txn.State(); state {
+	case sessions.Committed:
 		return nil, errorf(ErrTransactionCommitted, "Transaction %d has been committed.", s.n)
-	case txnAborted:
+	case sessions.Aborted:
 		return nil, s.noSuchTransaction(why)
 	}
-	s.txn.abort("")
+	s.txn.Abort("")
 	return okReply()
 }
