@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
@@ -200,7 +201,7 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 	}
 	env := e.updateEnv()
 	point := pointKeyFor(coll, sp.filter, sp.query)
-	spans := routeWrites(coll, sp.query)
+	spans := plan.RouteWrites(coll, sp.query)
 	var tally writeTally
 	sp.tally = &tally
 	e.routeWrite(&tally, coll, point, spans, sp.query)
@@ -277,7 +278,7 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 					tally.item(ru.KindReplace, point, len(out), e1-ixEntries, b1-ixBytes)
 				}
 			} else {
-				err := scanSpans(tx, coll, spans, resume, func(key, doc []byte) (bool, error) {
+				err := plan.ScanSpans(tx, coll, spans, resume, func(key, doc []byte) (bool, error) {
 					if len(writes) >= chunkDocs || bytes >= chunkBytes {
 						more, next = true, append([]byte(nil), key...)
 						return false, nil
@@ -340,7 +341,7 @@ func (e *Engine) runUpdate(ctx context.Context, m *meter, db, name string, sp *u
 				}
 			}
 			point = pointKeyFor(coll, sp.filter, sp.query)
-			spans = routeWrites(coll, sp.query)
+			spans = plan.RouteWrites(coll, sp.query)
 			e.routeWrite(&tally, coll, point, spans, sp.query)
 			resume = nil
 			continue
