@@ -529,6 +529,7 @@ func siftDown(h []sortEntry, i int, cmp func(a, b sortEntry) int) {
 	}
 }
 
+// A sortedSource's statistics are its scan's.
 func (s *sortedSource) Stats() Stats                     { return s.scan.stats }
 func (s *sortedSource) PartitionStats() map[string]Stats { return s.scan.PartitionStats() }
 func (s *sortedSource) Tally(i int) Stats                { return s.scan.Tally(i) }
