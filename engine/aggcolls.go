@@ -8,6 +8,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/agg"
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -33,7 +34,7 @@ func (a aggCollections) Scan(ctx context.Context, db, coll string) (agg.Iterator
 	if c == nil {
 		return agg.Empty(), nil
 	}
-	spans := partitionsOf(c)
+	spans := plan.PartitionsOf(c)
 	readers := make([]agg.Iterator, len(spans))
 	for i, s := range spans {
 		r := a.e.newPartitionReader(a.e.viewOf(ctx), c, s, nil)

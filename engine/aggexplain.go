@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/parsecdb/parsec/engine/agg"
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -35,9 +36,9 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 		millis = e.now().Sub(started).Milliseconds()
 		executed = true
 	} else if p.NeedsInput() && c != nil {
-		spans = routePartitions(c, p.LeadingMatch())
+		spans = plan.RoutePartitions(c, p.LeadingMatch())
 	} else {
-		spans = []partitionSpan{{id: "0"}}
+		spans = []partitionSpan{{ID: "0"}}
 	}
 	ns := namespaceOf(db, coll)
 	filter := p.LeadingMatch()
@@ -58,20 +59,20 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 	winning := bson.D{{Key: "stage", Value: scanStage}, {Key: "direction", Value: "forward"}}
 	if c != nil && scanStage == "COLLSCAN" && len(filter) > 5 {
 		plain := func(d bson.D, _ int64, _ ...bson.E) bson.D { return d }
-		routed := routePartitions(c, filter)
-		probe := &readPlan{coll: c, spans: routed, index: chooseIndex(c, filter, nil), shardKeyScan: byShardKey(routed)}
-		e.weighShardKeyScan(probe)
+		routed := plan.RoutePartitions(c, filter)
+		probe := &readPlan{Coll: c, Spans: routed, Index: plan.IndexFor(c, filter, nil), ShardKeyScan: plan.ByShardKey(routed)}
+		e.planner().WeighShardKeyScan(probe)
 		switch {
-		case probe.index != nil:
+		case probe.Index != nil:
 			winning = indexStages(probe, filter, planStats{}, plain)
-		case probe.shardKeyScan:
+		case probe.ShardKeyScan:
 			winning = shardKeyStages(c, filter, planStats{}, plain)
 		}
 	}
 	var partitions bson.A
 	var ids bson.A
 	for _, s := range spans {
-		ids = append(ids, s.id)
+		ids = append(ids, s.ID)
 		stages := bson.A{}
 		if p.NeedsInput() {
 			stages = append(stages, bson.D{{Key: "$cursor", Value: bson.D{
@@ -86,7 +87,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 		for _, st := range shardsPart {
 			stages = append(stages, bson.Raw(st))
 		}
-		partitions = append(partitions, bson.D{{Key: "partitionKeyRangeId", Value: s.id}, {Key: "stages", Value: stages}})
+		partitions = append(partitions, bson.D{{Key: "partitionKeyRangeId", Value: s.ID}, {Key: "stages", Value: stages}})
 	}
 	stagesOf := func(docs []bsoncore.Document) bson.A {
 		out := bson.A{}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/parsecdb/parsec/engine/agg"
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
@@ -176,7 +177,7 @@ func (r *partitionReader) fill(b *readBatch) error {
 	} else {
 		exhausted := true
 		err := r.store.View(func(tx storage.Txn) error {
-			return tx.ScanRanges(r.coll, r.span.rangesFrom(r.next), func(key, doc []byte) (bool, error) {
+			return tx.ScanRanges(r.coll, r.span.RangesFrom(r.next), func(key, doc []byte) (bool, error) {
 				if len(b.offs) >= readBatchDocs || len(b.arena) >= readBatchBytes {
 					exhausted = false
 					r.next = append(r.next[:0], key...)
@@ -222,31 +223,31 @@ func (r *partitionReader) Close() {
 // equality reads just that key.
 func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Collection, p *agg.Pipeline, examined *atomic.Int64) ([]partitionSpan, []agg.Iterator) {
 	if docs, ok := e.virtualDocs(db, coll); ok {
-		return []partitionSpan{{id: "0"}}, []agg.Iterator{virtualSource(docs)}
+		return []partitionSpan{{ID: "0"}}, []agg.Iterator{virtualSource(docs)}
 	}
 	if c == nil {
-		return []partitionSpan{{id: "0"}}, []agg.Iterator{agg.Empty()}
+		return []partitionSpan{{ID: "0"}}, []agg.Iterator{agg.Empty()}
 	}
 	filter := p.LeadingMatch()
-	spans := routePartitions(c, filter)
+	spans := plan.RoutePartitions(c, filter)
 	its := make([]agg.Iterator, len(spans))
 	_, snapshot := view.(storage.Snapshot) // its index entries may predate an index
-	if len(filter) > 5 && (len(c.Indexes) > 0 || builtIDIndex(c) != nil) && !snapshot {
+	if len(filter) > 5 && (len(c.Indexes) > 0 || plan.BuiltIDIndex(c) != nil) && !snapshot {
 		if f, err := query.Compile(filter); err == nil {
-			routed := routedSpans(c, spans)
-			chosen := chooseIndex(c, filter, nil)
+			routed := plan.RoutedSpans(c, spans)
+			chosen := plan.IndexFor(c, filter, nil)
 			indexed := chosen != nil
-			if indexed && byShardKey(spans) {
-				probe := &readPlan{coll: c, spans: spans, index: chosen, shardKeyScan: true}
-				e.weighShardKeyScan(probe)
-				indexed = probe.index != nil
+			if indexed && plan.ByShardKey(spans) {
+				probe := &readPlan{Coll: c, Spans: spans, Index: chosen, ShardKeyScan: true}
+				e.planner().WeighShardKeyScan(probe)
+				indexed = probe.Index != nil
 			}
 			for i, s := range spans {
 				if !indexed {
 					break
 				}
-				ip := chosen.clone() // a plan per partition: each is narrowed to its own
-				its[i] = e.newIndexIterator(c, f, ip, s, routed || len(spans) > 1, examined)
+				ip := chosen.Clone() // a plan per partition: each is narrowed to its own
+				its[i] = e.planner().IndexIterator(c, f, ip, s, routed || len(spans) > 1, examined)
 			}
 			if indexed {
 				return spans, its

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/agg"
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
@@ -99,7 +100,7 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	var input *store.Collection
 	var spans []partitionSpan
 	if _, virtual := e.virtualDocs(req.db, coll); c != nil && !virtual && p.NeedsInput() {
-		input, spans = c, routePartitions(c, p.LeadingMatch())
+		input, spans = c, plan.RoutePartitions(c, p.LeadingMatch())
 	}
 	bill := e.newReadBill(req, input, spans, nil, p.LeadingMatch(), tally)
 	if err := e.admitRead(ctx, req, &bill); err != nil {
@@ -283,7 +284,7 @@ func (e *Engine) checkAggregateHint(c *store.Collection, db, coll string, a *agg
 	if !a.hint.set || c == nil {
 		return nil
 	}
-	p := &readPlan{ns: namespaceOf(db, coll), coll: c, filter: &query.Filter{}}
+	p := &readPlan{NS: namespaceOf(db, coll), Coll: c, Filter: &query.Filter{}}
 	return e.applyHint(p, a.hint, nil, nil)
 }
 
@@ -301,7 +302,7 @@ func (e *Engine) runPipeline(ctx context.Context, db, coll string, p *agg.Pipeli
 		spans, its = e.aggPartitionSources(e.viewOf(ctx), db, coll, c, p, examined)
 		tally.count(its)
 	} else {
-		spans, its = []partitionSpan{{id: "0"}}, []agg.Iterator{agg.Empty()}
+		spans, its = []partitionSpan{{ID: "0"}}, []agg.Iterator{agg.Empty()}
 	}
 	if spansOut != nil {
 		*spansOut = spans
@@ -335,8 +336,8 @@ func (t *aggTally) count(its []agg.Iterator) {
 		switch r := it.(type) {
 		case *partitionReader:
 			r.counter = &t.parts[i]
-		case *indexIterator:
-			r.counter = &t.parts[i]
+		case *plan.IndexIterator:
+			r.Docs, r.Bytes = &t.parts[i].docs, &t.parts[i].bytes
 		}
 	}
 }
@@ -345,7 +346,7 @@ func (t *aggTally) tally(i int) planStats {
 	if t == nil || i >= len(t.parts) {
 		return planStats{}
 	}
-	return planStats{docsExamined: t.parts[i].docs.Load(), bytesRead: t.parts[i].bytes.Load()}
+	return planStats{DocsExamined: t.parts[i].docs.Load(), BytesRead: t.parts[i].bytes.Load()}
 }
 
 func (s *aggSource) tally(i int) planStats { return s.reads.tally(i) }

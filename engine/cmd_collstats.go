@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/store"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -102,7 +103,7 @@ func scaleArg(req *request) (int64, error) {
 //     index is the document keys (KeyBytes);
 //   - a sharded collection's documents are keyed by (hash of the shard
 //     key, shard key, _id), so the document keys are its shard-key index
-//     (KeyBytes, shardkeyindex.go), and its _id index (store/idindex.go)
+//     (KeyBytes, engine/plan/shardkeyindex.go), and its _id index (store/idindex.go)
 //     is what the index counters hold beyond the secondary indexes;
 //   - each secondary index's size is read from its entries.
 func (e *Engine) indexSizes(c *store.Collection, counts store.Counts, scale int64) (int32, bson.D, error) {
@@ -129,7 +130,7 @@ func (e *Engine) indexSizes(c *store.Collection, counts store.Counts, scale int6
 		id := max(counts.IndexBytes-secondary, 0)
 		sizes = bson.D{
 			{Key: idIndexName, Value: number(id / scale)},
-			{Key: shardKeyIndexName(c), Value: number(counts.KeyBytes / scale)},
+			{Key: plan.ShardKeyIndexName(c), Value: number(counts.KeyBytes / scale)},
 		}
 	} else {
 		sizes = bson.D{{Key: idIndexName, Value: number(max(counts.IndexTotal()-secondary, 0) / scale)}}

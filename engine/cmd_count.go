@@ -29,7 +29,7 @@ func (e *Engine) cmdCount(ctx context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	var stats statsTally
-	bill := e.newReadBill(req, plan.coll, plan.spans, nil, args.query, &stats)
+	bill := e.newReadBill(req, plan.Coll, plan.Spans, nil, args.query, &stats)
 	if err := e.admitRead(ctx, req, &bill); err != nil {
 		return nil, err
 	}
@@ -97,46 +97,42 @@ func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, erro
 	if err != nil {
 		return nil, false, queryError(err)
 	}
-	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter, skip: a.skip, limit: a.limit}
+	p := &readPlan{NS: namespaceOf(db, name), Coll: e.store.Collection(db, name), Filter: filter, Skip: a.skip, Limit: a.limit}
 	if docs, ok := e.virtualDocs(db, name); ok {
-		p.coll, p.virtual = nil, docs
+		p.Coll, p.Virtual = nil, docs
 	}
 	if err := e.applyHint(p, a.hint, nil, nil); err != nil {
 		return nil, false, err
 	}
-	if p.coll != nil && !p.useIDIndex {
-		p.point = pointKeyFor(p.coll, filter, a.query)
+	if p.Coll != nil && !p.UseIDIndex {
+		p.Point = pointKeyFor(p.Coll, filter, a.query)
 	}
-	p.route(a.query)
-	p.chooseIndex(a.query, nil)
-	e.weighShardKeyScan(p)
-	return p, filter.IsEmpty() && p.point == nil && !p.useIDIndex && p.natural == 0 && p.virtual == nil, nil
+	p.Route(a.query)
+	p.ChooseIndex(a.query, nil)
+	e.planner().WeighShardKeyScan(p)
+	return p, filter.IsEmpty() && p.Point == nil && !p.UseIDIndex && p.Natural == 0 && p.Virtual == nil, nil
 }
 
 // runCount counts what a plan matches, after skip and limit.
 func (e *Engine) runCount(ctx context.Context, p *readPlan, fast bool) (int64, planStats, error) {
-	if p.coll == nil && p.virtual == nil {
+	if p.Coll == nil && p.Virtual == nil {
 		return 0, planStats{}, nil
 	}
 	if fast {
-		c, err := e.store.Counts(p.coll)
+		c, err := e.store.Counts(p.Coll)
 		if err != nil {
 			return 0, planStats{}, err
 		}
-		n := max(c.Docs-p.skip, 0)
-		if p.limit > 0 {
-			n = min(n, p.limit)
+		n := max(c.Docs-p.Skip, 0)
+		if p.Limit > 0 {
+			n = min(n, p.Limit)
 		}
-		return n, planStats{returned: n}, nil
+		return n, planStats{Returned: n}, nil
 	}
-	src := &scanSource{store: e.store, plan: p}
-	for {
-		_, done, err := src.scan(ctx, 0, maxBatchBytes, false)
-		if err != nil {
-			return 0, planStats{}, err
-		}
-		if done {
-			return src.sent, src.stats, nil
-		}
+	src := e.planner().Scan(p)
+	n, err := src.Count(ctx)
+	if err != nil {
+		return 0, planStats{}, err
 	}
+	return n, src.Stats(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -172,7 +173,7 @@ func indexCount(c *store.Collection) int32 {
 }
 
 // shardKeyIndexRequested reports whether createIndexes' spec r asks for
-// the shard-key index of c (shardkeyindex.go), which a sharded
+// the shard-key index of c (engine/plan/shardkeyindex.go), which a sharded
 // collection always has: its key pattern, under its name (or none) and
 // without options, is an index that already exists. The same key under
 // another name or with options, or another key under its name, is
@@ -183,9 +184,9 @@ func shardKeyIndexRequested(c *store.Collection, r bsoncore.Document) (bool, err
 	}
 	key, ok := r.Lookup("key").DocumentOK()
 	name, named := r.Lookup("name").StringValueOK()
-	own := shardKeyIndexName(c)
-	spec := shardKeyIndexSpecRaw(c)
-	sameK := ok && sameKey(bson.Raw(key), shardKeyIndexKeyRaw(c))
+	own := plan.ShardKeyIndexName(c)
+	spec := plan.ShardKeyIndexSpecRaw(c)
+	sameK := ok && sameKey(bson.Raw(key), plan.ShardKeyIndexKeyRaw(c))
 	switch {
 	case !sameK && named && name == own:
 		return false, errorf(ErrIndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s",
@@ -295,11 +296,11 @@ func (e *Engine) cmdListIndexes(_ context.Context, req *request) ([]byte, error)
 
 // listedIndexes are the specs of c's indexes as listIndexes lists them:
 // _id, then for a sharded collection its shard-key index
-// (shardkeyindex.go), then the secondary indexes that are built.
+// (engine/plan/shardkeyindex.go), then the secondary indexes that are built.
 func listedIndexes(c *store.Collection) []bson.Raw {
 	out := []bson.Raw{idIndexDoc()}
 	if c.Sharded() {
-		out = append(out, shardKeyIndexSpecRaw(c))
+		out = append(out, plan.ShardKeyIndexSpecRaw(c))
 	}
 	for _, ix := range c.Indexes {
 		if !ix.Building {
@@ -311,7 +312,7 @@ func listedIndexes(c *store.Collection) []bson.Raw {
 
 // cmdDropIndexes drops indexes by name, key pattern, list of names, or "*"
 // (all but _id and the shard-key index). The shard-key index of a
-// sharded collection is its document layout (shardkeyindex.go): dropping
+// sharded collection is its document layout (engine/plan/shardkeyindex.go): dropping
 // it, alone or in a list, is refused with 370 CannotDropShardKeyIndex
 // as MongoDB refuses dropping the only index that supports the shard key,
 // and nothing is dropped.
@@ -342,7 +343,7 @@ func (e *Engine) cmdDropIndexes(_ context.Context, req *request) ([]byte, error)
 		return nil, errorf(ErrNamespaceNotFound, "ns not found %s", namespaceOf(req.db, name))
 	}
 	was := indexCount(c)
-	skName := shardKeyIndexName(c) // "" when c is not sharded
+	skName := plan.ShardKeyIndexName(c) // "" when c is not sharded
 	refuseShardKey := errorf(ErrCannotDropShardKeyIndex, "Cannot drop the only compatible index for this collection's shard key")
 	var names []string
 	msg := ""
@@ -371,7 +372,7 @@ func (e *Engine) cmdDropIndexes(_ context.Context, req *request) ([]byte, error)
 		if sameKey(bson.Raw(key), idKeyPattern) {
 			return nil, errorf(ErrInvalidOptions, "cannot drop _id index")
 		}
-		if skName != "" && sameKey(bson.Raw(key), shardKeyIndexKeyRaw(c)) {
+		if skName != "" && sameKey(bson.Raw(key), plan.ShardKeyIndexKeyRaw(c)) {
 			return nil, refuseShardKey
 		}
 		var found []string

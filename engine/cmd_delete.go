@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
@@ -155,7 +156,7 @@ func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st de
 // (stmt.rw set; justOne), the transaction that deletes records it.
 func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collection, f *query.Filter, filter bsoncore.Document, justOne bool, stmt stmtRef) (int64, error) {
 	point := pointKeyFor(c, f, filter)
-	spans := routeWrites(c, filter)
+	spans := plan.RouteWrites(c, filter)
 	var tally writeTally
 	e.routeWrite(&tally, c, point, spans, filter)
 	if err := e.admitWrite(ctx, m, &tally); err != nil {
@@ -200,7 +201,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 				size int
 			}
 			var victims []victim
-			err := scanSpans(tx, c, spans, resume, func(key, doc []byte) (bool, error) {
+			err := plan.ScanSpans(tx, c, spans, resume, func(key, doc []byte) (bool, error) {
 				if len(victims) >= chunkDocs {
 					more = true
 					next = append([]byte(nil), key...)
@@ -236,7 +237,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 		if errors.Is(err, store.ErrCollectionChanged) {
 			if cur := e.store.Collection(c.DB, c.Name); cur != nil && string(cur.UUID) == string(c.UUID) {
 				// the same collection, its documents re-placed (sharded): start over
-				c, point, spans, resume = cur, pointKeyFor(cur, f, filter), routeWrites(cur, filter), nil
+				c, point, spans, resume = cur, pointKeyFor(cur, f, filter), plan.RouteWrites(cur, filter), nil
 				e.routeWrite(&tally, c, point, spans, filter)
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
@@ -36,7 +37,7 @@ func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) 
 		return nil, err
 	}
 	var stats statsTally
-	bill := e.newReadBill(req, plan.coll, plan.spans, plan.point, args.query, &stats)
+	bill := e.newReadBill(req, plan.Coll, plan.Spans, plan.Point, args.query, &stats)
 	if err := e.admitRead(ctx, req, &bill); err != nil {
 		return nil, err
 	}
@@ -107,16 +108,16 @@ func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, erro
 	if err != nil {
 		return nil, queryError(err)
 	}
-	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter, snapshot: a.snapshot}
+	p := &readPlan{NS: namespaceOf(db, name), Coll: e.store.Collection(db, name), Filter: filter, Snapshot: a.snapshot}
 	if err := e.applyHint(p, a.hint, nil, nil); err != nil {
 		return nil, err
 	}
-	if p.coll != nil && !p.useIDIndex {
-		p.point = pointKeyFor(p.coll, filter, a.query)
+	if p.Coll != nil && !p.UseIDIndex {
+		p.Point = pointKeyFor(p.Coll, filter, a.query)
 	}
-	p.route(a.query)
-	p.chooseIndex(a.query, nil)
-	e.weighShardKeyScan(p)
+	p.Route(a.query)
+	p.ChooseIndex(a.query, nil)
+	e.planner().WeighShardKeyScan(p)
 	return p, nil
 }
 
@@ -124,7 +125,7 @@ func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, erro
 // plan matches, in BSON order (the order MongoDB returns them in);
 // numerically equal values count once.
 func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bsoncore.Value, planStats, error) {
-	if p.coll == nil {
+	if p.Coll == nil {
 		return nil, planStats{}, nil
 	}
 	var vals []bsoncore.Value
@@ -134,11 +135,12 @@ func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bs
 			vals = slices.Insert(vals, i, bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)})
 		}
 	}
-	src := &scanSource{store: e.store, plan: p}
-	if p.index != nil {
-		for !src.ix.done {
-			err := src.walkIndex(ctx, func(_, doc []byte) (bool, error) {
-				src.stats.returned++
+	src := e.planner().Scan(p)
+	if p.Index != nil {
+		var returned int64
+		for !src.IndexDone() {
+			err := src.WalkIndex(ctx, func(_, doc []byte) (bool, error) {
+				returned++
 				query.DistinctValues(doc, key, add)
 				return true, nil
 			})
@@ -146,29 +148,32 @@ func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bs
 				return nil, planStats{}, err
 			}
 		}
-		return vals, src.stats, nil
+		st := src.Stats()
+		st.Returned += returned
+		return vals, st, nil
 	}
+	var st planStats
 	examined := 0
 	visit := func(doc []byte) error {
-		if examined++; examined%ctxCheckEvery == 0 {
+		if examined++; examined%plan.ContextCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		src.stats.docsExamined++
-		src.stats.bytesRead += int64(len(doc))
-		ok, err := src.match(doc)
+		st.DocsExamined++
+		st.BytesRead += int64(len(doc))
+		ok, err := src.Match(doc)
 		if err != nil || !ok {
 			return err
 		}
-		src.stats.returned++
+		st.Returned++
 		query.DistinctValues(doc, key, add)
 		return nil
 	}
 	err := e.viewOf(ctx).View(func(tx storage.Txn) error {
-		if p.point != nil {
-			src.stats.keysExamined++
-			doc, err := tx.Get(p.point)
+		if p.Point != nil {
+			st.KeysExamined++
+			doc, err := tx.Get(p.Point)
 			if errors.Is(err, store.ErrNotFound) {
 				return nil
 			}
@@ -177,12 +182,12 @@ func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bs
 			}
 			return visit(doc)
 		}
-		return scanSpans(tx, p.coll, p.spans, nil, func(_, doc []byte) (bool, error) {
-			if p.useIDIndex {
-				src.stats.keysExamined++
+		return plan.ScanSpans(tx, p.Coll, p.Spans, nil, func(_, doc []byte) (bool, error) {
+			if p.UseIDIndex {
+				st.KeysExamined++
 			}
 			return true, visit(doc)
 		})
 	})
-	return vals, src.stats, err
+	return vals, st, err
 }

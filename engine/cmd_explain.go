@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -152,9 +153,9 @@ func (x *explained) reply(v explainVerbosity) bson.D {
 	}
 	var shardStats bson.A
 	for _, pk := range x.partitions {
-		n, keys, docs := x.nReturned, x.stats.keysExamined, x.stats.docsExamined
+		n, keys, docs := x.nReturned, x.stats.KeysExamined, x.stats.DocsExamined
 		if st, ok := x.perPartition[pk]; ok {
-			n, keys, docs = st.returned, st.keysExamined, st.docsExamined
+			n, keys, docs = st.Returned, st.KeysExamined, st.DocsExamined
 		}
 		s := bson.D{
 			{Key: "shardName", Value: explainShardName},
@@ -174,14 +175,14 @@ func (x *explained) reply(v explainVerbosity) bson.D {
 	return append(out, bson.E{Key: "executionStats", Value: bson.D{
 		{Key: "nReturned", Value: x.nReturned},
 		{Key: "executionTimeMillis", Value: x.millis},
-		{Key: "totalKeysExamined", Value: x.stats.keysExamined},
-		{Key: "totalDocsExamined", Value: x.stats.docsExamined},
+		{Key: "totalKeysExamined", Value: x.stats.KeysExamined},
+		{Key: "totalDocsExamined", Value: x.stats.DocsExamined},
 		{Key: "executionStages", Value: bson.D{
 			{Key: "stage", Value: stage},
 			{Key: "nReturned", Value: x.nReturned},
 			{Key: "executionTimeMillis", Value: x.millis},
-			{Key: "totalKeysExamined", Value: x.stats.keysExamined},
-			{Key: "totalDocsExamined", Value: x.stats.docsExamined},
+			{Key: "totalKeysExamined", Value: x.stats.KeysExamined},
+			{Key: "totalDocsExamined", Value: x.stats.DocsExamined},
 			{Key: "totalChildMillis", Value: x.millis},
 			{Key: "shards", Value: shardStats},
 		}},
@@ -238,20 +239,20 @@ func stageTree(p *readPlan, filter bsoncore.Document, projection bsoncore.Docume
 		return append(d, bson.E{Key: "isEOF", Value: int32(1)})
 	}
 	hasFilter := len(filter) > 5
-	if p.coll == nil {
+	if p.Coll == nil {
 		return withStats(bson.D{{Key: "stage", Value: "EOF"}}, 0)
 	}
-	matched := st.returned // documents the access path passed on after filtering
+	matched := st.Returned // documents the access path passed on after filtering
 	var tree bson.D
 	switch {
-	case p.point != nil:
+	case p.Point != nil:
 		tree = withStats(bson.D{{Key: "stage", Value: "IDHACK"}}, matched,
-			bson.E{Key: "keysExamined", Value: st.keysExamined}, bson.E{Key: "docsExamined", Value: st.docsExamined})
-	case p.index != nil:
+			bson.E{Key: "keysExamined", Value: st.KeysExamined}, bson.E{Key: "docsExamined", Value: st.DocsExamined})
+	case p.Index != nil:
 		tree = indexStages(p, filter, st, withStats)
-	case p.shardKeyScan:
-		tree = shardKeyStages(p.coll, filter, st, withStats)
-	case p.useIDIndex:
+	case p.ShardKeyScan:
+		tree = shardKeyStages(p.Coll, filter, st, withStats)
+	case p.UseIDIndex:
 		ix := withStats(bson.D{
 			{Key: "stage", Value: "IXSCAN"},
 			{Key: "keyPattern", Value: bson.D{{Key: "_id", Value: int32(1)}}},
@@ -264,12 +265,12 @@ func stageTree(p *readPlan, filter bsoncore.Document, projection bsoncore.Docume
 			{Key: "indexVersion", Value: int32(2)},
 			{Key: "direction", Value: "forward"},
 			{Key: "indexBounds", Value: bson.D{{Key: "_id", Value: bson.A{"[MinKey, MaxKey]"}}}},
-		}, st.keysExamined, bson.E{Key: "keysExamined", Value: st.keysExamined})
+		}, st.KeysExamined, bson.E{Key: "keysExamined", Value: st.KeysExamined})
 		fetch := bson.D{{Key: "stage", Value: "FETCH"}}
 		if hasFilter {
 			fetch = append(fetch, bson.E{Key: "filter", Value: bson.Raw(filter)})
 		}
-		fetch = withStats(fetch, matched, bson.E{Key: "docsExamined", Value: st.docsExamined})
+		fetch = withStats(fetch, matched, bson.E{Key: "docsExamined", Value: st.DocsExamined})
 		tree = append(fetch, bson.E{Key: "inputStage", Value: ix})
 	default:
 		scan := bson.D{{Key: "stage", Value: "COLLSCAN"}}
@@ -277,32 +278,32 @@ func stageTree(p *readPlan, filter bsoncore.Document, projection bsoncore.Docume
 			scan = append(scan, bson.E{Key: "filter", Value: bson.Raw(filter)})
 		}
 		dir := "forward"
-		if p.natural < 0 && (p.sort == nil || p.sort.IsEmpty()) {
+		if p.Natural < 0 && (p.Sort == nil || p.Sort.IsEmpty()) {
 			dir = "backward"
 		}
 		scan = append(scan, bson.E{Key: "direction", Value: dir})
-		tree = withStats(scan, matched, bson.E{Key: "docsExamined", Value: st.docsExamined})
+		tree = withStats(scan, matched, bson.E{Key: "docsExamined", Value: st.DocsExamined})
 	}
-	out := st.returned
-	sortedByIndex := p.streamByID || (p.index != nil && p.index.sorted)
-	if p.sort != nil && !p.sort.IsEmpty() && !sortedByIndex {
+	out := st.Returned
+	sortedByIndex := p.StreamByID || (p.Index != nil && p.Index.Sorted)
+	if p.Sort != nil && !p.Sort.IsEmpty() && !sortedByIndex {
 		s := bson.D{{Key: "stage", Value: "SORT"}, {Key: "sortPattern", Value: bson.Raw(sortSpecOf(p))},
-			{Key: "memLimit", Value: int64(sortMemoryLimit)}}
-		if p.limit > 0 {
-			s = append(s, bson.E{Key: "limitAmount", Value: p.limit + p.skip})
+			{Key: "memLimit", Value: int64(plan.SortMemoryLimit)}}
+		if p.Limit > 0 {
+			s = append(s, bson.E{Key: "limitAmount", Value: p.Limit + p.Skip})
 		}
 		s = append(s, bson.E{Key: "type", Value: "simple"})
 		tree = append(withStats(s, out), bson.E{Key: "inputStage", Value: tree})
 	}
-	if p.skip > 0 {
-		tree = append(withStats(bson.D{{Key: "stage", Value: "SKIP"}, {Key: "skipAmount", Value: p.skip}}, out),
+	if p.Skip > 0 {
+		tree = append(withStats(bson.D{{Key: "stage", Value: "SKIP"}, {Key: "skipAmount", Value: p.Skip}}, out),
 			bson.E{Key: "inputStage", Value: tree})
 	}
-	if p.limit > 0 && (p.sort == nil || p.sort.IsEmpty() || sortedByIndex) {
-		tree = append(withStats(bson.D{{Key: "stage", Value: "LIMIT"}, {Key: "limitAmount", Value: p.limit}}, out),
+	if p.Limit > 0 && (p.Sort == nil || p.Sort.IsEmpty() || sortedByIndex) {
+		tree = append(withStats(bson.D{{Key: "stage", Value: "LIMIT"}, {Key: "limitAmount", Value: p.Limit}}, out),
 			bson.E{Key: "inputStage", Value: tree})
 	}
-	if !p.proj.IsEmpty() {
+	if !p.Proj.IsEmpty() {
 		kind := "PROJECTION_DEFAULT"
 		if simpleProjection(projection) {
 			kind = "PROJECTION_SIMPLE"
@@ -316,7 +317,7 @@ func stageTree(p *readPlan, filter bsoncore.Document, projection bsoncore.Docume
 // sortSpecOf is the sort pattern a plan sorts by, as given.
 func sortSpecOf(p *readPlan) bsoncore.Document {
 	b := bsoncore.NewDocumentBuilder()
-	for _, path := range p.sort.Paths() {
+	for _, path := range p.Sort.Paths() {
 		b.AppendInt32(path, 1)
 	}
 	return b.Build()
@@ -350,7 +351,7 @@ func (e *Engine) explainFind(ctx context.Context, db, coll string, inner bsoncor
 	if err != nil {
 		return nil, err
 	}
-	x := &explained{ns: p.ns, parsed: args.filter, partitions: p.partitions()}
+	x := &explained{ns: p.NS, parsed: args.filter, partitions: p.Partitions()}
 	if v >= verbosityExecutionStats {
 		start := time.Now()
 		src := e.source(p)
@@ -363,17 +364,12 @@ func (e *Engine) explainFind(ctx context.Context, db, coll string, inner bsoncor
 				break
 			}
 		}
-		switch s := src.(type) {
-		case *scanSource:
-			x.stats, x.perPartition = s.stats, s.partitionStats()
-		case *sortedSource:
-			x.stats, x.perPartition = s.scan.stats, s.scan.partitionStats()
-		}
+		x.stats, x.perPartition = src.Stats(), src.PartitionStats()
 		x.millis = time.Since(start).Milliseconds()
-		x.nReturned, x.executed = x.stats.returned, true
+		x.nReturned, x.executed = x.stats.Returned, true
 	}
 	x.plan = stageTree(p, args.filter, args.projection, x.stats, x.executed)
-	if p.sort != nil && !p.sort.IsEmpty() {
+	if p.Sort != nil && !p.Sort.IsEmpty() {
 		replaceSortPattern(x.plan, args.sort)
 	}
 	return x, nil
@@ -405,7 +401,7 @@ func (e *Engine) explainCount(ctx context.Context, db, coll string, inner bsonco
 	if err != nil {
 		return nil, err
 	}
-	x := &explained{ns: p.ns, parsed: args.query, partitions: p.partitions()}
+	x := &explained{ns: p.NS, parsed: args.query, partitions: p.Partitions()}
 	var n int64
 	if v >= verbosityExecutionStats {
 		start := time.Now()
@@ -414,25 +410,25 @@ func (e *Engine) explainCount(ctx context.Context, db, coll string, inner bsonco
 		}
 		x.millis, x.executed = time.Since(start).Milliseconds(), true
 	}
-	if fast && p.coll != nil {
+	if fast && p.Coll != nil {
 		x.plan = bson.D{{Key: "stage", Value: "RECORD_STORE_FAST_COUNT"}}
 		if x.executed {
 			x.plan = append(x.plan, bson.E{Key: "nReturned", Value: int64(0)}, bson.E{Key: "nCounted", Value: n})
 		}
 		return x, nil
 	}
-	scan := &readPlan{coll: p.coll, point: p.point, useIDIndex: p.useIDIndex, natural: p.natural, index: p.index, shardKeyScan: p.shardKeyScan}
+	scan := &readPlan{Coll: p.Coll, Point: p.Point, UseIDIndex: p.UseIDIndex, Natural: p.Natural, Index: p.Index, ShardKeyScan: p.ShardKeyScan}
 	input := stageTree(scan, args.query, nil, x.stats, x.executed)
 	count := bson.D{{Key: "stage", Value: "COUNT"}}
 	if x.executed {
 		count = append(count, bson.E{Key: "nReturned", Value: int64(0)}, bson.E{Key: "nCounted", Value: n},
-			bson.E{Key: "nSkipped", Value: min(p.skip, x.stats.returned+p.skip)})
+			bson.E{Key: "nSkipped", Value: min(p.Skip, x.stats.Returned+p.Skip)})
 	}
-	if p.limit > 0 {
-		count = append(count, bson.E{Key: "limitAmount", Value: p.limit})
+	if p.Limit > 0 {
+		count = append(count, bson.E{Key: "limitAmount", Value: p.Limit})
 	}
-	if p.skip > 0 {
-		count = append(count, bson.E{Key: "skipAmount", Value: p.skip})
+	if p.Skip > 0 {
+		count = append(count, bson.E{Key: "skipAmount", Value: p.Skip})
 	}
 	x.plan = append(count, bson.E{Key: "inputStage", Value: input})
 	return x, nil
@@ -450,7 +446,7 @@ func (e *Engine) explainDistinct(ctx context.Context, db, coll string, inner bso
 	if err != nil {
 		return nil, err
 	}
-	x := &explained{ns: p.ns, parsed: args.query, partitions: p.partitions()}
+	x := &explained{ns: p.NS, parsed: args.query, partitions: p.Partitions()}
 	if v >= verbosityExecutionStats {
 		start := time.Now()
 		var vals []bsoncore.Value
@@ -459,7 +455,7 @@ func (e *Engine) explainDistinct(ctx context.Context, db, coll string, inner bso
 		}
 		x.millis, x.executed = time.Since(start).Milliseconds(), true
 		_ = vals
-		x.nReturned = x.stats.returned
+		x.nReturned = x.stats.Returned
 	}
 	x.plan = stageTree(p, args.query, nil, x.stats, x.executed)
 	return x, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/wire"
@@ -45,7 +46,7 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	src := e.source(plan)
-	bill := e.newReadBill(req, plan.coll, plan.spans, plan.point, args.filter, tallyOf(src))
+	bill := e.newReadBill(req, plan.Coll, plan.Spans, plan.Point, args.filter, tallyOf(src))
 	if err := e.admitRead(ctx, req, &bill); err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 		first = args.limit
 	}
 	var docs [][]byte
-	done := plan.coll == nil && plan.virtual == nil
+	done := plan.Coll == nil && plan.Virtual == nil
 	if first > 0 && !done {
 		docs, done, err = src.nextBatch(ctx, int(first), maxBatchBytes)
 		e.chargeRead(req, &bill, len(docs))
@@ -77,11 +78,11 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 			}
 		}
 		kept := bill
-		id = e.cursors.open(plan.ns, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{
+		id = e.cursors.open(plan.NS, req.c.wc.ID(), requestSession(req.body), src, cursorOptions{
 			budget: budget, noTimeout: args.noCursorTimeout, bill: &kept, owner: req.c.cursorOwner(), snap: snapshotOf(ctx), txn: txnOf(ctx),
 		})
 	}
-	return cursorReply(id, plan.ns, "firstBatch", batchArray(docs)), nil
+	return cursorReply(id, plan.NS, "firstBatch", batchArray(docs)), nil
 }
 
 // parseFind reads find's fields (cmd names the command for messages: find,
@@ -238,60 +239,41 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 	if err != nil {
 		return nil, queryError(err)
 	}
-	p := &readPlan{ns: namespaceOf(db, name), coll: e.store.Collection(db, name), filter: filter,
-		skip: a.skip, limit: a.limit, returnKey: a.returnKey, snapshot: a.snapshot}
+	p := &readPlan{NS: namespaceOf(db, name), Coll: e.store.Collection(db, name), Filter: filter,
+		Skip: a.skip, Limit: a.limit, ReturnKey: a.returnKey, Snapshot: a.snapshot}
 	if docs, ok := e.virtualDocs(db, name); ok {
-		p.coll, p.virtual = nil, docs
+		p.Coll, p.Virtual = nil, docs
 	}
 	if a.allowDiskUse != nil && !*a.allowDiskUse {
-		p.noDiskUse = true
+		p.NoDiskUse = true
 	}
 	if len(a.sort) > 5 {
-		if p.sort, err = query.CompileSort(a.sort); err != nil {
+		if p.Sort, err = query.CompileSort(a.sort); err != nil {
 			return nil, queryError(err)
 		}
-		if dir, ok := p.sort.Natural(); ok {
-			p.natural = dir
+		if dir, ok := p.Sort.Natural(); ok {
+			p.Natural = dir
 		}
 	}
-	if p.proj, err = query.CompileProjection(a.projection, filter, opts); err != nil {
+	if p.Proj, err = query.CompileProjection(a.projection, filter, opts); err != nil {
 		return nil, queryError(err)
 	}
 	if err := e.applyHint(p, a.hint, a.min, a.max); err != nil {
 		return nil, err
 	}
-	if p.coll != nil && p.natural == 0 && !p.useIDIndex {
-		p.point = pointKeyFor(p.coll, filter, a.filter)
+	if p.Coll != nil && p.Natural == 0 && !p.UseIDIndex {
+		p.Point = pointKeyFor(p.Coll, filter, a.filter)
 	}
-	if p.sort != nil && p.natural == 0 && isIDAscending(a.sort) && p.virtual == nil && (p.coll == nil || !p.coll.Sharded()) {
-		p.streamByID = true // documents of an unsharded collection are in _id order
+	if p.Sort != nil && p.Natural == 0 && isIDAscending(a.sort) && p.Virtual == nil && (p.Coll == nil || !p.Coll.Sharded()) {
+		p.StreamByID = true // documents of an unsharded collection are in _id order
 	}
-	p.route(a.filter)
-	p.chooseIndex(a.filter, a.sort)
-	e.weighShardKeyScan(p)
-	if p.index == nil && p.shardKeyScan && logicalPartitionCount(p.spans) == 1 && p.sort != nil && isIDAscending(a.sort) {
-		p.streamByID = true // one logical partition is in _id order
+	p.Route(a.filter)
+	p.ChooseIndex(a.filter, a.sort)
+	e.planner().WeighShardKeyScan(p)
+	if p.Index == nil && p.ShardKeyScan && plan.LogicalPartitionCount(p.Spans) == 1 && p.Sort != nil && isIDAscending(a.sort) {
+		p.StreamByID = true // one logical partition is in _id order
 	}
 	return p, nil
-}
-
-// chooseIndex sets the secondary index plan of a read, if one serves it.
-func (p *readPlan) chooseIndex(filter, sort bsoncore.Document) {
-	switch {
-	case p.coll == nil || p.virtual != nil || p.point != nil || p.natural != 0 || p.naturalHint || p.useIDIndex || p.snapshot || p.hintedShardKey:
-	case p.hinted != nil:
-		p.index = hintedIndex(p.hinted, filter, sort)
-	case p.streamByID && len(filter) <= 5:
-		// {_id: 1} order with no filter: the documents are in that order
-	default:
-		p.index = chooseIndex(p.coll, filter, sort)
-	}
-	if p.index != nil && p.index.sorted {
-		p.streamByID = false
-	}
-	if p.index != nil && p.index.branches == nil && routedSpans(p.coll, p.spans) {
-		p.index.narrowToSpans(p.spans)
-	}
 }
 
 // isIDAscending reports whether a sort spec is exactly {_id: 1}.
@@ -333,19 +315,19 @@ func (e *Engine) applyHint(p *readPlan, h hintArg, minB, maxB bsoncore.Document)
 	if h.set {
 		name, key := h.name, h.key
 		switch {
-		case name == "_id_" && builtIDIndex(p.coll) != nil && len(minB) <= 5 && len(maxB) <= 5:
-			p.hinted = builtIDIndex(p.coll)
+		case name == "_id_" && plan.BuiltIDIndex(p.Coll) != nil && len(minB) <= 5 && len(maxB) <= 5:
+			p.Hinted = plan.BuiltIDIndex(p.Coll)
 		case name == "_id_":
-			p.useIDIndex = true
-		case name != "" && name == shardKeyIndexName(p.coll):
-			p.hintedShardKey = true
+			p.UseIDIndex = true
+		case name != "" && name == plan.ShardKeyIndexName(p.Coll):
+			p.HintedShardKey = true
 		case name != "":
-			if p.coll != nil {
-				if ix := indexOfHint(p.coll, name, nil); ix != nil && !ix.Hidden {
-					p.hinted = ix
+			if p.Coll != nil {
+				if ix := plan.IndexOfHint(p.Coll, name, nil); ix != nil && !ix.Hidden {
+					p.Hinted = ix
 					break
 				}
-				return errorf(ErrBadValue, "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index", p.ns)
+				return errorf(ErrBadValue, "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index", p.NS)
 			}
 		default:
 			el := mustElements(key)
@@ -355,24 +337,24 @@ func (e *Engine) applyHint(p *readPlan, h hintArg, minB, maxB bsoncore.Document)
 				if !ok || (f != 1 && f != -1) {
 					return errorf(ErrBadValue, "$natural hint must be 1 or -1")
 				}
-				p.naturalHint = true
-				if p.sort != nil && !p.sort.IsEmpty() {
+				p.NaturalHint = true
+				if p.Sort != nil && !p.Sort.IsEmpty() {
 					break // an explicit sort still sorts
 				}
-				p.natural = int(f)
-			case len(el) == 1 && el[0].Key() == "_id" && isOne(el[0].Value()) && builtIDIndex(p.coll) != nil && len(minB) <= 5 && len(maxB) <= 5:
-				p.hinted = builtIDIndex(p.coll)
+				p.Natural = int(f)
+			case len(el) == 1 && el[0].Key() == "_id" && isOne(el[0].Value()) && plan.BuiltIDIndex(p.Coll) != nil && len(minB) <= 5 && len(maxB) <= 5:
+				p.Hinted = plan.BuiltIDIndex(p.Coll)
 			case len(el) == 1 && el[0].Key() == "_id" && isOne(el[0].Value()):
-				p.useIDIndex = true
-			case isShardKeyIndexKey(p.coll, key):
-				p.hintedShardKey = true
+				p.UseIDIndex = true
+			case plan.IsShardKeyIndexKey(p.Coll, key):
+				p.HintedShardKey = true
 			default:
-				if p.coll != nil {
-					if ix := indexOfHint(p.coll, "", key); ix != nil && !ix.Hidden {
-						p.hinted = ix
+				if p.Coll != nil {
+					if ix := plan.IndexOfHint(p.Coll, "", key); ix != nil && !ix.Hidden {
+						p.Hinted = ix
 						break
 					}
-					return errorf(ErrBadValue, "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index", p.ns)
+					return errorf(ErrBadValue, "error processing query: ns=%s planner returned error :: caused by :: hint provided does not correspond to an existing index", p.NS)
 				}
 			}
 		}
@@ -380,14 +362,14 @@ func (e *Engine) applyHint(p *readPlan, h hintArg, minB, maxB bsoncore.Document)
 	if len(minB) <= 5 && len(maxB) <= 5 {
 		return nil
 	}
-	if !p.useIDIndex {
+	if !p.UseIDIndex {
 		return errorf(Code(51173), "When using min()/max() a hint of which index to use must be provided")
 	}
-	r := &idRange{}
+	r := &plan.IDRange{}
 	for _, b := range []struct {
 		doc bsoncore.Document
 		dst *bsoncore.Value
-	}{{minB, &r.min}, {maxB, &r.max}} {
+	}{{minB, &r.Min}, {maxB, &r.Max}} {
 		if len(b.doc) <= 5 {
 			continue
 		}
@@ -397,7 +379,7 @@ func (e *Engine) applyHint(p *readPlan, h hintArg, minB, maxB bsoncore.Document)
 		}
 		*b.dst = el[0].Value()
 	}
-	p.idBounds = r
+	p.IDBounds = r
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
@@ -209,7 +210,7 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 	env := e.updateEnv()
 	point := pointKeyFor(coll, sp.filter, sp.query)
 	var tally writeTally
-	e.routeWrite(&tally, coll, point, routeWrites(coll, sp.query), sp.query)
+	e.routeWrite(&tally, coll, point, plan.RouteWrites(coll, sp.query), sp.query)
 	if err := e.admitWrite(ctx, m, &tally); err != nil {
 		return res, err
 	}
@@ -314,7 +315,7 @@ func findTarget(tx storage.Txn, coll *store.Collection, f *query.Filter, filter 
 	var bestKeys []bsoncore.Value
 	ordered := sort != nil && !sort.IsEmpty()
 	var matchErr error
-	err := scanSpans(tx, coll, routeWrites(coll, filter), nil, func(key, doc []byte) (bool, error) {
+	err := plan.ScanSpans(tx, coll, plan.RouteWrites(coll, filter), nil, func(key, doc []byte) (bool, error) {
 		tally.scanned(doc)
 		ok, err := f.MatchErr(doc)
 		if err != nil {

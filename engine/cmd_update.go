@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/update"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -278,10 +279,10 @@ func checkHint(c *store.Collection, h bsoncore.Value) error {
 	switch h.Type {
 	case bsoncore.TypeString:
 		name := h.StringValue()
-		if name == "_id_" || (name != "" && name == shardKeyIndexName(c)) {
+		if name == "_id_" || (name != "" && name == plan.ShardKeyIndexName(c)) {
 			return nil
 		}
-		if ix := indexOfHint(c, name, nil); name != "" && ix != nil && !ix.Hidden {
+		if ix := plan.IndexOfHint(c, name, nil); name != "" && ix != nil && !ix.Hidden {
 			return nil
 		}
 	case bsoncore.TypeEmbeddedDocument:
@@ -295,10 +296,10 @@ func checkHint(c *store.Collection, h bsoncore.Value) error {
 				return nil
 			}
 		}
-		if isShardKeyIndexKey(c, key) {
+		if plan.IsShardKeyIndexKey(c, key) {
 			return nil
 		}
-		if ix := indexOfHint(c, "", key); ix != nil && !ix.Hidden {
+		if ix := plan.IndexOfHint(c, "", key); ix != nil && !ix.Hidden {
 			return nil
 		}
 	}

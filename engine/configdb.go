@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"context"
 	"crypto/md5"
 	"encoding/binary"
 	"math"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -87,7 +87,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 				{Key: "lastmod", Value: bson.NewDateTimeFromTime(c.ShardedAt)},
 				{Key: "timestamp", Value: collTimestamp(c)},
 				{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
-				{Key: "key", Value: shardKeyIndexKey(c)},
+				{Key: "key", Value: plan.ShardKeyIndexKey(c)},
 				{Key: "unique", Value: false},
 				{Key: "noBalance", Value: true},
 			})
@@ -208,45 +208,4 @@ func chunkOID(c *store.Collection, id int) bson.ObjectID {
 
 func collTimestamp(c *store.Collection) bson.Timestamp {
 	return bson.Timestamp{T: uint32(min(max(c.ShardedAt.Unix(), 0), math.MaxUint32)), I: 1}
-}
-
-// scanVirtual is scan over a virtual collection's documents.
-func (s *scanSource) scanVirtual(ctx context.Context, max, maxBytes int, keep bool) ([][]byte, bool, error) {
-	p := s.plan
-	var docs [][]byte
-	bytes := 0
-	for s.vpos < len(p.virtual) {
-		if (max > 0 && len(docs) >= max) || (p.limit > 0 && s.sent >= p.limit) {
-			break
-		}
-		doc := p.virtual[s.vpos]
-		s.stats.docsExamined++
-		ok, err := s.match(doc)
-		if err != nil {
-			return nil, false, err
-		}
-		if ok {
-			if s.skip > 0 {
-				s.skip--
-			} else {
-				if keep {
-					out, err := s.shape(doc)
-					if err != nil {
-						return nil, false, err
-					}
-					if len(docs) > 0 && bytes+len(out) > maxBytes {
-						break
-					}
-					docs = append(docs, out)
-					bytes += len(out)
-				}
-				s.sent++
-				s.stats.returned++
-			}
-		}
-		s.vpos++
-	}
-	done := s.vpos >= len(p.virtual) || (p.limit > 0 && s.sent >= p.limit)
-	s.done = done
-	return docs, done, ctx.Err()
 }

@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -230,27 +230,7 @@ func idIndexDoc() bson.Raw {
 
 // sameKey reports whether two key patterns are the same (field names and
 // directions; 1 and 1.0 alike).
-func sameKey(a, b bson.Raw) bool {
-	ea, _ := bsoncore.Document(a).Elements()
-	eb, _ := bsoncore.Document(b).Elements()
-	if len(ea) != len(eb) {
-		return false
-	}
-	for i := range ea {
-		if ea[i].Key() != eb[i].Key() {
-			return false
-		}
-		fa, oka := numberFloat(ea[i].Value())
-		fb, okb := numberFloat(eb[i].Value())
-		if oka != okb || (oka && (fa < 0) != (fb < 0)) {
-			return false
-		}
-		if !oka && !bytes.Equal(ea[i].Value().Data, eb[i].Value().Data) {
-			return false
-		}
-	}
-	return true
-}
+func sameKey(a, b bson.Raw) bool { return plan.SameKey(a, b) }
 
 // sameOptions reports whether two specs have the same options (what
 // MongoDB compares to decide an index already exists), ignoring name, v,

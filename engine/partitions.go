@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/parsecdb/parsec/engine/query"
-	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/ru"
@@ -233,55 +232,4 @@ func (e *Engine) partitionsForThroughput(t ru.Throughput) int {
 // throughput t starts with.
 func (e *Engine) initialPartitions(t ru.Throughput) int {
 	return shard.InitialPartitions(t.RUs, t.MaxRUs, e.limits.MaxRUs)
-}
-
-// scanSpans visits the documents of c in spans (ascending and disjoint, as
-// routePartitions gives them; none: all of c) from resume on (nil: from
-// the start), in key order, until fn returns false or an error: a fan-out
-// over the partitions a read or write was routed to.
-func scanSpans(tx storage.Txn, c *store.Collection, spans []partitionSpan, resume []byte, fn func(key, doc []byte) (bool, error)) error {
-	if len(spans) == 0 { // not routed: the whole collection
-		return tx.Scan(c, resume, fn)
-	}
-	stopped := false
-	visit := func(key, doc []byte) (bool, error) {
-		more, err := fn(key, doc)
-		stopped = !more
-		return more, err
-	}
-	for _, sp := range spans {
-		if sp.ids != nil {
-			keys, err := idLookups(tx, c, sp, resume)
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				doc, err := tx.Get(k)
-				if errors.Is(err, store.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				if _, err := visit(k, doc); err != nil || stopped {
-					return err
-				}
-			}
-			continue
-		}
-		rs := sp.rangesFrom(resume)
-		if len(rs) == 0 {
-			continue
-		}
-		if err := tx.ScanRanges(c, rs, visit); err != nil || stopped {
-			return err
-		}
-	}
-	return nil
-}
-
-// spanOf is partition p of c as a key range.
-func spanOf(c *store.Collection, p shard.Partition) partitionSpan {
-	start, end := store.PartitionRange(c.ID, p)
-	return partitionSpan{id: p.IDString(), start: start, end: end}
 }

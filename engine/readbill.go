@@ -85,7 +85,7 @@ func (e *Engine) chargeRead(req *request, b *readBill, returned int) {
 	if b.point {
 		var read int64
 		if b.src != nil {
-			read = b.src.tally(0).bytesRead
+			read = b.src.tally(0).BytesRead
 		}
 		price := ru.Charge(ru.Usage{Kind: ru.KindPointRead, BytesRead: read, Consistency: b.cons})
 		var p *ru.Partition
@@ -116,7 +116,7 @@ func (e *Engine) chargeRead(req *request, b *readBill, returned int) {
 		if n > 1 {
 			prev = &b.billed[i]
 		}
-		ex, by := now.docsExamined-prev.docsExamined, now.bytesRead-prev.bytesRead
+		ex, by := now.DocsExamined-prev.DocsExamined, now.BytesRead-prev.BytesRead
 		*prev = now
 		u.DocsExamined += ex
 		u.BytesRead += by
@@ -137,19 +137,6 @@ func (e *Engine) chargeRead(req *request, b *readBill, returned int) {
 	}
 	e.chargeSplit(&req.units, b.parts, weights, price)
 }
-
-// tally is what the plan's i-th partition has read so far.
-func (s *scanSource) tally(i int) planStats {
-	switch {
-	case s.fan != nil && i < len(s.fan.parts):
-		return s.fan.parts[i].stats
-	case s.perPart != nil && len(s.plan.spans) > 1 && i < len(s.plan.spans):
-		return s.perPart[s.plan.spans[i].id]
-	}
-	return s.stats
-}
-
-func (s *sortedSource) tally(i int) planStats { return s.scan.tally(i) }
 
 // statsTally is a read that runs to completion in one call (count,
 // distinct): its totals, all on its first partition.

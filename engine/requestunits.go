@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
@@ -292,10 +293,10 @@ func logicalKey(c *store.Collection, key []byte) []byte {
 // writes it (<point><shard key>); nil when they read none, several, or
 // whole partitions.
 func spansLogicalKey(spans []partitionSpan) []byte {
-	if !byShardKey(spans) || logicalPartitionCount(spans) != 1 {
+	if !plan.ByShardKey(spans) || plan.LogicalPartitionCount(spans) != 1 {
 		return nil
 	}
-	return spans[0].lps[0].Start[docPrefixLen:]
+	return spans[0].LPs[0].Start[plan.DocPrefixLen:]
 }
 
 // secondaryIndexWork is what tx has written to (or removed from)

@@ -147,15 +147,15 @@ func BenchmarkPointReadAccounting(b *testing.B) {
 				b.Fatal(err)
 			}
 			plan, err := e.planFind("d", "c", args)
-			if err != nil || plan.point == nil {
+			if err != nil || plan.Point == nil {
 				b.Fatalf("plan %+v: %v", plan, err)
 			}
-			src := &scanSource{store: e.store, plan: plan, stats: planStats{docsExamined: 1, bytesRead: 1024}}
+			src := &statsTally{DocsExamined: 1, BytesRead: 1024} // what the point read read
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
 				req := request{name: "find", db: "d", body: body}
-				bill := e.newReadBill(&req, plan.coll, plan.spans, plan.point, args.filter, src)
+				bill := e.newReadBill(&req, plan.Coll, plan.Spans, plan.Point, args.filter, src)
 				if err := e.admitRead(ctx, &req, &bill); err != nil {
 					b.Fatal(err)
 				}

@@ -227,14 +227,14 @@ func (u *collUnits) spanParts(spans []partitionSpan) []*ru.Partition {
 	case len(spans) == 0 || len(u.parts) == 1:
 		return u.parts
 	case len(spans) == 1:
-		i := u.index(spans[0].start)
+		i := u.index(spans[0].Start)
 		return u.parts[i : i+1]
-	case len(spans) == len(u.parts) && u.index(spans[0].start) == 0 && u.index(spans[len(spans)-1].start) == len(u.parts)-1:
+	case len(spans) == len(u.parts) && u.index(spans[0].Start) == 0 && u.index(spans[len(spans)-1].Start) == len(u.parts)-1:
 		return u.parts
 	}
 	out := make([]*ru.Partition, 0, len(spans))
 	for _, s := range spans {
-		p := u.at(s.start)
+		p := u.at(s.Start)
 		if len(out) == 0 || out[len(out)-1] != p {
 			out = append(out, p)
 		}

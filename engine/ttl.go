@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
@@ -72,13 +73,13 @@ func (e *Engine) expireIndex(ctx context.Context, c *store.Collection, ix *store
 	if err != nil {
 		return 0, err
 	}
-	p := &readPlan{ns: c.Namespace(), coll: c, filter: filter}
-	p.index = hintedIndex(ix, filterDoc, nil)
-	src := &scanSource{store: e.store, plan: p}
+	p := &readPlan{NS: c.Namespace(), Coll: c, Filter: filter}
+	p.Index = plan.HintedIndex(ix, filterDoc, nil)
+	src := e.planner().Scan(p)
 	var deleted int64
-	for !src.ix.done {
+	for !src.IndexDone() {
 		var keys [][]byte
-		err := src.walkIndex(ctx, func(docKey, _ []byte) (bool, error) {
+		err := src.WalkIndex(ctx, func(docKey, _ []byte) (bool, error) {
 			keys = append(keys, bytes.Clone(docKey))
 			return len(keys) < 256, nil
 		})

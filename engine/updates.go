@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
@@ -239,7 +240,7 @@ func (u *updater) open() (found bool, err error) {
 // route finds the key or the partitions the filter routes to.
 func (u *updater) route() {
 	u.point = pointKeyFor(u.coll, u.sp.filter, u.sp.query)
-	u.spans = routeWrites(u.coll, u.sp.query)
+	u.spans = plan.RouteWrites(u.coll, u.sp.query)
 	u.e.routeWrite(&u.tally, u.coll, u.point, u.spans, u.sp.query)
 }
 
@@ -324,7 +325,7 @@ func (u *updater) updatePoint(tx storage.Txn) error {
 // at the statement's error, and a single update at its first match.
 func (u *updater) updateScanned(tx storage.Txn) error {
 	c := &u.chunk
-	return scanSpans(tx, u.coll, u.spans, u.resume, func(key, doc []byte) (bool, error) {
+	return plan.ScanSpans(tx, u.coll, u.spans, u.resume, func(key, doc []byte) (bool, error) {
 		if len(c.writes) >= chunkDocs || c.bytes >= chunkBytes {
 			c.more, c.next = true, append([]byte(nil), key...)
 			return false, nil

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"bytes"
@@ -23,38 +23,41 @@ type indexCursor struct {
 	done   bool
 }
 
-// walkIndex reads the plan's index ranges from where the cursor stands,
+// IndexDone reports whether an index read has read all its ranges.
+func (s *Scan) IndexDone() bool { return s.ix.done }
+
+// WalkIndex reads the plan's index ranges from where the cursor stands,
 // fetching each entry's document and passing those the filter matches to
 // fn until fn returns false. One read transaction per call.
-func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) (bool, error)) error {
+func (s *Scan) WalkIndex(ctx context.Context, fn func(docKey, doc []byte) (bool, error)) error {
 	p := s.plan
 	cur := &s.ix
 	if cur.done {
 		return nil
 	}
-	plans := []*indexPlan{p.index}
-	if p.index.branches != nil {
-		plans = p.index.branches
+	plans := []*IndexPlan{p.Index}
+	if p.Index.Branches != nil {
+		plans = p.Index.Branches
 	}
-	if p.index.dedupe() && cur.seen == nil {
+	if p.Index.dedupe() && cur.seen == nil {
 		cur.seen = map[string]struct{}{}
 	}
-	routed := routedSpans(p.coll, p.spans)
+	routed := RoutedSpans(p.Coll, p.Spans)
 	examined := 0
 	return s.view(ctx).View(func(tx storage.Txn) error {
 		for cur.branch < len(plans) {
 			ip := plans[cur.branch]
-			rd := tx.IndexReader(p.coll, ip.ix, ip.reverse) // one iterator for all the ranges
+			rd := tx.IndexReader(p.Coll, ip.Ix, ip.Reverse) // one iterator for all the ranges
 			defer rd.Close()
 			for cur.rng < len(ip.ranges) {
 				i := cur.rng
-				if ip.reverse {
+				if ip.Reverse {
 					i = len(ip.ranges) - 1 - cur.rng
 				}
 				r := ip.ranges[i]
 				start, end := r.start, r.end
 				if cur.resume != nil {
-					if ip.reverse {
+					if ip.Reverse {
 						end = cur.resume
 					} else {
 						start = cur.resume
@@ -62,22 +65,22 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 				}
 				stopped := false
 				err := rd.Scan(start, end, func(e store.IndexEntry) (bool, error) {
-					if examined++; examined%ctxCheckEvery == 0 {
+					if examined++; examined%ContextCheckEvery == 0 {
 						if err := ctx.Err(); err != nil {
 							return false, err
 						}
 					}
-					if ip.reverse {
+					if ip.Reverse {
 						cur.resume = append(cur.resume[:0], e.Key...)
 					} else {
 						cur.resume = append(append(cur.resume[:0], e.Key...), 0)
 					}
-					s.stats.keysExamined++
-					ip.keysExamined++
+					s.stats.KeysExamined++
+					ip.KeysExamined++
 					if routed && !s.inSpans(e.DocKey) {
 						return true, nil
 					}
-					s.countPart(e.DocKey, planStats{keysExamined: 1})
+					s.countPart(e.DocKey, Stats{KeysExamined: 1})
 					if cur.seen != nil {
 						if _, dup := cur.seen[string(e.DocKey)]; dup {
 							return true, nil
@@ -91,17 +94,17 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 					if err != nil {
 						return false, err
 					}
-					s.stats.docsExamined++
-					s.stats.bytesRead += int64(len(doc))
-					s.countPart(e.DocKey, planStats{docsExamined: 1, bytesRead: int64(len(doc))})
-					ok, err := s.match(doc)
+					s.stats.DocsExamined++
+					s.stats.BytesRead += int64(len(doc))
+					s.countPart(e.DocKey, Stats{DocsExamined: 1, BytesRead: int64(len(doc))})
+					ok, err := s.Match(doc)
 					if err != nil {
 						return false, err
 					}
 					if !ok {
 						return true, nil
 					}
-					s.countPart(e.DocKey, planStats{returned: 1}) // matched (skip and limit are the read's)
+					s.countPart(e.DocKey, Stats{Returned: 1}) // matched (skip and limit are the read's)
 					more, err := fn(e.DocKey, doc)
 					if !more {
 						stopped = true
@@ -124,19 +127,19 @@ func (s *scanSource) walkIndex(ctx context.Context, fn func(docKey, doc []byte) 
 
 // inSpans reports whether a document key's point is in a partition the
 // plan was routed to.
-func (s *scanSource) inSpans(docKey []byte) bool {
+func (s *Scan) inSpans(docKey []byte) bool {
 	if len(docKey) < 14 {
 		return false
 	}
 	i := s.spanIndex(docKey)
-	return i < len(s.plan.spans) && s.plan.spans[i].contains(docKey)
+	return i < len(s.plan.Spans) && s.plan.Spans[i].Contains(docKey)
 }
 
 // spanIndex is the position in the plan's spans of the partition a
 // document key falls in (len(spans) when past the last).
-func (s *scanSource) spanIndex(docKey []byte) int {
-	return sort.Search(len(s.plan.spans), func(i int) bool {
-		end := s.plan.spans[i].end
+func (s *Scan) spanIndex(docKey []byte) int {
+	return sort.Search(len(s.plan.Spans), func(i int) bool {
+		end := s.plan.Spans[i].End
 		return end == nil || bytes.Compare(end, docKey) > 0
 	})
 }
@@ -145,42 +148,42 @@ func (s *scanSource) spanIndex(docKey []byte) int {
 // docKey is in, when the index read runs over several partitions: for
 // explain's per-partition figures and to split the read's charge by what
 // each partition did (one partition's read counts in s.stats alone).
-func (s *scanSource) countPart(docKey []byte, d planStats) {
-	if len(s.plan.spans) < 2 {
+func (s *Scan) countPart(docKey []byte, d Stats) {
+	if len(s.plan.Spans) < 2 {
 		return
 	}
 	i := s.spanIndex(docKey)
-	if i >= len(s.plan.spans) {
+	if i >= len(s.plan.Spans) {
 		return
 	}
 	if s.perPart == nil {
-		s.perPart = make(map[string]planStats, len(s.plan.spans))
+		s.perPart = make(map[string]Stats, len(s.plan.Spans))
 	}
-	id := s.plan.spans[i].id
+	id := s.plan.Spans[i].ID
 	st := s.perPart[id]
-	st.keysExamined += d.keysExamined
-	st.docsExamined += d.docsExamined
-	st.bytesRead += d.bytesRead
-	st.returned += d.returned
+	st.KeysExamined += d.KeysExamined
+	st.DocsExamined += d.DocsExamined
+	st.BytesRead += d.BytesRead
+	st.Returned += d.Returned
 	s.perPart[id] = st
 }
 
 // scanIndex is scan for a plan that reads an index: up to max documents
 // (maxBytes of them), skipping and limiting; keep unset only counts.
-func (s *scanSource) scanIndex(ctx context.Context, max, maxBytes int, keep bool) ([][]byte, bool, error) {
+func (s *Scan) scanIndex(ctx context.Context, max, maxBytes int, keep bool) ([][]byte, bool, error) {
 	p := s.plan
 	var docs [][]byte
 	size := 0
 	if s.pending != nil {
 		docs, size, s.pending = append(docs, s.pending), len(s.pending), nil
 	}
-	err := s.walkIndex(ctx, func(_, doc []byte) (bool, error) {
+	err := s.WalkIndex(ctx, func(_, doc []byte) (bool, error) {
 		if s.skip > 0 {
 			s.skip--
 			return true, nil
 		}
 		s.sent++
-		s.stats.returned++
+		s.stats.Returned++
 		if keep {
 			out, err := s.shape(doc)
 			if err != nil {
@@ -193,14 +196,14 @@ func (s *scanSource) scanIndex(ctx context.Context, max, maxBytes int, keep bool
 			docs = append(docs, out)
 			size += len(out)
 		}
-		full := (max > 0 && len(docs) >= max) || (p.limit > 0 && s.sent >= p.limit)
+		full := (max > 0 && len(docs) >= max) || (p.Limit > 0 && s.sent >= p.Limit)
 		return !full, nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	done := s.ix.done && s.pending == nil
-	if p.limit > 0 && s.sent >= p.limit && s.pending == nil {
+	if p.Limit > 0 && s.sent >= p.Limit && s.pending == nil {
 		done = true
 	}
 	s.done = done
@@ -209,10 +212,10 @@ func (s *scanSource) scanIndex(ctx context.Context, max, maxBytes int, keep bool
 
 // collectIndex returns every match of an index plan, unshaped: what a
 // blocking sort sorts.
-func (s *scanSource) collectIndex(ctx context.Context) ([][]byte, error) {
+func (s *Scan) collectIndex(ctx context.Context) ([][]byte, error) {
 	var out [][]byte
 	for !s.ix.done {
-		err := s.walkIndex(ctx, func(_, doc []byte) (bool, error) {
+		err := s.WalkIndex(ctx, func(_, doc []byte) (bool, error) {
 			out = append(out, doc) // a copy already: Txn.Get copies
 			return len(out)%4096 != 0, nil
 		})
@@ -223,47 +226,57 @@ func (s *scanSource) collectIndex(ctx context.Context) ([][]byte, error) {
 	return out, nil
 }
 
-// indexIterator streams the documents one partition's index entries
+// IndexIterator streams the documents one partition's index entries
 // point to, for aggregation's partition sources: the documents of span
 // that the plan's filter matches.
-type indexIterator struct {
-	src      *scanSource
+type IndexIterator struct {
+	src      *Scan
 	buf      [][]byte
 	pos      int
 	examined *atomic.Int64
-	counter  *readCounter // documents and bytes read, for request units (may be nil)
+	// Docs and Bytes, when set, count the documents and bytes read, for
+	// request units.
+	Docs, Bytes *atomic.Int64
 }
 
-// newIndexIterator reads span through ip (a plan of its own: it is
-// narrowed to span).
-func (e *Engine) newIndexIterator(c *store.Collection, filter *query.Filter, ip *indexPlan, span partitionSpan, routed bool, examined *atomic.Int64) *indexIterator {
-	p := &readPlan{ns: c.Namespace(), coll: c, filter: filter, index: ip}
+// iteratorBatch is how many documents an IndexIterator reads per read
+// transaction.
+const iteratorBatch = 4096
+
+// IndexIterator reads span through ip (a plan of its own: it is
+// narrowed to span), adding the documents it examines to examined (may
+// be nil).
+func (pl *Planner) IndexIterator(c *store.Collection, filter *query.Filter, ip *IndexPlan, span Span, routed bool, examined *atomic.Int64) *IndexIterator {
+	p := &Read{NS: c.Namespace(), Coll: c, Filter: filter, Index: ip}
 	if routed {
-		p.spans = []partitionSpan{span}
-		if ip.branches == nil {
-			ip.narrowToSpans(p.spans)
+		p.Spans = []Span{span}
+		if ip.Branches == nil {
+			ip.NarrowToSpans(p.Spans)
 		}
 	}
-	return &indexIterator{src: &scanSource{store: e.store, plan: p}, examined: examined}
+	return &IndexIterator{src: pl.Scan(p), examined: examined}
 }
 
-func (it *indexIterator) Next(ctx context.Context) (bsoncore.Document, error) {
+// Next is the next matching document (nil at the end).
+func (it *IndexIterator) Next(ctx context.Context) (bsoncore.Document, error) {
 	for it.pos >= len(it.buf) {
 		if it.src.ix.done {
 			return nil, nil
 		}
 		it.buf, it.pos = it.buf[:0], 0
-		before, bytesBefore := it.src.stats.docsExamined, it.src.stats.bytesRead
-		err := it.src.walkIndex(ctx, func(_, doc []byte) (bool, error) {
+		before, bytesBefore := it.src.stats.DocsExamined, it.src.stats.BytesRead
+		err := it.src.WalkIndex(ctx, func(_, doc []byte) (bool, error) {
 			it.buf = append(it.buf, doc) // a copy: Txn.Get copies
-			return len(it.buf) < readBatchDocs, nil
+			return len(it.buf) < iteratorBatch, nil
 		})
 		if it.examined != nil {
-			it.examined.Add(it.src.stats.docsExamined - before)
+			it.examined.Add(it.src.stats.DocsExamined - before)
 		}
-		if it.counter != nil {
-			it.counter.docs.Add(it.src.stats.docsExamined - before)
-			it.counter.bytes.Add(it.src.stats.bytesRead - bytesBefore)
+		if it.Docs != nil {
+			it.Docs.Add(it.src.stats.DocsExamined - before)
+		}
+		if it.Bytes != nil {
+			it.Bytes.Add(it.src.stats.BytesRead - bytesBefore)
 		}
 		if err != nil {
 			return nil, err
@@ -275,4 +288,5 @@ func (it *indexIterator) Next(ctx context.Context) (bsoncore.Document, error) {
 	return d, nil
 }
 
-func (it *indexIterator) Close() { it.buf = nil }
+// Close releases the iterator's buffer.
+func (it *IndexIterator) Close() { it.buf = nil }

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"github.com/parsecdb/parsec/engine/storage"
@@ -19,34 +19,34 @@ import (
 // the weighing reads; the rest are estimated from their average.
 const maxWeighedPartitions = 64
 
-// weighShardKeyScan drops p's index plan when reading its logical
+// WeighShardKeyScan drops p's index plan when reading its logical
 // partitions is cheaper.
-func (e *Engine) weighShardKeyScan(p *readPlan) {
-	if p.index == nil || !p.shardKeyScan || p.hinted != nil || p.coll == nil {
+func (pl *Planner) WeighShardKeyScan(p *Read) {
+	if p.Index == nil || !p.ShardKeyScan || p.Hinted != nil || p.Coll == nil {
 		return
 	}
-	if p.index.branches == nil && p.index.points && !p.index.ix.Unique && !p.index.ix.Wildcard {
+	if p.Index.Branches == nil && p.Index.points && !p.Index.Ix.Unique && !p.Index.Ix.Wildcard {
 		return // narrowed to the logical partitions' own entries
 	}
-	if !e.indexCheaper(p.coll, p.index, p.spans) {
-		p.index = nil
+	if !pl.indexCheaper(p.Coll, p.Index, p.Spans) {
+		p.Index = nil
 	}
 }
 
 // indexCheaper reports whether ip reads fewer documents of spans than
 // spans' logical partitions hold.
-func (e *Engine) indexCheaper(c *store.Collection, ip *indexPlan, spans []partitionSpan) bool {
+func (pl *Planner) indexCheaper(c *store.Collection, ip *IndexPlan, spans []Span) bool {
 	var lps []store.KeyRange
 	total := 0
 	for _, sp := range spans {
-		total += len(sp.lps)
-		for _, r := range sp.lps {
+		total += len(sp.LPs)
+		for _, r := range sp.LPs {
 			if len(lps) < maxWeighedPartitions {
 				lps = append(lps, r)
 			}
 		}
 	}
-	docs, err := e.store.LogicalPartitionDocs(c, lps)
+	docs, err := pl.Storage.LogicalPartitionDocs(c, lps)
 	if err != nil || len(lps) == 0 {
 		return true
 	}
@@ -59,16 +59,16 @@ func (e *Engine) indexCheaper(c *store.Collection, ip *indexPlan, spans []partit
 	// Count the index's entries in the routed logical partitions, and
 	// its keys read, up to what the logical partitions hold: past that
 	// the index cannot win.
-	plans := []*indexPlan{ip}
-	if ip.branches != nil {
-		plans = ip.branches
+	plans := []*IndexPlan{ip}
+	if ip.Branches != nil {
+		plans = ip.Branches
 	}
 	var fetched, keys int64
 	limitKeys := 4 * docs
-	src := &scanSource{plan: &readPlan{coll: c, spans: spans}}
-	err = e.store.View(func(tx storage.Txn) error {
+	src := &Scan{plan: &Read{Coll: c, Spans: spans}}
+	err = pl.Storage.View(func(tx storage.Txn) error {
 		for _, bp := range plans {
-			r := tx.IndexReader(c, bp.ix, false)
+			r := tx.IndexReader(c, bp.Ix, false)
 			for _, rg := range bp.ranges {
 				stop := false
 				err := r.Scan(rg.start, rg.end, func(en store.IndexEntry) (bool, error) {

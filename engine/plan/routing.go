@@ -1,9 +1,10 @@
-package engine
+package plan
 
 import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"slices"
 	"sort"
 
@@ -24,64 +25,64 @@ import (
 // those logical partitions: this is the shard-key index, {<key>:
 // "hashed"} (shardkeyindex.go), read without any entries of its own.
 
-// partitionSpan is one physical partition as a read sees it: its
-// partitionKeyRangeId, the key range [start, end) of its documents (end
+// Span is one physical partition as a read sees it: its
+// partitionKeyRangeId, the key range [Start, End) of its documents (End
 // nil: to the end of the collection) and, when the read is routed by the
 // shard key, the logical partitions it reads there.
-type partitionSpan struct {
-	id         string
-	start, end []byte
-	// lps are the key ranges of the logical partitions the read is routed
+type Span struct {
+	ID         string
+	Start, End []byte
+	// LPs are the key ranges of the logical partitions the read is routed
 	// to in this partition, ascending and disjoint; nil: all of it.
-	lps []store.KeyRange
-	// ids, when set, are the encoded _id values a write's filter pins in
+	LPs []store.KeyRange
+	// IDs, when set, are the encoded _id values a write's filter pins in
 	// a sharded collection without pinning the shard key: the write
 	// finds its documents in the _id index instead of reading the
-	// partition (scanSpans).
-	ids [][]byte
+	// partition (ScanSpans).
+	IDs [][]byte
 }
 
-// rangesFrom is what sp reads from resume on (nil: from its start): the
+// RangesFrom is what sp reads from resume on (nil: from its start): the
 // rest of its logical partitions, or of its whole range.
-func (sp partitionSpan) rangesFrom(resume []byte) []store.KeyRange {
-	if sp.lps == nil {
-		start := sp.start
+func (sp Span) RangesFrom(resume []byte) []store.KeyRange {
+	if sp.LPs == nil {
+		start := sp.Start
 		if bytes.Compare(resume, start) > 0 {
 			start = resume
 		}
-		if sp.end != nil && bytes.Compare(start, sp.end) >= 0 {
+		if sp.End != nil && bytes.Compare(start, sp.End) >= 0 {
 			return nil
 		}
-		return []store.KeyRange{{Start: start, End: sp.end}}
+		return []store.KeyRange{{Start: start, End: sp.End}}
 	}
 	if resume == nil {
-		return sp.lps
+		return sp.LPs
 	}
-	i := sort.Search(len(sp.lps), func(i int) bool { return bytes.Compare(sp.lps[i].End, resume) > 0 })
-	out := sp.lps[i:]
+	i := sort.Search(len(sp.LPs), func(i int) bool { return bytes.Compare(sp.LPs[i].End, resume) > 0 })
+	out := sp.LPs[i:]
 	if len(out) > 0 && bytes.Compare(resume, out[0].Start) > 0 {
 		out = append([]store.KeyRange{{Start: resume, End: out[0].End}}, out[1:]...)
 	}
 	return out
 }
 
-// contains reports whether the document key is in what sp reads.
-func (sp partitionSpan) contains(docKey []byte) bool {
-	if bytes.Compare(docKey, sp.start) < 0 || (sp.end != nil && bytes.Compare(docKey, sp.end) >= 0) {
+// Contains reports whether the document key is in what sp reads.
+func (sp Span) Contains(docKey []byte) bool {
+	if bytes.Compare(docKey, sp.Start) < 0 || (sp.End != nil && bytes.Compare(docKey, sp.End) >= 0) {
 		return false
 	}
-	if sp.lps == nil {
+	if sp.LPs == nil {
 		return true
 	}
-	i := sort.Search(len(sp.lps), func(i int) bool { return bytes.Compare(sp.lps[i].End, docKey) > 0 })
-	return i < len(sp.lps) && bytes.Compare(docKey, sp.lps[i].Start) >= 0
+	i := sort.Search(len(sp.LPs), func(i int) bool { return bytes.Compare(sp.LPs[i].End, docKey) > 0 })
+	return i < len(sp.LPs) && bytes.Compare(docKey, sp.LPs[i].Start) >= 0
 }
 
-// byShardKey reports whether spans read logical partitions only (the
+// ByShardKey reports whether spans read logical partitions only (the
 // read is routed by the shard key).
-func byShardKey(spans []partitionSpan) bool {
+func ByShardKey(spans []Span) bool {
 	for _, sp := range spans {
-		if sp.lps == nil {
+		if sp.LPs == nil {
 			return false
 		}
 	}
@@ -101,49 +102,49 @@ func incremented(key []byte) []byte {
 	return nil
 }
 
-// routedSpans reports whether spans are less than all of c: some
+// RoutedSpans reports whether spans are less than all of c: some
 // partitions, or some logical partitions.
-func routedSpans(c *store.Collection, spans []partitionSpan) bool {
-	return c.Sharded() && len(spans) > 0 && (len(spans) < c.Map().Len() || byShardKey(spans))
+func RoutedSpans(c *store.Collection, spans []Span) bool {
+	return c.Sharded() && len(spans) > 0 && (len(spans) < c.Map().Len() || ByShardKey(spans))
 }
 
-// logicalPartitionCount is how many logical partitions spans read.
-func logicalPartitionCount(spans []partitionSpan) int {
+// LogicalPartitionCount is how many logical partitions spans read.
+func LogicalPartitionCount(spans []Span) int {
 	n := 0
 	for _, sp := range spans {
-		n += len(sp.lps)
+		n += len(sp.LPs)
 	}
 	return n
 }
 
-// partitionsOf lists the physical partitions of a collection: documents
+// PartitionsOf lists the physical partitions of a collection: documents
 // are keyed by the hash of their shard key, so each partition's
 // documents are one contiguous key range.
-func partitionsOf(c *store.Collection) []partitionSpan {
+func PartitionsOf(c *store.Collection) []Span {
 	prefix := store.DocPrefix(c.ID)
 	parts := c.Map().Partitions()
-	out := make([]partitionSpan, len(parts))
+	out := make([]Span, len(parts))
 	for i, p := range parts {
-		s := partitionSpan{id: p.IDString(), start: binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), p.Min)}
+		s := Span{ID: p.IDString(), Start: binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), p.Min)}
 		if next, ok := p.End(); ok {
-			s.end = binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), next)
+			s.End = binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), next)
 		}
 		out[i] = s
 	}
 	return out
 }
 
-// routePartitions narrows a collection's partitions to those a filter
+// RoutePartitions narrows a collection's partitions to those a filter
 // can match: equality (or $in) on the whole shard key targets the
 // logical partitions of those values, in the partitions that own them;
 // anything else reads every partition whole.
-func routePartitions(c *store.Collection, filter bsoncore.Document) []partitionSpan {
+func RoutePartitions(c *store.Collection, filter bsoncore.Document) []Span {
 	if len(filter) <= 5 || !c.Sharded() {
-		return partitionsOf(c)
+		return PartitionsOf(c)
 	}
 	vals, ok := c.Spec().Values(filter)
 	if !ok {
-		return partitionsOf(c)
+		return PartitionsOf(c)
 	}
 	return logicalSpans(c, vals)
 }
@@ -152,12 +153,12 @@ func routePartitions(c *store.Collection, filter bsoncore.Document) []partitionS
 // past it the write reads its partitions.
 const maxIDLookups = 1000
 
-// routeWrites is routePartitions for a write statement: when the filter
+// RouteWrites is RoutePartitions for a write statement: when the filter
 // pins _id but not the shard key of a sharded collection, each partition
 // finds its documents through the _id index.
-func routeWrites(c *store.Collection, filter bsoncore.Document) []partitionSpan {
-	spans := routePartitions(c, filter)
-	if byShardKey(spans) || builtIDIndex(c) == nil || len(filter) <= 5 {
+func RouteWrites(c *store.Collection, filter bsoncore.Document) []Span {
+	spans := RoutePartitions(c, filter)
+	if ByShardKey(spans) || BuiltIDIndex(c) == nil || len(filter) <= 5 {
 		return spans
 	}
 	vals, ok := idSpec.Values(filter)
@@ -171,24 +172,24 @@ func routeWrites(c *store.Collection, filter bsoncore.Document) []partitionSpan 
 	slices.SortFunc(ids, bytes.Compare)
 	ids = slices.CompactFunc(ids, bytes.Equal)
 	for i := range spans {
-		spans[i].ids = ids
+		spans[i].IDs = ids
 	}
 	return spans
 }
 
-// idLookups are the keys of the documents of sp whose _id is one of sp.ids,
+// idLookups are the keys of the documents of sp whose _id is one of sp.IDs,
 // from resume on, ascending: read from the _id index in tx.
-func idLookups(tx storage.Txn, c *store.Collection, sp partitionSpan, resume []byte) ([][]byte, error) {
+func idLookups(tx storage.Txn, c *store.Collection, sp Span, resume []byte) ([][]byte, error) {
 	var keys [][]byte
 	r := tx.IndexReader(c, c.IDIndex, false)
 	defer r.Close()
-	for _, id := range sp.ids {
+	for _, id := range sp.IDs {
 		// entries x/<coll><0><id><point><shard key><id>: those of sp's
 		// points are one range
-		start := append(bytes.Clone(id), sp.start[docPrefixLen:]...)
+		start := append(bytes.Clone(id), sp.Start[DocPrefixLen:]...)
 		end := prefixEnd(id)
-		if sp.end != nil {
-			end = append(bytes.Clone(id), sp.end[docPrefixLen:]...)
+		if sp.End != nil {
+			end = append(bytes.Clone(id), sp.End[DocPrefixLen:]...)
 		}
 		err := r.Scan(start, end, func(e store.IndexEntry) (bool, error) {
 			if bytes.Compare(e.DocKey, resume) >= 0 {
@@ -207,7 +208,7 @@ func idLookups(tx storage.Txn, c *store.Collection, sp partitionSpan, resume []b
 // logicalSpans are the partitions of c that own the shard-key values vals,
 // each with the key ranges of those values' logical partitions: n values
 // cost O(n log n), and O(n log P) in the number P of partitions.
-func logicalSpans(c *store.Collection, vals []bsoncore.Value) []partitionSpan {
+func logicalSpans(c *store.Collection, vals []bsoncore.Value) []Span {
 	m := c.Map()
 	type lp struct {
 		pt   uint64 // the key's order is the point's, then the shard key's
@@ -238,15 +239,69 @@ func logicalSpans(c *store.Collection, vals []bsoncore.Value) []partitionSpan {
 		return bytes.Compare(a.r.Start, b.r.Start)
 	})
 	lps = slices.CompactFunc(lps, func(a, b lp) bool { return bytes.Equal(a.r.Start, b.r.Start) })
-	var out []partitionSpan
+	var out []Span
 	last := -1
 	for _, l := range lps {
 		if l.part != last {
-			out = append(out, spanOf(c, m.At(l.part)))
+			out = append(out, SpanOf(c, m.At(l.part)))
 			last = l.part
 		}
 		last := &out[len(out)-1]
-		last.lps = append(last.lps, l.r)
+		last.LPs = append(last.LPs, l.r)
 	}
 	return out
+}
+
+// idSpec reads _id equalities the way shard keys are read.
+var idSpec = shard.Spec{Path: "_id"}
+
+// ScanSpans visits the documents of c in spans (ascending and disjoint,
+// as RoutePartitions gives them; none: all of c) from resume on (nil:
+// from the start), in key order, until fn returns false or an error: a
+// fan-out over the partitions a read or write was routed to.
+func ScanSpans(tx storage.Txn, c *store.Collection, spans []Span, resume []byte, fn func(key, doc []byte) (bool, error)) error {
+	if len(spans) == 0 { // not routed: the whole collection
+		return tx.Scan(c, resume, fn)
+	}
+	stopped := false
+	visit := func(key, doc []byte) (bool, error) {
+		more, err := fn(key, doc)
+		stopped = !more
+		return more, err
+	}
+	for _, sp := range spans {
+		if sp.IDs != nil {
+			keys, err := idLookups(tx, c, sp, resume)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				doc, err := tx.Get(k)
+				if errors.Is(err, store.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if _, err := visit(k, doc); err != nil || stopped {
+					return err
+				}
+			}
+			continue
+		}
+		rs := sp.RangesFrom(resume)
+		if len(rs) == 0 {
+			continue
+		}
+		if err := tx.ScanRanges(c, rs, visit); err != nil || stopped {
+			return err
+		}
+	}
+	return nil
+}
+
+// SpanOf is partition p of c as a key range.
+func SpanOf(c *store.Collection, p shard.Partition) Span {
+	start, end := store.PartitionRange(c.ID, p)
+	return Span{ID: p.IDString(), Start: start, End: end}
 }

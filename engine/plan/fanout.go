@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"context"
@@ -23,12 +23,12 @@ type fanOut struct {
 
 // partScan is one partition's progress.
 type partScan struct {
-	span  partitionSpan
+	span  Span
 	next  []byte // resume key; nil: the start of the span
 	done  bool
 	buf   [][]byte // matches (shaped) not yet handed out
 	bytes int
-	stats planStats
+	stats Stats
 }
 
 // Per-partition buffer bounds of one refill.
@@ -94,13 +94,13 @@ func callRecovering(fn func(i int) error, i int) (err error) {
 // fill reads part onward until it holds wantDocs matches (0: no limit) or
 // wantBytes of them (0: no limit), or the partition ends. keep unset only
 // counts.
-func (s *scanSource) fill(ctx context.Context, part *partScan, wantDocs, wantBytes int, keep bool) error {
+func (s *Scan) fill(ctx context.Context, part *partScan, wantDocs, wantBytes int, keep bool) error {
 	p := s.plan
 	stopped := false
 	examined := 0
 	err := s.view(ctx).View(func(tx storage.Txn) error {
-		return tx.ScanRanges(p.coll, part.span.rangesFrom(part.next), func(key, doc []byte) (bool, error) {
-			if examined++; examined%ctxCheckEvery == 0 {
+		return tx.ScanRanges(p.Coll, part.span.RangesFrom(part.next), func(key, doc []byte) (bool, error) {
+			if examined++; examined%ContextCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return false, err
 				}
@@ -110,12 +110,12 @@ func (s *scanSource) fill(ctx context.Context, part *partScan, wantDocs, wantByt
 				part.next = append(part.next[:0], key...)
 				return false, nil
 			}
-			part.stats.docsExamined++
-			part.stats.bytesRead += int64(len(doc))
-			if p.useIDIndex || p.shardKeyScan {
-				part.stats.keysExamined++
+			part.stats.DocsExamined++
+			part.stats.BytesRead += int64(len(doc))
+			if p.UseIDIndex || p.ShardKeyScan {
+				part.stats.KeysExamined++
 			}
-			ok, err := s.match(doc)
+			ok, err := s.Match(doc)
 			if err != nil {
 				return false, err
 			}
@@ -141,11 +141,11 @@ func (s *scanSource) fill(ctx context.Context, part *partScan, wantDocs, wantByt
 }
 
 // scanFanOut is scan over several partitions.
-func (s *scanSource) scanFanOut(ctx context.Context, max, maxBytes int, keep bool) ([][]byte, bool, error) {
+func (s *Scan) scanFanOut(ctx context.Context, max, maxBytes int, keep bool) ([][]byte, bool, error) {
 	p := s.plan
 	if s.fan == nil {
-		s.fan = &fanOut{parts: make([]*partScan, len(p.spans))}
-		for i, sp := range p.spans {
+		s.fan = &fanOut{parts: make([]*partScan, len(p.Spans))}
+		for i, sp := range p.Spans {
 			s.fan.parts[i] = &partScan{span: sp}
 		}
 	}
@@ -158,7 +158,7 @@ func (s *scanSource) scanFanOut(ctx context.Context, max, maxBytes int, keep boo
 		// Hand out what the buffers hold, partition by partition.
 		for _, part := range s.fan.parts {
 			for len(part.buf) > 0 {
-				if (max > 0 && len(docs) >= max) || (p.limit > 0 && s.sent >= p.limit) {
+				if (max > 0 && len(docs) >= max) || (p.Limit > 0 && s.sent >= p.Limit) {
 					return docs, s.finishFanOut(), nil
 				}
 				d := part.buf[0]
@@ -175,14 +175,14 @@ func (s *scanSource) scanFanOut(ctx context.Context, max, maxBytes int, keep boo
 				docs = append(docs, d)
 				bytes += len(d)
 				s.sent++
-				s.stats.returned++
-				part.stats.returned++
+				s.stats.Returned++
+				part.stats.Returned++
 			}
 			if !part.done {
 				break // keep partition order: refill this one first
 			}
 		}
-		if (max > 0 && len(docs) >= max) || (p.limit > 0 && s.sent >= p.limit) {
+		if (max > 0 && len(docs) >= max) || (p.Limit > 0 && s.sent >= p.Limit) {
 			return docs, s.finishFanOut(), nil
 		}
 		// Refill every unfinished partition whose buffer is empty.
@@ -201,8 +201,8 @@ func (s *scanSource) scanFanOut(ctx context.Context, max, maxBytes int, keep boo
 		} else {
 			want = 0
 		}
-		if p.limit > 0 {
-			if rest := int(p.limit - s.sent + s.skip); want == 0 || rest < want {
+		if p.Limit > 0 {
+			if rest := int(p.Limit - s.sent + s.skip); want == 0 || rest < want {
 				want = rest
 			}
 		}
@@ -216,9 +216,9 @@ func (s *scanSource) scanFanOut(ctx context.Context, max, maxBytes int, keep boo
 
 // finishFanOut reports whether the fan-out is over, and ends it when the
 // limit is reached.
-func (s *scanSource) finishFanOut() bool {
+func (s *Scan) finishFanOut() bool {
 	p := s.plan
-	if p.limit > 0 && s.sent >= p.limit {
+	if p.Limit > 0 && s.sent >= p.Limit {
 		s.done = true
 		return true
 	}
@@ -232,19 +232,19 @@ func (s *scanSource) finishFanOut() bool {
 }
 
 // sumStats adds up the partitions' statistics into the source's.
-func (s *scanSource) sumStats() {
-	var st planStats
+func (s *Scan) sumStats() {
+	var st Stats
 	for _, part := range s.fan.parts {
-		st.docsExamined += part.stats.docsExamined
-		st.bytesRead += part.stats.bytesRead
-		st.keysExamined += part.stats.keysExamined
+		st.DocsExamined += part.stats.DocsExamined
+		st.BytesRead += part.stats.BytesRead
+		st.KeysExamined += part.stats.KeysExamined
 	}
-	s.stats.docsExamined, s.stats.keysExamined, s.stats.bytesRead = st.docsExamined, st.keysExamined, st.bytesRead
+	s.stats.DocsExamined, s.stats.KeysExamined, s.stats.BytesRead = st.DocsExamined, st.KeysExamined, st.BytesRead
 }
 
 // countFanOut counts the matches of every partition in parallel, then
 // applies skip and limit.
-func (s *scanSource) countFanOut(ctx context.Context) error {
+func (s *Scan) countFanOut(ctx context.Context) error {
 	p := s.plan
 	counts := make([]int64, len(s.fan.parts))
 	err := runParallel(len(s.fan.parts), func(i int) error {
@@ -267,15 +267,15 @@ func (s *scanSource) countFanOut(ctx context.Context) error {
 		total += n
 	}
 	n := max(total-s.skip, 0)
-	if p.limit > 0 {
-		n = min(n, p.limit-s.sent)
+	if p.Limit > 0 {
+		n = min(n, p.Limit-s.sent)
 	}
 	s.skip = 0
 	s.sent += n
-	s.stats.returned += n
+	s.stats.Returned += n
 	s.done = true
 	for i, part := range s.fan.parts {
-		part.stats.returned = counts[i]
+		part.stats.Returned = counts[i]
 	}
 	return nil
 }
@@ -283,15 +283,15 @@ func (s *scanSource) countFanOut(ctx context.Context) error {
 // collectAll returns every document the plan's filter matches (unshaped
 // copies), reading the partitions in parallel: what a blocking sort
 // sorts.
-func (s *scanSource) collectAll(ctx context.Context) ([][]byte, error) {
+func (s *Scan) collectAll(ctx context.Context) ([][]byte, error) {
 	p := s.plan
 	switch {
-	case p.virtual != nil:
+	case p.Virtual != nil:
 		var out [][]byte
-		for _, doc := range p.virtual {
-			s.stats.docsExamined++
-			s.stats.bytesRead += int64(len(doc))
-			ok, err := s.match(doc)
+		for _, doc := range p.Virtual {
+			s.stats.DocsExamined++
+			s.stats.BytesRead += int64(len(doc))
+			ok, err := s.Match(doc)
 			if err != nil {
 				return nil, err
 			}
@@ -300,57 +300,57 @@ func (s *scanSource) collectAll(ctx context.Context) ([][]byte, error) {
 			}
 		}
 		return out, nil
-	case p.coll == nil:
+	case p.Coll == nil:
 		return nil, nil
-	case p.index != nil:
-		raw := &scanSource{store: s.store, plan: &readPlan{coll: p.coll, filter: p.filter, spans: p.spans, index: p.index}}
+	case p.Index != nil:
+		raw := &Scan{pl: s.pl, plan: &Read{Coll: p.Coll, Filter: p.Filter, Spans: p.Spans, Index: p.Index}}
 		out, err := raw.collectIndex(ctx)
-		s.stats.docsExamined += raw.stats.docsExamined
-		s.stats.keysExamined += raw.stats.keysExamined
-		s.stats.bytesRead += raw.stats.bytesRead
+		s.stats.DocsExamined += raw.stats.DocsExamined
+		s.stats.KeysExamined += raw.stats.KeysExamined
+		s.stats.BytesRead += raw.stats.BytesRead
 		s.perPart = raw.perPart
 		return out, err
 	}
-	spans := p.spans
+	spans := p.Spans
 	if len(spans) == 0 {
-		spans = partitionsOf(p.coll)
+		spans = PartitionsOf(p.Coll)
 	}
 	parts := make([]*partScan, len(spans))
 	for i, sp := range spans {
 		parts[i] = &partScan{span: sp}
 	}
-	raw := &scanSource{store: s.store, plan: &readPlan{coll: p.coll, filter: p.filter, idBounds: p.idBounds,
-		useIDIndex: p.useIDIndex, proj: nil}}
+	raw := &Scan{pl: s.pl, plan: &Read{Coll: p.Coll, Filter: p.Filter, IDBounds: p.IDBounds,
+		UseIDIndex: p.UseIDIndex, Proj: nil}}
 	err := runParallel(len(parts), func(i int) error {
 		// keep: shaping with no projection copies the document
 		return raw.fill(ctx, parts[i], 0, 0, true)
 	})
 	var out [][]byte
-	s.perPart = map[string]planStats{}
+	s.perPart = map[string]Stats{}
 	for _, part := range parts {
-		s.stats.docsExamined += part.stats.docsExamined
-		s.stats.bytesRead += part.stats.bytesRead
-		s.stats.keysExamined += part.stats.keysExamined
+		s.stats.DocsExamined += part.stats.DocsExamined
+		s.stats.BytesRead += part.stats.BytesRead
+		s.stats.KeysExamined += part.stats.KeysExamined
 		st := part.stats
-		st.returned = int64(len(part.buf)) // what the partition passed on to the merge
-		s.perPart[part.span.id] = st
+		st.Returned = int64(len(part.buf)) // what the partition passed on to the merge
+		s.perPart[part.span.ID] = st
 		out = append(out, part.buf...)
 	}
 	return out, err
 }
 
-// partitionStats are the statistics of each partition a fan-out read,
+// PartitionStats are the statistics of each partition a fan-out read,
 // by partitionKeyRangeId (nil when the plan read one partition).
-func (s *scanSource) partitionStats() map[string]planStats {
+func (s *Scan) PartitionStats() map[string]Stats {
 	if s.perPart != nil {
 		return s.perPart
 	}
 	if s.fan == nil {
 		return nil
 	}
-	out := make(map[string]planStats, len(s.fan.parts))
+	out := make(map[string]Stats, len(s.fan.parts))
 	for _, part := range s.fan.parts {
-		out[part.span.id] = part.stats
+		out[part.span.ID] = part.stats
 	}
 	return out
 }
