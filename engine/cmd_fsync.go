@@ -23,8 +23,3 @@ func (e *Engine) cmdFsync(_ context.Context, req *request) ([]byte, error) {
 	}
 	return okReply(bson.E{Key: "numFiles", Value: int32(1)})
 }
-
-// cmdFsyncUnlock answers db.fsyncUnlock(): nothing is ever locked.
-func (e *Engine) cmdFsyncUnlock(_ context.Context, _ *request) ([]byte, error) {
-	return nil, errorf(ErrIllegalOperation, "fsyncUnlock called when not locked")
-}

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
 	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Multi-document transactions.
@@ -367,52 +368,4 @@ func (s *txnStatement) release() { s.sess.Release(s.e.now()) }
 func statementOf(ctx context.Context) *txnStatement {
 	s, _ := ctx.Value(statementKey{}).(*txnStatement)
 	return s
-}
-
-// cmdCommitTransaction commits the session's transaction, or answers ok
-// again for one already committed.
-func (e *Engine) cmdCommitTransaction(ctx context.Context, req *request) ([]byte, error) {
-	s := statementOf(ctx)
-	if s == nil {
-		return nil, errorf(ErrInvalidOptions, "commitTransaction must be run within a transaction")
-	}
-	wc, err := parseWriteConcern(req)
-	if err != nil {
-		return nil, err
-	}
-	switch state, why := s.txn.State(); state {
-	case sessions.Committed:
-		return okReply()
-	case sessions.Aborted:
-		return nil, s.noSuchTransaction(why)
-	}
-	if err := s.txn.Commit(); err != nil {
-		if errors.Is(err, store.ErrTooLarge) {
-			return nil, errorf(ErrTransactionTooLarge, "Transaction is too large to commit: %v", err)
-		}
-		return nil, err
-	}
-	if err := e.journal(wc, true); err != nil {
-		return nil, err
-	}
-	return okReply()
-}
-
-// cmdAbortTransaction aborts the session's transaction.
-func (e *Engine) cmdAbortTransaction(ctx context.Context, req *request) ([]byte, error) {
-	s := statementOf(ctx)
-	if s == nil {
-		return nil, errorf(ErrInvalidOptions, "abortTransaction must be run within a transaction")
-	}
-	if _, err := parseWriteConcern(req); err != nil {
-		return nil, err
-	}
-	switch state, why := s.txn.State(); state {
-	case sessions.Committed:
-		return nil, errorf(ErrTransactionCommitted, "Transaction %d has been committed.", s.n)
-	case sessions.Aborted:
-		return nil, s.noSuchTransaction(why)
-	}
-	s.txn.Abort("")
-	return okReply()
 }

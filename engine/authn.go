@@ -9,10 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/parsecdb/parsec/engine/auth"
-	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/parsecdb/parsec/engine/auth"
+	"github.com/parsecdb/parsec/engine/store"
 )
 
 // authState is a connection's authentication: the user it authenticated
@@ -86,16 +87,6 @@ func (e *Engine) lookupUser(db, name string) (auth.User, bool, error) {
 		return auth.User{}, false, errorf(ErrInternalError, "stored user %s@%s: %v", name, db, err)
 	}
 	return u, true, nil
-}
-
-// cmdSaslStart begins a SCRAM exchange: {saslStart: 1, mechanism, payload,
-// options: {skipEmptyExchange}}.
-func (e *Engine) cmdSaslStart(ctx context.Context, req *request) ([]byte, error) {
-	out, err := e.saslStart(ctx, req.c, req.name, req.db, req.body)
-	if err != nil {
-		return nil, err
-	}
-	return okReply(out...)
 }
 
 // saslStart runs the first step of a SCRAM exchange for saslStart and for
@@ -273,81 +264,6 @@ func sourceAddress(addr net.Addr) string {
 	return addr.String()
 }
 
-// cmdSaslContinue takes the next step of the connection's SCRAM exchange.
-func (e *Engine) cmdSaslContinue(_ context.Context, req *request) ([]byte, error) {
-	var id int64
-	var payload []byte
-	var haveID, havePayload bool
-	elems, _ := req.body.Elements()
-	for _, el := range elems[1:] {
-		v := el.Value()
-		switch k := el.Key(); k {
-		case "conversationId":
-			n, err := int64Arg(req.name, k, v)
-			if err != nil {
-				return nil, err
-			}
-			id, haveID = n, true
-		case "payload":
-			p, err := payloadArg(req.name, v)
-			if err != nil {
-				return nil, err
-			}
-			payload, havePayload = p, true
-		default:
-			if !genericFields[k] {
-				return nil, unknownField(req.name, k)
-			}
-		}
-	}
-	if !haveID {
-		return nil, missingField(req.name, "conversationId")
-	}
-	if !havePayload {
-		return nil, missingField(req.name, "payload")
-	}
-	c := req.c
-	c.auth.mu.Lock()
-	conv, db, skip := c.auth.conv, c.auth.convDB, c.auth.skipEmpty
-	current := int64(c.auth.convID)
-	c.auth.mu.Unlock()
-	if conv == nil || id != current || db != req.db {
-		return nil, errorf(ErrProtocolError, "No SASL session state found")
-	}
-	reply := func(done bool, out []byte) ([]byte, error) {
-		return okReply(bson.E{Key: "conversationId", Value: int32(id)}, bson.E{Key: "done", Value: done}, bson.E{Key: "payload", Value: bson.Binary{Data: out}})
-	}
-	if conv.Done() {
-		// The client's empty message after the server's signature.
-		if !conv.Valid() || len(payload) != 0 {
-			return nil, e.authFailed(c, db, conv, errors.New("unexpected message after the exchange"))
-		}
-		c.auth.mu.Lock()
-		c.auth.conv = nil
-		c.auth.mu.Unlock()
-		return reply(true, nil)
-	}
-	out, err := conv.Step(payload)
-	if err != nil || !conv.Valid() {
-		if err == nil {
-			err = errors.New("the exchange did not complete")
-		}
-		return nil, e.authFailed(c, db, conv, err)
-	}
-	u, ok, err := e.lookupUser(db, conv.Username())
-	if err != nil || !ok {
-		return nil, e.authFailed(c, db, conv, errors.New("user dropped during the exchange"))
-	}
-	c.auth.mu.Lock()
-	c.auth.user = &authUser{name: u.User, db: u.DB, roles: u.Roles, version: e.usersVersion.Load()}
-	if skip {
-		c.auth.conv = nil
-	}
-	c.auth.mu.Unlock()
-	e.logger.Info("authentication succeeded", "user", u.User, "db", db, "mechanism", conv.Mechanism, "remote", c.wc.RemoteAddr().String())
-	return reply(skip, out)
-}
-
 // speculativeAuth answers hello's speculativeAuthenticate: the first SCRAM
 // step, or nothing when it fails (the driver then authenticates as usual
 // and gets the error there).
@@ -397,25 +313,6 @@ func (e *Engine) saslMechs(req *request) ([]string, bool) {
 		return nil, false
 	}
 	return u.Credentials.Mechanisms(), true
-}
-
-// cmdLogout forgets the connection's user.
-func (e *Engine) cmdLogout(_ context.Context, req *request) ([]byte, error) {
-	req.c.auth.mu.Lock()
-	req.c.auth.user = nil
-	req.c.auth.conv = nil
-	req.c.auth.mu.Unlock()
-	return okReply()
-}
-
-// cmdAuthenticate is the legacy authenticate command (MONGODB-X509,
-// MONGODB-CR): Parsec speaks SCRAM only.
-func (e *Engine) cmdAuthenticate(_ context.Context, req *request) ([]byte, error) {
-	mech := ""
-	if v, err := req.body.LookupErr("mechanism"); err == nil {
-		mech, _ = v.StringValueOK()
-	}
-	return nil, errorf(ErrMechanismUnavailable, "Received authentication for mechanism %s which is not enabled (Parsec supports %s through saslStart)", mech, strings.Join(auth.Mechanisms, " and "))
 }
 
 // isLoopback reports whether addr is a loopback address (the localhost

@@ -1,39 +1,11 @@
 package engine
 
 import (
-	"context"
-
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Ending or killing a logical session closes the cursors it owns and
 // forgets its retryable writes (retryable.go).
-
-func (e *Engine) cmdEndSessions(_ context.Context, req *request) ([]byte, error) {
-	ids, err := sessionIDs(req)
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		e.cursors.CloseForSession(id)
-	}
-	e.forgetSessions(ids)
-	return okReply()
-}
-
-func (e *Engine) cmdKillSessions(ctx context.Context, req *request) ([]byte, error) {
-	return e.cmdEndSessions(ctx, req)
-}
-
-func (e *Engine) cmdKillAllSessions(_ context.Context, req *request) ([]byte, error) {
-	v := req.body.Index(0).Value()
-	if v.Type != bsoncore.TypeArray {
-		return nil, wrongType(req.name, req.name, v, "array")
-	}
-	e.cursors.CloseAllSessions()
-	e.forgetAllSessions()
-	return okReply()
-}
 
 // sessionIDs reads the array of {id: UUID} documents that names sessions.
 func sessionIDs(req *request) ([]string, error) {
