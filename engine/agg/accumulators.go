@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -48,12 +49,12 @@ func parseAccumulator(e *env, field, op string, arg bsoncore.Value) (*accSpec, e
 	switch {
 	case unaryAccumulators[op]:
 		if arg.Type == bsoncore.TypeArray {
-			return nil, errorOf(ErrAccumulatorUnary, "The %s accumulator is a unary operator", op)
+			return nil, langerr.New(ErrAccumulatorUnary, "The %s accumulator is a unary operator", op)
 		}
 		a.arg, err = e.compile(arg)
 	case op == "$count":
 		if arg.Type != bsoncore.TypeEmbeddedDocument || len(arg.Data) > 5 {
-			return nil, badValue("$count takes no arguments, i.e. $count:{}")
+			return nil, langerr.BadValue("$count takes no arguments, i.e. $count:{}")
 		}
 	case op == "$firstN" || op == "$lastN" || op == "$maxN" || op == "$minN":
 		m, err := namedArgs(op, arg, []string{"n", "input"}, "input", "n")
@@ -78,7 +79,7 @@ func parseAccumulator(e *env, field, op string, arg bsoncore.Value) (*accSpec, e
 		}
 		sb := m["sortBy"]
 		if sb.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, badValue("%s expects 'sortBy' to be an object, but found %s", op, typeName(sb))
+			return nil, langerr.BadValue("%s expects 'sortBy' to be an object, but found %s", op, typeName(sb))
 		}
 		if a.sortBy, err = query.CompileSort(sb.Document()); err != nil {
 			return nil, err
@@ -113,9 +114,9 @@ func parseAccumulator(e *env, field, op string, arg bsoncore.Value) (*accSpec, e
 			return nil, err
 		}
 	case op == "$accumulator" || op == "$function":
-		return nil, errorOf(ErrNotImplemented, "%s is not supported by Parsec: server-side JavaScript is not available", op)
+		return nil, langerr.New(ErrNotImplemented, "%s is not supported by Parsec: server-side JavaScript is not available", op)
 	default:
-		return nil, errorOf(ErrUnknownAccumulator, "unknown group operator '%s'", op)
+		return nil, langerr.New(ErrUnknownAccumulator, "unknown group operator '%s'", op)
 	}
 	return a, err
 }
@@ -123,19 +124,19 @@ func parseAccumulator(e *env, field, op string, arg bsoncore.Value) (*accSpec, e
 // namedArgs reads an accumulator's object argument.
 func namedArgs(op string, arg bsoncore.Value, allowed []string, required ...string) (map[string]bsoncore.Value, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, badValue("specification must be an object; found %s: %s", op, value.Render(arg))
+		return nil, langerr.BadValue("specification must be an object; found %s: %s", op, value.Render(arg))
 	}
 	m := map[string]bsoncore.Value{}
 	elems, _ := arg.Document().Elements()
 	for _, el := range elems {
 		if !slices.Contains(allowed, el.Key()) {
-			return nil, badValue("Unknown argument for '%s' operator: %s", op, el.Key())
+			return nil, langerr.BadValue("Unknown argument for '%s' operator: %s", op, el.Key())
 		}
 		m[el.Key()] = el.Value()
 	}
 	for _, r := range required {
 		if _, ok := m[r]; !ok {
-			return nil, badValue("Missing value for '%s'", r)
+			return nil, langerr.BadValue("Missing value for '%s'", r)
 		}
 	}
 	return m, nil
@@ -179,7 +180,7 @@ func (a *accSpec) newAccumulator(nCtx *expr.Context) (accumulator, error) {
 	case "$median", "$percentile":
 		return &percentileAcc{ps: a.ps, median: a.op == "$median"}, nil
 	}
-	return nil, errorOf(ErrUnknownAccumulator, "unknown group operator '%s'", a.op)
+	return nil, langerr.New(ErrUnknownAccumulator, "unknown group operator '%s'", a.op)
 }
 
 // eval computes the accumulator's argument for the document in ctx.
@@ -225,7 +226,7 @@ func (a *sumAcc) state() bsoncore.Value {
 func (a *sumAcc) merge(state bsoncore.Value) error {
 	d, ok := state.DocumentOK()
 	if !ok {
-		return badValue("bad partial $sum state")
+		return langerr.BadValue("bad partial $sum state")
 	}
 	get := func(k string) bsoncore.Value { v, _ := d.LookupErr(k); return v }
 	st := expr.SumState{
@@ -397,7 +398,7 @@ func (a *mergeObjectsAcc) add(v bsoncore.Value, _ *expr.Context) error {
 		return nil
 	case bsoncore.TypeEmbeddedDocument:
 	default:
-		return badValue("$mergeObjects requires object inputs, but input %s is of type %s", value.Render(v), typeName(v))
+		return langerr.BadValue("$mergeObjects requires object inputs, but input %s is of type %s", value.Render(v), typeName(v))
 	}
 next:
 	for _, f := range expr.Fields(v) {
@@ -440,7 +441,7 @@ func (a *stdDevAcc) state() bsoncore.Value {
 func (a *stdDevAcc) merge(state bsoncore.Value) error {
 	d, ok := state.DocumentOK()
 	if !ok {
-		return badValue("bad partial $stdDev state")
+		return langerr.BadValue("bad partial $stdDev state")
 	}
 	n, _ := d.Lookup("n").Int64OK()
 	m, _ := d.Lookup("m").DoubleOK()
@@ -614,7 +615,7 @@ func (a *topAcc) merge(state bsoncore.Value) error {
 	for _, it := range expr.Elements(state) {
 		pair := expr.Elements(it)
 		if len(pair) != 2 {
-			return badValue("bad partial %s state", a.spec.op)
+			return langerr.BadValue("bad partial %s state", a.spec.op)
 		}
 		keys := expr.Elements(pair[0])
 		for i := range keys {

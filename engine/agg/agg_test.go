@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -336,7 +337,7 @@ func (m *memColls) Insert(_ context.Context, _, coll string, doc bsoncore.Docume
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.find(coll, doc.Lookup("_id")) >= 0 {
-		return errorOf(ErrDuplicateKey, "E11000 duplicate key error")
+		return langerr.New(ErrDuplicateKey, "E11000 duplicate key error")
 	}
 	m.colls[coll] = append(m.colls[coll], clone(doc))
 	return nil
@@ -362,7 +363,7 @@ type memOut struct {
 func (o *memOut) Insert(_ context.Context, doc bsoncore.Document) error {
 	for _, d := range o.docs {
 		if expr.Compare(d.Lookup("_id"), doc.Lookup("_id")) == 0 {
-			return errorOf(ErrDuplicateKey, "E11000 duplicate key error")
+			return langerr.New(ErrDuplicateKey, "E11000 duplicate key error")
 		}
 	}
 	o.docs = append(o.docs, clone(doc))

@@ -86,13 +86,3 @@ func (e *DuplicateKeyError) Error() string { return ErrDuplicateKey.Error() + ":
 
 // Unwrap makes a DuplicateKeyError an ErrDuplicateKey.
 func (e *DuplicateKeyError) Unwrap() error { return ErrDuplicateKey }
-
-// Short names for engine/langerr's constructors.
-
-func errorOf(category error, format string, args ...any) error {
-	return langerr.New(category, format, args...)
-}
-
-func parseError(format string, args ...any) error { return langerr.FailedToParse(format, args...) }
-
-func badValue(format string, args ...any) error { return langerr.BadValue(format, args...) }

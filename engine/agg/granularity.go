@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -47,9 +48,9 @@ func newGranularity(name string) (*granularity, error) {
 	s, ok := preferredSeries[name]
 	if !ok {
 		if name == "E192" {
-			return nil, errorOf(ErrNotImplemented, "$bucketAuto granularity E192 is not supported by Parsec")
+			return nil, langerr.New(ErrNotImplemented, "$bucketAuto granularity E192 is not supported by Parsec")
 		}
-		return nil, errorOf(ErrBucketAutoSpec, "Unknown rounding granularity '%s'", name)
+		return nil, langerr.New(ErrBucketAutoSpec, "Unknown rounding granularity '%s'", name)
 	}
 	scale := s[0]
 	norm := make([]float64, len(s))

@@ -1,5 +1,7 @@
 package agg
 
+import "github.com/parsecdb/parsec/engine/langerr"
+
 // memory accounts the bytes one run of a blocking stage holds.
 type memory struct {
 	stage string
@@ -35,13 +37,13 @@ func (m *memory) reset() { m.used = 0 }
 func (m *memory) exceeded() error {
 	switch m.stage {
 	case "$sort", "$bucketAuto":
-		return errorOf(ErrMemoryLimit, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", m.limit)
+		return langerr.New(ErrMemoryLimit, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", m.limit)
 	case "$group":
-		return errorOf(ErrMemoryLimit, "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.")
+		return langerr.New(ErrMemoryLimit, "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.")
 	case "$facet":
-		return errorOf(ErrMemoryLimit, "$facet exceeded memory limit of %d bytes, but did not opt in to external storage. Pass allowDiskUse:true to opt in.", m.limit)
+		return langerr.New(ErrMemoryLimit, "$facet exceeded memory limit of %d bytes, but did not opt in to external storage. Pass allowDiskUse:true to opt in.", m.limit)
 	case "$setWindowFields":
-		return errorOf(ErrMemoryLimit, "Exceeded memory limit in DocumentSourceSetWindowFields, used %d bytes but max allowed is %d bytes", m.used, m.limit)
+		return langerr.New(ErrMemoryLimit, "Exceeded memory limit in DocumentSourceSetWindowFields, used %d bytes but max allowed is %d bytes", m.used, m.limit)
 	}
-	return errorOf(ErrMemoryLimit, "%s exceeded memory limit of %d bytes", m.stage, m.limit)
+	return langerr.New(ErrMemoryLimit, "%s exceeded memory limit of %d bytes", m.stage, m.limit)
 }

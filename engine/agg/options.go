@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -112,7 +113,7 @@ func newEnv(opts Options) (*env, error) {
 	if len(opts.Let) > 0 {
 		let := clone(opts.Let)
 		if err := let.Validate(); err != nil {
-			return nil, parseError("let: %v", err)
+			return nil, langerr.FailedToParse("let: %v", err)
 		}
 		elems, _ := let.Elements()
 		empty := bsoncore.NewDocumentBuilder().Build()

@@ -3,6 +3,7 @@ package agg
 import (
 	"context"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -106,36 +107,36 @@ func parsePipeline(e *env, pipeline bsoncore.Document, w where) (*Pipeline, erro
 	pipeline = clone(pipeline)
 	vals, err := bsoncore.Array(pipeline).Values()
 	if err != nil {
-		return nil, parseError("invalid pipeline: %v", err)
+		return nil, langerr.FailedToParse("invalid pipeline: %v", err)
 	}
 	for i, v := range vals {
 		d, ok := v.DocumentOK()
 		if !ok {
-			return nil, errorOf(ErrStageNotObject, "Each element of the 'pipeline' array must be an object")
+			return nil, langerr.New(ErrStageNotObject, "Each element of the 'pipeline' array must be an object")
 		}
 		elems, _ := d.Elements()
 		if len(elems) != 1 {
-			return nil, errorOf(ErrStageFields, "A pipeline stage specification object must contain exactly one field.")
+			return nil, langerr.New(ErrStageFields, "A pipeline stage specification object must contain exactly one field.")
 		}
 		name := elems[0].Key()
 		parse, ok := stageParsers[name]
 		if !ok {
 			if why, known := unsupportedStages[name]; known {
-				return nil, errorOf(ErrNotImplemented, "%s is not supported by Parsec: %s", name, why)
+				return nil, langerr.New(ErrNotImplemented, "%s is not supported by Parsec: %s", name, why)
 			}
-			return nil, errorOf(ErrUnknownStage, "Unrecognized pipeline stage name: '%s'", name)
+			return nil, langerr.New(ErrUnknownStage, "Unrecognized pipeline stage name: '%s'", name)
 		}
 		switch {
 		case w == inFacet && notInFacet[name]:
-			return nil, errorOf(ErrNotInFacet, "%s is not allowed to be used within a $facet stage", name)
+			return nil, langerr.New(ErrNotInFacet, "%s is not allowed to be used within a $facet stage", name)
 		case w == inLookup && lastOnly[name]:
-			return nil, errorOf(ErrNotInLookup, "%s is not allowed to be used within a $lookup stage", name)
+			return nil, langerr.New(ErrNotInLookup, "%s is not allowed to be used within a $lookup stage", name)
 		case w == inUnionWith && lastOnly[name]:
-			return nil, errorOf(ErrNotInUnionWith, "%s is not allowed to be used within a $unionWith stage", name)
+			return nil, langerr.New(ErrNotInUnionWith, "%s is not allowed to be used within a $unionWith stage", name)
 		case firstOnly[name] && i != 0:
-			return nil, errorOf(ErrMustBeFirst, "%s is only valid as the first stage in a pipeline", name)
+			return nil, langerr.New(ErrMustBeFirst, "%s is only valid as the first stage in a pipeline", name)
 		case lastOnly[name] && i != len(vals)-1:
-			return nil, errorOf(ErrMustBeLast, "%s can only be the final stage in the pipeline", name)
+			return nil, langerr.New(ErrMustBeLast, "%s can only be the final stage in the pipeline", name)
 		}
 		pp := &pipelineParser{env: e, where: w, first: i == 0}
 		st, err := parse(pp, elems[0].Value(), d)

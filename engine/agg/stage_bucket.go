@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -51,7 +52,7 @@ func (b *bucketKey) Eval(ctx *expr.Context) (bsoncore.Value, error) {
 		}
 	}
 	if b.def.Type == 0 {
-		return expr.Missing, errorOf(ErrBucketSpec, "$switch could not find a matching branch for an input, and no default was specified.")
+		return expr.Missing, langerr.New(ErrBucketSpec, "$switch could not find a matching branch for an input, and no default was specified.")
 	}
 	return b.def, nil
 }
@@ -61,7 +62,7 @@ func canonicalType(v bsoncore.Value) byte { return value.TypeRank(v.Type) }
 func parseBucket(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, errorOf(ErrBucketSpec, "Argument to $bucket stage must be an object, but found type: %s.", typeName(arg))
+		return nil, langerr.New(ErrBucketSpec, "Argument to $bucket stage must be an object, but found type: %s.", typeName(arg))
 	}
 	key := &bucketKey{}
 	var groupBy, output bsoncore.Value
@@ -72,12 +73,12 @@ func parseBucket(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 		switch el.Key() {
 		case "groupBy":
 			if !groupByOK(v) {
-				return nil, errorOf(ErrBucketSpec, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", value.Render(v))
+				return nil, langerr.New(ErrBucketSpec, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", value.Render(v))
 			}
 			groupBy = v
 		case "boundaries":
 			if v.Type != bsoncore.TypeArray {
-				return nil, errorOf(ErrBucketSpec, "The $bucket 'boundaries' field must be an array, but found type: %s.", typeName(v))
+				return nil, langerr.New(ErrBucketSpec, "The $bucket 'boundaries' field must be an array, but found type: %s.", typeName(v))
 			}
 			hasBounds = true
 			for _, b := range expr.Elements(v) {
@@ -88,7 +89,7 @@ func parseBucket(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 				}
 				c, isConst := expr.Constant(x)
 				if !isConst {
-					return nil, errorOf(ErrBucketSpec, "The $bucket 'boundaries' field must be an array of constant values, but found value: %s.", value.Render(b))
+					return nil, langerr.New(ErrBucketSpec, "The $bucket 'boundaries' field must be an array of constant values, but found value: %s.", value.Render(b))
 				}
 				key.boundaries = append(key.boundaries, c)
 			}
@@ -99,36 +100,36 @@ func parseBucket(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 			}
 			c, isConst := expr.Constant(x)
 			if !isConst {
-				return nil, errorOf(ErrBucketSpec, "The $bucket 'default' field must be a constant expression, but found: %s.", value.Render(v))
+				return nil, langerr.New(ErrBucketSpec, "The $bucket 'default' field must be a constant expression, but found: %s.", value.Render(v))
 			}
 			key.def = c
 		case "output":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, errorOf(ErrBucketSpec, "The $bucket 'output' field must be an object, but found type: %s.", typeName(v))
+				return nil, langerr.New(ErrBucketSpec, "The $bucket 'output' field must be an object, but found type: %s.", typeName(v))
 			}
 			output = v
 		default:
-			return nil, errorOf(ErrBucketSpec, "Unrecognized option to $bucket: %s.", el.Key())
+			return nil, langerr.New(ErrBucketSpec, "Unrecognized option to $bucket: %s.", el.Key())
 		}
 	}
 	if groupBy.Type == 0 || !hasBounds {
-		return nil, errorOf(ErrBucketSpec, "$bucket requires 'groupBy' and 'boundaries' to be specified.")
+		return nil, langerr.New(ErrBucketSpec, "$bucket requires 'groupBy' and 'boundaries' to be specified.")
 	}
 	bs := key.boundaries
 	if len(bs) < 2 {
-		return nil, errorOf(ErrBucketSpec, "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(bs))
+		return nil, langerr.New(ErrBucketSpec, "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).", len(bs))
 	}
 	for i := 1; i < len(bs); i++ {
 		if canonicalType(bs[i]) != canonicalType(bs[0]) {
-			return nil, errorOf(ErrBucketSpec, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", typeName(bs[0]), typeName(bs[i]))
+			return nil, langerr.New(ErrBucketSpec, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", typeName(bs[0]), typeName(bs[i]))
 		}
 		if expr.Compare(bs[i-1], bs[i]) >= 0 {
-			return nil, errorOf(ErrBucketSpec, "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, value.Render(bs[i-1]), value.Render(bs[i]))
+			return nil, langerr.New(ErrBucketSpec, "The 'boundaries' option to $bucket must be sorted in ascending order, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, value.Render(bs[i-1]), value.Render(bs[i]))
 		}
 	}
 	if key.def.Type != 0 && canonicalType(key.def) == canonicalType(bs[0]) &&
 		expr.Compare(key.def, bs[0]) >= 0 && expr.Compare(key.def, bs[len(bs)-1]) < 0 {
-		return nil, errorOf(ErrBucketSpec, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
+		return nil, langerr.New(ErrBucketSpec, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
 	}
 	var err error
 	if key.groupBy, err = p.env.compile(groupBy); err != nil {
@@ -166,7 +167,7 @@ type bucketAutoStage struct {
 func parseBucketAuto(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, errorOf(ErrBucketAutoSpec, "Argument to $bucketAuto stage must be an object, but found type: %s.", typeName(arg))
+		return nil, langerr.New(ErrBucketAutoSpec, "Argument to $bucketAuto stage must be an object, but found type: %s.", typeName(arg))
 	}
 	s := &bucketAutoStage{env: p.env, raw: raw}
 	var groupBy, output bsoncore.Value
@@ -176,30 +177,30 @@ func parseBucketAuto(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Documen
 		switch el.Key() {
 		case "groupBy":
 			if !groupByOK(v) {
-				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s.", value.Render(v))
+				return nil, langerr.New(ErrBucketAutoSpec, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s.", value.Render(v))
 			}
 			groupBy = v
 		case "buckets":
 			if !isNumeric(v) {
-				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s.", typeName(v))
+				return nil, langerr.New(ErrBucketAutoSpec, "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s.", typeName(v))
 			}
 			n, ok := wholeNumber(v)
 			if !ok || n != int64(int32(n)) {
-				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s.", value.Render(v))
+				return nil, langerr.New(ErrBucketAutoSpec, "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s.", value.Render(v))
 			}
 			if n <= 0 {
-				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'buckets' field must be greater than 0, but found: %d.", n)
+				return nil, langerr.New(ErrBucketAutoSpec, "The $bucketAuto 'buckets' field must be greater than 0, but found: %d.", n)
 			}
 			s.buckets = int(n)
 		case "output":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'output' field must be an object, but found type: %s.", typeName(v))
+				return nil, langerr.New(ErrBucketAutoSpec, "The $bucketAuto 'output' field must be an object, but found type: %s.", typeName(v))
 			}
 			output = v
 		case "granularity":
 			gs, ok := v.StringValueOK()
 			if !ok {
-				return nil, errorOf(ErrBucketAutoSpec, "The $bucketAuto 'granularity' field must be a string, but found type: %s.", typeName(v))
+				return nil, langerr.New(ErrBucketAutoSpec, "The $bucketAuto 'granularity' field must be a string, but found type: %s.", typeName(v))
 			}
 			g, err := newGranularity(gs)
 			if err != nil {
@@ -207,11 +208,11 @@ func parseBucketAuto(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Documen
 			}
 			s.granularity = g
 		default:
-			return nil, errorOf(ErrBucketAutoSpec, "Unrecognized option to $bucketAuto: %s.", el.Key())
+			return nil, langerr.New(ErrBucketAutoSpec, "Unrecognized option to $bucketAuto: %s.", el.Key())
 		}
 	}
 	if groupBy.Type == 0 || s.buckets == 0 {
-		return nil, errorOf(ErrBucketAutoSpec, "$bucketAuto requires 'groupBy' and 'buckets' to be specified")
+		return nil, langerr.New(ErrBucketAutoSpec, "$bucketAuto requires 'groupBy' and 'buckets' to be specified")
 	}
 	var err error
 	if s.groupBy, err = p.env.compile(groupBy); err != nil {
@@ -224,15 +225,15 @@ func parseBucketAuto(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Documen
 	elems, _ = out.Elements()
 	for _, el := range elems {
 		if strings.Contains(el.Key(), ".") || strings.HasPrefix(el.Key(), "$") {
-			return nil, errorOf(ErrGroupFieldName, "The field name '%s' cannot contain '.'", el.Key())
+			return nil, langerr.New(ErrGroupFieldName, "The field name '%s' cannot contain '.'", el.Key())
 		}
 		acc, ok := el.Value().DocumentOK()
 		if !ok {
-			return nil, errorOf(ErrAccumulatorObject, "The field '%s' must be an accumulator object", el.Key())
+			return nil, langerr.New(ErrAccumulatorObject, "The field '%s' must be an accumulator object", el.Key())
 		}
 		ael, _ := acc.Elements()
 		if len(ael) != 1 {
-			return nil, errorOf(ErrAccumulatorOne, "The field '%s' must specify one accumulator", el.Key())
+			return nil, langerr.New(ErrAccumulatorOne, "The field '%s' must specify one accumulator", el.Key())
 		}
 		a, err := parseAccumulator(p.env, el.Key(), ael[0].Key(), ael[0].Value())
 		if err != nil {
@@ -287,10 +288,10 @@ func (s *bucketAutoStage) run(ctx context.Context, in Iterator, stp **sorter) ([
 		}
 		if s.granularity != nil {
 			if !isNumeric(k) {
-				return errorOf(ErrBucketAutoSpec, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(k))
+				return langerr.New(ErrBucketAutoSpec, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(k))
 			}
 			if f := value.Float(k); f < 0 || math.IsNaN(f) {
-				return errorOf(ErrBucketAutoSpec, "A granularity rounder cannot round a value that is not a positive number: %s", value.Render(k))
+				return langerr.New(ErrBucketAutoSpec, "A granularity rounder cannot round a value that is not a positive number: %s", value.Render(k))
 			}
 		}
 		n++

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -72,23 +73,23 @@ type facetStage struct {
 func parseFacet(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok || len(d) <= 5 {
-		return nil, errorOf(ErrFacetSpec, "the $facet specification must be a non-empty object")
+		return nil, langerr.New(ErrFacetSpec, "the $facet specification must be a non-empty object")
 	}
 	f := &facetStage{env: p.env, raw: raw}
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		if err := checkFieldPath(el.Key()); err != nil || containsByte(el.Key(), '.') {
 			if err == nil {
-				err = errorOf(ErrFieldPath, "FieldPath field names may not contain '.'.")
+				err = langerr.New(ErrFieldPath, "FieldPath field names may not contain '.'.")
 			}
 			return nil, err
 		}
 		v := el.Value()
 		if v.Type != bsoncore.TypeArray {
-			return nil, errorOf(ErrFacetSpec, "arguments to $facet must be arrays, %s is type %s", el.Key(), typeName(v))
+			return nil, langerr.New(ErrFacetSpec, "arguments to $facet must be arrays, %s is type %s", el.Key(), typeName(v))
 		}
 		if len(v.Data) <= 5 {
-			return nil, errorOf(ErrFacetSpec, "sub-pipeline in $facet stage cannot be empty")
+			return nil, langerr.New(ErrFacetSpec, "sub-pipeline in $facet stage cannot be empty")
 		}
 		sub, err := parsePipeline(p.env, v.Data, inFacet)
 		if err != nil {
@@ -125,7 +126,7 @@ func (f *facetStage) open(in Iterator) Iterator {
 			err = Drain(ctx, sub.Run(src), func(d bsoncore.Document) error {
 				total += len(d)
 				if total > maxDocumentSize {
-					return errorOf(ErrBadValue, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", total, maxDocumentSize)
+					return langerr.New(ErrBadValue, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", total, maxDocumentSize)
 				}
 				vals = append(vals, docValue(clone(d)))
 				return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -49,7 +50,7 @@ func parseGroup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 func compileGroup(e *env, arg bsoncore.Value, raw bsoncore.Document) (*groupStage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, errorOf(ErrGroupNotObject, "a group's fields must be specified in an object")
+		return nil, langerr.New(ErrGroupNotObject, "a group's fields must be specified in an object")
 	}
 	g := &groupStage{env: e, raw: raw, stageName: "$group"}
 	elems, _ := d.Elements()
@@ -58,7 +59,7 @@ func compileGroup(e *env, arg bsoncore.Value, raw bsoncore.Document) (*groupStag
 		k, v := el.Key(), el.Value()
 		if k == "_id" {
 			if hasID {
-				return nil, errorOf(ErrGroupFieldName, "duplicate _id in $group specification")
+				return nil, langerr.New(ErrGroupFieldName, "duplicate _id in $group specification")
 			}
 			hasID = true
 			g.idV = cloneValue(v)
@@ -71,17 +72,17 @@ func compileGroup(e *env, arg bsoncore.Value, raw bsoncore.Document) (*groupStag
 		}
 		switch {
 		case strings.HasPrefix(k, "$"):
-			return nil, errorOf(ErrGroupFieldName, "The field name '%s' cannot be an operator name", k)
+			return nil, langerr.New(ErrGroupFieldName, "The field name '%s' cannot be an operator name", k)
 		case strings.Contains(k, "."):
-			return nil, errorOf(ErrGroupFieldName, "The field name '%s' cannot contain '.'", k)
+			return nil, langerr.New(ErrGroupFieldName, "The field name '%s' cannot contain '.'", k)
 		}
 		acc, ok := v.DocumentOK()
 		if !ok {
-			return nil, errorOf(ErrAccumulatorObject, "The field '%s' must be an accumulator object", k)
+			return nil, langerr.New(ErrAccumulatorObject, "The field '%s' must be an accumulator object", k)
 		}
 		ael, _ := acc.Elements()
 		if len(ael) != 1 {
-			return nil, errorOf(ErrAccumulatorOne, "The field '%s' must specify one accumulator", k)
+			return nil, langerr.New(ErrAccumulatorOne, "The field '%s' must specify one accumulator", k)
 		}
 		spec, err := parseAccumulator(e, k, ael[0].Key(), ael[0].Value())
 		if err != nil {
@@ -90,7 +91,7 @@ func compileGroup(e *env, arg bsoncore.Value, raw bsoncore.Document) (*groupStag
 		g.accs = append(g.accs, spec)
 	}
 	if !hasID {
-		return nil, errorOf(ErrGroupNoID, "a group specification must include an _id")
+		return nil, langerr.New(ErrGroupNoID, "a group specification must include an _id")
 	}
 	g.sameArg = make([]int, len(g.accs))
 	for i, a := range g.accs {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -32,7 +33,7 @@ func (f *foreign) load(ctx context.Context) error {
 	f.loaded = true
 	cs := f.env.opts.Collections
 	if cs == nil {
-		return errorOf(ErrNotImplemented, "no collections to read %s from", f.coll)
+		return langerr.New(ErrNotImplemented, "no collections to read %s from", f.coll)
 	}
 	it, err := cs.Scan(ctx, f.env.opts.DB, f.coll)
 	if err != nil {
@@ -162,7 +163,7 @@ type lookupStage struct {
 func parseLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, parseError("the $lookup specification must be an Object, but found %s", typeName(arg))
+		return nil, langerr.FailedToParse("the $lookup specification must be an Object, but found %s", typeName(arg))
 	}
 	l := &lookupStage{env: p.env, raw: raw}
 	elems, _ := d.Elements()
@@ -173,7 +174,7 @@ func parseLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 		str := func() (string, error) {
 			s, ok := v.StringValueOK()
 			if !ok {
-				return "", parseError("$lookup argument '%s: %s' must be a string, is type %s", el.Key(), value.Render(v), typeName(v))
+				return "", langerr.FailedToParse("$lookup argument '%s: %s' must be a string, is type %s", el.Key(), value.Render(v), typeName(v))
 			}
 			return s, nil
 		}
@@ -181,7 +182,7 @@ func parseLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 		switch el.Key() {
 		case "from":
 			if v.Type == bsoncore.TypeEmbeddedDocument {
-				return nil, errorOf(ErrNotImplemented, "$lookup from another database is not supported by Parsec")
+				return nil, langerr.New(ErrNotImplemented, "$lookup from another database is not supported by Parsec")
 			}
 			l.from, err = str()
 			hasFrom = true
@@ -201,7 +202,7 @@ func parseLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 		case "let":
 			ld, ok := v.DocumentOK()
 			if !ok {
-				return nil, parseError("$lookup argument 'let' must be an object, is type %s", typeName(v))
+				return nil, langerr.FailedToParse("$lookup argument 'let' must be an object, is type %s", typeName(v))
 			}
 			lel, _ := ld.Elements()
 			for _, x := range lel {
@@ -217,24 +218,24 @@ func parseLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 			}
 		case "pipeline":
 			if v.Type != bsoncore.TypeArray {
-				return nil, parseError("$lookup argument 'pipeline' must be an array, is type %s", typeName(v))
+				return nil, langerr.FailedToParse("$lookup argument 'pipeline' must be an array, is type %s", typeName(v))
 			}
 			l.pipeline = clone(v.Data)
 		default:
-			return nil, parseError("unknown argument to $lookup: %s", el.Key())
+			return nil, langerr.FailedToParse("unknown argument to $lookup: %s", el.Key())
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if l.as == nil {
-		return nil, parseError("must specify 'as' field for a $lookup")
+		return nil, langerr.FailedToParse("must specify 'as' field for a $lookup")
 	}
 	if hasLocal != hasForeign {
-		return nil, parseError("$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
+		return nil, langerr.FailedToParse("$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
 	}
 	if !hasLocal && l.pipeline == nil {
-		return nil, parseError("$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
+		return nil, langerr.FailedToParse("$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
 	}
 	if hasLocal {
 		if err := checkFieldPath(local); err != nil {
@@ -246,7 +247,7 @@ func parseLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 		l.localField, l.foreignField, l.foreignPath = splitPath(local), splitPath(foreignF), foreignF
 	}
 	if !hasFrom && !startsWithDocuments(l.pipeline) {
-		return nil, parseError("must specify 'from' field for a $lookup")
+		return nil, langerr.FailedToParse("must specify 'from' field for a $lookup")
 	}
 	if l.pipeline != nil {
 		// Check the sub-pipeline once now; it is compiled again per
@@ -372,7 +373,7 @@ func (l *lookupStage) join(c context.Context, f *foreign, ctx *expr.Context, d b
 	err := Drain(c, candidates, func(x bsoncore.Document) error {
 		size += len(x)
 		if size > lookupResultLimit {
-			return errorOf(ErrLookupResultTooLarge, "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes", l.from, lookupResultLimit)
+			return langerr.New(ErrLookupResultTooLarge, "Total size of documents in %s matching pipeline's $lookup stage exceeds %d bytes", l.from, lookupResultLimit)
 		}
 		out = append(out, docValue(clone(x)))
 		return nil
@@ -424,7 +425,7 @@ type graphLookupStage struct {
 func parseGraphLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, errorOf(ErrGraphLookupSpec, "the $graphLookup stage specification must be an object, but found %s", typeName(arg))
+		return nil, langerr.New(ErrGraphLookupSpec, "the $graphLookup stage specification must be an object, but found %s", typeName(arg))
 	}
 	g := &graphLookupStage{env: p.env, maxDepth: -1, raw: raw}
 	elems, _ := d.Elements()
@@ -435,7 +436,7 @@ func parseGraphLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Docume
 		str := func() (string, error) {
 			s, ok := v.StringValueOK()
 			if !ok {
-				return "", errorOf(ErrGraphLookupSpec, "expected string as argument for %s, found: %s", k, value.Render(v))
+				return "", langerr.New(ErrGraphLookupSpec, "expected string as argument for %s, found: %s", k, value.Render(v))
 			}
 			return s, nil
 		}
@@ -444,7 +445,7 @@ func parseGraphLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Docume
 		switch k {
 		case "from":
 			if v.Type == bsoncore.TypeEmbeddedDocument {
-				return nil, errorOf(ErrNotImplemented, "$graphLookup from another database is not supported by Parsec")
+				return nil, langerr.New(ErrNotImplemented, "$graphLookup from another database is not supported by Parsec")
 			}
 			g.from, err = str()
 		case "startWith":
@@ -452,7 +453,7 @@ func parseGraphLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Docume
 		case "connectFromField", "connectToField":
 			if s, err = str(); err == nil {
 				if strings.HasPrefix(s, "$") {
-					return nil, errorOf(ErrGraphLookupSpec, "%s must be a field path, without a leading '$': %s", k, s)
+					return nil, langerr.New(ErrGraphLookupSpec, "%s must be a field path, without a leading '$': %s", k, s)
 				}
 				if err = checkFieldPath(s); err == nil {
 					if k == "connectFromField" {
@@ -475,20 +476,20 @@ func parseGraphLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Docume
 		case "maxDepth":
 			n, ok := wholeNumber(v)
 			if !ok {
-				return nil, errorOf(ErrGraphLookupSpec, "maxDepth must be numeric, found type: %s", typeName(v))
+				return nil, langerr.New(ErrGraphLookupSpec, "maxDepth must be numeric, found type: %s", typeName(v))
 			}
 			if n < 0 {
-				return nil, errorOf(ErrGraphLookupSpec, "maxDepth requires a nonnegative argument, found: %d", n)
+				return nil, langerr.New(ErrGraphLookupSpec, "maxDepth requires a nonnegative argument, found: %d", n)
 			}
 			g.maxDepth = n
 		case "restrictSearchWithMatch":
 			rd, ok := v.DocumentOK()
 			if !ok {
-				return nil, errorOf(ErrGraphLookupSpec, "restrictSearchWithMatch must be an object, found %s", typeName(v))
+				return nil, langerr.New(ErrGraphLookupSpec, "restrictSearchWithMatch must be an object, found %s", typeName(v))
 			}
 			g.restrict, err = query.CompileWith(rd, p.queryOptions())
 		default:
-			return nil, errorOf(ErrGraphLookupSpec, "Unknown argument to $graphLookup: %s", k)
+			return nil, langerr.New(ErrGraphLookupSpec, "Unknown argument to $graphLookup: %s", k)
 		}
 		if err != nil {
 			return nil, err
@@ -496,7 +497,7 @@ func parseGraphLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Docume
 	}
 	for _, k := range []string{"from", "as", "startWith", "connectFromField", "connectToField"} {
 		if !has[k] {
-			return nil, errorOf(ErrGraphLookupSpec, "$graphLookup requires 'from', 'as', 'startWith', 'connectFromField', and 'connectToField' to be specified.")
+			return nil, langerr.New(ErrGraphLookupSpec, "$graphLookup requires 'from', 'as', 'startWith', 'connectFromField', and 'connectToField' to be specified.")
 		}
 	}
 	return []stage{g}, nil
@@ -517,7 +518,7 @@ func (g *graphLookupStage) open(in Iterator) Iterator {
 			return nil, err
 		}
 		if f.tooBig {
-			return nil, errorOf(ErrGraphLookupMemory, "$graphLookup reached maximum memory consumption: the collection %s does not fit in %d bytes", g.from, g.env.opts.MemoryLimit)
+			return nil, langerr.New(ErrGraphLookupMemory, "$graphLookup reached maximum memory consumption: the collection %s does not fit in %d bytes", g.from, g.env.opts.MemoryLimit)
 		}
 		if f.index == nil {
 			f.buildIndex(g.connectTo)
@@ -590,23 +591,23 @@ func parseUnionWith(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document
 			case "coll":
 				s, ok := v.StringValueOK()
 				if !ok {
-					return nil, errorOf(ErrTypeMismatch, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", typeName(v))
+					return nil, langerr.New(ErrTypeMismatch, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", typeName(v))
 				}
 				u.coll = s
 			case "pipeline":
 				if v.Type != bsoncore.TypeArray {
-					return nil, errorOf(ErrTypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeName(v))
+					return nil, langerr.New(ErrTypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeName(v))
 				}
 				pipeline = v.Data
 			default:
-				return nil, parseError("BSON field '$unionWith.%s' is an unknown field.", el.Key())
+				return nil, langerr.FailedToParse("BSON field '$unionWith.%s' is an unknown field.", el.Key())
 			}
 		}
 		if u.coll == "" && !startsWithDocuments(pipeline) {
-			return nil, parseError("BSON field '$unionWith.coll' is missing but a required field")
+			return nil, langerr.FailedToParse("BSON field '$unionWith.coll' is missing but a required field")
 		}
 	default:
-		return nil, parseError("the $unionWith stage specification must be an object or string, but found %s", typeName(arg))
+		return nil, langerr.FailedToParse("the $unionWith stage specification must be an object or string, but found %s", typeName(arg))
 	}
 	if pipeline == nil {
 		pipeline = bsoncore.Document(bsoncore.NewArrayBuilder().Build())
@@ -636,7 +637,7 @@ func (u *unionWithStage) open(in Iterator) Iterator {
 			if u.coll != "" {
 				cs := u.env.opts.Collections
 				if cs == nil {
-					return nil, errorOf(ErrNotImplemented, "no collections to read %s from", u.coll)
+					return nil, langerr.New(ErrNotImplemented, "no collections to read %s from", u.coll)
 				}
 				if src, err = cs.Scan(ctx, u.env.opts.DB, u.coll); err != nil {
 					return nil, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -66,15 +67,15 @@ type projBuilder struct {
 
 func (b *projBuilder) fail(category error, format string, args ...any) error {
 	if b.addFields {
-		return errorOf(category, format, args...)
+		return langerr.New(category, format, args...)
 	}
-	return errorOf(category, "Invalid %s :: caused by :: %s", b.kind, fmt.Sprintf(format, args...))
+	return langerr.New(category, "Invalid %s :: caused by :: %s", b.kind, fmt.Sprintf(format, args...))
 }
 
 func parseProject(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, errorOf(ErrProjectNotObject, "$project specification must be an object")
+		return nil, langerr.New(ErrProjectNotObject, "$project specification must be an object")
 	}
 	b := &projBuilder{env: p.env, kind: "$project"}
 	if len(d) <= 5 {
@@ -109,7 +110,7 @@ func parseAddFields(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document
 	name := raw.Index(0).Key()
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, errorOf(ErrAddFieldsNotObject, "%s specification stage must be an object, got %s", name, typeName(arg))
+		return nil, langerr.New(ErrAddFieldsNotObject, "%s specification stage must be an object, got %s", name, typeName(arg))
 	}
 	b := &projBuilder{env: p.env, kind: name, addFields: true}
 	root := newProjNode()
@@ -128,17 +129,17 @@ func parseUnset(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 	case bsoncore.TypeArray:
 		vals, _ := arg.Array().Values()
 		if len(vals) == 0 {
-			return nil, errorOf(ErrUnsetSpec, "$unset specification must be a string or an array with at least one field")
+			return nil, langerr.New(ErrUnsetSpec, "$unset specification must be a string or an array with at least one field")
 		}
 		for _, v := range vals {
 			s, ok := v.StringValueOK()
 			if !ok {
-				return nil, errorOf(ErrUnsetSpec, "$unset specification must be a string or an array containing only string values")
+				return nil, langerr.New(ErrUnsetSpec, "$unset specification must be a string or an array containing only string values")
 			}
 			paths = append(paths, s)
 		}
 	default:
-		return nil, errorOf(ErrUnsetSpec, "$unset specification must be a string or an array")
+		return nil, langerr.New(ErrUnsetSpec, "$unset specification must be a string or an array")
 	}
 	b := &projBuilder{env: p.env, kind: "$unset"}
 	root := newProjNode()
@@ -152,17 +153,17 @@ func parseUnset(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 
 func checkFieldPath(path string) error {
 	if path == "" {
-		return errorOf(ErrFieldPath, "FieldPath cannot be constructed with empty string")
+		return langerr.New(ErrFieldPath, "FieldPath cannot be constructed with empty string")
 	}
 	for _, part := range strings.Split(path, ".") {
 		if part == "" {
-			return errorOf(ErrFieldPath, "FieldPath field names may not be empty strings.")
+			return langerr.New(ErrFieldPath, "FieldPath field names may not be empty strings.")
 		}
 		if part[0] == '$' {
-			return errorOf(ErrFieldPath, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+			return langerr.New(ErrFieldPath, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
 		if strings.IndexByte(part, 0) >= 0 {
-			return errorOf(ErrFieldPath, "FieldPath field names may not contain '\\0'.")
+			return langerr.New(ErrFieldPath, "FieldPath field names may not contain '\\0'.")
 		}
 	}
 	return nil
@@ -173,7 +174,7 @@ func checkFieldPath(path string) error {
 func (b *projBuilder) addDoc(node *projNode, spec bsoncore.Document, prefix []string) error {
 	elems, err := spec.Elements()
 	if err != nil {
-		return parseError("invalid projection: %v", err)
+		return langerr.FailedToParse("invalid projection: %v", err)
 	}
 	for _, el := range elems {
 		key, v := el.Key(), el.Value()

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -42,7 +43,7 @@ func (e *env) letDocument() bsoncore.Document {
 func parseMatch(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, badValue("the match filter must be an expression in an object")
+		return nil, langerr.BadValue("the match filter must be an expression in an object")
 	}
 	f, err := query.CompileWith(d, p.queryOptions())
 	if err != nil {
@@ -96,10 +97,10 @@ func wholeNumber(v bsoncore.Value) (int64, bool) {
 func parseLimit(_ *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]stage, error) {
 	n, ok := wholeNumber(arg)
 	if !ok {
-		return nil, errorOf(ErrLimitNotNumber, "invalid argument to $limit stage: Expected a number in: $limit: %s", value.Render(arg))
+		return nil, langerr.New(ErrLimitNotNumber, "invalid argument to $limit stage: Expected a number in: $limit: %s", value.Render(arg))
 	}
 	if n <= 0 {
-		return nil, errorOf(ErrLimitNotPositive, "invalid argument to $limit stage: the limit must be positive")
+		return nil, langerr.New(ErrLimitNotPositive, "invalid argument to $limit stage: the limit must be positive")
 	}
 	return []stage{&limitStage{n}}, nil
 }
@@ -107,10 +108,10 @@ func parseLimit(_ *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]s
 func parseSkip(_ *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]stage, error) {
 	n, ok := wholeNumber(arg)
 	if !ok {
-		return nil, errorOf(ErrSkipNotNumber, "invalid argument to $skip stage: Expected a number in: $skip: %s", value.Render(arg))
+		return nil, langerr.New(ErrSkipNotNumber, "invalid argument to $skip stage: Expected a number in: $skip: %s", value.Render(arg))
 	}
 	if n < 0 {
-		return nil, errorOf(ErrSkipNegative, "invalid argument to $skip stage: Cannot skip a negative number of documents: $skip: %d", n)
+		return nil, langerr.New(ErrSkipNegative, "invalid argument to $skip stage: Cannot skip a negative number of documents: $skip: %d", n)
 	}
 	return []stage{&skipStage{n}}, nil
 }
@@ -154,13 +155,13 @@ func parseCount(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]s
 	name, ok := arg.StringValueOK()
 	switch {
 	case !ok || name == "":
-		return nil, errorOf(ErrCountSpec, "the count field must be a non-empty string")
+		return nil, langerr.New(ErrCountSpec, "the count field must be a non-empty string")
 	case name[0] == '$':
-		return nil, errorOf(ErrCountSpec, "the count field cannot be a $-prefixed path")
+		return nil, langerr.New(ErrCountSpec, "the count field cannot be a $-prefixed path")
 	case containsByte(name, 0):
-		return nil, errorOf(ErrCountSpec, "the count field cannot contain a null byte")
+		return nil, langerr.New(ErrCountSpec, "the count field cannot contain a null byte")
 	case containsByte(name, '.'):
-		return nil, errorOf(ErrCountSpec, "the count field cannot contain '.'")
+		return nil, langerr.New(ErrCountSpec, "the count field cannot contain '.'")
 	}
 	group := bsoncore.NewDocumentBuilder().AppendNull("_id").
 		AppendDocument(name, bsoncore.NewDocumentBuilder().AppendInt32("$sum", 1).Build()).Build()
@@ -192,7 +193,7 @@ func parseSortByCount(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document
 	case arg.Type == bsoncore.TypeString && len(stringOf(arg)) > 0 && stringOf(arg)[0] == '$':
 	case arg.Type == bsoncore.TypeEmbeddedDocument && isOperatorDoc(arg.Document()):
 	default:
-		return nil, badValue("the sortByCount field must be defined as a $-prefixed path or an expression")
+		return nil, langerr.BadValue("the sortByCount field must be defined as a $-prefixed path or an expression")
 	}
 	group := bsoncore.NewDocumentBuilder().AppendValue("_id", arg).
 		AppendDocument("count", bsoncore.NewDocumentBuilder().AppendInt32("$sum", 1).Build()).Build()
@@ -228,18 +229,18 @@ func parseReplaceRoot(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Docume
 	if raw.Index(0).Key() == "$replaceRoot" {
 		d, ok := arg.DocumentOK()
 		if !ok {
-			return nil, errorOf(ErrReplaceRootSpec, "expected an object as specification for $replaceRoot stage, got %s", typeName(arg))
+			return nil, langerr.New(ErrReplaceRootSpec, "expected an object as specification for $replaceRoot stage, got %s", typeName(arg))
 		}
 		elems, _ := d.Elements()
 		found := false
 		for _, el := range elems {
 			if el.Key() != "newRoot" {
-				return nil, errorOf(ErrReplaceRootSpec, "BSON field '$replaceRoot.%s' is an unknown field.", el.Key())
+				return nil, langerr.New(ErrReplaceRootSpec, "BSON field '$replaceRoot.%s' is an unknown field.", el.Key())
 			}
 			src, found = el.Value(), true
 		}
 		if !found {
-			return nil, errorOf(ErrReplaceRootSpec, "BSON field '$replaceRoot.newRoot' is missing but a required field")
+			return nil, langerr.New(ErrReplaceRootSpec, "BSON field '$replaceRoot.newRoot' is missing but a required field")
 		}
 	}
 	e, err := p.env.compile(src)
@@ -265,7 +266,7 @@ func (r *replaceRootStage) open(in Iterator) Iterator {
 			return nil, err
 		}
 		if v.Type != bsoncore.TypeEmbeddedDocument {
-			return nil, errorOf(ErrNewRootNotObject, "'newRoot' expression  must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
+			return nil, langerr.New(ErrNewRootNotObject, "'newRoot' expression  must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
 				value.Render(v), typeName(v), value.RenderDocument(d))
 		}
 		return v.Data, nil
@@ -338,7 +339,7 @@ func (r *redactStage) redact(ctx *expr.Context, doc bsoncore.Document) (bsoncore
 	case v.Type == bsoncore.TypeString && s == "prune":
 		return nil, false, nil
 	case v.Type != bsoncore.TypeString || s != "descend":
-		return nil, false, errorOf(ErrRedactResult, "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", value.Render(v))
+		return nil, false, langerr.New(ErrRedactResult, "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", value.Render(v))
 	}
 	var fields []expr.Field
 	for _, f := range expr.Fields(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}) {
@@ -400,29 +401,29 @@ type sampleStage struct {
 func parseSample(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, errorOf(ErrSampleSpec, "the $sample stage specification must be an object")
+		return nil, langerr.New(ErrSampleSpec, "the $sample stage specification must be an object")
 	}
 	elems, _ := d.Elements()
 	size := int64(-1)
 	for _, el := range elems {
 		if el.Key() != "size" {
-			return nil, errorOf(ErrSampleSpec, "unrecognized option to $sample: %s", el.Key())
+			return nil, langerr.New(ErrSampleSpec, "unrecognized option to $sample: %s", el.Key())
 		}
 		n, ok := wholeNumber(el.Value())
 		if !ok {
 			if isNumeric(el.Value()) {
 				n = int64(value.Float(el.Value()))
 			} else {
-				return nil, errorOf(ErrSampleSpec, "size argument to $sample must be a number")
+				return nil, langerr.New(ErrSampleSpec, "size argument to $sample must be a number")
 			}
 		}
 		if n < 0 {
-			return nil, errorOf(ErrSampleSpec, "size argument to $sample must not be negative")
+			return nil, langerr.New(ErrSampleSpec, "size argument to $sample must not be negative")
 		}
 		size = n
 	}
 	if size < 0 {
-		return nil, errorOf(ErrSampleSpec, "$sample stage must specify a size")
+		return nil, langerr.New(ErrSampleSpec, "$sample stage must specify a size")
 	}
 	return []stage{&sampleStage{env: p.env, size: size, raw: raw}}, nil
 }
@@ -488,12 +489,12 @@ func (s *documentsStage) open(in Iterator) Iterator {
 		return errIter{err}
 	}
 	if v.Type != bsoncore.TypeArray {
-		return errIter{errorOf(ErrDocumentsSpec, "error during $documents stage :: caused by :: an array is expected, found %s", typeName(v))}
+		return errIter{langerr.New(ErrDocumentsSpec, "error during $documents stage :: caused by :: an array is expected, found %s", typeName(v))}
 	}
 	var docs []bsoncore.Document
 	for _, x := range expr.Elements(v) {
 		if x.Type != bsoncore.TypeEmbeddedDocument {
-			return errIter{errorOf(ErrDocumentsSpec, "error during $documents stage :: caused by :: each element of the array must be an object, found %s", typeName(x))}
+			return errIter{langerr.New(ErrDocumentsSpec, "error during $documents stage :: caused by :: each element of the array must be an object, found %s", typeName(x))}
 		}
 		docs = append(docs, x.Data)
 	}
@@ -514,17 +515,17 @@ type statsStage struct {
 func parseCollStats(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, parseError("$collStats must take a nested object but found: %s", value.Render(arg))
+		return nil, langerr.FailedToParse("$collStats must take a nested object but found: %s", value.Render(arg))
 	}
 	elems, _ := d.Elements()
 	for _, el := range elems {
 		switch el.Key() {
 		case "latencyStats", "storageStats", "count", "queryExecStats":
 			if el.Value().Type != bsoncore.TypeEmbeddedDocument {
-				return nil, errorOf(ErrTypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", el.Key(), typeName(el.Value()))
+				return nil, langerr.New(ErrTypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", el.Key(), typeName(el.Value()))
 			}
 		default:
-			return nil, parseError("BSON field '$collStats.%s' is an unknown field.", el.Key())
+			return nil, langerr.FailedToParse("BSON field '$collStats.%s' is an unknown field.", el.Key())
 		}
 	}
 	return []stage{&statsStage{env: p.env, kind: "$collStats", arg: clone(d), raw: raw}}, nil
@@ -533,7 +534,7 @@ func parseCollStats(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document
 func parseIndexStats(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok || len(d) > 5 {
-		return nil, badValue("The $indexStats stage specification must be an empty object")
+		return nil, langerr.BadValue("The $indexStats stage specification must be an empty object")
 	}
 	return []stage{&statsStage{env: p.env, kind: "$indexStats", raw: raw}}, nil
 }
@@ -549,7 +550,7 @@ func (s *statsStage) open(in Iterator) Iterator {
 		if out == nil {
 			cs := s.env.opts.Collections
 			if cs == nil || s.env.opts.Coll == "" {
-				return nil, errorOf(ErrNeedsCollection, "%s must be run against a collection", s.kind)
+				return nil, langerr.New(ErrNeedsCollection, "%s must be run against a collection", s.kind)
 			}
 			var docs []bsoncore.Document
 			var err error
@@ -578,7 +579,7 @@ type noOutputStage struct {
 
 func parseNoOutput(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, errorOf(ErrTypeMismatch, "%s must take a nested object but found: %s", raw.Index(0).Key(), value.Render(arg))
+		return nil, langerr.New(ErrTypeMismatch, "%s must take a nested object but found: %s", raw.Index(0).Key(), value.Render(arg))
 	}
 	s := &noOutputStage{raw: raw, docs: p.env.opts.Sessions}
 	switch raw.Index(0).Key() {

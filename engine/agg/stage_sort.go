@@ -3,6 +3,7 @@ package agg
 import (
 	"context"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/query"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -19,17 +20,17 @@ type sortStage struct {
 func parseSort(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, errorOf(ErrSortNotObject, "the $sort key specification must be an object")
+		return nil, langerr.New(ErrSortNotObject, "the $sort key specification must be an object")
 	}
 	if len(d) <= 5 {
-		return nil, errorOf(ErrSortEmpty, "$sort stage must have at least one sort key")
+		return nil, langerr.New(ErrSortEmpty, "$sort stage must have at least one sort key")
 	}
 	s, err := query.CompileSort(d)
 	if err != nil {
 		return nil, err
 	}
 	if _, natural := s.Natural(); natural {
-		return nil, badValue("$natural is not allowed in $sort; use a hint")
+		return nil, langerr.BadValue("$natural is not allowed in $sort; use a hint")
 	}
 	return []stage{&sortStage{env: p.env, sort: s, raw: raw}}, nil
 }

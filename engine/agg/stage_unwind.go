@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -30,16 +31,16 @@ func parseUnwind(_ *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 			case "path":
 				s, ok := v.StringValueOK()
 				if !ok {
-					return nil, errorOf(ErrUnwindSpec, "expected a string as the path for $unwind stage, got %s", typeName(v))
+					return nil, langerr.New(ErrUnwindSpec, "expected a string as the path for $unwind stage, got %s", typeName(v))
 				}
 				path, found = s, true
 			case "includeArrayIndex":
 				s, ok := v.StringValueOK()
 				if !ok || s == "" {
-					return nil, errorOf(ErrUnwindSpec, "expected a non-empty string for the includeArrayIndex  option to $unwind stage, got %s", typeName(v))
+					return nil, langerr.New(ErrUnwindSpec, "expected a non-empty string for the includeArrayIndex  option to $unwind stage, got %s", typeName(v))
 				}
 				if strings.HasPrefix(s, "$") {
-					return nil, errorOf(ErrUnwindSpec, "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
+					return nil, langerr.New(ErrUnwindSpec, "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
 				}
 				if err := checkFieldPath(s); err != nil {
 					return nil, err
@@ -47,21 +48,21 @@ func parseUnwind(_ *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 				u.index = splitPath(s)
 			case "preserveNullAndEmptyArrays":
 				if v.Type != bsoncore.TypeBoolean {
-					return nil, errorOf(ErrUnwindSpec, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", typeName(v))
+					return nil, langerr.New(ErrUnwindSpec, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", typeName(v))
 				}
 				u.preserve = v.Boolean()
 			default:
-				return nil, errorOf(ErrUnwindSpec, "unrecognized option to $unwind stage: %s", el.Key())
+				return nil, langerr.New(ErrUnwindSpec, "unrecognized option to $unwind stage: %s", el.Key())
 			}
 		}
 		if !found {
-			return nil, errorOf(ErrUnwindSpec, "no path specified to $unwind stage")
+			return nil, langerr.New(ErrUnwindSpec, "no path specified to $unwind stage")
 		}
 	default:
-		return nil, errorOf(ErrUnwindSpec, "expected either a string or an object as specification for $unwind stage, got %s", typeName(arg))
+		return nil, langerr.New(ErrUnwindSpec, "expected either a string or an object as specification for $unwind stage, got %s", typeName(arg))
 	}
 	if !strings.HasPrefix(path, "$") {
-		return nil, errorOf(ErrUnwindPath, "path option to $unwind stage should be prefixed with a '$': %s", path)
+		return nil, langerr.New(ErrUnwindPath, "path option to $unwind stage should be prefixed with a '$': %s", path)
 	}
 	if err := checkFieldPath(path[1:]); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -56,7 +57,9 @@ var windowAccumulators = map[string]bool{
 	"$median": true, "$percentile": true,
 }
 
-func windowError(format string, args ...any) error { return errorOf(ErrWindowSpec, format, args...) }
+func windowError(format string, args ...any) error {
+	return langerr.New(ErrWindowSpec, format, args...)
+}
 
 func parseSetWindowFields(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
@@ -75,24 +78,24 @@ func parseSetWindowFields(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Do
 		case "sortBy":
 			sd, ok := v.DocumentOK()
 			if !ok {
-				return nil, errorOf(ErrTypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeName(v))
+				return nil, langerr.New(ErrTypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			w.sortSpec = clone(sd)
 			w.sortBy, err = query.CompileSort(sd)
 		case "output":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, errorOf(ErrTypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", typeName(v))
+				return nil, langerr.New(ErrTypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			output = v
 		default:
-			return nil, parseError("BSON field '$setWindowFields.%s' is an unknown field.", el.Key())
+			return nil, langerr.FailedToParse("BSON field '$setWindowFields.%s' is an unknown field.", el.Key())
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if output.Type == 0 {
-		return nil, parseError("BSON field '$setWindowFields.output' is missing but a required field")
+		return nil, langerr.FailedToParse("BSON field '$setWindowFields.output' is missing but a required field")
 	}
 	oel, _ := output.Document().Elements()
 	for _, el := range oel {

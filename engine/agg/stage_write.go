@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -27,34 +28,34 @@ func parseTarget(stageName, field string, defaultDB string, v bsoncore.Value) (t
 			switch el.Key() {
 			case "db":
 				if !ok {
-					return t, errorOf(ErrTypeMismatch, "BSON field '%s.db' is the wrong type '%s', expected type 'string'", field, typeName(el.Value()))
+					return t, langerr.New(ErrTypeMismatch, "BSON field '%s.db' is the wrong type '%s', expected type 'string'", field, typeName(el.Value()))
 				}
 				t.db = s
 			case "coll":
 				if !ok {
-					return t, errorOf(ErrTypeMismatch, "BSON field '%s.coll' is the wrong type '%s', expected type 'string'", field, typeName(el.Value()))
+					return t, langerr.New(ErrTypeMismatch, "BSON field '%s.coll' is the wrong type '%s', expected type 'string'", field, typeName(el.Value()))
 				}
 				t.coll = s
 			case "timeseries":
-				return t, errorOf(ErrNotImplemented, "%s to a time-series collection is not supported by Parsec", stageName)
+				return t, langerr.New(ErrNotImplemented, "%s to a time-series collection is not supported by Parsec", stageName)
 			default:
-				return t, parseError("BSON field '%s.%s' is an unknown field.", field, el.Key())
+				return t, langerr.FailedToParse("BSON field '%s.%s' is an unknown field.", field, el.Key())
 			}
 		}
 		if t.coll == "" {
-			return t, parseError("BSON field '%s.coll' is missing but a required field", field)
+			return t, langerr.FailedToParse("BSON field '%s.coll' is missing but a required field", field)
 		}
 	default:
 		if stageName == "$out" {
-			return t, errorOf(ErrOutSpec, "$out only supports a string or object argument, but found %s", typeName(v))
+			return t, langerr.New(ErrOutSpec, "$out only supports a string or object argument, but found %s", typeName(v))
 		}
-		return t, errorOf(ErrOutSpec, "$merge 'into' field  must be either a string or an object, but found %s", typeName(v))
+		return t, langerr.New(ErrOutSpec, "$merge 'into' field  must be either a string or an object, but found %s", typeName(v))
 	}
 	switch {
 	case t.coll == "" || strings.HasPrefix(t.coll, "system.") || strings.ContainsAny(t.coll, "$\x00"):
-		return t, errorOf(ErrInvalidNamespace, "Invalid %s target namespace, '%s.%s'", stageName, t.db, t.coll)
+		return t, langerr.New(ErrInvalidNamespace, "Invalid %s target namespace, '%s.%s'", stageName, t.db, t.coll)
 	case t.db == "admin" || t.db == "config" || t.db == "local":
-		return t, errorOf(ErrInvalidNamespace, "Invalid %s target namespace, %s.%s: can't %s to internal database", stageName, t.db, t.coll, stageName)
+		return t, langerr.New(ErrInvalidNamespace, "Invalid %s target namespace, %s.%s: can't %s to internal database", stageName, t.db, t.coll, stageName)
 	}
 	return t, nil
 }
@@ -84,7 +85,7 @@ func (o *outStage) open(in Iterator) Iterator {
 	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
 		cs := o.env.opts.Collections
 		if cs == nil {
-			return nil, errorOf(ErrNotImplemented, "$out needs collections to write to")
+			return nil, langerr.New(ErrNotImplemented, "$out needs collections to write to")
 		}
 		w, err := cs.OpenOut(ctx, o.to.db, o.to.coll)
 		if err != nil {
@@ -139,7 +140,7 @@ func parseMerge(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 	}
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, errorOf(ErrOutSpec, "$merge requires a string or object argument, but found %s", typeName(arg))
+		return nil, langerr.New(ErrOutSpec, "$merge requires a string or object argument, but found %s", typeName(arg))
 	}
 	elems, _ := d.Elements()
 	hasInto, hasLet := false, false
@@ -161,18 +162,18 @@ func parseMerge(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 				for _, x := range expr.Elements(v) {
 					s, ok := x.StringValueOK()
 					if !ok {
-						return nil, errorOf(ErrTypeMismatch, "$merge 'on' array elements must be strings, but found %s", typeName(x))
+						return nil, langerr.New(ErrTypeMismatch, "$merge 'on' array elements must be strings, but found %s", typeName(x))
 					}
 					fields = append(fields, s)
 				}
 				if len(fields) == 0 {
-					return nil, badValue("If explicitly specifying $merge 'on', must include at least one field")
+					return nil, langerr.BadValue("If explicitly specifying $merge 'on', must include at least one field")
 				}
 			default:
-				return nil, errorOf(ErrTypeMismatch, "$merge 'on' field  must be either a string or an array of strings, but found %s", typeName(v))
+				return nil, langerr.New(ErrTypeMismatch, "$merge 'on' field  must be either a string or an array of strings, but found %s", typeName(v))
 			}
 			if len(fields) != 1 || fields[0] != "_id" {
-				return nil, errorOf(ErrMergeOnFields, "Cannot find index to verify that join fields will be unique")
+				return nil, langerr.New(ErrMergeOnFields, "Cannot find index to verify that join fields will be unique")
 			}
 		case "whenMatched":
 			switch v.Type {
@@ -184,28 +185,28 @@ func parseMerge(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 				case "pipeline":
 					fallthrough
 				default:
-					return nil, badValue("Enumeration value '%s' for field '$merge.whenMatched' is not a valid value.", s)
+					return nil, langerr.BadValue("Enumeration value '%s' for field '$merge.whenMatched' is not a valid value.", s)
 				}
 			case bsoncore.TypeArray:
 				m.whenMatched, m.pipeline = "pipeline", clone(v.Data)
 			default:
-				return nil, errorOf(ErrTypeMismatch, "BSON field '$merge.whenMatched' is the wrong type '%s', expected type 'string or array'", typeName(v))
+				return nil, langerr.New(ErrTypeMismatch, "BSON field '$merge.whenMatched' is the wrong type '%s', expected type 'string or array'", typeName(v))
 			}
 		case "whenNotMatched":
 			s, ok := v.StringValueOK()
 			if !ok {
-				return nil, errorOf(ErrTypeMismatch, "BSON field '$merge.whenNotMatched' is the wrong type '%s', expected type 'string'", typeName(v))
+				return nil, langerr.New(ErrTypeMismatch, "BSON field '$merge.whenNotMatched' is the wrong type '%s', expected type 'string'", typeName(v))
 			}
 			switch s {
 			case "insert", "discard", "fail":
 				m.whenNotMatched = s
 			default:
-				return nil, badValue("Enumeration value '%s' for field '$merge.whenNotMatched' is not a valid value.", s)
+				return nil, langerr.BadValue("Enumeration value '%s' for field '$merge.whenNotMatched' is not a valid value.", s)
 			}
 		case "let":
 			ld, ok := v.DocumentOK()
 			if !ok {
-				return nil, errorOf(ErrTypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", typeName(v))
+				return nil, langerr.New(ErrTypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			hasLet = true
 			lel, _ := ld.Elements()
@@ -222,14 +223,14 @@ func parseMerge(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 			}
 		case "targetCollectionVersion":
 		default:
-			return nil, parseError("BSON field '$merge.%s' is an unknown field.", el.Key())
+			return nil, langerr.FailedToParse("BSON field '$merge.%s' is an unknown field.", el.Key())
 		}
 	}
 	if !hasInto {
-		return nil, parseError("BSON field '$merge.into' is missing but a required field")
+		return nil, langerr.FailedToParse("BSON field '$merge.into' is missing but a required field")
 	}
 	if hasLet && m.pipeline == nil {
-		return nil, badValue("Cannot use 'let' variables with 'whenMatched: %s' mode", m.whenMatched)
+		return nil, langerr.BadValue("Cannot use 'let' variables with 'whenMatched: %s' mode", m.whenMatched)
 	}
 	if m.pipeline != nil {
 		if !slicesContains(m.letNames, "new") {
@@ -270,7 +271,7 @@ func (m *mergeStage) updatePipeline(vals []bsoncore.Value) (*Pipeline, error) {
 	}
 	for _, s := range p.stages {
 		if !updateStages[s.name()] {
-			return nil, badValue("%s is not allowed to be used within an update", s.name())
+			return nil, langerr.BadValue("%s is not allowed to be used within an update", s.name())
 		}
 	}
 	return p, nil
@@ -284,7 +285,7 @@ func (m *mergeStage) open(in Iterator) Iterator {
 	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
 		cs := m.env.opts.Collections
 		if cs == nil {
-			return nil, errorOf(ErrNotImplemented, "$merge needs collections to write to")
+			return nil, langerr.New(ErrNotImplemented, "$merge needs collections to write to")
 		}
 		return nil, Drain(ctx, in, func(d bsoncore.Document) error {
 			return m.mergeOne(ctx, cs, ectx, clone(d))
@@ -307,7 +308,7 @@ func (m *mergeStage) mergeOne(ctx context.Context, cs Collections, ectx *expr.Co
 		case "discard":
 			return nil
 		case "fail":
-			return errorOf(ErrMergeNoMatch, "$merge could not find a matching document in the target collection for at least one document in the source collection")
+			return langerr.New(ErrMergeNoMatch, "$merge could not find a matching document in the target collection for at least one document in the source collection")
 		}
 		return cs.Insert(ctx, m.to.db, m.to.coll, d)
 	}
@@ -351,13 +352,13 @@ func (m *mergeStage) mergeOne(ctx context.Context, cs Collections, ectx *expr.Co
 			return err
 		}
 		if len(docs) != 1 {
-			return badValue("$merge's whenMatched pipeline must produce one document")
+			return langerr.BadValue("$merge's whenMatched pipeline must produce one document")
 		}
 		out = docs[0]
 		if nid, err := out.LookupErr("_id"); err != nil {
 			out = setField(out, "_id", id)
 		} else if expr.Compare(nid, id) != 0 {
-			return errorOf(ErrBadValue, "$merge failed to update the matching document, did you attempt to modify the _id or the shard key?")
+			return langerr.New(ErrBadValue, "$merge failed to update the matching document, did you attempt to modify the _id or the shard key?")
 		}
 	}
 	err = cs.Replace(ctx, m.to.db, m.to.coll, id, out)

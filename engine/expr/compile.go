@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -93,7 +94,7 @@ func (s *Scope) with(names []string, fn func(slots []int) error) error {
 // only letters, digits, '_' and non-ASCII characters.
 func CheckVariableName(name string) error {
 	if name == "" {
-		return errorOf(ErrFieldPath, "empty variable names are not allowed")
+		return langerr.New(ErrFieldPath, "empty variable names are not allowed")
 	}
 	for i, c := range name {
 		switch {
@@ -101,9 +102,9 @@ func CheckVariableName(name string) error {
 		case i > 0 && (c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'):
 		default:
 			if i == 0 {
-				return errorOf(ErrFieldPath, "'%s' starts with an invalid character for a user variable name", name)
+				return langerr.New(ErrFieldPath, "'%s' starts with an invalid character for a user variable name", name)
 			}
-			return errorOf(ErrFieldPath, "'%s' contains an invalid character for a variable name: '%c'", name, c)
+			return langerr.New(ErrFieldPath, "'%s' contains an invalid character for a variable name: '%c'", name, c)
 		}
 	}
 	return nil
@@ -198,7 +199,7 @@ func (c *compiler) compileObject(doc bsoncore.Document) (Expression, error) {
 	}
 	if strings.HasPrefix(first.Key(), "$") {
 		if n := len(Fields(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})); n != 1 {
-			return nil, errorOf(ErrExpressionSpec, "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s, while parsing object %s", n, value.RenderDocument(doc), value.RenderDocument(doc))
+			return nil, langerr.New(ErrExpressionSpec, "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s, while parsing object %s", n, value.RenderDocument(doc), value.RenderDocument(doc))
 		}
 		return c.compileOperator(first.Key(), first.Value())
 	}
@@ -207,16 +208,16 @@ func (c *compiler) compileObject(doc bsoncore.Document) (Expression, error) {
 	for e, ok := first, true; ok; e, ok = it.Next() {
 		k := e.Key()
 		if strings.HasPrefix(k, "$") {
-			return nil, errorOf(ErrFieldPath, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+			return nil, langerr.New(ErrFieldPath, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
 		if strings.Contains(k, ".") {
-			return nil, errorOf(ErrFieldPath, "FieldPath field names may not contain '.'. Consider using $getField or $setField.")
+			return nil, langerr.New(ErrFieldPath, "FieldPath field names may not contain '.'. Consider using $getField or $setField.")
 		}
 		if k == "" {
-			return nil, errorOf(ErrFieldPath, "FieldPath field names may not be empty strings.")
+			return nil, langerr.New(ErrFieldPath, "FieldPath field names may not be empty strings.")
 		}
 		if seen[k] {
-			return nil, errorOf(ErrFieldPath, "specification contains two conflicting paths. Cannot specify both '%s' and '%s'", k, k)
+			return nil, langerr.New(ErrFieldPath, "specification contains two conflicting paths. Cannot specify both '%s' and '%s'", k, k)
 		}
 		seen[k] = true
 		x, err := c.compile(e.Value())
@@ -236,9 +237,9 @@ func (c *compiler) compileOperator(name string, arg bsoncore.Value) (Expression,
 	op, ok := operators[name]
 	if !ok {
 		if notYet[name] {
-			return nil, errorOf(ErrNotImplemented, "expression %s is not supported by Parsec yet", name)
+			return nil, langerr.New(ErrNotImplemented, "expression %s is not supported by Parsec yet", name)
 		}
-		return nil, errorOf(ErrUnknownOperator, "Unrecognized expression '%s'", name)
+		return nil, langerr.New(ErrUnknownOperator, "Unrecognized expression '%s'", name)
 	}
 	return op(c, name, arg)
 }

@@ -44,15 +44,3 @@ var (
 	// nor a UTC offset.
 	ErrTimezone = errors.New("unrecognized time zone")
 )
-
-// Short names for engine/langerr's constructors.
-
-func errorOf(category error, format string, args ...any) error {
-	return langerr.New(category, format, args...)
-}
-
-func badValue(format string, args ...any) error { return langerr.BadValue(format, args...) }
-
-func typeMismatch(format string, args ...any) error { return langerr.TypeMismatch(format, args...) }
-
-func parseError(format string, args ...any) error { return langerr.FailedToParse(format, args...) }

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -124,7 +125,7 @@ func fixed(n int, fn evalFn) opCompiler {
 	return func(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 		ops := operands(arg)
 		if len(ops) != n {
-			return nil, errorOf(ErrArity, "Expression %s takes exactly %d arguments. %d were passed in.", name, n, len(ops))
+			return nil, langerr.New(ErrArity, "Expression %s takes exactly %d arguments. %d were passed in.", name, n, len(ops))
 		}
 		args, err := c.compileAll(ops)
 		if err != nil {
@@ -140,9 +141,9 @@ func ranged(lo, hi int, fn evalFn) opCompiler {
 		ops := operands(arg)
 		if len(ops) < lo || len(ops) > hi {
 			if hi == 1<<30 {
-				return nil, errorOf(ErrArity, "Expression %s takes at least %d arguments. %d were passed in.", name, lo, len(ops))
+				return nil, langerr.New(ErrArity, "Expression %s takes at least %d arguments. %d were passed in.", name, lo, len(ops))
 			}
-			return nil, errorOf(ErrArity, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, lo, hi, len(ops))
+			return nil, langerr.New(ErrArity, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, lo, hi, len(ops))
 		}
 		args, err := c.compileAll(ops)
 		if err != nil {
@@ -167,7 +168,7 @@ func variadic(fn evalFn) opCompiler {
 // refusing unknown fields and requiring the required ones.
 func namedArgs(name string, arg bsoncore.Value, allowed []string, required ...string) (map[string]bsoncore.Value, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, parseError("%s expects an object as its argument", name)
+		return nil, langerr.FailedToParse("%s expects an object as its argument", name)
 	}
 	out := map[string]bsoncore.Value{}
 	for _, f := range Fields(arg) {
@@ -176,13 +177,13 @@ func namedArgs(name string, arg bsoncore.Value, allowed []string, required ...st
 			ok = ok || a == f.Key
 		}
 		if !ok {
-			return nil, parseError("%s found an unknown argument: %s", name, f.Key)
+			return nil, langerr.FailedToParse("%s found an unknown argument: %s", name, f.Key)
 		}
 		out[f.Key] = f.Val
 	}
 	for _, r := range required {
 		if _, ok := out[r]; !ok {
-			return nil, parseError("Missing '%s' parameter to %s", r, name)
+			return nil, langerr.FailedToParse("Missing '%s' parameter to %s", r, name)
 		}
 	}
 	return out, nil

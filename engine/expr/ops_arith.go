@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -157,14 +158,14 @@ func addFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 			return Null, nil
 		case a.Type == bsoncore.TypeDateTime:
 			if date != nil {
-				return Missing, badValue("only one date allowed in an $add expression")
+				return Missing, langerr.BadValue("only one date allowed in an $add expression")
 			}
 			ms := a.DateTime()
 			date = &ms
 		case isNumber(a):
 			sum = arith(sum, a, addInts, func(x, y float64) float64 { return x + y }, value.AddDecimal)
 		default:
-			return Missing, typeMismatch("$add only supports numeric or date types, not %s", TypeName(a))
+			return Missing, langerr.TypeMismatch("$add only supports numeric or date types, not %s", TypeName(a))
 		}
 	}
 	if date != nil {
@@ -199,7 +200,7 @@ func multiplyFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, er
 		case isNumber(a):
 			prod = arith(prod, a, mulInts, func(x, y float64) float64 { return x * y }, value.MulDecimal)
 		default:
-			return Missing, typeMismatch("$multiply only supports numeric types, not %s", TypeName(a))
+			return Missing, langerr.TypeMismatch("$multiply only supports numeric types, not %s", TypeName(a))
 		}
 	}
 	return prod, nil
@@ -217,9 +218,9 @@ func subtractFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 	case x.Type == bsoncore.TypeDateTime && isNumber(y):
 		return DateTime(x.DateTime() - roundToInt64(value.Float(y))), nil
 	case x.Type == bsoncore.TypeDateTime:
-		return Missing, typeMismatch("can't $subtract %s from Date", TypeName(y))
+		return Missing, langerr.TypeMismatch("can't $subtract %s from Date", TypeName(y))
 	}
-	return Missing, typeMismatch("can't $subtract %s from %s", TypeName(y), TypeName(x))
+	return Missing, langerr.TypeMismatch("can't $subtract %s from %s", TypeName(y), TypeName(x))
 }
 
 func numericArgs(name string, a []bsoncore.Value) (null bool, err error) {
@@ -227,7 +228,7 @@ func numericArgs(name string, a []bsoncore.Value) (null bool, err error) {
 		if isNullish(v) {
 			null = true
 		} else if !isNumber(v) {
-			return false, typeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
+			return false, langerr.TypeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
 		}
 	}
 	return null, nil
@@ -244,12 +245,12 @@ func isZero(v bsoncore.Value) bool {
 func divideFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if null, err := numericArgs(name, a); err != nil || null {
 		if err != nil {
-			return Missing, typeMismatch("$divide only supports numeric types, not %s and %s", TypeName(a[0]), TypeName(a[1]))
+			return Missing, langerr.TypeMismatch("$divide only supports numeric types, not %s and %s", TypeName(a[0]), TypeName(a[1]))
 		}
 		return Null, nil
 	}
 	if isZero(a[1]) {
-		return Missing, errorOf(ErrDivideByZero, "can't $divide by zero")
+		return Missing, langerr.New(ErrDivideByZero, "can't $divide by zero")
 	}
 	if kindOf(a[0]) == kDecimal || kindOf(a[1]) == kDecimal {
 		return value.DivDecimal(value.DecimalOf(a[0]), value.DecimalOf(a[1])).Value(), nil
@@ -260,12 +261,12 @@ func divideFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 func modFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if null, err := numericArgs(name, a); err != nil || null {
 		if err != nil {
-			return Missing, typeMismatch("$mod only supports numeric types, not %s and %s", TypeName(a[0]), TypeName(a[1]))
+			return Missing, langerr.TypeMismatch("$mod only supports numeric types, not %s and %s", TypeName(a[0]), TypeName(a[1]))
 		}
 		return Null, nil
 	}
 	if isZero(a[1]) {
-		return Missing, errorOf(ErrDivideByZero, "can't $mod by zero")
+		return Missing, langerr.New(ErrDivideByZero, "can't $mod by zero")
 	}
 	k := max(kindOf(a[0]), kindOf(a[1]))
 	switch k {
@@ -292,7 +293,7 @@ func unaryMath(name string, v bsoncore.Value, f func(float64) float64, ints func
 	case isNullish(v):
 		return Null, nil
 	case !isNumber(v):
-		return Missing, typeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
+		return Missing, langerr.TypeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
 	}
 	switch kindOf(v) {
 	case kInt32, kInt64:
@@ -313,7 +314,7 @@ func unaryMath(name string, v bsoncore.Value, f func(float64) float64, ints func
 
 func absFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[0].Type == bsoncore.TypeInt64 && a[0].Int64() == math.MinInt64 {
-		return Missing, badValue("can't take $abs of long long min")
+		return Missing, langerr.BadValue("can't take $abs of long long min")
 	}
 	if a[0].Type == bsoncore.TypeDecimal128 {
 		if d := value.DecimalOf(a[0]); !d.Special() {
@@ -341,7 +342,7 @@ func floorFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 
 func sqrtFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if isNumber(a[0]) && value.Float(a[0]) < 0 {
-		return Missing, badValue("$sqrt's argument must be greater than or equal to 0")
+		return Missing, langerr.BadValue("$sqrt's argument must be greater than or equal to 0")
 	}
 	return unaryMath(name, a[0], math.Sqrt, nil)
 }
@@ -352,14 +353,14 @@ func expFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 
 func lnFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if isNumber(a[0]) && value.Float(a[0]) <= 0 {
-		return Missing, badValue("$ln's argument must be a positive number, but is %s", value.Render(a[0]))
+		return Missing, langerr.BadValue("$ln's argument must be a positive number, but is %s", value.Render(a[0]))
 	}
 	return unaryMath(name, a[0], math.Log, nil)
 }
 
 func log10Fn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if isNumber(a[0]) && value.Float(a[0]) <= 0 {
-		return Missing, badValue("$log10's argument must be a positive number, but is %s", value.Render(a[0]))
+		return Missing, langerr.BadValue("$log10's argument must be a positive number, but is %s", value.Render(a[0]))
 	}
 	return unaryMath(name, a[0], math.Log10, nil)
 }
@@ -373,10 +374,10 @@ func logFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 	}
 	x, b := value.Float(a[0]), value.Float(a[1])
 	if x <= 0 {
-		return Missing, badValue("$log's argument must be a positive number, but is %s", value.Render(a[0]))
+		return Missing, langerr.BadValue("$log's argument must be a positive number, but is %s", value.Render(a[0]))
 	}
 	if b <= 0 || b == 1 {
-		return Missing, badValue("$log's base must be a positive number not equal to 1, but is %s", value.Render(a[1]))
+		return Missing, langerr.BadValue("$log's base must be a positive number not equal to 1, but is %s", value.Render(a[1]))
 	}
 	r := math.Log(x) / math.Log(b)
 	if kindOf(a[0]) == kDecimal || kindOf(a[1]) == kDecimal {
@@ -394,7 +395,7 @@ func powFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 	}
 	base, exp := a[0], a[1]
 	if isZero(base) && value.Float(exp) < 0 {
-		return Missing, badValue("$pow cannot take a base of 0 and a negative exponent")
+		return Missing, langerr.BadValue("$pow cannot take a base of 0 and a negative exponent")
 	}
 	k := max(kindOf(base), kindOf(exp))
 	if k <= kInt64 {
@@ -420,11 +421,11 @@ func roundTo(name string, a []bsoncore.Value, trunc bool) (bsoncore.Value, error
 			return Null, nil
 		}
 		if !isNumber(a[1]) {
-			return Missing, typeMismatch("%s requires \"place\" to be a numeric type, found %s", name, TypeName(a[1]))
+			return Missing, langerr.TypeMismatch("%s requires \"place\" to be a numeric type, found %s", name, TypeName(a[1]))
 		}
 		p, ok := exactInt(a[1])
 		if !ok || p < -20 || p >= 100 {
-			return Missing, badValue("%s requires \"place\" to be an integral value between -20 and 100, found %s", name, value.Render(a[1]))
+			return Missing, langerr.BadValue("%s requires \"place\" to be an integral value between -20 and 100, found %s", name, value.Render(a[1]))
 		}
 		place = p
 	}
@@ -433,7 +434,7 @@ func roundTo(name string, a []bsoncore.Value, trunc bool) (bsoncore.Value, error
 		return Null, nil
 	}
 	if !isNumber(v) {
-		return Missing, typeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
+		return Missing, langerr.TypeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
 	}
 	op := func(f float64) float64 {
 		if math.IsNaN(f) || math.IsInf(f, 0) {

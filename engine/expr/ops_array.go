@@ -4,13 +4,14 @@ import (
 	"math"
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 func inFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[1].Type != bsoncore.TypeArray {
-		return Missing, badValue("$in requires an array as a second argument, found: %s", TypeName(a[1]))
+		return Missing, langerr.BadValue("$in requires an array as a second argument, found: %s", TypeName(a[1]))
 	}
 	for _, x := range Elements(a[1]) {
 		if Compare(a[0], x) == 0 {
@@ -22,7 +23,7 @@ func inFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 
 func sizeFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, badValue("The argument to $size must be an array. Type of the argument was: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("The argument to $size must be an array. Type of the argument was: %s", TypeName(a[0]))
 	}
 	return Int32(int32(len(Elements(a[0])))), nil
 }
@@ -30,11 +31,11 @@ func sizeFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 // index reads an array index argument: an integral number that fits int32.
 func index(name, what string, v bsoncore.Value) (int64, error) {
 	if !isNumber(v) {
-		return 0, badValue("%s's %s must be a numeric value, but is %s", name, what, TypeName(v))
+		return 0, langerr.BadValue("%s's %s must be a numeric value, but is %s", name, what, TypeName(v))
 	}
 	i, ok := exactInt(v)
 	if !ok || i != int64(int32(i)) {
-		return 0, badValue("%s's %s must be representable as a 32-bit integral value, but is %s", name, what, value.Render(v))
+		return 0, langerr.BadValue("%s's %s must be representable as a 32-bit integral value, but is %s", name, what, value.Render(v))
 	}
 	return i, nil
 }
@@ -44,14 +45,14 @@ func arrayElemAtFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value,
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, badValue("$arrayElemAt's first argument must be an array, but is %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("$arrayElemAt's first argument must be an array, but is %s", TypeName(a[0]))
 	}
 	if !isNumber(a[1]) {
-		return Missing, badValue("$arrayElemAt's second argument must be a numeric value, but is %s", TypeName(a[1]))
+		return Missing, langerr.BadValue("$arrayElemAt's second argument must be a numeric value, but is %s", TypeName(a[1]))
 	}
 	i, ok := exactInt(a[1])
 	if !ok || i != int64(int32(i)) {
-		return Missing, badValue("$arrayElemAt's second argument must be representable as a 32-bit integer: %s", value.Render(a[1]))
+		return Missing, langerr.BadValue("$arrayElemAt's second argument must be representable as a 32-bit integer: %s", value.Render(a[1]))
 	}
 	return elemAt(Elements(a[0]), i), nil
 }
@@ -81,7 +82,7 @@ func endOf(name string, v bsoncore.Value, i int64) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if v.Type != bsoncore.TypeArray {
-		return Missing, badValue("%s's argument must be an array, but is %s", name, TypeName(v))
+		return Missing, langerr.BadValue("%s's argument must be an array, but is %s", name, TypeName(v))
 	}
 	return elemAt(Elements(v), i), nil
 }
@@ -97,7 +98,7 @@ func concatArraysFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value
 			return Null, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return Missing, badValue("$concatArrays only supports arrays, not %s", TypeName(a))
+			return Missing, langerr.BadValue("$concatArrays only supports arrays, not %s", TypeName(a))
 		}
 		out = append(out, Elements(a)...)
 	}
@@ -111,7 +112,7 @@ func sliceFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 		}
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, badValue("First argument to $slice must be an array, but is of type: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("First argument to $slice must be an array, but is of type: %s", TypeName(a[0]))
 	}
 	arr := Elements(a[0])
 	n := int64(len(arr))
@@ -134,7 +135,7 @@ func sliceFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 		return Missing, err
 	}
 	if k <= 0 {
-		return Missing, badValue("Third argument to $slice must be positive: %s", value.Render(a[2]))
+		return Missing, langerr.BadValue("Third argument to $slice must be positive: %s", value.Render(a[2]))
 	}
 	if pos < 0 {
 		pos = max(n+pos, 0)
@@ -150,7 +151,7 @@ func reverseArrayFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, e
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, badValue("The argument to $reverseArray must be an array, but was of type: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("The argument to $reverseArray must be an array, but was of type: %s", TypeName(a[0]))
 	}
 	arr := Elements(a[0])
 	for i, j := 0, len(arr)-1; i < j; i, j = i+1, j-1 {
@@ -167,21 +168,21 @@ func rangeFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 	vals := []int64{0, 0, 1}
 	for i, v := range a {
 		if !isNumber(v) {
-			return Missing, badValue("$range requires a numeric %s, found value of type: %s", what[i], TypeName(v))
+			return Missing, langerr.BadValue("$range requires a numeric %s, found value of type: %s", what[i], TypeName(v))
 		}
 		n, ok := exactInt(v)
 		if !ok || n != int64(int32(n)) {
-			return Missing, badValue("$range requires a %s that can be represented as a 32-bit integer, found value: %s", what[i], value.Render(v))
+			return Missing, langerr.BadValue("$range requires a %s that can be represented as a 32-bit integer, found value: %s", what[i], value.Render(v))
 		}
 		vals[i] = n
 	}
 	if vals[2] == 0 {
-		return Missing, badValue("$range requires a non-zero step value")
+		return Missing, langerr.BadValue("$range requires a non-zero step value")
 	}
 	var out []bsoncore.Value
 	for x := vals[0]; (vals[2] > 0 && x < vals[1]) || (vals[2] < 0 && x > vals[1]); x += vals[2] {
 		if len(out) >= maxRangeElements {
-			return Missing, badValue("$range would produce more than %d elements", maxRangeElements)
+			return Missing, langerr.BadValue("$range would produce more than %d elements", maxRangeElements)
 		}
 		out = append(out, Int32(int32(x)))
 	}
@@ -193,21 +194,21 @@ func indexOfArrayFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, badValue("$indexOfArray requires an array as a first argument, found: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("$indexOfArray requires an array as a first argument, found: %s", TypeName(a[0]))
 	}
 	arr := Elements(a[0])
 	start, end := int64(0), int64(len(arr))
 	if len(a) > 2 {
 		s, ok := exactInt(a[2])
 		if !ok || s < 0 {
-			return Missing, badValue("$indexOfArray requires a starting index that is a non-negative integral value, found: %s", value.Render(a[2]))
+			return Missing, langerr.BadValue("$indexOfArray requires a starting index that is a non-negative integral value, found: %s", value.Render(a[2]))
 		}
 		start = s
 	}
 	if len(a) > 3 {
 		e, ok := exactInt(a[3])
 		if !ok || e < 0 {
-			return Missing, badValue("$indexOfArray requires an ending index that is a non-negative integral value, found: %s", value.Render(a[3]))
+			return Missing, langerr.BadValue("$indexOfArray requires an ending index that is a non-negative integral value, found: %s", value.Render(a[3]))
 		}
 		end = min(e, end)
 	}
@@ -224,7 +225,7 @@ func arrayToObjectFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, 
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, badValue("$arrayToObject requires an array input, found: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("$arrayToObject requires an array input, found: %s", TypeName(a[0]))
 	}
 	var fields []Field
 	set := func(k string, v bsoncore.Value) {
@@ -241,30 +242,30 @@ func arrayToObjectFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, 
 		case bsoncore.TypeArray:
 			kv := Elements(x)
 			if len(kv) != 2 {
-				return Missing, badValue("$arrayToObject requires an array of size 2 arrays,found array of size: %d", len(kv))
+				return Missing, langerr.BadValue("$arrayToObject requires an array of size 2 arrays,found array of size: %d", len(kv))
 			}
 			if !isString(kv[0]) {
-				return Missing, badValue("$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: %s", TypeName(kv[0]))
+				return Missing, langerr.BadValue("$arrayToObject requires an array of key-value pairs, where the key must be of type string. Found key type: %s", TypeName(kv[0]))
 			}
 			if strings.IndexByte(stringOf(kv[0]), 0) >= 0 {
-				return Missing, errorOf(ErrNullInPairKey, "Key field cannot contain an embedded null byte")
+				return Missing, langerr.New(ErrNullInPairKey, "Key field cannot contain an embedded null byte")
 			}
 			set(stringOf(kv[0]), kv[1])
 		case bsoncore.TypeEmbeddedDocument:
 			k, okK := lookup(x.Data, "k")
 			v, okV := lookup(x.Data, "v")
 			if !okK || !okV || len(Fields(x)) != 2 {
-				return Missing, badValue("$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%d", len(Fields(x)))
+				return Missing, langerr.BadValue("$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%d", len(Fields(x)))
 			}
 			if !isString(k) {
-				return Missing, badValue("$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s", TypeName(k))
+				return Missing, langerr.BadValue("$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type string. Found type: %s", TypeName(k))
 			}
 			if strings.IndexByte(stringOf(k), 0) >= 0 {
-				return Missing, errorOf(ErrNullInKV, "Key field cannot contain an embedded null byte")
+				return Missing, langerr.New(ErrNullInKV, "Key field cannot contain an embedded null byte")
 			}
 			set(stringOf(k), v)
 		default:
-			return Missing, badValue("Unrecognised input type format for $arrayToObject: %s", TypeName(x))
+			return Missing, langerr.BadValue("Unrecognised input type format for $arrayToObject: %s", TypeName(x))
 		}
 	}
 	return Document(fields), nil
@@ -275,7 +276,7 @@ func objectToArrayFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, 
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeEmbeddedDocument {
-		return Missing, badValue("$objectToArray requires a document input, found: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("$objectToArray requires a document input, found: %s", TypeName(a[0]))
 	}
 	var out []bsoncore.Value
 	for _, f := range Fields(a[0]) {
@@ -308,11 +309,11 @@ func (e *iterExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if in.Type != bsoncore.TypeArray {
 		switch e.kind {
 		case "$filter":
-			return Missing, badValue("input to $filter must be an array not %s", TypeName(in))
+			return Missing, langerr.BadValue("input to $filter must be an array not %s", TypeName(in))
 		case "$map":
-			return Missing, badValue("input to $map must be an array not %s", TypeName(in))
+			return Missing, langerr.BadValue("input to $map must be an array not %s", TypeName(in))
 		}
-		return Missing, badValue("$reduce requires that 'input' be an array, found: %s", value.Render(in))
+		return Missing, langerr.BadValue("$reduce requires that 'input' be an array, found: %s", value.Render(in))
 	}
 	limit := int64(math.MaxInt64)
 	if e.limit != nil {
@@ -323,10 +324,10 @@ func (e *iterExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		if !isNullish(l) {
 			n, ok := exactInt(l)
 			if !ok || n != int64(int32(n)) {
-				return Missing, badValue("$filter: limit must be represented as a 32-bit integral value: %s", value.Render(l))
+				return Missing, langerr.BadValue("$filter: limit must be represented as a 32-bit integral value: %s", value.Render(l))
 			}
 			if n < 1 {
-				return Missing, badValue("$filter: limit must be greater than 0: %d", n)
+				return Missing, langerr.BadValue("$filter: limit must be greater than 0: %d", n)
 			}
 			limit = n
 		}
@@ -375,7 +376,7 @@ func iterArgs(c *compiler, name string, arg bsoncore.Value, allowed []string, re
 	as := "this"
 	if v, ok := m["as"]; ok {
 		if !isString(v) {
-			return nil, "", badValue("%s 'as' must be a string", name)
+			return nil, "", langerr.BadValue("%s 'as' must be a string", name)
 		}
 		as = stringOf(v)
 		if err := CheckVariableName(as); err != nil {
@@ -456,7 +457,7 @@ func setArgs(name string, args []bsoncore.Value) ([][]bsoncore.Value, bool, erro
 			return nil, true, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return nil, false, badValue("All operands of %s must be arrays. One argument is of type: %s", name, TypeName(a))
+			return nil, false, langerr.BadValue("All operands of %s must be arrays. One argument is of type: %s", name, TypeName(a))
 		}
 		out = append(out, Elements(a))
 	}
@@ -532,7 +533,7 @@ func setDifferenceFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.V
 func setEqualsFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	sets, null, err := setArgs(name, args)
 	if null {
-		return Missing, badValue("All operands of $setEquals must be arrays. One argument is of type: null")
+		return Missing, langerr.BadValue("All operands of $setEquals must be arrays. One argument is of type: null")
 	}
 	if err != nil {
 		return Missing, err
@@ -559,7 +560,7 @@ func setIsSubsetFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Val
 			if i == 1 {
 				which = "second"
 			}
-			return Missing, badValue("both operands of $setIsSubset must be arrays. %s argument is of type: %s", which, TypeName(a))
+			return Missing, langerr.BadValue("both operands of $setIsSubset must be arrays. %s argument is of type: %s", which, TypeName(a))
 		}
 	}
 	sub, super := Elements(args[0]), Elements(args[1])
@@ -573,7 +574,7 @@ func setIsSubsetFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Val
 
 func anyElementTrueFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, badValue("%s's argument must be an array, but is %s", name, TypeName(a[0]))
+		return Missing, langerr.BadValue("%s's argument must be an array, but is %s", name, TypeName(a[0]))
 	}
 	for _, v := range Elements(a[0]) {
 		if Truthy(v) {
@@ -585,7 +586,7 @@ func anyElementTrueFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Val
 
 func allElementsTrueFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, badValue("%s's argument must be an array, but is %s", name, TypeName(a[0]))
+		return Missing, langerr.BadValue("%s's argument must be an array, but is %s", name, TypeName(a[0]))
 	}
 	for _, v := range Elements(a[0]) {
 		if !Truthy(v) {

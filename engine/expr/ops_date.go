@@ -7,6 +7,7 @@ import (
 	"time"
 	_ "time/tzdata" // Olson time zones without depending on the host's zoneinfo
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -21,11 +22,11 @@ func ParseTimezone(s string) (*time.Location, error) {
 		return time.FixedZone(s, off), nil
 	}
 	if s == "" || s == "Local" || strings.HasPrefix(s, "/") || strings.Contains(s, "..") {
-		return nil, errorOf(ErrTimezone, "unrecognized time zone identifier: \"%s\"", s)
+		return nil, langerr.New(ErrTimezone, "unrecognized time zone identifier: \"%s\"", s)
 	}
 	loc, err := time.LoadLocation(s)
 	if err != nil {
-		return nil, errorOf(ErrTimezone, "unrecognized time zone identifier: \"%s\"", s)
+		return nil, langerr.New(ErrTimezone, "unrecognized time zone identifier: \"%s\"", s)
 	}
 	return loc, nil
 }
@@ -94,7 +95,7 @@ func (z zoneArg) eval(ctx *Context) (*time.Location, error) {
 		return nil, nil
 	}
 	if !isString(v) {
-		return nil, badValue("timezone must evaluate to a string, found %s", TypeName(v))
+		return nil, langerr.BadValue("timezone must evaluate to a string, found %s", TypeName(v))
 	}
 	return ParseTimezone(stringOf(v))
 }
@@ -111,7 +112,7 @@ func asTime(name string, v bsoncore.Value) (time.Time, error) {
 		d, _ := convertTo(v, "date")
 		return time.UnixMilli(d.DateTime()).UTC(), nil
 	}
-	return time.Time{}, badValue("can't convert from BSON type %s to Date", TypeName(v))
+	return time.Time{}, langerr.BadValue("can't convert from BSON type %s to Date", TypeName(v))
 }
 
 // dateExpr is $year, $month, ... $isoWeek: one part of a date.
@@ -140,7 +141,7 @@ func dateOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	case bsoncore.TypeArray:
 		ops := operands(arg)
 		if len(ops) != 1 {
-			return nil, errorOf(ErrArity, "Expression %s takes exactly 1 arguments. %d were passed in.", name, len(ops))
+			return nil, langerr.New(ErrArity, "Expression %s takes exactly 1 arguments. %d were passed in.", name, len(ops))
 		}
 		src = ops[0]
 	}
@@ -268,11 +269,11 @@ func checkFormat(f string) error {
 			continue
 		}
 		if i+1 == len(f) {
-			return badValue("Unmatched '%%' at end of format string")
+			return langerr.BadValue("Unmatched '%%' at end of format string")
 		}
 		i++
 		if !strings.ContainsRune("dGHjLmMSuUVwYzZbB%", rune(f[i])) {
-			return badValue("Invalid format character '%%%c' in format string", f[i])
+			return langerr.BadValue("Invalid format character '%%%c' in format string", f[i])
 		}
 	}
 	return nil
@@ -314,7 +315,7 @@ func (e *dateToStringExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if !isString(f) {
-			return Missing, badValue("$dateToString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
+			return Missing, langerr.BadValue("$dateToString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
 		}
 		format = stringOf(f)
 		if err := checkFormat(format); err != nil {
@@ -351,7 +352,7 @@ func FormatDate(t time.Time, format string) (string, error) {
 		switch format[i] {
 		case 'Y':
 			if t.Year() < 0 || t.Year() > 9999 {
-				return "", badValue("$dateToString is only defined on year 0 to 9999, found %d", t.Year())
+				return "", langerr.BadValue("$dateToString is only defined on year 0 to 9999, found %d", t.Year())
 			}
 			b.WriteString(pad(t.Year(), 4))
 		case 'G':
@@ -398,7 +399,7 @@ func FormatDate(t time.Time, format string) (string, error) {
 		case '%':
 			b.WriteByte('%')
 		default:
-			return "", badValue("Invalid format character '%%%c' in format string", format[i])
+			return "", langerr.BadValue("Invalid format character '%%%c' in format string", format[i])
 		}
 	}
 	return b.String(), nil
@@ -454,7 +455,7 @@ func (e *dateFromStringExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if !isString(f) {
-			return Missing, badValue("$dateFromString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
+			return Missing, langerr.BadValue("$dateFromString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
 		}
 		format = stringOf(f)
 		if err := checkFormat(format); err != nil {
@@ -477,7 +478,7 @@ func (e *dateFromStringExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Missing, err
 	}
 	if !isString(s) {
-		return fail(errorOf(ErrConversion, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", TypeName(s), value.Render(s)))
+		return fail(langerr.New(ErrConversion, "$dateFromString requires that 'dateString' be a string, found: %s with value %s", TypeName(s), value.Render(s)))
 	}
 	t, err := ParseDate(stringOf(s), format, loc, e.hasTZ)
 	if err != nil {
@@ -500,23 +501,23 @@ func ParseDate(s, format string, loc *time.Location, explicitTZ bool) (time.Time
 		err = p.formatted(format)
 	}
 	if err == nil && p.pos != len(s) {
-		err = errorOf(ErrConversion, "Error parsing date string '%s'; trailing data '%s'", s, s[p.pos:])
+		err = langerr.New(ErrConversion, "Error parsing date string '%s'; trailing data '%s'", s, s[p.pos:])
 	}
 	if err != nil {
 		return time.Time{}, err
 	}
 	if p.year == math.MinInt && !p.iso8601 {
-		return time.Time{}, errorOf(ErrConversion, "Error parsing date string '%s'; an incomplete date/time string has been found, with elements missing: \"%s\"", s, s)
+		return time.Time{}, langerr.New(ErrConversion, "Error parsing date string '%s'; an incomplete date/time string has been found, with elements missing: \"%s\"", s, s)
 	}
 	if p.hasOffset {
 		if explicitTZ {
-			return time.Time{}, errorOf(ErrConversion, "you cannot pass in a date/time string with GMT offset together with a timezone argument")
+			return time.Time{}, langerr.New(ErrConversion, "you cannot pass in a date/time string with GMT offset together with a timezone argument")
 		}
 		loc = time.FixedZone("", p.offset)
 	}
 	if p.zone != nil {
 		if explicitTZ {
-			return time.Time{}, errorOf(ErrConversion, "you cannot pass in a date/time string with time zone information ('%s') together with a timezone argument", s)
+			return time.Time{}, langerr.New(ErrConversion, "you cannot pass in a date/time string with time zone information ('%s') together with a timezone argument", s)
 		}
 		loc = p.zone
 	}
@@ -524,7 +525,7 @@ func ParseDate(s, format string, loc *time.Location, explicitTZ bool) (time.Time
 		return isoDate(p.isoYear, p.isoWeek, p.isoDay, p.hour, p.minute, p.second, p.milli, loc), nil
 	}
 	if p.month < 1 || p.month > 12 || p.day < 1 || p.day > daysIn(p.year, p.month) || p.hour > 23 || p.minute > 59 || p.second > 59 {
-		return time.Time{}, errorOf(ErrConversion, "Error parsing date string '%s'; The parsed date was invalid", s)
+		return time.Time{}, langerr.New(ErrConversion, "Error parsing date string '%s'; The parsed date was invalid", s)
 	}
 	return time.Date(p.year, time.Month(p.month), p.day, p.hour, p.minute, p.second, p.milli*1e6, loc), nil
 }
@@ -554,7 +555,7 @@ type dateParser struct {
 }
 
 func (p *dateParser) fail() error {
-	return errorOf(ErrConversion, "Error parsing date string '%s'", p.s)
+	return langerr.New(ErrConversion, "Error parsing date string '%s'", p.s)
 }
 
 // digits reads between lo and hi digits.
@@ -668,7 +669,7 @@ func (p *dateParser) formatted(format string) error {
 		c := format[i]
 		if c != '%' {
 			if !p.lit(c) {
-				return errorOf(ErrConversion, "Error parsing date string '%s'; Format literal not found", p.s)
+				return langerr.New(ErrConversion, "Error parsing date string '%s'; Format literal not found", p.s)
 			}
 			continue
 		}
@@ -741,7 +742,7 @@ func (p *dateParser) formatted(format string) error {
 				return p.fail()
 			}
 		default:
-			return badValue("Invalid format character '%%%c' in format string", format[i])
+			return langerr.BadValue("Invalid format character '%%%c' in format string", format[i])
 		}
 		if err != nil {
 			return err
@@ -810,7 +811,7 @@ func (e *dateToPartsExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if v.Type != bsoncore.TypeBoolean {
-			return Missing, badValue("iso8601 must evaluate to a bool, found %s", TypeName(v))
+			return Missing, langerr.BadValue("iso8601 must evaluate to a bool, found %s", TypeName(v))
 		}
 		iso = v.Boolean()
 	}
@@ -861,9 +862,9 @@ func dateFromPartsOp(c *compiler, name string, arg bsoncore.Value) (Expression, 
 	}
 	switch {
 	case natural && isoAny:
-		return nil, parseError("$dateFromParts does not allow mixing natural dates with ISO dates")
+		return nil, langerr.FailedToParse("$dateFromParts does not allow mixing natural dates with ISO dates")
 	case !hasYear && !hasISO:
-		return nil, parseError("$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
+		return nil, langerr.FailedToParse("$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
 	}
 	e.iso = hasISO
 	e.names = naturalParts
@@ -906,14 +907,14 @@ func (e *dateFromPartsExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		}
 		n, ok := exactInt(v)
 		if !isNumber(v) || !ok {
-			return Missing, badValue("'%s' must evaluate to an integer, found %s with value %s", e.names[i], TypeName(v), value.Render(v))
+			return Missing, langerr.BadValue("'%s' must evaluate to an integer, found %s with value %s", e.names[i], TypeName(v), value.Render(v))
 		}
 		if i == 0 {
 			if n < 1 || n > 9999 {
-				return Missing, badValue("'%s' must evaluate to an integer in the range 1 to 9999, found %d", e.names[i], n)
+				return Missing, langerr.BadValue("'%s' must evaluate to an integer in the range 1 to 9999, found %d", e.names[i], n)
 			}
 		} else if n < -32768 || n > 32767 {
-			return Missing, badValue("'%s' must evaluate to a value in the range [-32768, 32767]; value %d is not in range", e.names[i], n)
+			return Missing, langerr.BadValue("'%s' must evaluate to a value in the range [-32768, 32767]; value %d is not in range", e.names[i], n)
 		}
 		vals[i] = int(n)
 	}
@@ -943,14 +944,14 @@ var unitMillis = map[string]int64{
 
 func checkUnit(name string, v bsoncore.Value) (string, error) {
 	if !isString(v) {
-		return "", badValue("%s requires 'unit' to be a string, but got %s", name, TypeName(v))
+		return "", langerr.BadValue("%s requires 'unit' to be a string, but got %s", name, TypeName(v))
 	}
 	u := stringOf(v)
 	switch u {
 	case "year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond":
 		return u, nil
 	}
-	return "", badValue("%s parameter 'unit' value parsing failed :: caused by :: unknown time unit value: %s", name, u)
+	return "", langerr.BadValue("%s parameter 'unit' value parsing failed :: caused by :: unknown time unit value: %s", name, u)
 }
 
 var weekdays = map[string]time.Weekday{
@@ -961,11 +962,11 @@ var weekdays = map[string]time.Weekday{
 
 func checkStartOfWeek(name string, v bsoncore.Value) (time.Weekday, error) {
 	if !isString(v) {
-		return 0, badValue("%s requires 'startOfWeek' to be a string, but got %s", name, TypeName(v))
+		return 0, langerr.BadValue("%s requires 'startOfWeek' to be a string, but got %s", name, TypeName(v))
 	}
 	d, ok := weekdays[strings.ToLower(stringOf(v))]
 	if !ok {
-		return 0, badValue("%s parameter 'startOfWeek' value cannot be recognized as a day of a week: %s", name, stringOf(v))
+		return 0, langerr.BadValue("%s parameter 'startOfWeek' value cannot be recognized as a day of a week: %s", name, stringOf(v))
 	}
 	return d, nil
 }
@@ -988,7 +989,7 @@ func dateArithOp(c *compiler, name string, arg bsoncore.Value) (Expression, erro
 		allowed, required = []string{"date", "unit", "binSize", "timezone", "startOfWeek"}, []string{"date", "unit"}
 	}
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, parseError("%s only supports an object as its argument", name)
+		return nil, langerr.FailedToParse("%s only supports an object as its argument", name)
 	}
 	m := map[string]bsoncore.Value{}
 	for _, f := range Fields(arg) {
@@ -997,13 +998,13 @@ func dateArithOp(c *compiler, name string, arg bsoncore.Value) (Expression, erro
 			ok = ok || a == f.Key
 		}
 		if !ok {
-			return nil, parseError("Unrecognized argument to %s: %s. Expected arguments are %s", name, f.Key, strings.Join(allowed, ", "))
+			return nil, langerr.FailedToParse("Unrecognized argument to %s: %s. Expected arguments are %s", name, f.Key, strings.Join(allowed, ", "))
 		}
 		m[f.Key] = f.Val
 	}
 	for _, r := range required {
 		if _, ok := m[r]; !ok {
-			return nil, parseError("Missing '%s' parameter to %s", r, name)
+			return nil, langerr.FailedToParse("Missing '%s' parameter to %s", r, name)
 		}
 	}
 	e := &dateArithExpr{name: name}
@@ -1053,7 +1054,7 @@ func (e *dateArithExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	}
 	t, err := asTime(e.name, vals["date"])
 	if err != nil {
-		return Missing, badValue("%s requires '%s' to be a date, but got %s", e.name, dateName, TypeName(vals["date"]))
+		return Missing, langerr.BadValue("%s requires '%s' to be a date, but got %s", e.name, dateName, TypeName(vals["date"]))
 	}
 	unit, err := checkUnit(e.name, vals["unit"])
 	if err != nil {
@@ -1070,7 +1071,7 @@ func (e *dateArithExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	case "$dateAdd", "$dateSubtract":
 		n, ok := exactInt(vals["amount"])
 		if !isNumber(vals["amount"]) || !ok {
-			return Missing, badValue("%s expects integer amount of time units", e.name)
+			return Missing, langerr.BadValue("%s expects integer amount of time units", e.name)
 		}
 		if e.name == "$dateSubtract" {
 			n = -n
@@ -1079,7 +1080,7 @@ func (e *dateArithExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	case "$dateDiff":
 		t2, err := asTime(e.name, vals["date2"])
 		if err != nil {
-			return Missing, badValue("$dateDiff requires 'endDate' to be a date, but got %s", TypeName(vals["date2"]))
+			return Missing, langerr.BadValue("$dateDiff requires 'endDate' to be a date, but got %s", TypeName(vals["date2"]))
 		}
 		return Int64(DateDiff(t, t2.In(loc), unit, sow)), nil
 	}
@@ -1087,10 +1088,10 @@ func (e *dateArithExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if v, ok := vals["amount"]; ok {
 		n, isInt := exactInt(v)
 		if !isNumber(v) || !isInt {
-			return Missing, badValue("$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s", value.Render(v), TypeName(v))
+			return Missing, langerr.BadValue("$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s", value.Render(v), TypeName(v))
 		}
 		if n <= 0 {
-			return Missing, badValue("$dateTrunc requires 'binSize' to be greater than 0, but got value %d", n)
+			return Missing, langerr.BadValue("$dateTrunc requires 'binSize' to be greater than 0, but got value %d", n)
 		}
 		bin = n
 	}

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -81,20 +82,20 @@ func condOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 			case "if", "then", "else":
 				m[f.Key] = f.Val
 			default:
-				return nil, parseError("Unrecognized parameter to $cond: %s", f.Key)
+				return nil, langerr.FailedToParse("Unrecognized parameter to $cond: %s", f.Key)
 			}
 		}
 		for _, k := range []string{"if", "then", "else"} {
 			v, ok := m[k]
 			if !ok {
-				return nil, parseError("Missing '%s' parameter to $cond", k)
+				return nil, langerr.FailedToParse("Missing '%s' parameter to $cond", k)
 			}
 			parts = append(parts, v)
 		}
 	} else {
 		parts = operands(arg)
 		if len(parts) != 3 {
-			return nil, errorOf(ErrArity, "Expression $cond takes exactly 3 arguments. %d were passed in.", len(parts))
+			return nil, langerr.New(ErrArity, "Expression $cond takes exactly 3 arguments. %d were passed in.", len(parts))
 		}
 	}
 	e, err := c.compileAll(parts)
@@ -122,7 +123,7 @@ func (e ifNullExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 func ifNullOp(c *compiler, _ string, arg bsoncore.Value) (Expression, error) {
 	ops := operands(arg)
 	if len(ops) < 2 {
-		return nil, errorOf(ErrArity, "$ifNull needs at least two arguments, had: %d", len(ops))
+		return nil, langerr.New(ErrArity, "$ifNull needs at least two arguments, had: %d", len(ops))
 	}
 	e, err := c.compileAll(ops)
 	return ifNullExpr(e), err
@@ -144,25 +145,25 @@ func (e *switchExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		}
 	}
 	if e.def == nil {
-		return Missing, errorOf(ErrNoSwitchBranch, "$switch could not find a matching branch for an input, and no default was specified.")
+		return Missing, langerr.New(ErrNoSwitchBranch, "$switch could not find a matching branch for an input, and no default was specified.")
 	}
 	return e.def.Eval(ctx)
 }
 
 func switchOp(c *compiler, _ string, arg bsoncore.Value) (Expression, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, parseError("$switch requires an object as an argument, found: %s", TypeName(arg))
+		return nil, langerr.FailedToParse("$switch requires an object as an argument, found: %s", TypeName(arg))
 	}
 	e := &switchExpr{}
 	for _, f := range Fields(arg) {
 		switch f.Key {
 		case "branches":
 			if f.Val.Type != bsoncore.TypeArray {
-				return nil, parseError("$switch expected an array for 'branches', found: %s", TypeName(f.Val))
+				return nil, langerr.FailedToParse("$switch expected an array for 'branches', found: %s", TypeName(f.Val))
 			}
 			for _, b := range Elements(f.Val) {
 				if b.Type != bsoncore.TypeEmbeddedDocument {
-					return nil, parseError("$switch expected each branch to be an object, found: %s", TypeName(b))
+					return nil, langerr.FailedToParse("$switch expected each branch to be an object, found: %s", TypeName(b))
 				}
 				var cs, th Expression
 				for _, bf := range Fields(b) {
@@ -176,14 +177,14 @@ func switchOp(c *compiler, _ string, arg bsoncore.Value) (Expression, error) {
 					case "then":
 						th = x
 					default:
-						return nil, parseError("$switch found an unknown argument to a branch: %s", bf.Key)
+						return nil, langerr.FailedToParse("$switch found an unknown argument to a branch: %s", bf.Key)
 					}
 				}
 				if cs == nil {
-					return nil, parseError("$switch requires each branch have a 'case' expression")
+					return nil, langerr.FailedToParse("$switch requires each branch have a 'case' expression")
 				}
 				if th == nil {
-					return nil, parseError("$switch requires each branch have a 'then' expression.")
+					return nil, langerr.FailedToParse("$switch requires each branch have a 'then' expression.")
 				}
 				e.cases, e.thens = append(e.cases, cs), append(e.thens, th)
 			}
@@ -194,11 +195,11 @@ func switchOp(c *compiler, _ string, arg bsoncore.Value) (Expression, error) {
 			}
 			e.def = x
 		default:
-			return nil, parseError("$switch found an unknown argument: %s", f.Key)
+			return nil, langerr.FailedToParse("$switch found an unknown argument: %s", f.Key)
 		}
 	}
 	if len(e.cases) == 0 {
-		return nil, parseError("$switch requires at least one branch.")
+		return nil, langerr.FailedToParse("$switch requires at least one branch.")
 	}
 	return e, nil
 }
@@ -232,7 +233,7 @@ func letOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	}
 	vars := m["vars"]
 	if vars.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, parseError("invalid parameter: expected an object (vars)")
+		return nil, langerr.FailedToParse("invalid parameter: expected an object (vars)")
 	}
 	e := &letExpr{}
 	var names []string

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -48,10 +49,10 @@ func nArrayOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) 
 func CheckN(name string, v bsoncore.Value) (int64, error) {
 	n, ok := exactInt(v)
 	if !isNumber(v) || !ok {
-		return 0, badValue("Value for 'n' must be of integral type, but found %s", value.Render(v))
+		return 0, langerr.BadValue("Value for 'n' must be of integral type, but found %s", value.Render(v))
 	}
 	if n <= 0 {
-		return 0, badValue("'n' must be greater than 0, found %d", n)
+		return 0, langerr.BadValue("'n' must be greater than 0, found %d", n)
 	}
 	return n, nil
 }
@@ -70,7 +71,7 @@ func (e *nArrayExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Missing, err
 	}
 	if in.Type != bsoncore.TypeArray {
-		return Missing, badValue("Input to %s must be an array, but found %s", e.name, value.Render(in))
+		return Missing, langerr.BadValue("Input to %s must be an array, but found %s", e.name, value.Render(in))
 	}
 	vals := Elements(in)
 	switch e.name {
@@ -129,7 +130,7 @@ func percentileOp(c *compiler, name string, arg bsoncore.Value) (Expression, err
 // CheckPercentileMethod accepts the one method MongoDB 7.0 has.
 func CheckPercentileMethod(name string, v bsoncore.Value) error {
 	if !isString(v) || stringOf(v) != "approximate" {
-		return badValue("Currently only 'approximate' can be used as percentile 'method'.")
+		return langerr.BadValue("Currently only 'approximate' can be used as percentile 'method'.")
 	}
 	return nil
 }
@@ -138,13 +139,13 @@ func CheckPercentileMethod(name string, v bsoncore.Value) error {
 // [0, 1].
 func PercentileList(v bsoncore.Value) ([]float64, error) {
 	if v.Type != bsoncore.TypeArray || len(Elements(v)) == 0 {
-		return nil, badValue("The 'p' field must be an array of numbers, but found: %s", value.Render(v))
+		return nil, langerr.BadValue("The 'p' field must be an array of numbers, but found: %s", value.Render(v))
 	}
 	var out []float64
 	for _, x := range Elements(v) {
 		f := value.Float(x)
 		if !isNumber(x) || f < 0 || f > 1 || math.IsNaN(f) {
-			return nil, badValue("The 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", value.Render(x))
+			return nil, langerr.BadValue("The 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", value.Render(x))
 		}
 		out = append(out, f)
 	}
@@ -208,24 +209,24 @@ func sortArrayOp(c *compiler, name string, arg bsoncore.Value) (Expression, erro
 	case isNumber(sb):
 		f := value.Float(sb)
 		if f != 1 && f != -1 {
-			return nil, badValue("$sortArray sortBy must be either 1 or -1, or a document")
+			return nil, langerr.BadValue("$sortArray sortBy must be either 1 or -1, or a document")
 		}
 		e.dir = int(f)
 	case sb.Type == bsoncore.TypeEmbeddedDocument:
 		fs := Fields(sb)
 		if len(fs) == 0 {
-			return nil, badValue("$sortArray sortBy must not be empty")
+			return nil, langerr.BadValue("$sortArray sortBy must not be empty")
 		}
 		for _, f := range fs {
 			d := value.Float(f.Val)
 			if !isNumber(f.Val) || (d != 1 && d != -1) {
-				return nil, badValue("$sortArray sort key ordering must be 1 (for ascending) or -1 (for descending)")
+				return nil, langerr.BadValue("$sortArray sort key ordering must be 1 (for ascending) or -1 (for descending)")
 			}
 			e.paths = append(e.paths, strings.Split(f.Key, "."))
 			e.dirs = append(e.dirs, int(d))
 		}
 	default:
-		return nil, badValue("$sortArray requires sortBy to be either 1 or -1, or an object")
+		return nil, langerr.BadValue("$sortArray requires sortBy to be either 1 or -1, or an object")
 	}
 	if e.input, err = c.compile(m["input"]); err != nil {
 		return nil, err
@@ -242,7 +243,7 @@ func (e *sortArrayExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if in.Type != bsoncore.TypeArray {
-		return Missing, badValue("The input argument to $sortArray must be an array, but was of type: %s", TypeName(in))
+		return Missing, langerr.BadValue("The input argument to $sortArray must be an array, but was of type: %s", TypeName(in))
 	}
 	vals := Elements(in)
 	slices.SortStableFunc(vals, func(a, b bsoncore.Value) int {
@@ -301,29 +302,29 @@ func zipOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	e := &zipExpr{}
 	in := m["inputs"]
 	if in.Type != bsoncore.TypeArray {
-		return nil, parseError("inputs must be an array of expressions, found %s", TypeName(in))
+		return nil, langerr.FailedToParse("inputs must be an array of expressions, found %s", TypeName(in))
 	}
 	if e.inputs, err = c.compileAll(Elements(in)); err != nil {
 		return nil, err
 	}
 	if l, ok := m["useLongestLength"]; ok {
 		if l.Type != bsoncore.TypeBoolean {
-			return nil, parseError("useLongestLength must be a bool, found %s", TypeName(l))
+			return nil, langerr.FailedToParse("useLongestLength must be a bool, found %s", TypeName(l))
 		}
 		e.longest = l.Boolean()
 	}
 	if d, ok := m["defaults"]; ok {
 		if d.Type != bsoncore.TypeArray {
-			return nil, parseError("defaults must be an array of expressions, found %s", TypeName(d))
+			return nil, langerr.FailedToParse("defaults must be an array of expressions, found %s", TypeName(d))
 		}
 		if e.defaults, err = c.compileAll(Elements(d)); err != nil {
 			return nil, err
 		}
 		if !e.longest {
-			return nil, parseError("cannot specify defaults unless useLongestLength is true")
+			return nil, langerr.FailedToParse("cannot specify defaults unless useLongestLength is true")
 		}
 		if len(e.defaults) != len(e.inputs) {
-			return nil, parseError("defaults and inputs must have the same length")
+			return nil, langerr.FailedToParse("defaults and inputs must have the same length")
 		}
 	}
 	return e, nil
@@ -341,7 +342,7 @@ func (e *zipExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if v.Type != bsoncore.TypeArray {
-			return Missing, badValue("$zip found a non-array expression in input: %s", value.Render(v))
+			return Missing, langerr.BadValue("$zip found a non-array expression in input: %s", value.Render(v))
 		}
 		a := Elements(v)
 		arrays = append(arrays, a)
@@ -385,7 +386,7 @@ func bsonSizeFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 	case isNullish(a[0]):
 		return Null, nil
 	case a[0].Type != bsoncore.TypeEmbeddedDocument:
-		return Missing, badValue("$bsonSize requires a document input, found: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("$bsonSize requires a document input, found: %s", TypeName(a[0]))
 	}
 	return Int32(int32(len(a[0].Data))), nil
 }
@@ -400,7 +401,7 @@ func binarySizeFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, err
 		_, b := a[0].Binary()
 		return Int32(int32(len(b))), nil
 	}
-	return Missing, badValue("$binarySize requires a string or BinData argument, found: %s", TypeName(a[0]))
+	return Missing, langerr.BadValue("$binarySize requires a string or BinData argument, found: %s", TypeName(a[0]))
 }
 
 // setFieldExpr is $setField and $unsetField (value nil).
@@ -422,13 +423,13 @@ func setFieldOp(c *compiler, name string, arg bsoncore.Value) (Expression, error
 	if f.Type == bsoncore.TypeEmbeddedDocument && len(Fields(f)) == 1 && Fields(f)[0].Key == "$literal" {
 		f = Fields(f)[0].Val
 	} else if isString(f) && strings.HasPrefix(stringOf(f), "$") {
-		return nil, badValue("%s: 'field' must be a constant string, but got a field path or variable", name)
+		return nil, langerr.BadValue("%s: 'field' must be a constant string, but got a field path or variable", name)
 	}
 	if !isString(f) {
-		return nil, badValue("%s requires 'field' to evaluate to type String, but got %s", name, TypeName(f))
+		return nil, langerr.BadValue("%s requires 'field' to evaluate to type String, but got %s", name, TypeName(f))
 	}
 	if strings.IndexByte(stringOf(f), 0) >= 0 {
-		return nil, badValue("%s: 'field' cannot contain an embedded null byte", name)
+		return nil, langerr.BadValue("%s: 'field' cannot contain an embedded null byte", name)
 	}
 	e := &setFieldExpr{field: stringOf(f)}
 	if e.input, err = c.compile(m["input"]); err != nil {
@@ -451,7 +452,7 @@ func (e *setFieldExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if in.Type != bsoncore.TypeEmbeddedDocument {
-		return Missing, badValue("$setField requires 'input' to evaluate to type Object, but got %s", TypeName(in))
+		return Missing, langerr.BadValue("$setField requires 'input' to evaluate to type Object, but got %s", TypeName(in))
 	}
 	v := Missing
 	if e.value != nil {
@@ -479,7 +480,7 @@ func randFn(_ string, _ []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 
 func randOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument || len(Fields(arg)) != 0 {
-		return nil, parseError("$rand not allowed to have any arguments")
+		return nil, langerr.FailedToParse("$rand not allowed to have any arguments")
 	}
 	return &callExpr{name: name, fn: randFn}, nil
 }
@@ -489,7 +490,7 @@ func tsPartFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeTimestamp {
-		return Missing, badValue("Argument to %s must be a timestamp, but is %s", name, TypeName(a[0]))
+		return Missing, langerr.BadValue("Argument to %s must be a timestamp, but is %s", name, TypeName(a[0]))
 	}
 	t, i := a[0].Timestamp()
 	if name == "$tsSecond" {
@@ -505,7 +506,7 @@ func trigFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error)
 		return Null, nil
 	}
 	if !isNumber(v) {
-		return Missing, typeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
+		return Missing, langerr.TypeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
 	}
 	x := value.Float(v)
 	type domain struct {
@@ -540,7 +541,7 @@ func trigFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error)
 			if v.Type == bsoncore.TypeDecimal128 {
 				shown = value.Render(v) // a decimal as its string
 			}
-			return Missing, badValue("cannot apply %s to %s, value must be in %s%s,%s%s", name, shown, open, streamedDouble(d.lo), streamedDouble(d.hi), close)
+			return Missing, langerr.BadValue("cannot apply %s to %s, value must be in %s%s,%s%s", name, shown, open, streamedDouble(d.lo), streamedDouble(d.hi), close)
 		}
 	}
 	r := fn.f(x)
@@ -585,7 +586,7 @@ func bitFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 		acc = -1
 	case "$bitNot":
 		if len(args) != 1 {
-			return Missing, errorOf(ErrArity, "Expression $bitNot takes exactly 1 arguments. %d were passed in.", len(args))
+			return Missing, langerr.New(ErrArity, "Expression $bitNot takes exactly 1 arguments. %d were passed in.", len(args))
 		}
 	}
 	long := false
@@ -597,7 +598,7 @@ func bitFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 		case bsoncore.TypeInt64:
 			long = true
 		default:
-			return Missing, typeMismatch("%s only supports int and long operands.", name)
+			return Missing, langerr.TypeMismatch("%s only supports int and long operands.", name)
 		}
 		x := asInt(a)
 		switch name {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -15,7 +16,7 @@ func concatFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 			return Null, nil
 		}
 		if !isString(a) {
-			return Missing, typeMismatch("$concat only supports strings, not %s", TypeName(a))
+			return Missing, langerr.TypeMismatch("$concat only supports strings, not %s", TypeName(a))
 		}
 		b.WriteString(stringOf(a))
 	}
@@ -37,7 +38,7 @@ func coerceToString(name string, v bsoncore.Value) (string, error) {
 		}
 		return stringOf(s), nil
 	}
-	return "", typeMismatch("can't convert from BSON type %s to String", TypeName(v))
+	return "", langerr.TypeMismatch("can't convert from BSON type %s to String", TypeName(v))
 }
 
 func toLowerFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
@@ -63,14 +64,14 @@ func asciiMap(s string, lo, hi byte, delta int) string {
 
 func strLenCPFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if !isString(a[0]) {
-		return Missing, badValue("$strLenCP requires a string argument, found: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("$strLenCP requires a string argument, found: %s", TypeName(a[0]))
 	}
 	return Int32(int32(utf8.RuneCountInString(stringOf(a[0])))), nil
 }
 
 func strLenBytesFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if !isString(a[0]) {
-		return Missing, badValue("$strLenBytes requires a string argument, found: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("$strLenBytes requires a string argument, found: %s", TypeName(a[0]))
 	}
 	return Int32(int32(len(stringOf(a[0])))), nil
 }
@@ -81,10 +82,10 @@ func substrBytesFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value,
 		return Missing, err
 	}
 	if !isNumber(a[1]) {
-		return Missing, badValue("%s: starting index must be a numeric type (is BSON type %s)", name, TypeName(a[1]))
+		return Missing, langerr.BadValue("%s: starting index must be a numeric type (is BSON type %s)", name, TypeName(a[1]))
 	}
 	if !isNumber(a[2]) {
-		return Missing, badValue("%s: length must be a numeric type (is BSON type %s)", name, TypeName(a[2]))
+		return Missing, langerr.BadValue("%s: length must be a numeric type (is BSON type %s)", name, TypeName(a[2]))
 	}
 	start, _ := exactInt(a[1])
 	n, _ := exactInt(a[2])
@@ -96,10 +97,10 @@ func substrBytesFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value,
 		end = start + n
 	}
 	if !utf8.RuneStart(s[start]) {
-		return Missing, badValue("%s: Invalid range, starting index is a UTF-8 continuation byte.", name)
+		return Missing, langerr.BadValue("%s: Invalid range, starting index is a UTF-8 continuation byte.", name)
 	}
 	if end < int64(len(s)) && !utf8.RuneStart(s[end]) {
-		return Missing, badValue("%s: Invalid range, ending index is in the middle of a UTF-8 character.", name)
+		return Missing, langerr.BadValue("%s: Invalid range, ending index is in the middle of a UTF-8 character.", name)
 	}
 	return String(s[start:end]), nil
 }
@@ -112,16 +113,16 @@ func substrCPFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, er
 	start, ok1 := exactInt(a[1])
 	n, ok2 := exactInt(a[2])
 	if !isNumber(a[1]) || !ok1 {
-		return Missing, badValue("$substrCP: starting index must be a numeric type (is BSON type %s)", TypeName(a[1]))
+		return Missing, langerr.BadValue("$substrCP: starting index must be a numeric type (is BSON type %s)", TypeName(a[1]))
 	}
 	if !isNumber(a[2]) || !ok2 {
-		return Missing, badValue("$substrCP: length must be a numeric type (is BSON type %s)", TypeName(a[2]))
+		return Missing, langerr.BadValue("$substrCP: length must be a numeric type (is BSON type %s)", TypeName(a[2]))
 	}
 	if start < 0 {
-		return Missing, badValue("$substrCP: starting index must be non-negative (got: %d)", start)
+		return Missing, langerr.BadValue("$substrCP: starting index must be non-negative (got: %d)", start)
 	}
 	if n < 0 {
-		return Missing, badValue("$substrCP: length must be a nonnegative integer.")
+		return Missing, langerr.BadValue("$substrCP: length must be a nonnegative integer.")
 	}
 	r := []rune(s)
 	if start >= int64(len(r)) {
@@ -135,14 +136,14 @@ func splitFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if !isString(a[0]) {
-		return Missing, badValue("$split requires an expression that evaluates to a string as a first argument, found: %s", TypeName(a[0]))
+		return Missing, langerr.BadValue("$split requires an expression that evaluates to a string as a first argument, found: %s", TypeName(a[0]))
 	}
 	if !isString(a[1]) {
-		return Missing, badValue("$split requires an expression that evaluates to a string as a second argument, found: %s", TypeName(a[1]))
+		return Missing, langerr.BadValue("$split requires an expression that evaluates to a string as a second argument, found: %s", TypeName(a[1]))
 	}
 	sep := stringOf(a[1])
 	if sep == "" {
-		return Missing, badValue("$split requires a non-empty separator")
+		return Missing, langerr.BadValue("$split requires a non-empty separator")
 	}
 	var out []bsoncore.Value
 	for _, p := range strings.Split(stringOf(a[0]), sep) {
@@ -176,10 +177,10 @@ func indexOfString(name string, a []bsoncore.Value, cp bool) (bsoncore.Value, er
 		return Null, nil
 	}
 	if !isString(a[0]) {
-		return Missing, badValue("%s requires a string as the first argument, found: %s", name, TypeName(a[0]))
+		return Missing, langerr.BadValue("%s requires a string as the first argument, found: %s", name, TypeName(a[0]))
 	}
 	if !isString(a[1]) {
-		return Missing, badValue("%s requires a string as the second argument, found: %s", name, TypeName(a[1]))
+		return Missing, langerr.BadValue("%s requires a string as the second argument, found: %s", name, TypeName(a[1]))
 	}
 	s, sub := stringOf(a[0]), stringOf(a[1])
 	// offsets[i] is the byte offset of unit i (a byte or a code point).
@@ -203,14 +204,14 @@ func indexOfString(name string, a []bsoncore.Value, cp bool) (bsoncore.Value, er
 	if len(a) > 2 {
 		v, ok := exactInt(a[2])
 		if !ok || v < 0 {
-			return Missing, badValue("%s starting index must be a positive integral value: %s", name, value.Render(a[2]))
+			return Missing, langerr.BadValue("%s starting index must be a positive integral value: %s", name, value.Render(a[2]))
 		}
 		start = v
 	}
 	if len(a) > 3 {
 		v, ok := exactInt(a[3])
 		if !ok || v < 0 {
-			return Missing, badValue("%s ending index must be a positive integral value: %s", name, value.Render(a[3]))
+			return Missing, langerr.BadValue("%s ending index must be a positive integral value: %s", name, value.Render(a[3]))
 		}
 		end = min(v, end)
 	}
@@ -242,7 +243,7 @@ func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if !isString(in) {
-		return Missing, badValue("%s requires its input to be a string, got %s (of type %s) instead.", e.name, value.Render(in), TypeName(in))
+		return Missing, langerr.BadValue("%s requires its input to be a string, got %s (of type %s) instead.", e.name, value.Render(in), TypeName(in))
 	}
 	cut := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 	if e.chars != nil {
@@ -254,7 +255,7 @@ func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if !isString(c) {
-			return Missing, badValue("%s requires 'chars' to be a string, got %s (of type %s) instead.", e.name, value.Render(c), TypeName(c))
+			return Missing, langerr.BadValue("%s requires 'chars' to be a string, got %s (of type %s) instead.", e.name, value.Render(c), TypeName(c))
 		}
 		cut = stringOf(c)
 	}
@@ -342,7 +343,7 @@ func (e *regexExpr) compileRegex(ctx *Context) (*Regex, bool, error) {
 	case isString(rv):
 		pattern = stringOf(rv)
 	default:
-		return nil, false, badValue("%s needs 'regex' to be of type string or regex", e.name)
+		return nil, false, langerr.BadValue("%s needs 'regex' to be of type string or regex", e.name)
 	}
 	if e.options != nil {
 		ov, err := e.options.Eval(ctx)
@@ -351,10 +352,10 @@ func (e *regexExpr) compileRegex(ctx *Context) (*Regex, bool, error) {
 		}
 		if !isNullish(ov) {
 			if !isString(ov) {
-				return nil, false, badValue("%s needs 'options' to be of type string", e.name)
+				return nil, false, langerr.BadValue("%s needs 'options' to be of type string", e.name)
 			}
 			if opts != "" && stringOf(ov) != "" {
-				return nil, false, badValue("%s found regex option(s) specified in both 'regex' and 'option' fields", e.name)
+				return nil, false, langerr.BadValue("%s found regex option(s) specified in both 'regex' and 'option' fields", e.name)
 			}
 			opts += stringOf(ov)
 		}
@@ -373,7 +374,7 @@ func (e *regexExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Missing, err
 	}
 	if !isNullish(in) && !isString(in) {
-		return Missing, badValue("%s needs 'input' to be of type string", e.name)
+		return Missing, langerr.BadValue("%s needs 'input' to be of type string", e.name)
 	}
 	if null || isNullish(in) {
 		switch e.name {
@@ -450,7 +451,7 @@ func (e *replaceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		}
 		if !isNullish(v) && !isString(v) {
 			what := []string{"input", "find", "replacement"}[i]
-			return Missing, badValue("%s requires that '%s' be a string, found: %s", e.name, what, value.Render(v))
+			return Missing, langerr.BadValue("%s requires that '%s' be a string, found: %s", e.name, what, value.Render(v))
 		}
 		vals[i] = v
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -76,17 +77,17 @@ func (e *convertExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	case isString(to):
 		target = stringOf(to)
 		if _, ok := value.TypeByAlias(target); !ok {
-			return Missing, badValue("Unknown type name: %s", target)
+			return Missing, langerr.BadValue("Unknown type name: %s", target)
 		}
 	case isNumber(to):
 		n, ok := exactInt(to)
 		t, known := value.TypeByCode(n)
 		if !ok || !known {
-			return Missing, badValue("In $convert, numeric 'to' argument is not an integer")
+			return Missing, langerr.BadValue("In $convert, numeric 'to' argument is not an integer")
 		}
 		target = value.TypeAlias(t)
 	default:
-		return Missing, badValue("$convert's 'to' argument must be a string or number, but is %s", TypeName(to))
+		return Missing, langerr.BadValue("$convert's 'to' argument must be a string or number, but is %s", TypeName(to))
 	}
 	if isNullish(in) {
 		if e.onNull != nil {
@@ -102,7 +103,7 @@ func (e *convertExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 }
 
 func conversionError(v bsoncore.Value, target string) error {
-	return errorOf(ErrConversion, "Unsupported conversion from %s to %s in $convert with no onError value", TypeName(v), target)
+	return langerr.New(ErrConversion, "Unsupported conversion from %s to %s in $convert with no onError value", TypeName(v), target)
 }
 
 // convertTo converts a non-null value to the type named target.
@@ -122,7 +123,7 @@ func convertTo(v bsoncore.Value, target string) (bsoncore.Value, error) {
 		case isString(v):
 			f, err := strconv.ParseFloat(strings.TrimSpace(stringOf(v)), 64)
 			if err != nil && !isRangeErr(err) {
-				return Missing, errorOf(ErrConversion, "Failed to parse number '%s' in $convert with no onError value: Did not consume whole string.", stringOf(v))
+				return Missing, langerr.New(ErrConversion, "Failed to parse number '%s' in $convert with no onError value: Did not consume whole string.", stringOf(v))
 			}
 			return Double(f), nil
 		}
@@ -138,10 +139,10 @@ func convertTo(v bsoncore.Value, target string) (bsoncore.Value, error) {
 		case isNumber(v):
 			f := math.Trunc(value.Float(v))
 			if math.IsNaN(f) {
-				return Missing, errorOf(ErrConversion, "Attempt to convert NaN value to integer type in $convert with no onError value")
+				return Missing, langerr.New(ErrConversion, "Attempt to convert NaN value to integer type in $convert with no onError value")
 			}
 			if f > limit || f < -limit-1 {
-				return Missing, errorOf(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", value.Render(v))
+				return Missing, langerr.New(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", value.Render(v))
 			}
 			n = int64(f)
 		case v.Type == bsoncore.TypeBoolean:
@@ -151,7 +152,7 @@ func convertTo(v bsoncore.Value, target string) (bsoncore.Value, error) {
 		case isString(v):
 			i, err := strconv.ParseInt(stringOf(v), 10, 64)
 			if err != nil {
-				return Missing, errorOf(ErrConversion, "Failed to parse number '%s' in $convert with no onError value: Did not consume whole string.", stringOf(v))
+				return Missing, langerr.New(ErrConversion, "Failed to parse number '%s' in $convert with no onError value: Did not consume whole string.", stringOf(v))
 			}
 			n = i
 		default:
@@ -159,7 +160,7 @@ func convertTo(v bsoncore.Value, target string) (bsoncore.Value, error) {
 		}
 		if target == "int" {
 			if n != int64(int32(n)) {
-				return Missing, errorOf(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", value.Render(v))
+				return Missing, langerr.New(ErrConversion, "Conversion would overflow target type in $convert with no onError value: %s", value.Render(v))
 			}
 			return Int32(int32(n)), nil
 		}
@@ -175,7 +176,7 @@ func convertTo(v bsoncore.Value, target string) (bsoncore.Value, error) {
 		case isString(v):
 			d, err := bson.ParseDecimal128(stringOf(v))
 			if err != nil {
-				return Missing, errorOf(ErrConversion, "Failed to parse number '%s' in $convert with no onError value: Failed to parse string to decimal", stringOf(v))
+				return Missing, langerr.New(ErrConversion, "Failed to parse number '%s' in $convert with no onError value: Failed to parse string to decimal", stringOf(v))
 			}
 			return Decimal(d), nil
 		}
@@ -223,13 +224,13 @@ func convertTo(v bsoncore.Value, target string) (bsoncore.Value, error) {
 					return DateTime(t.UnixMilli()), nil
 				}
 			}
-			return Missing, errorOf(ErrConversion, "Error parsing date string '%s'", stringOf(v))
+			return Missing, langerr.New(ErrConversion, "Error parsing date string '%s'", stringOf(v))
 		}
 	case "objectId":
 		if isString(v) {
 			b, err := hex.DecodeString(stringOf(v))
 			if err != nil || len(b) != 12 {
-				return Missing, errorOf(ErrConversion, "Failed to parse objectId '%s' in $convert with no onError value: Invalid string length for parsing to OID, expected 24 but found %d", stringOf(v), len(stringOf(v)))
+				return Missing, langerr.New(ErrConversion, "Failed to parse objectId '%s' in $convert with no onError value: Invalid string length for parsing to OID, expected 24 but found %d", stringOf(v), len(stringOf(v)))
 			}
 			var oid [12]byte
 			copy(oid[:], b)
@@ -258,7 +259,7 @@ func mergeObjectsFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value
 			continue
 		}
 		if a.Type != bsoncore.TypeEmbeddedDocument {
-			return Missing, badValue("$mergeObjects requires object inputs, but input %s is of type %s", value.Render(a), TypeName(a))
+			return Missing, langerr.BadValue("$mergeObjects requires object inputs, but input %s is of type %s", value.Render(a), TypeName(a))
 		}
 	next:
 		for _, f := range Fields(a) {
@@ -315,10 +316,10 @@ func getFieldOp(c *compiler, name string, arg bsoncore.Value) (Expression, error
 			f = lit
 		}
 	} else if isString(f) && len(stringOf(f)) > 0 && stringOf(f)[0] == '$' {
-		return nil, badValue("$getField requires 'field' to evaluate to a constant, but got a non-constant argument")
+		return nil, langerr.BadValue("$getField requires 'field' to evaluate to a constant, but got a non-constant argument")
 	}
 	if !isString(f) {
-		return nil, badValue("$getField requires 'field' to evaluate to type String, but got %s", TypeName(f))
+		return nil, langerr.BadValue("$getField requires 'field' to evaluate to type String, but got %s", TypeName(f))
 	}
 	e := &getFieldExpr{field: stringOf(f)}
 	if in, ok := m["input"]; ok {

@@ -3,6 +3,7 @@ package expr
 import (
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -23,7 +24,7 @@ const (
 
 func (c *compiler) compilePath(s string) (Expression, error) {
 	if s == "$" {
-		return nil, errorOf(ErrFieldPath, "'$' by itself is not a valid FieldPath")
+		return nil, langerr.New(ErrFieldPath, "'$' by itself is not a valid FieldPath")
 	}
 	p := &pathExpr{root: rootCurrent}
 	rest := s[1:]
@@ -48,7 +49,7 @@ func (c *compiler) compilePath(s string) (Expression, error) {
 			if err := CheckVariableName(name); err != nil {
 				return nil, err
 			}
-			return nil, errorOf(ErrUndefinedVariable, "Use of undefined variable: %s", name)
+			return nil, langerr.New(ErrUndefinedVariable, "Use of undefined variable: %s", name)
 		}
 		if !strings.Contains(rest, ".") {
 			return p, nil
@@ -57,10 +58,10 @@ func (c *compiler) compilePath(s string) (Expression, error) {
 	}
 	for _, part := range strings.Split(rest, ".") {
 		if part == "" {
-			return nil, errorOf(ErrFieldPath, "FieldPath field names may not be empty strings.")
+			return nil, langerr.New(ErrFieldPath, "FieldPath field names may not be empty strings.")
 		}
 		if part[0] == '$' {
-			return nil, errorOf(ErrFieldPath, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+			return nil, langerr.New(ErrFieldPath, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
 		p.parts = append(p.parts, part)
 	}

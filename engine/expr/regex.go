@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+
+	"github.com/parsecdb/parsec/engine/langerr"
 )
 
 // Regex is a compiled MongoDB regular expression.
@@ -45,18 +47,18 @@ func CompileRegex(pattern, options string) (*Regex, error) {
 			extended = true
 		case 'u':
 		default:
-			return nil, errorOf(ErrBadRegexOptions, "invalid flag in regex options: %c", c)
+			return nil, langerr.New(ErrBadRegexOptions, "invalid flag in regex options: %c", c)
 		}
 	}
 	if strings.ContainsRune(pattern, 0) {
-		return nil, errorOf(ErrBadValue, "Regular expression cannot contain an embedded null byte")
+		return nil, langerr.New(ErrBadValue, "Regular expression cannot contain an embedded null byte")
 	}
 	src := pattern
 	if extended {
 		src = stripExtended(src)
 	}
 	if f := unsupportedPCRE(src); f != "" {
-		return nil, errorOf(ErrNotImplemented, "Regular expression feature %s is not supported by Parsec: /%s/", f, pattern)
+		return nil, langerr.New(ErrNotImplemented, "Regular expression feature %s is not supported by Parsec: /%s/", f, pattern)
 	}
 	src = translatePCRE(src)
 	goSrc := src
@@ -70,7 +72,7 @@ func CompileRegex(pattern, options string) (*Regex, error) {
 		if errors.As(err, &se) {
 			msg = se.Code.String()
 		}
-		return nil, errorOf(ErrInvalidRegex, "Regular expression is invalid: %s", msg)
+		return nil, langerr.New(ErrInvalidRegex, "Regular expression is invalid: %s", msg)
 	}
 	return &Regex{
 		Pattern: pattern, Options: options, re: re,

@@ -3,6 +3,7 @@ package query
 import (
 	"math"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -123,7 +124,7 @@ func compileBits(name string, arg bsoncore.Value) (*bitsMatcher, error) {
 			return nil, err
 		}
 		if n < 0 {
-			return nil, badValue("%s: Expected a positive number in: %s: %s", name, name, value.Render(arg))
+			return nil, langerr.BadValue("%s: Expected a positive number in: %s: %s", name, name, value.Render(arg))
 		}
 		addMask(uint64(n))
 	case bsoncore.TypeBinary:
@@ -138,22 +139,22 @@ func compileBits(name string, arg bsoncore.Value) (*bitsMatcher, error) {
 	case bsoncore.TypeArray:
 		for _, x := range arrayValues(arg.Data) {
 			if !isNumberType(x.Type) {
-				return nil, badValue("bit positions must be an integer but got: %s", value.Render(x))
+				return nil, langerr.BadValue("bit positions must be an integer but got: %s", value.Render(x))
 			}
 			n, err := wholeNumber(name, x)
 			if err != nil {
-				return nil, badValue("bit positions must be an integer but got: %s", value.Render(x))
+				return nil, langerr.BadValue("bit positions must be an integer but got: %s", value.Render(x))
 			}
 			if n < 0 {
-				return nil, badValue("bit positions must be >= 0 but got: %s", value.Render(x))
+				return nil, langerr.BadValue("bit positions must be >= 0 but got: %s", value.Render(x))
 			}
 			if n > math.MaxInt32 {
-				return nil, badValue("bit positions cannot be represented as a 32-bit signed integer: %s", value.Render(x))
+				return nil, langerr.BadValue("bit positions cannot be represented as a 32-bit signed integer: %s", value.Render(x))
 			}
 			m.positions = append(m.positions, uint32(n))
 		}
 	default:
-		return nil, badValue("%s takes an Array, a number, or a BinData but received: %s: %s", name, name, value.Render(arg))
+		return nil, langerr.BadValue("%s takes an Array, a number, or a BinData but received: %s: %s", name, name, value.Render(arg))
 	}
 	return m, nil
 }

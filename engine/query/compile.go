@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -49,7 +50,7 @@ func (c *compiler) env() *exprEnv {
 
 func (c *compiler) compileDoc(filter bsoncore.Document, ctx docContext) (andPred, error) {
 	if err := filter.Validate(); err != nil {
-		return nil, errorOf(ErrFailedToParse, "filter: %v", err)
+		return nil, langerr.New(ErrFailedToParse, "filter: %v", err)
 	}
 	var preds andPred
 	for e := range value.All(filter) {
@@ -79,17 +80,17 @@ func (c *compiler) compileTop(op string, v bsoncore.Value, ctx docContext) (pred
 	case "$and", "$or", "$nor":
 		arr, ok := v.ArrayOK()
 		if !ok {
-			return nil, badValue("%s must be an array", op)
+			return nil, langerr.BadValue("%s must be an array", op)
 		}
 		vals := arrayValues(arr)
 		if len(vals) == 0 {
-			return nil, badValue("$and/$or/$nor must be a nonempty array")
+			return nil, langerr.BadValue("$and/$or/$nor must be a nonempty array")
 		}
 		var subs []predicate
 		for _, x := range vals {
 			d, ok := x.DocumentOK()
 			if !ok {
-				return nil, badValue("$or/$and/$nor entries need to be full objects")
+				return nil, langerr.BadValue("$or/$and/$nor entries need to be full objects")
 			}
 			preds, err := c.compileDoc(d, ctx)
 			if err != nil {
@@ -113,32 +114,32 @@ func (c *compiler) compileTop(op string, v bsoncore.Value, ctx docContext) (pred
 		return norPred(subs), nil
 	case "$expr":
 		if ctx == ctxElemMatch {
-			return nil, badValue("$expr can only be applied to the top-level document")
+			return nil, langerr.BadValue("$expr can only be applied to the top-level document")
 		}
 		return c.compileExprPred(v)
 	case "$where":
 		if ctx == ctxElemMatch {
-			return nil, badValue("$where can only be applied to the top-level document")
+			return nil, langerr.BadValue("$where can only be applied to the top-level document")
 		}
-		return nil, errorOf(ErrNotImplemented, "$where is not supported by Parsec: server-side JavaScript is not available; use $expr")
+		return nil, langerr.New(ErrNotImplemented, "$where is not supported by Parsec: server-side JavaScript is not available; use $expr")
 	case "$text":
 		if ctx == ctxElemMatch {
-			return nil, badValue("$text can only be applied to the top-level document")
+			return nil, langerr.BadValue("$text can only be applied to the top-level document")
 		}
-		return nil, errorOf(ErrNeedsIndex, "text index required for $text query")
+		return nil, langerr.New(ErrNeedsIndex, "text index required for $text query")
 	case "$jsonSchema":
 		d, ok := v.DocumentOK()
 		if !ok {
-			return nil, typeMismatch("$jsonSchema must be an object")
+			return nil, langerr.TypeMismatch("$jsonSchema must be an object")
 		}
 		return compileJSONSchema(d)
 	case "$alwaysTrue", "$alwaysFalse":
 		if n, ok := v.AsInt64OK(); !ok || n != 1 {
-			return nil, errorOf(ErrFailedToParse, "%s must be an integer value of 1", op)
+			return nil, langerr.New(ErrFailedToParse, "%s must be an integer value of 1", op)
 		}
 		return constPred(op == "$alwaysTrue"), nil
 	}
-	return nil, badValue("unknown top level operator: %s. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.", op)
+	return nil, langerr.BadValue("unknown top level operator: %s. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.", op)
 }
 
 // isOperatorDoc reports whether a value document holds operators ({$gt:
@@ -169,7 +170,7 @@ func (c *compiler) compileField(path string, v bsoncore.Value) (predicate, error
 		}
 		return &pathPred{path: parts, vm: m, expand: true}, nil
 	case bsoncore.TypeUndefined:
-		return nil, badValue("cannot compare to undefined")
+		return nil, langerr.BadValue("cannot compare to undefined")
 	case bsoncore.TypeEmbeddedDocument:
 		if isOperatorDoc(v.Data) {
 			n, err := c.compileOps(v.Data)
@@ -274,7 +275,7 @@ func (c *compiler) compileOps(ops bsoncore.Document) (opNode, error) {
 		all = append(all, n)
 	}
 	if optionsArg != nil && regexArg == nil {
-		return nil, badValue("$options needs a $regex")
+		return nil, langerr.BadValue("$options needs a $regex")
 	}
 	if regexArg != nil {
 		m, err := regexFromArgs(*regexArg, optionsArg)
@@ -297,15 +298,15 @@ func regexFromArgs(re bsoncore.Value, opts *bsoncore.Value) (*regexMatcher, erro
 	case bsoncore.TypeRegex:
 		pattern, options = re.Regex()
 	default:
-		return nil, badValue("$regex has to be a string")
+		return nil, langerr.BadValue("$regex has to be a string")
 	}
 	if opts != nil {
 		s, ok := opts.StringValueOK()
 		if !ok {
-			return nil, badValue("$options has to be a string")
+			return nil, langerr.BadValue("$options has to be a string")
 		}
 		if s != "" && options != "" {
-			return nil, badValue("options set in both $regex and $options")
+			return nil, langerr.BadValue("options set in both $regex and $options")
 		}
 		if s != "" {
 			options = s
@@ -321,11 +322,11 @@ func (c *compiler) compileOp(name string, arg bsoncore.Value) (opNode, error) {
 	switch name {
 	case "$eq", "$ne", "$lt", "$lte", "$gt", "$gte":
 		if arg.Type == bsoncore.TypeUndefined {
-			return nil, badValue("cannot compare to undefined")
+			return nil, langerr.BadValue("cannot compare to undefined")
 		}
 		if name == "$ne" {
 			if arg.Type == bsoncore.TypeRegex {
-				return nil, badValue("Can't have regex as arg to $ne")
+				return nil, langerr.BadValue("Can't have regex as arg to $ne")
 			}
 			return notNode{leafNode{vm: &eqMatcher{val: arg}, expand: true}}, nil
 		}
@@ -367,7 +368,7 @@ func (c *compiler) compileOp(name string, arg bsoncore.Value) (opNode, error) {
 	case "$elemMatch":
 		d, ok := arg.DocumentOK()
 		if !ok {
-			return nil, badValue("$elemMatch needs an Object")
+			return nil, langerr.BadValue("$elemMatch needs an Object")
 		}
 		vm, err := c.compileElemMatch(d)
 		if err != nil {
@@ -386,11 +387,11 @@ func (c *compiler) compileOp(name string, arg bsoncore.Value) (opNode, error) {
 		case bsoncore.TypeEmbeddedDocument:
 			d := bsoncore.Document(arg.Data)
 			if countElements(d) == 0 {
-				return nil, badValue("$not cannot be empty")
+				return nil, langerr.BadValue("$not cannot be empty")
 			}
 			if !isOperatorDoc(d) {
 				e, _ := nextElement(elementsOf(d))
-				return nil, badValue("unknown operator: %s", e.Key())
+				return nil, langerr.BadValue("unknown operator: %s", e.Key())
 			}
 			n, err := c.compileOps(d)
 			if err != nil {
@@ -398,7 +399,7 @@ func (c *compiler) compileOp(name string, arg bsoncore.Value) (opNode, error) {
 			}
 			return notNode{n}, nil
 		}
-		return nil, badValue("$not needs a regex or a document")
+		return nil, langerr.BadValue("$not needs a regex or a document")
 	case "$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear":
 		m, err := compileBits(name, arg)
 		if err != nil {
@@ -406,19 +407,19 @@ func (c *compiler) compileOp(name string, arg bsoncore.Value) (opNode, error) {
 		}
 		return leafNode{vm: m, expand: true}, nil
 	case "$near", "$nearSphere", "$geoNear":
-		return nil, errorOf(ErrNoPlan, "error processing query: planner returned error :: caused by :: unable to find index for $geoNear query")
+		return nil, langerr.New(ErrNoPlan, "error processing query: planner returned error :: caused by :: unable to find index for $geoNear query")
 	case "$geoWithin", "$geoIntersects", "$within":
-		return nil, errorOf(ErrNotImplemented, "%s is not supported by Parsec yet", name)
+		return nil, langerr.New(ErrNotImplemented, "%s is not supported by Parsec yet", name)
 	case "$maxDistance", "$minDistance":
-		return nil, badValue("%s must be used with $near or $nearSphere", name)
+		return nil, langerr.BadValue("%s must be used with $near or $nearSphere", name)
 	}
-	return nil, badValue("unknown operator: %s", name)
+	return nil, langerr.BadValue("unknown operator: %s", name)
 }
 
 func compileIn(name string, arg bsoncore.Value) (*inMatcher, error) {
 	arr, ok := arg.ArrayOK()
 	if !ok {
-		return nil, badValue("%s needs an array", name)
+		return nil, langerr.BadValue("%s needs an array", name)
 	}
 	var vals []bsoncore.Value
 	var res []*regexMatcher
@@ -433,10 +434,10 @@ func compileIn(name string, arg bsoncore.Value) (*inMatcher, error) {
 			res = append(res, m)
 			continue
 		case bsoncore.TypeUndefined:
-			return nil, badValue("InMatchExpression equality cannot be undefined")
+			return nil, langerr.BadValue("InMatchExpression equality cannot be undefined")
 		case bsoncore.TypeEmbeddedDocument:
 			if isOperatorDoc(x.Data) {
-				return nil, badValue("cannot nest $ under %s", name)
+				return nil, langerr.BadValue("cannot nest $ under %s", name)
 			}
 		}
 		vals = append(vals, x)
@@ -456,29 +457,29 @@ func compileType(arg bsoncore.Value) (*typeMatcher, error) {
 			}
 			t, ok := value.TypeByAlias(s)
 			if !ok {
-				return badValue("Unknown type name alias: %s", s)
+				return langerr.BadValue("Unknown type name alias: %s", s)
 			}
 			m.types = append(m.types, t)
 		case isNumberType(x.Type):
 			f := value.Float(x)
 			n, err := wholeNumber("$type", x)
 			if err != nil {
-				return badValue("Invalid numerical type code: %s", value.Render(x))
+				return langerr.BadValue("Invalid numerical type code: %s", value.Render(x))
 			}
 			t, ok := value.TypeByCode(n)
 			if !ok {
-				return badValue("Invalid numerical type code: %v", f)
+				return langerr.BadValue("Invalid numerical type code: %v", f)
 			}
 			m.types = append(m.types, t)
 		default:
-			return typeMismatch("type must be represented as a number or a string")
+			return langerr.TypeMismatch("type must be represented as a number or a string")
 		}
 		return nil
 	}
 	if arg.Type == bsoncore.TypeArray {
 		vals := arrayValues(arg.Data)
 		if len(vals) == 0 {
-			return nil, badValue("$type must match at least one type")
+			return nil, langerr.BadValue("$type must match at least one type")
 		}
 		for _, x := range vals {
 			if err := add(x); err != nil {
@@ -493,21 +494,21 @@ func compileType(arg bsoncore.Value) (*typeMatcher, error) {
 func compileMod(arg bsoncore.Value) (*modMatcher, error) {
 	arr, ok := arg.ArrayOK()
 	if !ok {
-		return nil, badValue("malformed mod, needs to be an array")
+		return nil, langerr.BadValue("malformed mod, needs to be an array")
 	}
 	vals := arrayValues(arr)
 	switch {
 	case len(vals) < 2:
 		if len(vals) == 1 && !isNumberType(vals[0].Type) {
-			return nil, badValue("malformed mod, divisor not a number")
+			return nil, langerr.BadValue("malformed mod, divisor not a number")
 		}
-		return nil, badValue("malformed mod, not enough elements")
+		return nil, langerr.BadValue("malformed mod, not enough elements")
 	case !isNumberType(vals[0].Type):
-		return nil, badValue("malformed mod, divisor not a number")
+		return nil, langerr.BadValue("malformed mod, divisor not a number")
 	case !isNumberType(vals[1].Type):
-		return nil, badValue("malformed mod, remainder not a number")
+		return nil, langerr.BadValue("malformed mod, remainder not a number")
 	case len(vals) > 2:
-		return nil, badValue("malformed mod, too many elements")
+		return nil, langerr.BadValue("malformed mod, too many elements")
 	}
 	num := func(what string, v bsoncore.Value) (int64, error) {
 		if i, ok := value.AsExactInt(v); ok {
@@ -515,7 +516,7 @@ func compileMod(arg bsoncore.Value) (*modMatcher, error) {
 		}
 		f := value.Float(v)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return 0, badValue("malformed mod, %s value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type", what)
+			return 0, langerr.BadValue("malformed mod, %s value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type", what)
 		}
 		return truncToInt64(f), nil
 	}
@@ -528,7 +529,7 @@ func compileMod(arg bsoncore.Value) (*modMatcher, error) {
 		return nil, err
 	}
 	if div == 0 {
-		return nil, badValue("divisor cannot be 0")
+		return nil, langerr.BadValue("divisor cannot be 0")
 	}
 	return &modMatcher{div: div, rem: rem}, nil
 }
@@ -541,19 +542,19 @@ func compileSize(arg bsoncore.Value) (int, error) {
 	case bsoncore.TypeInt64:
 		n = arg.Int64()
 		if n != int64(int32(n)) {
-			return 0, badValue("$size must be representable as a 32-bit integer")
+			return 0, langerr.BadValue("$size must be representable as a 32-bit integer")
 		}
 	case bsoncore.TypeDouble:
 		f := arg.Double()
 		if f != float64(int32(f)) {
-			return 0, badValue("$size must be a whole number")
+			return 0, langerr.BadValue("$size must be a whole number")
 		}
 		n = int64(f)
 	default:
-		return 0, badValue("$size needs a number")
+		return 0, langerr.BadValue("$size needs a number")
 	}
 	if n < 0 {
-		return 0, badValue("$size may not be negative")
+		return 0, langerr.BadValue("$size may not be negative")
 	}
 	return int(n), nil
 }
@@ -561,7 +562,7 @@ func compileSize(arg bsoncore.Value) (int, error) {
 func (c *compiler) compileAll(arg bsoncore.Value) (opNode, error) {
 	arr, ok := arg.ArrayOK()
 	if !ok {
-		return nil, badValue("$all needs an array")
+		return nil, langerr.BadValue("$all needs an array")
 	}
 	vals := arrayValues(arr)
 	if len(vals) == 0 {
@@ -578,7 +579,7 @@ func (c *compiler) compileAll(arg bsoncore.Value) (opNode, error) {
 	if isElemMatch(vals[0]) {
 		for _, x := range vals {
 			if !isElemMatch(x) {
-				return nil, badValue("$all/$elemMatch has to be consistent")
+				return nil, langerr.BadValue("$all/$elemMatch has to be consistent")
 			}
 			n, err := c.compileOps(x.Data)
 			if err != nil {
@@ -600,13 +601,13 @@ func (c *compiler) compileAll(arg bsoncore.Value) (opNode, error) {
 			continue
 		case bsoncore.TypeEmbeddedDocument:
 			if isElemMatch(x) {
-				return nil, badValue("$all/$elemMatch has to be consistent")
+				return nil, langerr.BadValue("$all/$elemMatch has to be consistent")
 			}
 			if isOperatorDoc(x.Data) {
-				return nil, badValue("no $ expressions in $all")
+				return nil, langerr.BadValue("no $ expressions in $all")
 			}
 		case bsoncore.TypeUndefined:
-			return nil, badValue("cannot compare to undefined")
+			return nil, langerr.BadValue("cannot compare to undefined")
 		}
 		all = append(all, leafNode{vm: &eqMatcher{val: x}, expand: true})
 	}
@@ -626,7 +627,7 @@ func (c *compiler) compileElemMatch(d bsoncore.Document) (valueMatcher, error) {
 		// The value form: operators that each element is tested with.
 		for e := range value.All(d) {
 			if !strings.HasPrefix(e.Key(), "$") {
-				return nil, badValue("unknown operator: %s", e.Key())
+				return nil, langerr.BadValue("unknown operator: %s", e.Key())
 			}
 		}
 		n, err := c.compileOps(d)

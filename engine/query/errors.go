@@ -42,13 +42,3 @@ var (
 	ErrProjectionEmptyPath            = errors.New("empty projection path")
 	ErrProjectionBadMeta              = errors.New("bad $meta projection")
 )
-
-// Short names for engine/langerr's constructors.
-
-func errorOf(category error, format string, args ...any) error {
-	return langerr.New(category, format, args...)
-}
-
-func badValue(format string, args ...any) error { return langerr.BadValue(format, args...) }
-
-func typeMismatch(format string, args ...any) error { return langerr.TypeMismatch(format, args...) }

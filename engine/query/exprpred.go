@@ -1,8 +1,10 @@
 package query
 
 import (
-	"github.com/parsecdb/parsec/engine/value"
 	"time"
+
+	"github.com/parsecdb/parsec/engine/langerr"
+	"github.com/parsecdb/parsec/engine/value"
 
 	"github.com/parsecdb/parsec/engine/expr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -28,7 +30,7 @@ func newExprEnv(opts Options) (*exprEnv, error) {
 	}
 	let := append(bsoncore.Document(nil), opts.Let...)
 	if err := let.Validate(); err != nil {
-		return nil, errorOf(ErrFailedToParse, "let: %v", err)
+		return nil, langerr.New(ErrFailedToParse, "let: %v", err)
 	}
 	type pending struct {
 		name string

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -69,7 +70,9 @@ var jsonTypes = map[string][]bsoncore.Type{
 	"null":    {bsoncore.TypeNull},
 }
 
-func schemaError(format string, args ...any) error { return errorOf(ErrFailedToParse, format, args...) }
+func schemaError(format string, args ...any) error {
+	return langerr.New(ErrFailedToParse, format, args...)
+}
 
 func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 	s := &schema{}
@@ -95,7 +98,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 		case "required":
 			arr, ok := v.ArrayOK()
 			if !ok {
-				return nil, typeMismatch("$jsonSchema keyword 'required' must be an array, but found an element of type %s", value.TypeAlias(v.Type))
+				return nil, langerr.TypeMismatch("$jsonSchema keyword 'required' must be an array, but found an element of type %s", value.TypeAlias(v.Type))
 			}
 			vals := arrayValues(arr)
 			if len(vals) == 0 {
@@ -103,19 +106,19 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 			}
 			for _, x := range vals {
 				if x.Type != bsoncore.TypeString {
-					return nil, typeMismatch("$jsonSchema keyword 'required' must be an array of strings, but found an element of type: %s", value.TypeAlias(x.Type))
+					return nil, langerr.TypeMismatch("$jsonSchema keyword 'required' must be an array of strings, but found an element of type: %s", value.TypeAlias(x.Type))
 				}
 				s.required = append(s.required, stringOf(x))
 			}
 		case "properties":
 			pd, ok := v.DocumentOK()
 			if !ok {
-				return nil, typeMismatch("$jsonSchema keyword 'properties' must be an object")
+				return nil, langerr.TypeMismatch("$jsonSchema keyword 'properties' must be an object")
 			}
 			for pe := range value.All(pd) {
 				sd, ok := pe.Value().DocumentOK()
 				if !ok {
-					return nil, typeMismatch("Nested schema for $jsonSchema property '%s' must be an object", pe.Key())
+					return nil, langerr.TypeMismatch("Nested schema for $jsonSchema property '%s' must be an object", pe.Key())
 				}
 				sub, err := compileSchema(sd, false)
 				if err != nil {
@@ -126,7 +129,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 		case "patternProperties":
 			pd, ok := v.DocumentOK()
 			if !ok {
-				return nil, typeMismatch("$jsonSchema keyword 'patternProperties' must be an object")
+				return nil, langerr.TypeMismatch("$jsonSchema keyword 'patternProperties' must be an object")
 			}
 			for pe := range value.All(pd) {
 				re, err := expr.CompileRegex(pe.Key(), "")
@@ -135,7 +138,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 				}
 				sd, ok := pe.Value().DocumentOK()
 				if !ok {
-					return nil, typeMismatch("Nested schema for $jsonSchema patternProperties '%s' must be an object", pe.Key())
+					return nil, langerr.TypeMismatch("Nested schema for $jsonSchema patternProperties '%s' must be an object", pe.Key())
 				}
 				sub, err := compileSchema(sd, false)
 				if err != nil {
@@ -162,12 +165,12 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 					s.additionalItems = sub
 				}
 			default:
-				return nil, typeMismatch("$jsonSchema keyword '%s' must be either an object or a boolean, but got a %s", k, value.TypeAlias(v.Type))
+				return nil, langerr.TypeMismatch("$jsonSchema keyword '%s' must be either an object or a boolean, but got a %s", k, value.TypeAlias(v.Type))
 			}
 		case "enum":
 			arr, ok := v.ArrayOK()
 			if !ok {
-				return nil, typeMismatch("$jsonSchema keyword 'enum' must be an array, but found an element of type %s", value.TypeAlias(v.Type))
+				return nil, langerr.TypeMismatch("$jsonSchema keyword 'enum' must be an array, but found an element of type %s", value.TypeAlias(v.Type))
 			}
 			s.enum = arrayValues(arr)
 			if len(s.enum) == 0 {
@@ -179,7 +182,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 			err = s.compileLength(k, v)
 		case "pattern":
 			if v.Type != bsoncore.TypeString {
-				return nil, typeMismatch("$jsonSchema keyword 'pattern' must be a string")
+				return nil, langerr.TypeMismatch("$jsonSchema keyword 'pattern' must be a string")
 			}
 			re, err := expr.CompileRegex(stringOf(v), "")
 			if err != nil {
@@ -196,7 +199,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 				for _, x := range arrayValues(v.Data) {
 					xd, ok := x.DocumentOK()
 					if !ok {
-						return nil, typeMismatch("$jsonSchema keyword 'items' requires that each element of the array is an object, but found a %s", value.TypeAlias(x.Type))
+						return nil, langerr.TypeMismatch("$jsonSchema keyword 'items' requires that each element of the array is an object, but found a %s", value.TypeAlias(x.Type))
 					}
 					sub, err := compileSchema(xd, false)
 					if err != nil {
@@ -205,11 +208,11 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 					s.itemList = append(s.itemList, sub)
 				}
 			default:
-				return nil, typeMismatch("$jsonSchema keyword 'items' must be an array or an object, not %s", value.TypeAlias(v.Type))
+				return nil, langerr.TypeMismatch("$jsonSchema keyword 'items' must be an array or an object, not %s", value.TypeAlias(v.Type))
 			}
 		case "uniqueItems":
 			if v.Type != bsoncore.TypeBoolean {
-				return nil, typeMismatch("$jsonSchema keyword 'uniqueItems' must be a boolean")
+				return nil, langerr.TypeMismatch("$jsonSchema keyword 'uniqueItems' must be a boolean")
 			}
 			if v.Boolean() {
 				s.checks = append(s.checks, uniqueItems)
@@ -217,7 +220,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 		case "allOf", "anyOf", "oneOf":
 			arr, ok := v.ArrayOK()
 			if !ok {
-				return nil, typeMismatch("$jsonSchema keyword '%s' must be an array", k)
+				return nil, langerr.TypeMismatch("$jsonSchema keyword '%s' must be an array", k)
 			}
 			vals := arrayValues(arr)
 			if len(vals) == 0 {
@@ -227,7 +230,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 			for _, x := range vals {
 				xd, ok := x.DocumentOK()
 				if !ok {
-					return nil, typeMismatch("$jsonSchema keyword '%s' must be an array of objects, but found an element of type %s", k, value.TypeAlias(x.Type))
+					return nil, langerr.TypeMismatch("$jsonSchema keyword '%s' must be an array of objects, but found an element of type %s", k, value.TypeAlias(x.Type))
 				}
 				sub, err := compileSchema(xd, false)
 				if err != nil {
@@ -246,15 +249,15 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 		case "not":
 			nd, ok := v.DocumentOK()
 			if !ok {
-				return nil, typeMismatch("$jsonSchema keyword 'not' must be an object, but found an element of type %s", value.TypeAlias(v.Type))
+				return nil, langerr.TypeMismatch("$jsonSchema keyword 'not' must be an object, but found an element of type %s", value.TypeAlias(v.Type))
 			}
 			s.not, err = compileSchema(nd, false)
 		case "title", "description":
 			if v.Type != bsoncore.TypeString {
-				return nil, typeMismatch("$jsonSchema keyword '%s' must be of type string", k)
+				return nil, langerr.TypeMismatch("$jsonSchema keyword '%s' must be of type string", k)
 			}
 		case "dependencies", "encrypt", "encryptMetadata":
-			return nil, errorOf(ErrNotImplemented, "$jsonSchema keyword '%s' is not supported by Parsec yet", k)
+			return nil, langerr.New(ErrNotImplemented, "$jsonSchema keyword '%s' is not supported by Parsec yet", k)
 		case "$ref", "$schema", "default", "definitions", "format", "id":
 			return nil, schemaError("$jsonSchema keyword '%s' is not currently supported", k)
 		default:
@@ -271,7 +274,7 @@ func schemaTypes(k string, v bsoncore.Value) (*typeMatcher, error) {
 	m := &typeMatcher{}
 	add := func(x bsoncore.Value) error {
 		if x.Type != bsoncore.TypeString {
-			return typeMismatch("$jsonSchema keyword '%s' must be either a string or an array of strings", k)
+			return langerr.TypeMismatch("$jsonSchema keyword '%s' must be either a string or an array of strings", k)
 		}
 		name := stringOf(x)
 		if name == "number" {
@@ -280,18 +283,18 @@ func schemaTypes(k string, v bsoncore.Value) (*typeMatcher, error) {
 		}
 		if k == "type" {
 			if name == "integer" {
-				return badValue("$jsonSchema type 'integer' is not currently supported.")
+				return langerr.BadValue("$jsonSchema type 'integer' is not currently supported.")
 			}
 			ts, ok := jsonTypes[name]
 			if !ok {
-				return badValue("Unknown type name alias: %s", name)
+				return langerr.BadValue("Unknown type name alias: %s", name)
 			}
 			m.types = append(m.types, ts...)
 			return nil
 		}
 		t, ok := value.TypeByAlias(name)
 		if !ok {
-			return badValue("Unknown type name alias: %s", name)
+			return langerr.BadValue("Unknown type name alias: %s", name)
 		}
 		m.types = append(m.types, t)
 		return nil
@@ -313,12 +316,12 @@ func isStringType(v bsoncore.Value) bool {
 
 func (s *schema) compileNumeric(k string, v bsoncore.Value, d bsoncore.Document) error {
 	if !isNumberType(v.Type) && !(v.Type == bsoncore.TypeBoolean && (k == "exclusiveMinimum" || k == "exclusiveMaximum")) {
-		return typeMismatch("$jsonSchema keyword '%s' must be a number", k)
+		return langerr.TypeMismatch("$jsonSchema keyword '%s' must be a number", k)
 	}
 	switch k {
 	case "exclusiveMinimum", "exclusiveMaximum":
 		if v.Type != bsoncore.TypeBoolean {
-			return typeMismatch("$jsonSchema keyword '%s' must be a boolean", k)
+			return langerr.TypeMismatch("$jsonSchema keyword '%s' must be a boolean", k)
 		}
 		bound := "minimum"
 		if k == "exclusiveMaximum" {
@@ -368,7 +371,7 @@ func (s *schema) compileNumeric(k string, v bsoncore.Value, d bsoncore.Document)
 
 func (s *schema) compileLength(k string, v bsoncore.Value) error {
 	if !isNumberType(v.Type) {
-		return typeMismatch("$jsonSchema keyword '%s' must be a number", k)
+		return langerr.TypeMismatch("$jsonSchema keyword '%s' must be a number", k)
 	}
 	n, err := wholeNumber(k, v)
 	if err != nil || n < 0 {

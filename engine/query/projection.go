@@ -1,9 +1,11 @@
 package query
 
 import (
-	"github.com/parsecdb/parsec/engine/value"
 	"strconv"
 	"strings"
+
+	"github.com/parsecdb/parsec/engine/langerr"
+	"github.com/parsecdb/parsec/engine/value"
 
 	"github.com/parsecdb/parsec/engine/expr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -77,7 +79,7 @@ func CompileProjection(spec bsoncore.Document, filter *Filter, opts Options) (*P
 	}
 	spec = append(bsoncore.Document(nil), spec...)
 	if err := spec.Validate(); err != nil {
-		return nil, errorOf(ErrFailedToParse, "projection: %v", err)
+		return nil, langerr.New(ErrFailedToParse, "projection: %v", err)
 	}
 	b := &projBuilder{p: p}
 	if err := b.addDoc(spec, nil); err != nil {
@@ -126,36 +128,36 @@ func (b *projBuilder) setMode(m int, path string) error {
 	case b.mode == modeNone:
 		b.mode = m
 	case b.mode == modeInclusion && m == modeExclusion:
-		return errorOf(ErrProjectionExclusionInInclusion, "Cannot do exclusion on field %s in inclusion projection", path)
+		return langerr.New(ErrProjectionExclusionInInclusion, "Cannot do exclusion on field %s in inclusion projection", path)
 	case b.mode == modeExclusion && m == modeInclusion:
-		return errorOf(ErrProjectionInclusionInExclusion, "Cannot do inclusion on field %s in exclusion projection", path)
+		return langerr.New(ErrProjectionInclusionInExclusion, "Cannot do inclusion on field %s in exclusion projection", path)
 	}
 	return nil
 }
 
 func (b *projBuilder) addField(key string, v bsoncore.Value, prefix []string) error {
 	if key == "" {
-		return errorOf(ErrProjectionEmptyPath, "FieldPath cannot be constructed with empty string")
+		return langerr.New(ErrProjectionEmptyPath, "FieldPath cannot be constructed with empty string")
 	}
 	positional := false
 	if key == "$" || strings.HasSuffix(key, ".$") {
 		positional = true
 		key = strings.TrimSuffix(strings.TrimSuffix(key, "$"), ".")
 		if key == "" {
-			return errorOf(ErrProjectionPositional, "Positional projection must be applied to a field: '$'")
+			return langerr.New(ErrProjectionPositional, "Positional projection must be applied to a field: '$'")
 		}
 	}
 	parts := append(append([]string(nil), prefix...), splitPath(key)...)
 	full := strings.Join(parts, ".")
 	for _, part := range parts {
 		if part == "" {
-			return errorOf(ErrFieldPathEmptyPart, "FieldPath field names may not be empty strings.")
+			return langerr.New(ErrFieldPathEmptyPart, "FieldPath field names may not be empty strings.")
 		}
 		if part == "$" || strings.Contains(part, "$") && part[0] == '$' {
 			if part == "$" {
-				return errorOf(ErrProjectionPositional, "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.")
+				return langerr.New(ErrProjectionPositional, "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.")
 			}
-			return errorOf(ErrFieldPathDollar, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+			return langerr.New(ErrFieldPathDollar, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
 	}
 	isID := len(parts) == 1 && parts[0] == "_id"
@@ -163,10 +165,10 @@ func (b *projBuilder) addField(key string, v bsoncore.Value, prefix []string) er
 	switch {
 	case positional:
 		if !truthy(v) || v.Type == bsoncore.TypeEmbeddedDocument {
-			return errorOf(ErrProjectionPositional, "positional projection cannot be used with exclusion or a sub-specification: %s.$", full)
+			return langerr.New(ErrProjectionPositional, "positional projection cannot be used with exclusion or a sub-specification: %s.$", full)
 		}
 		if b.p.positional {
-			return errorOf(ErrProjectionPositional, "Cannot specify more than one positional projection per query.")
+			return langerr.New(ErrProjectionPositional, "Cannot specify more than one positional projection per query.")
 		}
 		b.p.positional = true
 		c.kind = projPositional
@@ -193,7 +195,7 @@ func (b *projBuilder) addField(key string, v bsoncore.Value, prefix []string) er
 		d := bsoncore.Document(v.Data)
 		first, _ := nextElement(elementsOf(d))
 		if first == nil {
-			return errorOf(ErrProjectionEmptyPath, "An empty sub-projection is not a valid value. Found empty object at path")
+			return langerr.New(ErrProjectionEmptyPath, "An empty sub-projection is not a valid value. Found empty object at path")
 		}
 		if !strings.HasPrefix(first.Key(), "$") {
 			return b.addDoc(d, parts) // {a: {b: 1}} is {"a.b": 1}
@@ -202,7 +204,7 @@ func (b *projBuilder) addField(key string, v bsoncore.Value, prefix []string) er
 		switch first.Key() {
 		case "$slice":
 			if countElements(d) != 1 {
-				return errorOf(ErrProjectionSliceBad, "$slice projection of %s must be the only field of its object", full)
+				return langerr.New(ErrProjectionSliceBad, "$slice projection of %s must be the only field of its object", full)
 			}
 			err = compileSlice(c, first.Value())
 			if b.mode == modeNone {
@@ -210,11 +212,11 @@ func (b *projBuilder) addField(key string, v bsoncore.Value, prefix []string) er
 			}
 		case "$elemMatch":
 			if len(parts) > 1 {
-				return errorOf(ErrProjectionElemMatchNested, "Cannot use $elemMatch projection on a nested field.")
+				return langerr.New(ErrProjectionElemMatchNested, "Cannot use $elemMatch projection on a nested field.")
 			}
 			q, ok := first.Value().DocumentOK()
 			if !ok {
-				return badValue("elemMatch: Invalid argument, object required.")
+				return langerr.BadValue("elemMatch: Invalid argument, object required.")
 			}
 			cc, cerr := newCompiler(Options{})
 			if cerr != nil {
@@ -229,11 +231,11 @@ func (b *projBuilder) addField(key string, v bsoncore.Value, prefix []string) er
 			m, _ := first.Value().StringValueOK()
 			switch m {
 			case "textScore":
-				return badValue("query requires text score metadata, but it is not available")
+				return langerr.BadValue("query requires text score metadata, but it is not available")
 			case "randVal", "searchScore", "searchHighlights", "geoNearDistance", "geoNearPoint", "recordId", "indexKey", "sortKey", "searchScoreDetails", "vectorSearchScore":
-				return errorOf(ErrNotImplemented, "$meta projection of '%s' is not supported by Parsec", m)
+				return langerr.New(ErrNotImplemented, "$meta projection of '%s' is not supported by Parsec", m)
 			}
-			return errorOf(ErrProjectionBadMeta, "Unsupported argument to $meta: %s", m)
+			return langerr.New(ErrProjectionBadMeta, "Unsupported argument to $meta: %s", m)
 		default:
 			c.kind = projComputed
 			c.expr, err = expr.Compile(v, b.p.env.scope)
@@ -271,7 +273,7 @@ func (b *projBuilder) insert(parts []string, c *projChild) error {
 			n.byName[part] = existing
 			n.children = append(n.children, existing)
 		} else if existing.kind != projSub {
-			return errorOf(ErrProjectionPathCollision, "Path collision at %s remaining portion %s", strings.Join(parts, "."), strings.Join(parts[i+1:], "."))
+			return langerr.New(ErrProjectionPathCollision, "Path collision at %s remaining portion %s", strings.Join(parts, "."), strings.Join(parts[i+1:], "."))
 		}
 		if c.kind == projComputed {
 			existing.computed = true
@@ -283,7 +285,7 @@ func (b *projBuilder) insert(parts []string, c *projChild) error {
 	}
 	last := parts[len(parts)-1]
 	if _, dup := n.byName[last]; dup {
-		return errorOf(ErrProjectionPathCollisionPrefix, "Path collision at %s", strings.Join(parts, "."))
+		return langerr.New(ErrProjectionPathCollisionPrefix, "Path collision at %s", strings.Join(parts, "."))
 	}
 	n.byName[last] = c
 	n.children = append(n.children, c)
@@ -296,30 +298,30 @@ func compileSlice(c *projChild, v bsoncore.Value) error {
 	case isNumberType(v.Type):
 		n, err := wholeNumber("$slice", v)
 		if err != nil {
-			return errorOf(ErrProjectionSliceBad, "$slice only supports numbers and [skip, limit] arrays")
+			return langerr.New(ErrProjectionSliceBad, "$slice only supports numbers and [skip, limit] arrays")
 		}
 		c.sliceOne, c.limit = true, clampInt(n)
 		return nil
 	case v.Type == bsoncore.TypeArray:
 		vals := arrayValues(v.Data)
 		if len(vals) != 2 {
-			return errorOf(ErrProjectionSliceBad, "$slice array wrong size")
+			return langerr.New(ErrProjectionSliceBad, "$slice array wrong size")
 		}
 		if !isNumberType(vals[0].Type) || !isNumberType(vals[1].Type) {
-			return errorOf(ErrProjectionSliceBad, "$slice array arguments must be numbers")
+			return langerr.New(ErrProjectionSliceBad, "$slice array arguments must be numbers")
 		}
 		skip, err1 := wholeNumber("$slice", vals[0])
 		limit, err2 := wholeNumber("$slice", vals[1])
 		if err1 != nil || err2 != nil {
-			return errorOf(ErrProjectionSliceBad, "$slice array arguments must be integers")
+			return langerr.New(ErrProjectionSliceBad, "$slice array arguments must be integers")
 		}
 		if limit <= 0 {
-			return errorOf(ErrProjectionSliceBad, "$slice limit must be positive")
+			return langerr.New(ErrProjectionSliceBad, "$slice limit must be positive")
 		}
 		c.skip, c.limit = clampInt(skip), clampInt(limit)
 		return nil
 	}
-	return errorOf(ErrProjectionSliceBad, "$slice only supports numbers and [skip, limit] arrays")
+	return langerr.New(ErrProjectionSliceBad, "$slice only supports numbers and [skip, limit] arrays")
 }
 
 func clampInt(n int64) int {
@@ -549,11 +551,11 @@ func (a *applier) positional(v bsoncore.Value, posDone bool) (bsoncore.Value, er
 
 func (a *applier) positionalElement(arr bsoncore.Value) (bsoncore.Value, error) {
 	if a.pos < 0 {
-		return bsoncore.Value{}, errorOf(ErrPositionalNoMatch, "positional operator '.$' couldn't find a matching element in the array")
+		return bsoncore.Value{}, langerr.New(ErrPositionalNoMatch, "positional operator '.$' couldn't find a matching element in the array")
 	}
 	x, ok := lookupField(arr.Data, itoa(a.pos))
 	if !ok {
-		return bsoncore.Value{}, errorOf(ErrPositionalNoMatch, "positional operator '.$' element mismatch")
+		return bsoncore.Value{}, langerr.New(ErrPositionalNoMatch, "positional operator '.$' element mismatch")
 	}
 	return x, nil
 }

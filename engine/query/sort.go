@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -26,33 +27,33 @@ type sortField struct {
 func CompileSort(spec bsoncore.Document) (*Sort, error) {
 	s := &Sort{}
 	if err := spec.Validate(); err != nil && len(spec) > 0 {
-		return nil, errorOf(ErrFailedToParse, "sort: %v", err)
+		return nil, langerr.New(ErrFailedToParse, "sort: %v", err)
 	}
 	for e := range value.All(spec) {
 		key, v := e.Key(), e.Value()
 		if v.Type == bsoncore.TypeEmbeddedDocument {
 			first, _ := nextElement(elementsOf(v.Data))
 			if first == nil || first.Key() != "$meta" {
-				return nil, errorOf(ErrBadSortMeta, "$meta is the only expression supported by $sort right now")
+				return nil, langerr.New(ErrBadSortMeta, "$meta is the only expression supported by $sort right now")
 			}
 			if countElements(v.Data) != 1 {
-				return nil, errorOf(ErrFailedToParse, "Cannot have additional keys in a $meta sort specification")
+				return nil, langerr.New(ErrFailedToParse, "Cannot have additional keys in a $meta sort specification")
 			}
 			m, _ := first.Value().StringValueOK()
 			switch m {
 			case "textScore":
-				return nil, errorOf(ErrBadValue, "query requires text score metadata, but it is not available")
+				return nil, langerr.New(ErrBadValue, "query requires text score metadata, but it is not available")
 			case "randVal", "searchScore", "searchHighlights", "geoNearDistance", "geoNearPoint", "recordId", "indexKey", "sortKey", "searchScoreDetails", "searchSequenceToken", "vectorSearchScore":
-				return nil, errorOf(ErrNotImplemented, "$meta sort by '%s' is not supported by Parsec", m)
+				return nil, langerr.New(ErrNotImplemented, "$meta sort by '%s' is not supported by Parsec", m)
 			}
-			return nil, errorOf(ErrBadValue, "Illegal $meta sort: %s: %s", key, value.Render(v))
+			return nil, langerr.New(ErrBadValue, "Illegal $meta sort: %s: %s", key, value.Render(v))
 		}
 		if !isNumberType(v.Type) {
-			return nil, errorOf(ErrBadSortKey, "Illegal key in $sort specification: %s: %s", key, value.Render(v))
+			return nil, langerr.New(ErrBadSortKey, "Illegal key in $sort specification: %s: %s", key, value.Render(v))
 		}
 		dir := value.Float(v)
 		if dir != 1 && dir != -1 {
-			return nil, errorOf(ErrBadSortOrder, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+			return nil, langerr.New(ErrBadSortOrder, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
 		if key == "$natural" {
 			s.natural = int(dir)
@@ -64,7 +65,7 @@ func CompileSort(spec bsoncore.Document) (*Sort, error) {
 		s.fields = append(s.fields, sortField{path: splitPath(key), desc: dir < 0})
 	}
 	if s.natural != 0 && len(s.fields) > 0 {
-		return nil, errorOf(ErrBadValue, "$natural sort cannot be combined with other sort keys")
+		return nil, langerr.New(ErrBadValue, "$natural sort cannot be combined with other sort keys")
 	}
 	return s, nil
 }
@@ -72,14 +73,14 @@ func CompileSort(spec bsoncore.Document) (*Sort, error) {
 // checkFieldPath applies MongoDB's FieldPath rules to a path.
 func checkFieldPath(p string) error {
 	if p == "" {
-		return errorOf(ErrFieldPathEmpty, "FieldPath cannot be constructed with empty string")
+		return langerr.New(ErrFieldPathEmpty, "FieldPath cannot be constructed with empty string")
 	}
 	for _, part := range strings.Split(p, ".") {
 		if part == "" {
-			return errorOf(ErrFieldPathEmptyPart, "FieldPath field names may not be empty strings.")
+			return langerr.New(ErrFieldPathEmptyPart, "FieldPath field names may not be empty strings.")
 		}
 		if part[0] == '$' {
-			return errorOf(ErrFieldPathDollar, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+			return langerr.New(ErrFieldPathDollar, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
 	}
 	return nil
