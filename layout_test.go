@@ -26,6 +26,10 @@ var allowedImports = map[string][]string{
 	// The storage seam names store's data types and nothing else.
 	"engine/storage": {"engine/store", "engine/value", "shard"},
 
+	// Request-unit billing: the pure model, the seam and its data types;
+	// never the command layer.
+	"engine/billing": {"ru", "engine/storage", "engine/store", "engine/value", "shard"},
+
 	"engine/update": {"engine/value", "engine/query", "engine/expr"},
 	"engine/agg":    {"engine/value", "engine/query", "engine/expr"},
 
@@ -111,7 +115,7 @@ func TestStorageSeam(t *testing.T) {
 
 // TestPackageDocs: every package states its contract in a doc comment.
 func TestPackageDocs(t *testing.T) {
-	for _, dir := range []string{".", "wire", "engine", "engine/store", "engine/storage", "engine/query", "engine/expr", "engine/update", "engine/value", "shard", "ru", "console", "integration"} {
+	for _, dir := range []string{".", "wire", "engine", "engine/store", "engine/storage", "engine/billing", "engine/query", "engine/expr", "engine/update", "engine/value", "shard", "ru", "console", "integration"} {
 		fset := token.NewFileSet()
 		pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.PackageClauseOnly|parser.ParseComments)
 		if err != nil {

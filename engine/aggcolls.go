@@ -208,7 +208,7 @@ func (w *outWriter) Commit(ctx context.Context) error {
 		return err
 	}
 	w.e.cursors.closeForNamespace(namespaceOf(w.db, w.coll))
-	w.e.units.catalogChanged()
+	w.e.units.CatalogChanged()
 	return nil
 }
 

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/auth"
+	"github.com/parsecdb/parsec/engine/billing"
 	"github.com/parsecdb/parsec/engine/storage"
-	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -72,7 +72,7 @@ type Config struct {
 	// Partition limits and throughput defaults (partitions.go).
 	Partitions PartitionLimits
 	// RequestUnits configures request-unit accounting and throttling
-	// (requestunits.go).
+	// (engine/billing).
 	RequestUnits RequestUnitOptions
 	// Auth turns access control on: commands need an authenticated user
 	// whose roles allow them (authz.go). Users authenticate either way.
@@ -117,7 +117,7 @@ type Engine struct {
 	limits     PartitionLimits
 	ttl        ttlStats
 	ruOpts     RequestUnitOptions
-	units      *throughputs     // request-unit pools and partitions (throughput.go)
+	units      *accounts        // request-unit pools, partitions and admission (engine/billing)
 	commandRU  atomic.Int64     // centi-RU charged to no partition (metadata commands)
 	electionID bson.ObjectID    // the replica set's electionId (cmd_replset.go)
 	profile    profileState     // the profile command's setting (cmd_profile.go)
@@ -198,7 +198,7 @@ func New(cfg Config) *Engine {
 	}
 	e.limits = cfg.Partitions.withDefaults()
 	e.ruOpts = cfg.RequestUnits
-	e.units = newThroughputs(e.store, now, ru.Options{BurstSeconds: e.ruOpts.BurstSeconds}, e.effectiveThroughput)
+	e.units = billing.New(billing.Config{Store: e.store, Now: now, Wait: cfg.Wait, Options: e.ruOpts, Effective: e.effectiveThroughput})
 	if e.store != nil {
 		e.store.SetLimits(e.limits.storeLimits())
 		e.store.SetMatcher(partialMatcher)

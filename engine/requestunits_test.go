@@ -117,8 +117,8 @@ func BenchmarkPointReadRequestUnits(b *testing.B) {
 				if _, err := e.cmdFind(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
-				if !mode.opts.Bypass && req.units.charge() != 1 {
-					b.Fatalf("charged %.2f RU", req.units.charge())
+				if !mode.opts.Bypass && req.units.Charge() != 1 {
+					b.Fatalf("charged %.2f RU", req.units.Charge())
 				}
 				i++
 			}
@@ -160,8 +160,8 @@ func BenchmarkPointReadAccounting(b *testing.B) {
 					b.Fatal(err)
 				}
 				e.chargeRead(&req, &bill, 1)
-				if req.units.charge() != 1 {
-					b.Fatalf("charged %.2f RU", req.units.charge())
+				if req.units.Charge() != 1 {
+					b.Fatalf("charged %.2f RU", req.units.Charge())
 				}
 			}
 		})
