@@ -49,6 +49,9 @@ var commandRU = billing.CommandRU
 // TooManyRequests with RetryAfterMs, or ExceededTimeLimit when
 // server-side retry gave up; nil for any other error.
 func ruRefusal(err error) *CommandError {
+	if err == nil {
+		return nil // no errors.As: admissions that pass allocate nothing
+	}
 	var refused *billing.RateTooLarge
 	switch {
 	case errors.As(err, &refused):
