@@ -74,7 +74,7 @@ func benchRUEngine(b *testing.B, opts RequestUnitOptions) *Engine {
 		_ = st.Close()
 	})
 	create, _ := bson.Marshal(bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "c"},
-		{Key: "offerThroughput", Value: 1_000_000_000}, {Key: "$db", Value: "d"}})
+		{Key: "offerThroughput", Value: 1_000_000}, {Key: "$db", Value: "d"}})
 	if _, err := e.cmdCustomAction(context.Background(), &request{name: "customAction", db: "d", body: create}); err != nil {
 		b.Fatal(err)
 	}
