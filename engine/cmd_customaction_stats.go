@@ -26,7 +26,7 @@ import (
 //	    throughputShare, largestLogicalPartitions: [{shardKey, documentCount, dataBytes, indexBytes}]}]}
 //
 // Each partition and each collection also has its request units (the
-// fields rustats.go lists: ruTotal, ruLastSecond, ruLastMinute,
+// fields engine/billing/stats.go lists: ruTotal, ruLastSecond, ruLastMinute,
 // normalizedRUConsumption and its uncapped ratio, throttledRequests or
 // wouldHaveBeenThrottledRequests, hotLogicalPartitions, …; the README's
 // "Partition statistics" documents every field),
@@ -108,7 +108,7 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 	if !shared {
 		share = t.PartitionRate(len(stats))
 	}
-	// Request units: the partitions' buckets and usage (rustats.go).
+	// Request units: the partitions' buckets and usage (engine/billing/stats.go).
 	var units *collUnits
 	if !e.ruOpts.Bypass {
 		units = e.units.Of(c)

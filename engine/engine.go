@@ -3,7 +3,7 @@
 // (cmd_<name>.go, registered in commands.go), and runs them against store
 // and the language packages (query, and later update and agg). Every
 // command is charged in request units against its partitions' throughput
-// (requestunits.go, throughput.go).
+// (engine/billing).
 //
 // Contract: engine is the only package that speaks MongoDB error codes.
 // Every reply is a BSON document; failures are {ok: 0, errmsg, code,
@@ -45,7 +45,7 @@ type Config struct {
 	Now func() time.Time
 	// Wait waits d by that clock, or until ctx is done and then returns
 	// ctx's error; nil means a real timer. Server-side retry waits with
-	// it (requestunits.go).
+	// it (engine/billing).
 	Wait func(ctx context.Context, d time.Duration) error
 	// CursorTimeout closes idle cursors; 0 means 10 minutes.
 	CursorTimeout time.Duration
@@ -133,7 +133,7 @@ type Engine struct {
 	logins *auth.LoginBackoff
 
 	// what the console and metrics read (monitor.go, cmdtimings.go,
-	// throttlelog.go)
+	// engine/billing's throttle log)
 	timings   commandTimings
 	throttles throttleLog
 	monitor   monitorLogins
