@@ -28,6 +28,10 @@ var allowedImports = map[string][]string{
 	// Planning reads through the seam; the command layer maps its errors.
 	"engine/plan": {"engine/store", "engine/storage", "engine/query", "engine/value", "engine/agg", "shard"},
 
+	// Request-unit billing: the pure model, the seam and its data types;
+	// never the command layer.
+	"engine/billing": {"ru", "engine/storage", "engine/store", "engine/value", "shard"},
+
 	"engine/update": {"engine/value", "engine/langerr", "engine/query", "engine/expr"},
 	"engine/agg":    {"engine/value", "engine/langerr", "engine/query", "engine/expr"},
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/billing"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/ru"
@@ -123,10 +124,10 @@ func (e *Engine) recordedWorkload(c *store.Collection) workload {
 	now := e.now()
 	w := workload{now: now}
 	if !e.ruOpts.Bypass {
-		if u := e.units.of(c); u != nil {
-			var sum ruSum
-			sum.addPartitions(u, now)
-			w.ruPerSecond = sum.minute / 60
+		if u := e.units.Of(c); u != nil {
+			var sum billing.Sum
+			sum.AddPartitions(u, now)
+			w.ruPerSecond = sum.Minute / 60
 		}
 	}
 	w.samples, w.fraction = e.analyzer.samplesOf(c.Namespace(), c.UUID, now)

@@ -209,7 +209,7 @@ func (w *outWriter) Commit(ctx context.Context) error {
 		return err
 	}
 	w.e.cursors.CloseForNamespace(namespaceOf(w.db, w.coll))
-	w.e.units.catalogChanged()
+	w.e.units.CatalogChanged()
 	return nil
 }
 

@@ -179,7 +179,7 @@ func (e *Engine) createDatabase(db string, a *customActionArgs) ([]byte, error) 
 		}
 		return nil, err
 	}
-	e.units.catalogChanged()
+	e.units.CatalogChanged()
 	return okReply()
 }
 
@@ -198,7 +198,7 @@ func (e *Engine) updateDatabase(db string, a *customActionArgs) ([]byte, error) 
 		return nil, err
 	}
 	err := e.splitForShared(db, a.throughput)
-	e.units.catalogChanged()
+	e.units.CatalogChanged()
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ import (
 //	    throughputShare, largestLogicalPartitions: [{shardKey, documentCount, dataBytes, indexBytes}]}]}
 //
 // Each partition and each collection also has its request units (the
-// fields rustats.go lists: ruTotal, ruLastSecond, ruLastMinute,
+// fields engine/billing/stats.go lists: ruTotal, ruLastSecond, ruLastMinute,
 // normalizedRUConsumption and its uncapped ratio, throttledRequests or
 // wouldHaveBeenThrottledRequests, hotLogicalPartitions, …; the README's
 // "Partition statistics" documents every field),
@@ -108,10 +108,10 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 	if !shared {
 		share = t.PartitionRate(len(stats))
 	}
-	// Request units: the partitions' buckets and usage (rustats.go).
+	// Request units: the partitions' buckets and usage (engine/billing/stats.go).
 	var units *collUnits
 	if !e.ruOpts.Bypass {
-		units = e.units.of(c)
+		units = e.units.Of(c)
 	}
 	now := e.now()
 	parts := bson.A{}
@@ -119,11 +119,11 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 		p := ps.Partition
 		var ruFields []bson.E
 		if units != nil {
-			rp := units.byID[p.ID]
+			rp := units.Partition(p.ID)
 			if rp != nil {
 				share = rp.Stats(now).Rate
 			}
-			if ruFields, err = e.partitionRUFields(c, rp, now, top); err != nil {
+			if ruFields, err = e.units.PartitionFields(c, rp, now, top); err != nil {
 				return nil, err
 			}
 		}
@@ -180,8 +180,8 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 		bson.E{Key: "logicalPartitionCount", Value: number(lps)},
 	)
 	if units != nil {
-		d = append(d, e.collectionRUFields(units, now)...)
-		d = append(d, bson.E{Key: "rateLimiting", Value: e.ruOpts.limiting()})
+		d = append(d, e.units.CollectionFields(units, now)...)
+		d = append(d, bson.E{Key: "rateLimiting", Value: e.ruOpts.Limiting()})
 	}
 	return append(d,
 		bson.E{Key: "limits", Value: bson.D{

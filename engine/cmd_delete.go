@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/parsecdb/parsec/engine/billing"
 	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
@@ -173,7 +174,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 		var next []byte
 		err := e.writerOf(ctx).Update(func(tx storage.Txn) error {
 			n, more, next = 0, false, nil
-			tally.reset()
+			tally.Reset()
 			if point != nil {
 				doc, err := tx.Get(point)
 				if errors.Is(err, store.ErrNotFound) {
@@ -182,7 +183,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 				if err != nil {
 					return err
 				}
-				tally.read = int64(len(doc))
+				tally.Read = int64(len(doc))
 				ok, err := f.MatchErr(doc)
 				if err != nil {
 					return queryError(err)
@@ -207,7 +208,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 					next = append([]byte(nil), key...)
 					return false, nil
 				}
-				tally.scanned(doc)
+				tally.Scanned(doc)
 				ok, err := f.MatchErr(doc)
 				if err != nil {
 					return false, queryError(err)
@@ -246,7 +247,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 		if err != nil {
 			return total, fmt.Errorf("delete from %s: %w", c.Namespace(), err)
 		}
-		e.chargeWrite(m, &tally)
+		e.units.ChargeWrite(m, &tally)
 		total += n
 		if err := stmt.committed(); err != nil {
 			return total, err
@@ -260,11 +261,11 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 
 // deleteItem removes the document at key, of size bytes, and tallies it.
 func (e *Engine) deleteItem(tx storage.Txn, tally *writeTally, c *store.Collection, key []byte, size int) error {
-	ixEntries, ixBytes := secondaryIndexWork(tx)
+	ixEntries, ixBytes := billing.IndexWork(tx)
 	if err := tx.Delete(c, key, size); err != nil {
 		return err
 	}
-	e1, b1 := secondaryIndexWork(tx)
-	tally.item(ru.KindDelete, key, size, e1-ixEntries, b1-ixBytes)
+	e1, b1 := billing.IndexWork(tx)
+	tally.Item(ru.KindDelete, key, size, e1-ixEntries, b1-ixBytes)
 	return nil
 }

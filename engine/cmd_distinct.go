@@ -41,7 +41,7 @@ func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) 
 	if err := e.admitRead(ctx, req, &bill); err != nil {
 		return nil, err
 	}
-	bill.point = false // a point lookup still answers a query
+	bill.Point = false // a point lookup still answers a query
 	vals, st, err := e.runDistinct(ctx, plan, args.key)
 	stats = statsTally(st)
 	e.chargeRead(req, &bill, len(vals))

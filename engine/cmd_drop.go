@@ -22,6 +22,6 @@ func (e *Engine) cmdDrop(_ context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	e.cursors.CloseForNamespace(namespaceOf(req.db, name))
-	e.units.catalogChanged()
+	e.units.CatalogChanged()
 	return okReply(bson.E{Key: "nIndexesWas", Value: int32(1)}, bson.E{Key: "ns", Value: namespaceOf(req.db, name)})
 }

@@ -14,6 +14,6 @@ func (e *Engine) cmdDropDatabase(_ context.Context, req *request) ([]byte, error
 	if err := e.store.DropDatabase(req.db); err != nil {
 		return nil, err
 	}
-	e.units.catalogChanged()
+	e.units.CatalogChanged()
 	return okReply() // MongoDB 5.0+ replies {ok: 1}, without the "dropped" of earlier versions
 }

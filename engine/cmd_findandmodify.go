@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/billing"
 	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
@@ -220,7 +221,7 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 	}
 	err := e.writerOf(ctx).Update(func(tx storage.Txn) error {
 		res = famResult{}
-		tally.reset()
+		tally.Reset()
 		key, doc, err := findTarget(tx, coll, sp.filter, sp.query, sort, &tally)
 		if err != nil {
 			return err
@@ -274,16 +275,16 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 			return sp.stmt.record(tx, famOutcome(a, res))
 		}
 		res.wrote = true
-		ixEntries, ixBytes := secondaryIndexWork(tx)
+		ixEntries, ixBytes := billing.IndexWork(tx)
 		if err := tx.Replace(coll, key, out, len(doc)); err != nil {
 			return err
 		}
-		e1, b1 := secondaryIndexWork(tx)
-		tally.item(ru.KindReplace, key, len(out), e1-ixEntries, b1-ixBytes)
+		e1, b1 := billing.IndexWork(tx)
+		tally.Item(ru.KindReplace, key, len(out), e1-ixEntries, b1-ixBytes)
 		return sp.stmt.record(tx, famOutcome(a, res))
 	})
 	if err == nil {
-		e.chargeWrite(m, &tally)
+		e.units.ChargeWrite(m, &tally)
 		err = sp.stmt.committed()
 	}
 	return res, err
@@ -301,7 +302,7 @@ func findTarget(tx storage.Txn, coll *store.Collection, f *query.Filter, filter 
 		if err != nil {
 			return nil, nil, err
 		}
-		tally.read = int64(len(doc))
+		tally.Read = int64(len(doc))
 		ok, err := f.MatchErr(doc)
 		if err != nil {
 			return nil, nil, queryError(err)
@@ -316,7 +317,7 @@ func findTarget(tx storage.Txn, coll *store.Collection, f *query.Filter, filter 
 	ordered := sort != nil && !sort.IsEmpty()
 	var matchErr error
 	err := plan.ScanSpans(tx, coll, plan.RouteWrites(coll, filter), nil, func(key, doc []byte) (bool, error) {
-		tally.scanned(doc)
+		tally.Scanned(doc)
 		ok, err := f.MatchErr(doc)
 		if err != nil {
 			matchErr = queryError(err)

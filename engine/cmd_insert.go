@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/billing"
 	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
@@ -260,7 +261,7 @@ func (ins *inserter) run() error {
 func (ins *inserter) commitChunk() error {
 	ins.units = nil
 	if ins.paid != nil {
-		ins.units = ins.e.units.of(ins.coll)
+		ins.units = ins.e.units.Of(ins.coll)
 	}
 	return ins.e.writerOf(ins.ctx).Update(ins.fillChunk)
 }
@@ -271,7 +272,7 @@ func (ins *inserter) commitChunk() error {
 func (ins *inserter) fillChunk(tx storage.Txn) error {
 	c := &ins.chunk
 	c.n, c.errs, c.bytes, c.logged, c.stop, c.wait = 0, nil, 0, nil, false, 0
-	c.extra.reset()
+	c.extra.Reset()
 	j := ins.next
 	for ; j < len(ins.docs) && j-ins.next < chunkDocs && c.bytes < chunkBytes; j++ {
 		step, err := ins.writeDoc(tx, j)
@@ -323,7 +324,7 @@ func (ins *inserter) admit(j int, key []byte) (time.Duration, error) {
 	if ins.units == nil {
 		return 0, nil
 	}
-	wait, refused := ins.e.payItem(ins.m, ins.units.at(key), logicalKey(ins.coll, key),
+	wait, refused := ins.e.payItem(ins.m, ins.units.At(key), billing.LogicalKey(ins.coll, key),
 		insertPrice(key, len(ins.docs[j].doc)), &ins.paid[j], !ins.gaveUp)
 	if refused != nil {
 		return 0, refused
@@ -334,11 +335,11 @@ func (ins *inserter) admit(j int, key []byte) (time.Duration, error) {
 // insert writes d at key in tx and prices the secondary index entries it
 // wrote, known only now.
 func (ins *inserter) insert(tx storage.Txn, key []byte, d insertDoc) error {
-	ixEntries, ixBytes := secondaryIndexWork(tx)
+	ixEntries, ixBytes := billing.IndexWork(tx)
 	err := tx.Insert(ins.coll, key, d.doc)
-	if e1, b1 := secondaryIndexWork(tx); err == nil && ins.units != nil && e1 > ixEntries {
-		ins.chunk.extra.add(itemCharge{part: ins.units.at(key), key: logicalKey(ins.coll, key),
-			amount: ru.Charge(itemUsage(ru.KindInsert, key, len(d.doc), e1-ixEntries, b1-ixBytes)) - insertPrice(key, len(d.doc))})
+	if e1, b1 := billing.IndexWork(tx); err == nil && ins.units != nil && e1 > ixEntries {
+		ins.chunk.extra.Add(billing.ItemCharge{Part: ins.units.At(key), Key: billing.LogicalKey(ins.coll, key),
+			Amount: ru.Charge(billing.ItemUsage(ru.KindInsert, key, len(d.doc), e1-ixEntries, b1-ixBytes)) - insertPrice(key, len(d.doc))})
 	}
 	return err
 }
@@ -387,7 +388,7 @@ func (ins *inserter) takeChunk() error {
 	c := &ins.chunk
 	ins.inserted += c.n
 	ins.errs = append(ins.errs, c.errs...)
-	ins.e.chargeItems(ins.m, &c.extra)
+	ins.e.units.ChargeItems(ins.m, &c.extra)
 	if err := ins.rw.committed(); err != nil {
 		return err
 	}
@@ -406,9 +407,9 @@ func (ins *inserter) waitForNext() error {
 	}
 	d := ins.docs[ins.next]
 	key, _ := docKeyOf(ins.coll, d.doc, d.id)
-	err := ins.e.waitItem(ins.ctx, ins.m, ins.units.at(key), logicalKey(ins.coll, key),
+	err := ins.e.units.WaitItem(ins.ctx, ins.m, ins.units.At(key), billing.LogicalKey(ins.coll, key),
 		insertPrice(key, len(d.doc)), ins.chunk.wait, &ins.paid[ins.next])
-	if errors.Is(err, errRetryLimit) {
+	if errors.Is(err, billing.ErrRetryLimit) {
 		ins.gaveUp = true
 		return nil
 	}
@@ -418,5 +419,5 @@ func (ins *inserter) waitForNext() error {
 // insertPrice is the request charge of inserting a document of size
 // bytes at key, before its secondary index entries.
 func insertPrice(key []byte, size int) float64 {
-	return ru.Charge(itemUsage(ru.KindInsert, key, size, 0, 0))
+	return ru.Charge(billing.ItemUsage(ru.KindInsert, key, size, 0, 0))
 }

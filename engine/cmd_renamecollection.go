@@ -69,7 +69,7 @@ func (e *Engine) cmdRenameCollection(_ context.Context, req *request) ([]byte, e
 		return nil, err
 	}
 	e.cursors.CloseForNamespace(from)
-	e.units.catalogChanged()
+	e.units.CatalogChanged()
 	if dropTarget {
 		e.cursors.CloseForNamespace(to)
 	}

@@ -56,7 +56,7 @@ func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
 			{Key: "persistent", Value: !e.store.InMemory()},
 		}},
 		// Parsec's own section: request units of the whole server
-		// (rustats.go).
+		// (engine/billing/stats.go).
 		bson.E{Key: "parsec", Value: bson.D{
 			{Key: "requestUnits", Value: e.serverRUStats(now)},
 			{Key: "disk", Value: diskSection(e.store.DiskStatus())},

@@ -85,7 +85,7 @@ func (e *Engine) cmdShardCollection(_ context.Context, req *request) ([]byte, er
 		return nil, err
 	}
 	e.cursors.CloseForNamespace(c.Namespace())
-	e.units.catalogChanged()
+	e.units.CatalogChanged()
 	return okReply(
 		bson.E{Key: "_t", Value: "ShardCollectionResponse"},
 		bson.E{Key: "collectionsharded", Value: ns},

@@ -361,10 +361,10 @@ func (e *Engine) requestCharge(units *meter) float64 {
 	switch {
 	case e.ruOpts.Bypass:
 		return 0
-	case units == nil || !units.charged && !units.throttled:
+	case units == nil || units.Idle():
 		e.commandRU.Add(int64(commandRU * 100))
 		return commandRU
 	default:
-		return units.charge()
+		return units.Charge()
 	}
 }

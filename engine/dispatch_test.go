@@ -514,7 +514,7 @@ func TestDispatchRequestCharge(t *testing.T) {
 		t.Fatalf("RU charged to no partition grew by %d centi-RU", got)
 	}
 	charged := &meter{}
-	charged.add(5.337)
+	charged.Add(5.337)
 	if got := e.requestCharge(charged); got != ru.Round(5.337) {
 		t.Fatalf("charged meter: %v RU", got)
 	}

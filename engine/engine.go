@@ -3,7 +3,7 @@
 // (cmd_<name>.go, registered in commands.go), and runs them against store
 // and the language packages (query, and later update and agg). Every
 // command is charged in request units against its partitions' throughput
-// (requestunits.go, throughput.go).
+// (engine/billing).
 //
 // Contract: engine is the only package that speaks MongoDB error codes.
 // Every reply is a BSON document; failures are {ok: 0, errmsg, code,
@@ -24,9 +24,9 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/auth"
+	"github.com/parsecdb/parsec/engine/billing"
 	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
-	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -46,7 +46,7 @@ type Config struct {
 	Now func() time.Time
 	// Wait waits d by that clock, or until ctx is done and then returns
 	// ctx's error; nil means a real timer. Server-side retry waits with
-	// it (requestunits.go).
+	// it (engine/billing).
 	Wait func(ctx context.Context, d time.Duration) error
 	// CursorTimeout closes idle cursors; 0 means 10 minutes.
 	CursorTimeout time.Duration
@@ -73,7 +73,7 @@ type Config struct {
 	// Partition limits and throughput defaults (partitions.go).
 	Partitions PartitionLimits
 	// RequestUnits configures request-unit accounting and throttling
-	// (requestunits.go).
+	// (engine/billing).
 	RequestUnits RequestUnitOptions
 	// Auth turns access control on: commands need an authenticated user
 	// whose roles allow them (authz.go). Users authenticate either way.
@@ -118,7 +118,7 @@ type Engine struct {
 	limits     PartitionLimits
 	ttl        ttlStats
 	ruOpts     RequestUnitOptions
-	units      *throughputs          // request-unit pools and partitions (throughput.go)
+	units      *accounts             // request-unit pools, partitions and admission (engine/billing)
 	commandRU  atomic.Int64          // centi-RU charged to no partition (metadata commands)
 	electionID bson.ObjectID         // the replica set's electionId (cmd_replset.go)
 	profile    profileState          // the profile command's setting (cmd_profile.go)
@@ -134,7 +134,7 @@ type Engine struct {
 	logins *auth.LoginBackoff
 
 	// what the console and metrics read (monitor.go, cmdtimings.go,
-	// throttlelog.go)
+	// engine/billing's throttle log)
 	timings   commandTimings
 	throttles throttleLog
 	monitor   monitorLogins
@@ -201,7 +201,7 @@ func New(cfg Config) *Engine {
 	}
 	e.limits = cfg.Partitions.withDefaults()
 	e.ruOpts = cfg.RequestUnits
-	e.units = newThroughputs(e.store, now, ru.Options{BurstSeconds: e.ruOpts.BurstSeconds}, e.effectiveThroughput)
+	e.units = billing.New(billing.Config{Store: e.store, Now: now, Wait: cfg.Wait, Options: e.ruOpts, Effective: e.effectiveThroughput})
 	if e.store != nil {
 		e.store.SetLimits(e.limits.storeLimits())
 		e.store.SetMatcher(partialMatcher)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/auth"
+	"github.com/parsecdb/parsec/engine/billing"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/ru"
 	"github.com/xdg-go/scram"
@@ -77,7 +78,7 @@ func (e *Engine) Snapshot() ServerSnapshot {
 		Cursors:      int64(e.cursors.Count()),
 		Sessions:     int64(e.sessions.Len()),
 		Transactions: e.sessions.OpenTransactions(),
-		RateLimiting: e.ruOpts.limiting(),
+		RateLimiting: e.ruOpts.Limiting(),
 		RUCommands:   float64(e.commandRU.Load()) / 100,
 		Storage:      e.store.EngineStats(),
 	}
@@ -86,17 +87,17 @@ func (e *Engine) Snapshot() ServerSnapshot {
 		s.Connections, s.ConnectionsCreated, s.ConnectionsRejected = st.Current, st.TotalCreated, st.Rejected
 	}
 	if !e.ruOpts.Bypass {
-		var sum ruSum
-		for _, u := range e.units.all() {
-			s.PhysicalPartitions += int64(len(u.parts))
-			sum.addPartitions(u, now)
+		var sum billing.Sum
+		for _, u := range e.units.All() {
+			s.PhysicalPartitions += int64(len(u.Parts()))
+			sum.AddPartitions(u, now)
 		}
-		s.RUTotal = sum.total + s.RUCommands
-		s.RULastSecond, s.RULastMinute, s.Requests = sum.second, sum.minute, sum.requests
+		s.RUTotal = sum.Total + s.RUCommands
+		s.RULastSecond, s.RULastMinute, s.Requests = sum.Second, sum.Minute, sum.Requests
 		if s.RateLimiting {
-			s.Throttled = sum.throttled
+			s.Throttled = sum.Throttled
 		} else {
-			s.WouldHaveThrottled = sum.throttled
+			s.WouldHaveThrottled = sum.Throttled
 		}
 	}
 	// runtime/metrics, unlike ReadMemStats, does not stop the world.

@@ -132,7 +132,7 @@ func (e *Engine) sampleQuery(name string, req *request) func() {
 	qa.keep(now, kept)
 	n := float64(len(stmts))
 	return func() {
-		charge := req.units.charge() / n
+		charge := req.units.Charge() / n
 		qa.mu.Lock()
 		for _, s := range kept {
 			s.ru = charge

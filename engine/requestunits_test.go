@@ -74,7 +74,7 @@ func benchRUEngine(b *testing.B, opts RequestUnitOptions) *Engine {
 		_ = st.Close()
 	})
 	create, _ := bson.Marshal(bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "c"},
-		{Key: "offerThroughput", Value: 1_000_000_000}, {Key: "$db", Value: "d"}})
+		{Key: "offerThroughput", Value: 1_000_000}, {Key: "$db", Value: "d"}})
 	if _, err := e.cmdCustomAction(context.Background(), &request{name: "customAction", db: "d", body: create}); err != nil {
 		b.Fatal(err)
 	}
@@ -117,8 +117,8 @@ func BenchmarkPointReadRequestUnits(b *testing.B) {
 				if _, err := e.cmdFind(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
-				if !mode.opts.Bypass && req.units.charge() != 1 {
-					b.Fatalf("charged %.2f RU", req.units.charge())
+				if !mode.opts.Bypass && req.units.Charge() != 1 {
+					b.Fatalf("charged %.2f RU", req.units.Charge())
 				}
 				i++
 			}
@@ -160,8 +160,8 @@ func BenchmarkPointReadAccounting(b *testing.B) {
 					b.Fatal(err)
 				}
 				e.chargeRead(&req, &bill, 1)
-				if req.units.charge() != 1 {
-					b.Fatalf("charged %.2f RU", req.units.charge())
+				if req.units.Charge() != 1 {
+					b.Fatalf("charged %.2f RU", req.units.Charge())
 				}
 			}
 		})

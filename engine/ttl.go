@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/billing"
 	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
@@ -136,10 +137,10 @@ func (e *Engine) expireIndex(ctx context.Context, c *store.Collection, ix *store
 // chargeTTLDelete charges a TTL deletion to its partition like a delete
 // (it is counted, never refused: the deletion has happened).
 func (e *Engine) chargeTTLDelete(c *store.Collection, key []byte, size int, ix store.IndexWork) {
-	u := e.units.of(c)
+	u := e.units.Of(c)
 	if u == nil {
 		return
 	}
-	price := ru.Charge(itemUsage(ru.KindDelete, key, size, ix.Entries, ix.Bytes))
-	u.at(key).Charge(e.now(), logicalKey(c, key), price)
+	price := ru.Charge(billing.ItemUsage(ru.KindDelete, key, size, ix.Entries, ix.Bytes))
+	u.At(key).Charge(e.now(), billing.LogicalKey(c, key), price)
 }

@@ -73,7 +73,7 @@ func TestUpdaterChunks(t *testing.T) {
 	if string(u.resume) != string(c.next) {
 		t.Fatal("the next chunk does not resume where the first stopped")
 	}
-	charged := m.total
+	charged := m.Total()
 	if charged <= 0 {
 		t.Fatal("the first chunk was not charged")
 	}
@@ -85,7 +85,7 @@ func TestUpdaterChunks(t *testing.T) {
 	if u.res.matched != int64(n) || u.res.modified != int64(n) {
 		t.Fatalf("result %+v, want %d matched and modified", u.res, n)
 	}
-	if m.total <= charged {
+	if m.Total() <= charged {
 		t.Fatal("the second chunk was not charged")
 	}
 	var doc []byte
@@ -108,8 +108,8 @@ func TestUpdaterSingleStopsAtFirstMatch(t *testing.T) {
 	if !done || c.matched != 1 || c.modified != 1 {
 		t.Fatalf("done %v, matched %d, modified %d; want one document", done, c.matched, c.modified)
 	}
-	if u.tally.examined != 1 {
-		t.Fatalf("%d documents examined, want 1", u.tally.examined)
+	if u.tally.Examined != 1 {
+		t.Fatalf("%d documents examined, want 1", u.tally.Examined)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/billing"
 	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
@@ -283,7 +284,7 @@ func (u *updater) commitChunk() error {
 // records the statement's outcome.
 func (u *updater) fillChunk(tx storage.Txn) error {
 	u.chunk = updateChunk{}
-	u.tally.reset()
+	u.tally.Reset()
 	find := u.updateScanned
 	if u.point != nil {
 		find = u.updatePoint
@@ -304,9 +305,9 @@ func (u *updater) fillChunk(tx storage.Txn) error {
 // of its key for the read-modify-write.
 func (u *updater) updatePoint(tx storage.Txn) error {
 	var out []byte
-	ixEntries, ixBytes := secondaryIndexWork(tx)
+	ixEntries, ixBytes := billing.IndexWork(tx)
 	err := tx.Modify(u.coll, u.point, func(doc []byte) ([]byte, error) {
-		u.tally.read = int64(len(doc))
+		u.tally.Read = int64(len(doc))
 		out = u.apply(doc)
 		return out, nil
 	})
@@ -314,8 +315,8 @@ func (u *updater) updatePoint(tx storage.Txn) error {
 		return err
 	}
 	if err == nil && out != nil {
-		e1, b1 := secondaryIndexWork(tx)
-		u.tally.item(ru.KindReplace, u.point, len(out), e1-ixEntries, b1-ixBytes)
+		e1, b1 := billing.IndexWork(tx)
+		u.tally.Item(ru.KindReplace, u.point, len(out), e1-ixEntries, b1-ixBytes)
 	}
 	return nil
 }
@@ -330,7 +331,7 @@ func (u *updater) updateScanned(tx storage.Txn) error {
 			c.more, c.next = true, append([]byte(nil), key...)
 			return false, nil
 		}
-		u.tally.scanned(doc)
+		u.tally.Scanned(doc)
 		if out := u.apply(doc); out != nil {
 			c.writes = append(c.writes, pendingWrite{key: append([]byte(nil), key...), doc: out, oldSize: len(doc)})
 			c.bytes += len(out)
@@ -380,7 +381,7 @@ func (u *updater) apply(doc []byte) []byte {
 func (u *updater) write(tx storage.Txn) error {
 	c := &u.chunk
 	for i, w := range c.writes {
-		ixEntries, ixBytes := secondaryIndexWork(tx)
+		ixEntries, ixBytes := billing.IndexWork(tx)
 		if err := tx.Replace(u.coll, w.key, w.doc, w.oldSize); err != nil {
 			if !isIndexDup(err) && !errors.Is(err, store.ErrParallelArrays) {
 				return err
@@ -390,8 +391,8 @@ func (u *updater) write(tx storage.Txn) error {
 			c.stmtErr = err
 			return nil
 		}
-		e1, b1 := secondaryIndexWork(tx)
-		u.tally.item(ru.KindReplace, w.key, len(w.doc), e1-ixEntries, b1-ixBytes)
+		e1, b1 := billing.IndexWork(tx)
+		u.tally.Item(ru.KindReplace, w.key, len(w.doc), e1-ixEntries, b1-ixBytes)
 	}
 	return nil
 }
@@ -431,7 +432,7 @@ func (u *updater) record(tx storage.Txn) error {
 // error, its end, or the first match of a single update.
 func (u *updater) takeChunk() (done bool, err error) {
 	c := &u.chunk
-	u.e.chargeWrite(u.m, &u.tally)
+	u.e.units.ChargeWrite(u.m, &u.tally)
 	u.res.matched += c.matched
 	u.res.modified += c.modified
 	if c.upserted.Type != 0 {
@@ -477,11 +478,11 @@ func (e *Engine) upsertKeyInTxn(tx storage.Txn, coll *store.Collection, sp *upda
 	if err != nil {
 		return bsoncore.Value{}, nil, err
 	}
-	ixEntries, ixBytes := secondaryIndexWork(tx)
+	ixEntries, ixBytes := billing.IndexWork(tx)
 	err = tx.Insert(coll, key, ins.doc)
 	if err == nil && sp.tally != nil {
-		e1, b1 := secondaryIndexWork(tx)
-		sp.tally.item(ru.KindUpsert, key, len(ins.doc), e1-ixEntries, b1-ixBytes)
+		e1, b1 := billing.IndexWork(tx)
+		sp.tally.Item(ru.KindUpsert, key, len(ins.doc), e1-ixEntries, b1-ixBytes)
 	}
 	if errors.Is(err, store.ErrLogicalPartitionFull) {
 		return bsoncore.Value{}, nil, toCommandError(err)

@@ -1,4 +1,4 @@
-package engine
+package billing
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Request-unit statistics as GetPartitionStats and serverStatus report
@@ -39,9 +40,9 @@ func normalizedRU(uncapped float64) float64 { return min(uncapped, 100) }
 
 // throttleFields split the requests a partition's bucket refused into
 // those refused (rate limiting on) and those that would have been (off).
-func (e *Engine) throttleFields(refused int64) []bson.E {
+func (a *Accounts) throttleFields(refused int64) []bson.E {
 	var throttled, would int64
-	if e.ruOpts.limiting() {
+	if a.opts.Limiting() {
 		throttled = refused
 	} else {
 		would = refused
@@ -52,8 +53,9 @@ func (e *Engine) throttleFields(refused int64) []bson.E {
 	}
 }
 
-// partitionRUFields are one physical partition's request-unit figures.
-func (e *Engine) partitionRUFields(c *store.Collection, p *ru.Partition, now time.Time, top int) ([]bson.E, error) {
+// PartitionFields are one physical partition p of c's request-unit
+// figures, with its top hot logical partitions (nil p: none).
+func (a *Accounts) PartitionFields(c *store.Collection, p *ru.Partition, now time.Time, top int) ([]bson.E, error) {
 	if p == nil {
 		return nil, nil
 	}
@@ -66,7 +68,7 @@ func (e *Engine) partitionRUFields(c *store.Collection, p *ru.Partition, now tim
 		entry := bson.D{}
 		if c.Sharded() && len(k.Key) >= 8 {
 			point := binary.BigEndian.Uint64(k.Key[:8])
-			v, ok, err := e.store.ShardKeyOf(c, store.LogicalPartition{Point: point, Key: k.Key[8:]})
+			v, ok, err := a.store.ShardKeyOf(c, store.LogicalPartition{Point: point, Key: k.Key[8:]})
 			if err != nil {
 				return nil, err
 			}
@@ -87,85 +89,98 @@ func (e *Engine) partitionRUFields(c *store.Collection, p *ru.Partition, now tim
 		{Key: "normalizedRUConsumptionUncapped", Value: st.NormalizedRU},
 		{Key: "requestCount", Value: st.Requests},
 	}
-	out = append(out, e.throttleFields(st.Throttled)...)
+	out = append(out, a.throttleFields(st.Throttled)...)
 	return append(out, bson.E{Key: "hotLogicalPartitions", Value: hot}), nil
 }
 
-// collectionRUFields sum up a collection's partitions, those that split
+// CollectionFields sum up a collection's partitions, those that split
 // included (a split's children start with no history), but for the
 // normalized RU consumption, the largest of its partitions now (as Cosmos
 // DB reports the maximum over partition key ranges). Autoscale
 // adds scaledThroughput: the RU/s its pool scaled to in the busiest
 // second of the last minute (for shared throughput, the database's).
-func (e *Engine) collectionRUFields(u *collUnits, now time.Time) []bson.E {
-	var sum ruSum
-	sum.addPartitions(u, now)
+func (a *Accounts) CollectionFields(u *Units, now time.Time) []bson.E {
+	var sum Sum
+	sum.AddPartitions(u, now)
 	var norm float64
 	for _, p := range u.parts {
 		norm = max(norm, p.Stats(now).NormalizedRU)
 	}
 	out := []bson.E{
-		{Key: "ruTotal", Value: ru.Round(sum.total)},
-		{Key: "ruLastSecond", Value: ru.Round(sum.second)},
-		{Key: "ruLastMinute", Value: ru.Round(sum.minute)},
+		{Key: "ruTotal", Value: ru.Round(sum.Total)},
+		{Key: "ruLastSecond", Value: ru.Round(sum.Second)},
+		{Key: "ruLastMinute", Value: ru.Round(sum.Minute)},
 		{Key: "normalizedRUConsumption", Value: normalizedRU(norm)},
 		{Key: "normalizedRUConsumptionUncapped", Value: norm},
-		{Key: "requestCount", Value: sum.requests},
+		{Key: "requestCount", Value: sum.Requests},
 	}
-	out = append(out, e.throttleFields(sum.throttled)...)
+	out = append(out, a.throttleFields(sum.Throttled)...)
 	if ps := u.pool.Stats(now); ps.Throughput.IsAutoscale() {
 		out = append(out, bson.E{Key: "scaledThroughput", Value: ps.ScaledRUs})
 	}
 	return out
 }
 
-// ruSum adds up the request-unit statistics of partitions.
-type ruSum struct {
-	total, second, minute float64
-	requests, throttled   int64
+// Sum adds up the request-unit statistics of partitions.
+type Sum struct {
+	Total, Second, Minute float64 // RU: since creation, this second, the last minute
+	Requests, Throttled   int64   // charges of more than 0 RU; refusals (or would-be ones)
 }
 
-// addPartitions adds every partition of u, those that split included.
-func (s *ruSum) addPartitions(u *collUnits, now time.Time) {
+// AddPartitions adds every partition of u, those that split included.
+func (s *Sum) AddPartitions(u *Units, now time.Time) {
 	for _, p := range u.byID {
 		st := p.Stats(now)
-		s.total += st.RU
-		s.second += st.LastSecondRU
-		s.minute += st.LastMinuteRU
-		s.requests += st.Requests
-		s.throttled += st.Throttled
+		s.Total += st.RU
+		s.Second += st.LastSecondRU
+		s.Minute += st.LastMinuteRU
+		s.Requests += st.Requests
+		s.Throttled += st.Throttled
 	}
 }
 
 // requestUnitSettings are the server's throttling settings.
-func (e *Engine) requestUnitSettings() []bson.E {
+func (a *Accounts) requestUnitSettings() []bson.E {
 	return []bson.E{
-		{Key: "accounting", Value: !e.ruOpts.Bypass},
-		{Key: "rateLimiting", Value: e.ruOpts.limiting()},
-		{Key: "serverSideRetry", Value: e.ruOpts.ServerSideRetry},
+		{Key: "accounting", Value: !a.opts.Bypass},
+		{Key: "rateLimiting", Value: a.opts.Limiting()},
+		{Key: "serverSideRetry", Value: a.opts.ServerSideRetry},
 	}
 }
 
-// serverRUStats sum up every partition of the server, split ones
-// included, and the commands charged to no partition.
-func (e *Engine) serverRUStats(now time.Time) bson.D {
-	var sum ruSum
+// ServerStats sum up every partition of the server, split ones
+// included, and commands, the RU charged to no partition.
+func (a *Accounts) ServerStats(now time.Time, commands float64) bson.D {
+	var sum Sum
 	partitions := 0
-	if !e.ruOpts.Bypass {
-		for _, u := range e.units.all() {
+	if !a.opts.Bypass {
+		for _, u := range a.All() {
 			partitions += len(u.parts)
-			sum.addPartitions(u, now)
+			sum.AddPartitions(u, now)
 		}
 	}
-	commands := float64(e.commandRU.Load()) / 100
-	out := append(bson.D(e.requestUnitSettings()),
-		bson.E{Key: "ruTotal", Value: ru.Round(sum.total + commands)},
-		bson.E{Key: "ruPartitions", Value: ru.Round(sum.total)},
+	out := append(bson.D(a.requestUnitSettings()),
+		bson.E{Key: "ruTotal", Value: ru.Round(sum.Total + commands)},
+		bson.E{Key: "ruPartitions", Value: ru.Round(sum.Total)},
 		bson.E{Key: "ruCommands", Value: ru.Round(commands)},
-		bson.E{Key: "ruLastSecond", Value: ru.Round(sum.second)},
-		bson.E{Key: "ruLastMinute", Value: ru.Round(sum.minute)},
-		bson.E{Key: "requestCount", Value: sum.requests},
+		bson.E{Key: "ruLastSecond", Value: ru.Round(sum.Second)},
+		bson.E{Key: "ruLastMinute", Value: ru.Round(sum.Minute)},
+		bson.E{Key: "requestCount", Value: sum.Requests},
 	)
-	out = append(out, e.throttleFields(sum.throttled)...)
+	out = append(out, a.throttleFields(sum.Throttled)...)
 	return append(out, bson.E{Key: "physicalPartitions", Value: int64(partitions)})
+}
+
+// number is n as int32 when it fits, as the command layer's statistics
+// write counts.
+func number(n int64) any {
+	if n == int64(int32(n)) {
+		return int32(n)
+	}
+	return n
+}
+
+// rawValue is v as the driver's bson package holds a value.
+func rawValue(v bsoncore.Value) bson.RawValue {
+	return bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}
 }
