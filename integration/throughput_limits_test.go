@@ -91,8 +91,15 @@ func TestManyPartitions(t *testing.T) {
 	runOK(t, db, bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "collection", Value: "many"}, {Key: "top", Value: 10}})
 	took := time.Since(start)
 	t.Logf("GetPartitionStats of 10,000 partitions: %v", took)
-	if took > 5*time.Second {
-		t.Errorf("GetPartitionStats of 10,000 partitions took %v", took)
+	// The goal is 1 s; the bound leaves room for a loaded machine, and the
+	// race detector (which slows this CPU-bound path tenfold) is only
+	// bounded loosely.
+	limit := 3 * time.Second
+	if raceEnabled {
+		limit = 30 * time.Second
+	}
+	if took > limit {
+		t.Errorf("GetPartitionStats of 10,000 partitions took %v (bound %v)", took, limit)
 	}
 }
 
