@@ -114,7 +114,7 @@ func parseAccumulator(e *env, field, op string, arg bsoncore.Value) (*accSpec, e
 			return nil, err
 		}
 	case op == "$accumulator" || op == "$function":
-		return nil, langerr.New(ErrNotImplemented, "%s is not supported by Parsec: server-side JavaScript is not available", op)
+		return nil, langerr.New(langerr.ErrNotImplemented, "%s is not supported by Parsec: server-side JavaScript is not available", op)
 	default:
 		return nil, langerr.New(ErrUnknownAccumulator, "unknown group operator '%s'", op)
 	}

@@ -3,18 +3,14 @@ package agg
 import (
 	"errors"
 
-	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Error categories. Each names one situation MongoDB reports with its own
-// code; the engine maps them (engine/queryerrors.go). The first four are
-// engine/langerr's, which every language package shares.
+// code; the engine maps them (engine/queryerrors.go). Besides these, its
+// errors wrap engine/langerr's shared categories (BadValue, TypeMismatch,
+// FailedToParse, NotImplemented).
 var (
-	ErrBadValue         = langerr.ErrBadValue
-	ErrFailedToParse    = langerr.ErrFailedToParse
-	ErrTypeMismatch     = langerr.ErrTypeMismatch
-	ErrNotImplemented   = langerr.ErrNotImplemented
 	ErrInvalidNamespace = errors.New("invalid namespace")
 	ErrIllegalOperation = errors.New("illegal operation")
 	// ErrMemoryLimit: a blocking stage exceeded its memory limit without

@@ -48,7 +48,7 @@ func newGranularity(name string) (*granularity, error) {
 	s, ok := preferredSeries[name]
 	if !ok {
 		if name == "E192" {
-			return nil, langerr.New(ErrNotImplemented, "$bucketAuto granularity E192 is not supported by Parsec")
+			return nil, langerr.New(langerr.ErrNotImplemented, "$bucketAuto granularity E192 is not supported by Parsec")
 		}
 		return nil, langerr.New(ErrBucketAutoSpec, "Unknown rounding granularity '%s'", name)
 	}

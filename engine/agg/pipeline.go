@@ -122,7 +122,7 @@ func parsePipeline(e *env, pipeline bsoncore.Document, w where) (*Pipeline, erro
 		parse, ok := stageParsers[name]
 		if !ok {
 			if why, known := unsupportedStages[name]; known {
-				return nil, langerr.New(ErrNotImplemented, "%s is not supported by Parsec: %s", name, why)
+				return nil, langerr.New(langerr.ErrNotImplemented, "%s is not supported by Parsec: %s", name, why)
 			}
 			return nil, langerr.New(ErrUnknownStage, "Unrecognized pipeline stage name: '%s'", name)
 		}

@@ -49,13 +49,13 @@ var densifyUnits = map[string]bool{
 }
 
 func densifyError(format string, args ...any) error {
-	return langerr.New(ErrFailedToParse, format, args...)
+	return langerr.New(langerr.ErrFailedToParse, format, args...)
 }
 
 func parseDensify(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, langerr.New(ErrTypeMismatch, "$densify specification must be an object, found %s", typeName(arg))
+		return nil, langerr.New(langerr.ErrTypeMismatch, "$densify specification must be an object, found %s", typeName(arg))
 	}
 	s := &densifyStage{env: p.env, raw: raw}
 	var rng bsoncore.Document
@@ -66,7 +66,7 @@ func parseDensify(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) 
 		case "field":
 			f, ok := v.StringValueOK()
 			if !ok {
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$densify.field' is the wrong type '%s', expected type 'string'", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$densify.field' is the wrong type '%s', expected type 'string'", typeName(v))
 			}
 			if strings.HasPrefix(f, "$") {
 				return nil, densifyError("Cannot densify field '%s': a field path must not start with '$'", f)
@@ -87,18 +87,18 @@ func parseDensify(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) 
 		case "range":
 			r, ok := v.DocumentOK()
 			if !ok {
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$densify.range' is the wrong type '%s', expected type 'object'", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$densify.range' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			rng = r
 		default:
-			return nil, langerr.New(ErrFailedToParse, "BSON field '$densify.%s' is an unknown field.", k)
+			return nil, langerr.New(langerr.ErrFailedToParse, "BSON field '$densify.%s' is an unknown field.", k)
 		}
 	}
 	switch {
 	case s.field == "":
-		return nil, langerr.New(ErrFailedToParse, "BSON field '$densify.field' is missing but a required field")
+		return nil, langerr.New(langerr.ErrFailedToParse, "BSON field '$densify.field' is missing but a required field")
 	case rng == nil:
-		return nil, langerr.New(ErrFailedToParse, "BSON field '$densify.range' is missing but a required field")
+		return nil, langerr.New(langerr.ErrFailedToParse, "BSON field '$densify.range' is missing but a required field")
 	}
 	for _, f := range s.partNames {
 		if f == s.field || strings.HasPrefix(f, s.field+".") || strings.HasPrefix(s.field, f+".") {
@@ -152,14 +152,14 @@ func (s *densifyStage) parseRange(rng bsoncore.Document) error {
 				return densifyError("the lower bound must not be greater than the upper bound, found %s", value.Render(v))
 			}
 		default:
-			return langerr.New(ErrFailedToParse, "BSON field '$densify.range.%s' is an unknown field.", k)
+			return langerr.New(langerr.ErrFailedToParse, "BSON field '$densify.range.%s' is an unknown field.", k)
 		}
 	}
 	switch {
 	case !haveStep:
-		return langerr.New(ErrFailedToParse, "BSON field '$densify.range.step' is missing but a required field")
+		return langerr.New(langerr.ErrFailedToParse, "BSON field '$densify.range.step' is missing but a required field")
 	case !haveBounds:
-		return langerr.New(ErrFailedToParse, "BSON field '$densify.range.bounds' is missing but a required field")
+		return langerr.New(langerr.ErrFailedToParse, "BSON field '$densify.range.bounds' is missing but a required field")
 	case s.unit != "":
 		if n, ok := wholeNumber(s.step); !ok || n <= 0 {
 			return densifyError("the step must be a whole number when a unit is given, found %s", value.Render(s.step))
@@ -287,7 +287,7 @@ func (s *densifyStage) grid(start, end bsoncore.Value, inclusive bool) ([]bsonco
 		}
 		out = append(out, v)
 		if len(out) > maxDensified {
-			return nil, langerr.New(ErrBadValue, "$densify would generate more than %d documents in one partition", maxDensified)
+			return nil, langerr.New(langerr.ErrBadValue, "$densify would generate more than %d documents in one partition", maxDensified)
 		}
 		next, err := s.add(v)
 		if err != nil {

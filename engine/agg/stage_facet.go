@@ -126,7 +126,7 @@ func (f *facetStage) open(in Iterator) Iterator {
 			err = Drain(ctx, sub.Run(src), func(d bsoncore.Document) error {
 				total += len(d)
 				if total > maxDocumentSize {
-					return langerr.New(ErrBadValue, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", total, maxDocumentSize)
+					return langerr.New(langerr.ErrBadValue, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", total, maxDocumentSize)
 				}
 				vals = append(vals, docValue(clone(d)))
 				return nil

@@ -12,13 +12,13 @@ import (
 // order, the values one $addFields of {$ifNull: ["$<field>", <value>]}.
 
 func fillError(format string, args ...any) error {
-	return langerr.New(ErrFailedToParse, format, args...)
+	return langerr.New(langerr.ErrFailedToParse, format, args...)
 }
 
 func parseFill(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]stage, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {
-		return nil, langerr.New(ErrTypeMismatch, "$fill specification must be an object, found %s", typeName(arg))
+		return nil, langerr.New(langerr.ErrTypeMismatch, "$fill specification must be an object, found %s", typeName(arg))
 	}
 	var partitionBy, sortBy, output bsoncore.Value
 	var byFields []string
@@ -38,20 +38,20 @@ func parseFill(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]st
 			haveFields = true
 		case "sortBy":
 			if _, ok := v.DocumentOK(); !ok {
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$fill.sortBy' is the wrong type '%s', expected type 'object'", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$fill.sortBy' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			sortBy = v
 		case "output":
 			if _, ok := v.DocumentOK(); !ok {
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$fill.output' is the wrong type '%s', expected type 'object'", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$fill.output' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			output = v
 		default:
-			return nil, langerr.New(ErrFailedToParse, "BSON field '$fill.%s' is an unknown field.", k)
+			return nil, langerr.New(langerr.ErrFailedToParse, "BSON field '$fill.%s' is an unknown field.", k)
 		}
 	}
 	if output.Type == 0 {
-		return nil, langerr.New(ErrFailedToParse, "BSON field '$fill.output' is missing but a required field")
+		return nil, langerr.New(langerr.ErrFailedToParse, "BSON field '$fill.output' is missing but a required field")
 	}
 	if havePartition && haveFields {
 		return nil, fillError("Only one of 'partitionBy' and 'partitionByFields' may be specified in $fill")
@@ -72,7 +72,7 @@ func parseFill(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]st
 		}
 		spec, ok := o.Value().DocumentOK()
 		if !ok {
-			return nil, langerr.New(ErrTypeMismatch, "BSON field '$fill.output.%s' is the wrong type '%s', expected type 'object'", field, typeName(o.Value()))
+			return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$fill.output.%s' is the wrong type '%s', expected type 'object'", field, typeName(o.Value()))
 		}
 		fields, _ := spec.Elements()
 		if len(fields) != 1 {
@@ -95,7 +95,7 @@ func parseFill(p *pipelineParser, arg bsoncore.Value, _ bsoncore.Document) ([]st
 			wb.AppendDocument(field, bsoncore.NewDocumentBuilder().AppendString(fn, "$"+field).Build())
 			methods++
 		default:
-			return nil, langerr.New(ErrFailedToParse, "BSON field '$fill.output.%s.%s' is an unknown field.", field, f.Key())
+			return nil, langerr.New(langerr.ErrFailedToParse, "BSON field '$fill.output.%s.%s' is an unknown field.", field, f.Key())
 		}
 	}
 	if methods > 0 && sortBy.Type == 0 {
@@ -147,14 +147,14 @@ func rewriteAs(p *pipelineParser, stages []stage, name string, arg bsoncore.Valu
 func partitionByFieldsArg(stage string, v bsoncore.Value) ([]string, error) {
 	arr, ok := v.ArrayOK()
 	if !ok {
-		return nil, langerr.New(ErrTypeMismatch, "BSON field '%s.partitionByFields' is the wrong type '%s', expected type 'array'", stage, typeName(v))
+		return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '%s.partitionByFields' is the wrong type '%s', expected type 'array'", stage, typeName(v))
 	}
 	vals, _ := arr.Values()
 	fields := make([]string, 0, len(vals))
 	for _, x := range vals {
 		f, ok := x.StringValueOK()
 		if !ok {
-			return nil, langerr.New(ErrTypeMismatch, "BSON field '%s.partitionByFields' must hold strings, found %s", stage, typeName(x))
+			return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '%s.partitionByFields' must hold strings, found %s", stage, typeName(x))
 		}
 		if err := checkFieldPath(f); err != nil {
 			return nil, err

@@ -33,7 +33,7 @@ func (f *foreign) load(ctx context.Context) error {
 	f.loaded = true
 	cs := f.env.opts.Collections
 	if cs == nil {
-		return langerr.New(ErrNotImplemented, "no collections to read %s from", f.coll)
+		return langerr.New(langerr.ErrNotImplemented, "no collections to read %s from", f.coll)
 	}
 	it, err := cs.Scan(ctx, f.env.opts.DB, f.coll)
 	if err != nil {
@@ -182,7 +182,7 @@ func parseLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) (
 		switch el.Key() {
 		case "from":
 			if v.Type == bsoncore.TypeEmbeddedDocument {
-				return nil, langerr.New(ErrNotImplemented, "$lookup from another database is not supported by Parsec")
+				return nil, langerr.New(langerr.ErrNotImplemented, "$lookup from another database is not supported by Parsec")
 			}
 			l.from, err = str()
 			hasFrom = true
@@ -445,7 +445,7 @@ func parseGraphLookup(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Docume
 		switch k {
 		case "from":
 			if v.Type == bsoncore.TypeEmbeddedDocument {
-				return nil, langerr.New(ErrNotImplemented, "$graphLookup from another database is not supported by Parsec")
+				return nil, langerr.New(langerr.ErrNotImplemented, "$graphLookup from another database is not supported by Parsec")
 			}
 			g.from, err = str()
 		case "startWith":
@@ -591,12 +591,12 @@ func parseUnionWith(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document
 			case "coll":
 				s, ok := v.StringValueOK()
 				if !ok {
-					return nil, langerr.New(ErrTypeMismatch, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", typeName(v))
+					return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", typeName(v))
 				}
 				u.coll = s
 			case "pipeline":
 				if v.Type != bsoncore.TypeArray {
-					return nil, langerr.New(ErrTypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeName(v))
+					return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeName(v))
 				}
 				pipeline = v.Data
 			default:
@@ -637,7 +637,7 @@ func (u *unionWithStage) open(in Iterator) Iterator {
 			if u.coll != "" {
 				cs := u.env.opts.Collections
 				if cs == nil {
-					return nil, langerr.New(ErrNotImplemented, "no collections to read %s from", u.coll)
+					return nil, langerr.New(langerr.ErrNotImplemented, "no collections to read %s from", u.coll)
 				}
 				if src, err = cs.Scan(ctx, u.env.opts.DB, u.coll); err != nil {
 					return nil, err

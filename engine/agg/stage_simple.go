@@ -522,7 +522,7 @@ func parseCollStats(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document
 		switch el.Key() {
 		case "latencyStats", "storageStats", "count", "queryExecStats":
 			if el.Value().Type != bsoncore.TypeEmbeddedDocument {
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", el.Key(), typeName(el.Value()))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$collStats.%s' is the wrong type '%s', expected type 'object'", el.Key(), typeName(el.Value()))
 			}
 		default:
 			return nil, langerr.FailedToParse("BSON field '$collStats.%s' is an unknown field.", el.Key())
@@ -579,7 +579,7 @@ type noOutputStage struct {
 
 func parseNoOutput(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]stage, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, langerr.New(ErrTypeMismatch, "%s must take a nested object but found: %s", raw.Index(0).Key(), value.Render(arg))
+		return nil, langerr.New(langerr.ErrTypeMismatch, "%s must take a nested object but found: %s", raw.Index(0).Key(), value.Render(arg))
 	}
 	s := &noOutputStage{raw: raw, docs: p.env.opts.Sessions}
 	switch raw.Index(0).Key() {

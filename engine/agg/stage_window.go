@@ -78,13 +78,13 @@ func parseSetWindowFields(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Do
 		case "sortBy":
 			sd, ok := v.DocumentOK()
 			if !ok {
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			w.sortSpec = clone(sd)
 			w.sortBy, err = query.CompileSort(sd)
 		case "output":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			output = v
 		default:

@@ -28,16 +28,16 @@ func parseTarget(stageName, field string, defaultDB string, v bsoncore.Value) (t
 			switch el.Key() {
 			case "db":
 				if !ok {
-					return t, langerr.New(ErrTypeMismatch, "BSON field '%s.db' is the wrong type '%s', expected type 'string'", field, typeName(el.Value()))
+					return t, langerr.New(langerr.ErrTypeMismatch, "BSON field '%s.db' is the wrong type '%s', expected type 'string'", field, typeName(el.Value()))
 				}
 				t.db = s
 			case "coll":
 				if !ok {
-					return t, langerr.New(ErrTypeMismatch, "BSON field '%s.coll' is the wrong type '%s', expected type 'string'", field, typeName(el.Value()))
+					return t, langerr.New(langerr.ErrTypeMismatch, "BSON field '%s.coll' is the wrong type '%s', expected type 'string'", field, typeName(el.Value()))
 				}
 				t.coll = s
 			case "timeseries":
-				return t, langerr.New(ErrNotImplemented, "%s to a time-series collection is not supported by Parsec", stageName)
+				return t, langerr.New(langerr.ErrNotImplemented, "%s to a time-series collection is not supported by Parsec", stageName)
 			default:
 				return t, langerr.FailedToParse("BSON field '%s.%s' is an unknown field.", field, el.Key())
 			}
@@ -85,7 +85,7 @@ func (o *outStage) open(in Iterator) Iterator {
 	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
 		cs := o.env.opts.Collections
 		if cs == nil {
-			return nil, langerr.New(ErrNotImplemented, "$out needs collections to write to")
+			return nil, langerr.New(langerr.ErrNotImplemented, "$out needs collections to write to")
 		}
 		w, err := cs.OpenOut(ctx, o.to.db, o.to.coll)
 		if err != nil {
@@ -162,7 +162,7 @@ func parseMerge(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 				for _, x := range expr.Elements(v) {
 					s, ok := x.StringValueOK()
 					if !ok {
-						return nil, langerr.New(ErrTypeMismatch, "$merge 'on' array elements must be strings, but found %s", typeName(x))
+						return nil, langerr.New(langerr.ErrTypeMismatch, "$merge 'on' array elements must be strings, but found %s", typeName(x))
 					}
 					fields = append(fields, s)
 				}
@@ -170,7 +170,7 @@ func parseMerge(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 					return nil, langerr.BadValue("If explicitly specifying $merge 'on', must include at least one field")
 				}
 			default:
-				return nil, langerr.New(ErrTypeMismatch, "$merge 'on' field  must be either a string or an array of strings, but found %s", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "$merge 'on' field  must be either a string or an array of strings, but found %s", typeName(v))
 			}
 			if len(fields) != 1 || fields[0] != "_id" {
 				return nil, langerr.New(ErrMergeOnFields, "Cannot find index to verify that join fields will be unique")
@@ -190,12 +190,12 @@ func parseMerge(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 			case bsoncore.TypeArray:
 				m.whenMatched, m.pipeline = "pipeline", clone(v.Data)
 			default:
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$merge.whenMatched' is the wrong type '%s', expected type 'string or array'", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$merge.whenMatched' is the wrong type '%s', expected type 'string or array'", typeName(v))
 			}
 		case "whenNotMatched":
 			s, ok := v.StringValueOK()
 			if !ok {
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$merge.whenNotMatched' is the wrong type '%s', expected type 'string'", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$merge.whenNotMatched' is the wrong type '%s', expected type 'string'", typeName(v))
 			}
 			switch s {
 			case "insert", "discard", "fail":
@@ -206,7 +206,7 @@ func parseMerge(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([
 		case "let":
 			ld, ok := v.DocumentOK()
 			if !ok {
-				return nil, langerr.New(ErrTypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", typeName(v))
+				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			hasLet = true
 			lel, _ := ld.Elements()
@@ -285,7 +285,7 @@ func (m *mergeStage) open(in Iterator) Iterator {
 	return &funcIter{next: func(ctx context.Context) (bsoncore.Document, error) {
 		cs := m.env.opts.Collections
 		if cs == nil {
-			return nil, langerr.New(ErrNotImplemented, "$merge needs collections to write to")
+			return nil, langerr.New(langerr.ErrNotImplemented, "$merge needs collections to write to")
 		}
 		return nil, Drain(ctx, in, func(d bsoncore.Document) error {
 			return m.mergeOne(ctx, cs, ectx, clone(d))
@@ -358,7 +358,7 @@ func (m *mergeStage) mergeOne(ctx context.Context, cs Collections, ectx *expr.Co
 		if nid, err := out.LookupErr("_id"); err != nil {
 			out = setField(out, "_id", id)
 		} else if expr.Compare(nid, id) != 0 {
-			return langerr.New(ErrBadValue, "$merge failed to update the matching document, did you attempt to modify the _id or the shard key?")
+			return langerr.New(langerr.ErrBadValue, "$merge failed to update the matching document, did you attempt to modify the _id or the shard key?")
 		}
 	}
 	err = cs.Replace(ctx, m.to.db, m.to.coll, id, out)

@@ -237,7 +237,7 @@ func (c *compiler) compileOperator(name string, arg bsoncore.Value) (Expression,
 	op, ok := operators[name]
 	if !ok {
 		if notYet[name] {
-			return nil, langerr.New(ErrNotImplemented, "expression %s is not supported by Parsec yet", name)
+			return nil, langerr.New(langerr.ErrNotImplemented, "expression %s is not supported by Parsec yet", name)
 		}
 		return nil, langerr.New(ErrUnknownOperator, "Unrecognized expression '%s'", name)
 	}

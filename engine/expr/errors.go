@@ -2,17 +2,12 @@ package expr
 
 import (
 	"errors"
-
-	"github.com/parsecdb/parsec/engine/langerr"
 )
 
-// Error categories; every error of this package wraps one of them. The
-// first three and ErrNotImplemented are engine/langerr's, which every
-// language package shares.
+// Error categories of this package; its errors wrap one of them or one
+// of engine/langerr's shared categories (BadValue, TypeMismatch,
+// FailedToParse, NotImplemented).
 var (
-	ErrBadValue      = langerr.ErrBadValue
-	ErrTypeMismatch  = langerr.ErrTypeMismatch
-	ErrFailedToParse = langerr.ErrFailedToParse
 	// ErrUnknownOperator: "Unrecognized expression '$foo'".
 	ErrUnknownOperator = errors.New("unrecognized expression")
 	// ErrUndefinedVariable: $$name that no let or operator defines.
@@ -23,8 +18,6 @@ var (
 	ErrInvalidRegex = errors.New("invalid regex")
 	// ErrBadRegexOptions: a flag other than i, m, s, x (or u).
 	ErrBadRegexOptions = errors.New("invalid regex options")
-	// ErrNotImplemented: a MongoDB operator Parsec does not have yet.
-	ErrNotImplemented = langerr.ErrNotImplemented
 	// ErrConversion: $convert (and $toInt, ...) cannot convert a value.
 	ErrConversion = errors.New("conversion failure")
 	// ErrFieldPath: a malformed field path or variable name.

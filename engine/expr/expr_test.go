@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -86,9 +87,9 @@ func category(err error) string {
 		err  error
 		name string
 	}{
-		{ErrBadValue, "BadValue"}, {ErrTypeMismatch, "TypeMismatch"}, {ErrFailedToParse, "FailedToParse"},
+		{langerr.ErrBadValue, "BadValue"}, {langerr.ErrTypeMismatch, "TypeMismatch"}, {langerr.ErrFailedToParse, "FailedToParse"},
 		{ErrUnknownOperator, "UnknownOperator"}, {ErrUndefinedVariable, "UndefinedVariable"},
-		{ErrArity, "Arity"}, {ErrNotImplemented, "NotImplemented"}, {ErrConversion, "Conversion"},
+		{ErrArity, "Arity"}, {langerr.ErrNotImplemented, "NotImplemented"}, {ErrConversion, "Conversion"},
 		{ErrFieldPath, "FieldPath"}, {ErrExpressionSpec, "ExpressionSpec"}, {ErrDivideByZero, "DivideByZero"},
 		{ErrNoSwitchBranch, "NoSwitchBranch"}, {ErrInvalidRegex, "InvalidRegex"}, {ErrBadRegexOptions, "BadRegexOptions"},
 		{ErrTimezone, "Timezone"}, {ErrNullInPairKey, "NullInPairKey"}, {ErrNullInKV, "NullInKV"},

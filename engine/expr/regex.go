@@ -31,7 +31,7 @@ func (r *Regex) Go() *regexp.Regexp { return r.re }
 
 // CompileRegex compiles a MongoDB regular expression (PCRE syntax as far
 // as Go's RE2 engine allows) with options among i, m, s, x and u. Errors
-// wrap ErrBadRegexOptions, ErrInvalidRegex or ErrNotImplemented (PCRE
+// wrap ErrBadRegexOptions, ErrInvalidRegex or langerr.ErrNotImplemented (PCRE
 // features RE2 lacks: backreferences, lookaround, possessive and atomic
 // groups).
 func CompileRegex(pattern, options string) (*Regex, error) {
@@ -51,14 +51,14 @@ func CompileRegex(pattern, options string) (*Regex, error) {
 		}
 	}
 	if strings.ContainsRune(pattern, 0) {
-		return nil, langerr.New(ErrBadValue, "Regular expression cannot contain an embedded null byte")
+		return nil, langerr.New(langerr.ErrBadValue, "Regular expression cannot contain an embedded null byte")
 	}
 	src := pattern
 	if extended {
 		src = stripExtended(src)
 	}
 	if f := unsupportedPCRE(src); f != "" {
-		return nil, langerr.New(ErrNotImplemented, "Regular expression feature %s is not supported by Parsec: /%s/", f, pattern)
+		return nil, langerr.New(langerr.ErrNotImplemented, "Regular expression feature %s is not supported by Parsec: /%s/", f, pattern)
 	}
 	src = translatePCRE(src)
 	goSrc := src

@@ -50,7 +50,7 @@ func (c *compiler) env() *exprEnv {
 
 func (c *compiler) compileDoc(filter bsoncore.Document, ctx docContext) (andPred, error) {
 	if err := filter.Validate(); err != nil {
-		return nil, langerr.New(ErrFailedToParse, "filter: %v", err)
+		return nil, langerr.New(langerr.ErrFailedToParse, "filter: %v", err)
 	}
 	var preds andPred
 	for e := range value.All(filter) {
@@ -121,7 +121,7 @@ func (c *compiler) compileTop(op string, v bsoncore.Value, ctx docContext) (pred
 		if ctx == ctxElemMatch {
 			return nil, langerr.BadValue("$where can only be applied to the top-level document")
 		}
-		return nil, langerr.New(ErrNotImplemented, "$where is not supported by Parsec: server-side JavaScript is not available; use $expr")
+		return nil, langerr.New(langerr.ErrNotImplemented, "$where is not supported by Parsec: server-side JavaScript is not available; use $expr")
 	case "$text":
 		if ctx == ctxElemMatch {
 			return nil, langerr.BadValue("$text can only be applied to the top-level document")
@@ -135,7 +135,7 @@ func (c *compiler) compileTop(op string, v bsoncore.Value, ctx docContext) (pred
 		return compileJSONSchema(d)
 	case "$alwaysTrue", "$alwaysFalse":
 		if n, ok := v.AsInt64OK(); !ok || n != 1 {
-			return nil, langerr.New(ErrFailedToParse, "%s must be an integer value of 1", op)
+			return nil, langerr.New(langerr.ErrFailedToParse, "%s must be an integer value of 1", op)
 		}
 		return constPred(op == "$alwaysTrue"), nil
 	}
@@ -409,7 +409,7 @@ func (c *compiler) compileOp(name string, arg bsoncore.Value) (opNode, error) {
 	case "$near", "$nearSphere", "$geoNear":
 		return nil, langerr.New(ErrNoPlan, "error processing query: planner returned error :: caused by :: unable to find index for $geoNear query")
 	case "$geoWithin", "$geoIntersects", "$within":
-		return nil, langerr.New(ErrNotImplemented, "%s is not supported by Parsec yet", name)
+		return nil, langerr.New(langerr.ErrNotImplemented, "%s is not supported by Parsec yet", name)
 	case "$maxDistance", "$minDistance":
 		return nil, langerr.BadValue("%s must be used with $near or $nearSphere", name)
 	}

@@ -2,19 +2,14 @@ package query
 
 import (
 	"errors"
-
-	"github.com/parsecdb/parsec/engine/langerr"
 )
 
 // Error categories. Every error this package returns wraps exactly one of
 // them; the command layer maps each to a MongoDB code (engine/reply.go).
-// The categories name what went wrong, never a code. The first four are
-// engine/langerr's, which every language package shares.
+// The categories name what went wrong, never a code. Besides these, its
+// errors wrap engine/langerr's shared categories (BadValue, TypeMismatch,
+// FailedToParse, NotImplemented).
 var (
-	ErrBadValue       = langerr.ErrBadValue
-	ErrTypeMismatch   = langerr.ErrTypeMismatch
-	ErrFailedToParse  = langerr.ErrFailedToParse
-	ErrNotImplemented = langerr.ErrNotImplemented
 	// ErrNeedsIndex: an operator MongoDB only runs with an index of a
 	// kind Parsec does not have ($text).
 	ErrNeedsIndex = errors.New("index required")

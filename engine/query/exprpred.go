@@ -30,7 +30,7 @@ func newExprEnv(opts Options) (*exprEnv, error) {
 	}
 	let := append(bsoncore.Document(nil), opts.Let...)
 	if err := let.Validate(); err != nil {
-		return nil, langerr.New(ErrFailedToParse, "let: %v", err)
+		return nil, langerr.New(langerr.ErrFailedToParse, "let: %v", err)
 	}
 	type pending struct {
 		name string

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -219,8 +220,8 @@ func category(err error) string {
 		err  error
 		name string
 	}{
-		{ErrBadValue, "BadValue"}, {ErrTypeMismatch, "TypeMismatch"}, {ErrFailedToParse, "FailedToParse"},
-		{ErrNotImplemented, "NotImplemented"}, {ErrNeedsIndex, "NeedsIndex"}, {ErrNoPlan, "NoPlan"},
+		{langerr.ErrBadValue, "BadValue"}, {langerr.ErrTypeMismatch, "TypeMismatch"}, {langerr.ErrFailedToParse, "FailedToParse"},
+		{langerr.ErrNotImplemented, "NotImplemented"}, {ErrNeedsIndex, "NeedsIndex"}, {ErrNoPlan, "NoPlan"},
 		{ErrBadSortKey, "BadSortKey"}, {ErrBadSortOrder, "BadSortOrder"}, {ErrBadSortMeta, "BadSortMeta"},
 		{ErrFieldPathEmpty, "FieldPathEmpty"}, {ErrFieldPathEmptyPart, "FieldPathEmptyPart"},
 		{ErrFieldPathDollar, "FieldPathDollar"},
@@ -274,8 +275,8 @@ func TestEmptyFilterMatchesAll(t *testing.T) {
 }
 
 func TestCompileMalformed(t *testing.T) {
-	if _, err := Compile(bsoncore.Document{20, 0, 0, 0, 0}); !errors.Is(err, ErrFailedToParse) {
-		t.Errorf("malformed BSON: err = %v, want ErrFailedToParse", err)
+	if _, err := Compile(bsoncore.Document{20, 0, 0, 0, 0}); !errors.Is(err, langerr.ErrFailedToParse) {
+		t.Errorf("malformed BSON: err = %v, want langerr.ErrFailedToParse", err)
 	}
 }
 

@@ -26,17 +26,17 @@ func wholeNumber(what string, v bsoncore.Value) (int64, error) {
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		f := value.Float(v)
 		if math.IsNaN(f) {
-			return 0, langerr.New(ErrFailedToParse, "Expected an integer, but found NaN in: %s: %s", what, value.Render(v))
+			return 0, langerr.New(langerr.ErrFailedToParse, "Expected an integer, but found NaN in: %s: %s", what, value.Render(v))
 		}
 		if f != math.Trunc(f) {
-			return 0, langerr.New(ErrFailedToParse, "Expected an integer: %s: %s", what, value.Render(v))
+			return 0, langerr.New(langerr.ErrFailedToParse, "Expected an integer: %s: %s", what, value.Render(v))
 		}
 		if f >= 9.223372036854775807e18 || f < -9.223372036854775808e18 {
-			return 0, langerr.New(ErrFailedToParse, "Cannot represent as a 64-bit integer: %s: %s", what, value.Render(v))
+			return 0, langerr.New(langerr.ErrFailedToParse, "Cannot represent as a 64-bit integer: %s: %s", what, value.Render(v))
 		}
 		return int64(f), nil
 	}
-	return 0, langerr.New(ErrFailedToParse, "Expected a number in: %s: %s", what, value.Render(v))
+	return 0, langerr.New(langerr.ErrFailedToParse, "Expected a number in: %s: %s", what, value.Render(v))
 }
 
 // truthy is BSONElement::trueValue: false, 0, null, undefined and missing

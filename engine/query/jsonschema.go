@@ -71,7 +71,7 @@ var jsonTypes = map[string][]bsoncore.Type{
 }
 
 func schemaError(format string, args ...any) error {
-	return langerr.New(ErrFailedToParse, format, args...)
+	return langerr.New(langerr.ErrFailedToParse, format, args...)
 }
 
 func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
@@ -257,7 +257,7 @@ func compileSchema(d bsoncore.Document, top bool) (*schema, error) {
 				return nil, langerr.TypeMismatch("$jsonSchema keyword '%s' must be of type string", k)
 			}
 		case "dependencies", "encrypt", "encryptMetadata":
-			return nil, langerr.New(ErrNotImplemented, "$jsonSchema keyword '%s' is not supported by Parsec yet", k)
+			return nil, langerr.New(langerr.ErrNotImplemented, "$jsonSchema keyword '%s' is not supported by Parsec yet", k)
 		case "$ref", "$schema", "default", "definitions", "format", "id":
 			return nil, schemaError("$jsonSchema keyword '%s' is not currently supported", k)
 		default:

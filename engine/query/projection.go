@@ -79,7 +79,7 @@ func CompileProjection(spec bsoncore.Document, filter *Filter, opts Options) (*P
 	}
 	spec = append(bsoncore.Document(nil), spec...)
 	if err := spec.Validate(); err != nil {
-		return nil, langerr.New(ErrFailedToParse, "projection: %v", err)
+		return nil, langerr.New(langerr.ErrFailedToParse, "projection: %v", err)
 	}
 	b := &projBuilder{p: p}
 	if err := b.addDoc(spec, nil); err != nil {
@@ -233,7 +233,7 @@ func (b *projBuilder) addField(key string, v bsoncore.Value, prefix []string) er
 			case "textScore":
 				return langerr.BadValue("query requires text score metadata, but it is not available")
 			case "randVal", "searchScore", "searchHighlights", "geoNearDistance", "geoNearPoint", "recordId", "indexKey", "sortKey", "searchScoreDetails", "vectorSearchScore":
-				return langerr.New(ErrNotImplemented, "$meta projection of '%s' is not supported by Parsec", m)
+				return langerr.New(langerr.ErrNotImplemented, "$meta projection of '%s' is not supported by Parsec", m)
 			}
 			return langerr.New(ErrProjectionBadMeta, "Unsupported argument to $meta: %s", m)
 		default:

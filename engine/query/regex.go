@@ -33,7 +33,7 @@ func stringOf(v bsoncore.Value) string {
 
 // compileRegex compiles a pattern with engine/expr's regex translation;
 // its errors wrap expr's categories (ErrInvalidRegex, ErrBadRegexOptions,
-// ErrNotImplemented), which the command layer maps too.
+// langerr.ErrNotImplemented), which the command layer maps too.
 func compileRegex(pattern, options string) (*regexMatcher, error) {
 	re, err := expr.CompileRegex(pattern, options)
 	if err != nil {

@@ -27,7 +27,7 @@ type sortField struct {
 func CompileSort(spec bsoncore.Document) (*Sort, error) {
 	s := &Sort{}
 	if err := spec.Validate(); err != nil && len(spec) > 0 {
-		return nil, langerr.New(ErrFailedToParse, "sort: %v", err)
+		return nil, langerr.New(langerr.ErrFailedToParse, "sort: %v", err)
 	}
 	for e := range value.All(spec) {
 		key, v := e.Key(), e.Value()
@@ -37,16 +37,16 @@ func CompileSort(spec bsoncore.Document) (*Sort, error) {
 				return nil, langerr.New(ErrBadSortMeta, "$meta is the only expression supported by $sort right now")
 			}
 			if countElements(v.Data) != 1 {
-				return nil, langerr.New(ErrFailedToParse, "Cannot have additional keys in a $meta sort specification")
+				return nil, langerr.New(langerr.ErrFailedToParse, "Cannot have additional keys in a $meta sort specification")
 			}
 			m, _ := first.Value().StringValueOK()
 			switch m {
 			case "textScore":
-				return nil, langerr.New(ErrBadValue, "query requires text score metadata, but it is not available")
+				return nil, langerr.New(langerr.ErrBadValue, "query requires text score metadata, but it is not available")
 			case "randVal", "searchScore", "searchHighlights", "geoNearDistance", "geoNearPoint", "recordId", "indexKey", "sortKey", "searchScoreDetails", "searchSequenceToken", "vectorSearchScore":
-				return nil, langerr.New(ErrNotImplemented, "$meta sort by '%s' is not supported by Parsec", m)
+				return nil, langerr.New(langerr.ErrNotImplemented, "$meta sort by '%s' is not supported by Parsec", m)
 			}
-			return nil, langerr.New(ErrBadValue, "Illegal $meta sort: %s: %s", key, value.Render(v))
+			return nil, langerr.New(langerr.ErrBadValue, "Illegal $meta sort: %s: %s", key, value.Render(v))
 		}
 		if !isNumberType(v.Type) {
 			return nil, langerr.New(ErrBadSortKey, "Illegal key in $sort specification: %s: %s", key, value.Render(v))
@@ -65,7 +65,7 @@ func CompileSort(spec bsoncore.Document) (*Sort, error) {
 		s.fields = append(s.fields, sortField{path: splitPath(key), desc: dir < 0})
 	}
 	if s.natural != 0 && len(s.fields) > 0 {
-		return nil, langerr.New(ErrBadValue, "$natural sort cannot be combined with other sort keys")
+		return nil, langerr.New(langerr.ErrBadValue, "$natural sort cannot be combined with other sort keys")
 	}
 	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/expr"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -88,8 +89,8 @@ func checkCategory(t *testing.T, err error) {
 	if errors.As(err, &ue) {
 		return
 	}
-	for _, c := range []error{expr.ErrBadValue, expr.ErrTypeMismatch, expr.ErrFailedToParse, expr.ErrUnknownOperator,
-		expr.ErrUndefinedVariable, expr.ErrArity, expr.ErrInvalidRegex, expr.ErrBadRegexOptions, expr.ErrNotImplemented,
+	for _, c := range []error{langerr.ErrBadValue, langerr.ErrTypeMismatch, langerr.ErrFailedToParse, expr.ErrUnknownOperator,
+		expr.ErrUndefinedVariable, expr.ErrArity, expr.ErrInvalidRegex, expr.ErrBadRegexOptions, langerr.ErrNotImplemented,
 		expr.ErrConversion, expr.ErrFieldPath, expr.ErrExpressionSpec, expr.ErrDivideByZero, expr.ErrNoSwitchBranch, expr.ErrTimezone} {
 		if errors.Is(err, c) {
 			return

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/parsecdb/parsec/engine/expr"
-	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/langerr"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -132,15 +131,15 @@ func showError(t *testing.T, err error) string {
 	if errors.Is(err, ErrQuery) {
 		name := "query:" + errors.Unwrap(ue.cause).Error()
 		switch {
-		case errors.Is(err, query.ErrBadValue):
+		case errors.Is(err, langerr.ErrBadValue):
 			name = "BadValue"
-		case errors.Is(err, query.ErrTypeMismatch):
+		case errors.Is(err, langerr.ErrTypeMismatch):
 			name = "TypeMismatch"
-		case errors.Is(err, query.ErrFailedToParse), errors.Is(err, expr.ErrFailedToParse):
+		case errors.Is(err, langerr.ErrFailedToParse), errors.Is(err, langerr.ErrFailedToParse):
 			name = "FailedToParse"
-		case errors.Is(err, expr.ErrBadValue):
+		case errors.Is(err, langerr.ErrBadValue):
 			name = "BadValue"
-		case errors.Is(err, expr.ErrTypeMismatch):
+		case errors.Is(err, langerr.ErrTypeMismatch):
 			name = "TypeMismatch"
 		}
 		return fmt.Sprintf("error %s: %s\n", name, err.Error())
