@@ -522,7 +522,6 @@ func boolValue(b bool) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeBoolean, Data: []byte{boolByte(b)}}
 }
 
-
 func valueArray(vals []bsoncore.Value) []byte { return bsoncore.BuildArray(nil, vals...) }
 
 func stringArray(ss []string) []byte {
