@@ -99,11 +99,17 @@ type bypassKey struct{}
 // skips document validation when the command says
 // bypassDocumentValidation: true.
 func withValidationBypass(ctx context.Context, req *request) context.Context {
-	v, err := req.body.LookupErr("bypassDocumentValidation")
-	if err != nil || !truthyArg(v) {
+	if !bypassesValidation(req) {
 		return ctx
 	}
 	return context.WithValue(ctx, bypassKey{}, true)
+}
+
+// bypassesValidation reports whether a command says
+// bypassDocumentValidation: true.
+func bypassesValidation(req *request) bool {
+	v, err := req.body.LookupErr("bypassDocumentValidation")
+	return err == nil && truthyArg(v)
 }
 
 func validationBypassed(ctx context.Context) bool {

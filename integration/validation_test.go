@@ -374,3 +374,35 @@ func TestDocumentValidation(t *testing.T) {
 		}
 	})
 }
+
+// TestDocumentValidationBypassPrivilege: under --auth,
+// bypassDocumentValidation needs the bypassDocumentValidation action,
+// which dbAdmin (and dbOwner, restore, root) have and readWrite has not.
+func TestDocumentValidationBypassPrivilege(t *testing.T) {
+	s := StartServer(t, ServerOptions{Dir: t.TempDir(), Auth: true, RootUser: "root", RootPassword: rootPassword})
+	root := userClient(t, s, "root", rootPassword, "admin", "")
+	ctx := testCtx(t)
+	name := dbName(t)
+	db := root.Database(name)
+	runOK(t, db, bson.D{{Key: "create", Value: "c"}, {Key: "validator", Value: bson.D{{Key: "ok", Value: true}}}})
+	createUser(t, db, "writer", "pw", bson.A{"readWrite"})
+	createUser(t, db, "owner", "pw", bson.A{"readWrite", "dbAdmin"})
+	bad := bson.D{{Key: "ok", Value: false}}
+	bypass := options.InsertOne().SetBypassDocumentValidation(true)
+
+	writer := userClient(t, s, "writer", "pw", name, "").Database(name).Collection("c")
+	_, err := writer.InsertOne(ctx, bad)
+	validationFailure(t, err, 0)
+	_, err = writer.InsertOne(ctx, bad, bypass)
+	wantUnauthorized(t, err, "not authorized on "+name+" to execute command { insert: ")
+	_, err = writer.UpdateOne(ctx, bson.D{}, bson.D{{Key: "$set", Value: bad}}, options.UpdateOne().SetBypassDocumentValidation(true))
+	wantUnauthorized(t, err, "update")
+
+	owner := userClient(t, s, "owner", "pw", name, "").Database(name).Collection("c")
+	if _, err := owner.InsertOne(ctx, bad, bypass); err != nil {
+		t.Fatalf("readWrite and dbAdmin with bypass: %v", err)
+	}
+	if _, err := root.Database(name).Collection("c").InsertOne(ctx, bad, bypass); err != nil {
+		t.Fatalf("root with bypass: %v", err)
+	}
+}
