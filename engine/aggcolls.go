@@ -123,12 +123,12 @@ func (a aggCollections) Insert(ctx context.Context, db, coll string, doc bsoncor
 		return err
 	}
 	if len(errs) > 0 {
-		return &CommandError{Code: errs[0].code, Msg: errs[0].msg}
+		return errs[0].commandError()
 	}
 	return nil
 }
 
-func (a aggCollections) Replace(_ context.Context, db, coll string, id bsoncore.Value, doc bsoncore.Document) error {
+func (a aggCollections) Replace(ctx context.Context, db, coll string, id bsoncore.Value, doc bsoncore.Document) error {
 	c := a.e.store.Collection(db, coll)
 	if c == nil {
 		return errorf(ErrNamespaceNotFound, "collection %s.%s was dropped", db, coll)
@@ -145,6 +145,9 @@ func (a aggCollections) Replace(_ context.Context, db, coll string, id bsoncore.
 		if !found {
 			return errorf(ErrNoSuchKey, "$merge: the matching document with _id %s was removed", shellString(id))
 		}
+		if err := a.e.checkDocument(ctx, c, old, d.doc, false); err != nil {
+			return err
+		}
 		return tx.Replace(c, key, d.doc, len(old))
 	})
 }
@@ -156,7 +159,13 @@ func (a aggCollections) OpenOut(_ context.Context, db, coll string) (agg.OutWrit
 		return nil, err
 	}
 	tmp := fmt.Sprintf("tmp.agg_out.%x", rand.Uint64())
-	c, err := a.e.store.CreateCollection(db, tmp, nil)
+	// As in MongoDB, the new collection keeps the target's options (its
+	// validator: $out's documents are validated against it).
+	var options bson.Raw
+	if target := a.e.store.Collection(db, coll); target != nil {
+		options = target.Options
+	}
+	c, err := a.e.store.CreateCollection(db, tmp, options)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +203,7 @@ func (w *outWriter) flush(ctx context.Context) error {
 		return err
 	}
 	if len(errs) > 0 {
-		return &CommandError{Code: errs[0].code, Msg: errs[0].msg}
+		return errs[0].commandError()
 	}
 	return nil
 }

@@ -92,6 +92,15 @@ func needs(cmd command, req *request) []need {
 		// $out and $merge write their target.
 		if target, ok := aggWriteTarget(req); ok {
 			out = append(out, need{auth.ClassWrite, target}, need{auth.ClassDDL, target})
+			if bypassesValidation(req) {
+				out = append(out, need{auth.ClassBypassValidation, target})
+			}
+		}
+	case "insert", "update", "findAndModify":
+		// Writing past the validator is the bypassDocumentValidation
+		// action's (dbAdmin, dbOwner, restore, root), not readWrite's.
+		if bypassesValidation(req) {
+			out = append(out, need{auth.ClassBypassValidation, req.db})
 		}
 	case "customAction":
 		// Creating is DDL, as create is; changing throughput or choosing

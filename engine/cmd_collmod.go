@@ -13,14 +13,17 @@ import (
 // hidden, expireAfterSeconds}}, or converts one to a unique index in two
 // steps, {index: {..., prepareUnique: true}} (new duplicates are refused)
 // then {index: {..., unique: true}, dryRun} (359 with the documents that
-// share keys, if any). Other collection options Parsec does not have
-// (validators, capped size, ...) are refused.
+// share keys, if any). It also sets document validation (validator,
+// validationLevel, validationAction: validation.go); a collection's
+// existing documents are not checked. Other collection options Parsec
+// does not have (capped size, views, ...) are refused.
 func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 	name, err := collectionArg(req)
 	if err != nil {
 		return nil, err
 	}
 	var index bsoncore.Document
+	var validation []bsoncore.Element
 	dryRun := false
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
@@ -37,7 +40,12 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 				return nil, err
 			}
 		case "writeConcern", "comment":
-		case "validator", "validationLevel", "validationAction", "viewOn", "pipeline", "expireAfterSeconds",
+		case "validator", "validationLevel", "validationAction":
+			if _, err := validationOption(req.name, req.db, name, k, v); err != nil {
+				return nil, err
+			}
+			validation = append(validation, el)
+		case "viewOn", "pipeline", "expireAfterSeconds",
 			"changeStreamPreAndPostImages", "cappedSize", "cappedMax", "timeseries", "recordPreImages", "clusteredIndex":
 			return nil, errorf(ErrCommandNotSupported, "collMod option '%s' is not supported by Parsec", k)
 		default:
@@ -49,6 +57,18 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 	c := e.store.Collection(req.db, name)
 	if c == nil {
 		return nil, errorf(ErrNamespaceNotFound, "ns does not exist")
+	}
+	if validation != nil {
+		var next *store.Collection
+		err := retryCatalogChange(e, req.db, name, &c, func(c *store.Collection) error {
+			var err error
+			next, err = e.store.SetOptions(c, withValidation(c.Options, validation))
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		c = next
 	}
 	if index == nil {
 		if dryRun {
@@ -241,4 +261,36 @@ func retryCatalogChange(e *Engine, db, name string, c **store.Collection, change
 		}
 		return err
 	}
+}
+
+// withValidation is a collection's options with collMod's validation
+// fields set: an empty validator removes the validator; the three keep
+// MongoDB's order, after the other options.
+func withValidation(options bson.Raw, set []bsoncore.Element) bson.Raw {
+	vals := map[string]bsoncore.Value{}
+	b := bsoncore.NewDocumentBuilder()
+	elems, _ := bsoncore.Document(options).Elements()
+	for _, el := range elems {
+		switch k := el.Key(); k {
+		case "validator", "validationLevel", "validationAction":
+			vals[k] = el.Value()
+		default:
+			b.AppendValue(k, el.Value())
+		}
+	}
+	for _, el := range set {
+		vals[el.Key()] = el.Value()
+	}
+	for _, k := range []string{"validator", "validationLevel", "validationAction"} {
+		v, ok := vals[k]
+		if !ok || (k == "validator" && len(v.Data) <= 5) {
+			continue
+		}
+		b.AppendValue(k, v)
+	}
+	doc := b.Build()
+	if len(doc) == 5 {
+		return nil
+	}
+	return bson.Raw(doc)
 }

@@ -12,15 +12,17 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// cmdCreate creates a collection. Options MongoDB accepts but Parsec does
-// not implement (capped, views, time series, validators, collation, ...)
-// are refused with CommandNotSupported rather than silently ignored.
+// cmdCreate creates a collection, with document validation when asked
+// (validator, validationLevel, validationAction: validation.go). Options
+// MongoDB accepts but Parsec does not implement (capped, views, time
+// series, collation, ...) are refused with CommandNotSupported rather
+// than silently ignored.
 func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 	name, err := validCollectionArg(req)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := createOptions(req)
+	opts, err := createOptions(req, name)
 	if err != nil {
 		// MongoDB parses the options' types first, then finds the
 		// collection exists (48) before it checks what the options ask
@@ -71,9 +73,11 @@ func existsWithOtherOptions(db, name string, c *store.Collection) *CommandError 
 	return errorf(ErrNamespaceExists, "namespace %s already exists, but with different options: { %s }", namespaceOf(db, name), strings.Join(parts, ", "))
 }
 
-// createOptions validates create's options and returns those to keep.
-func createOptions(req *request) (bson.Raw, error) {
+// createOptions validates create's options (for collection name) and
+// returns those to keep.
+func createOptions(req *request, name string) (bson.Raw, error) {
 	b := bsoncore.NewDocumentBuilder()
+	validation := map[string]bsoncore.Value{}
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
 		k, v := el.Key(), el.Value()
@@ -98,32 +102,14 @@ func createOptions(req *request) (bson.Raw, error) {
 			if _, err := docArg(req.name, k, v); err != nil {
 				return nil, err
 			}
-		case "validationLevel":
-			s, err := stringArg(req.name, k, v)
-			if err != nil {
+		case "validator", "validationLevel", "validationAction":
+			if _, err := validationOption(req.name, req.db, name, k, v); err != nil {
 				return nil, err
 			}
-			if s != "off" && s != "strict" && s != "moderate" {
-				return nil, errorf(ErrBadValue, "Enumeration value '%s' for field 'create.validationLevel' is not a valid value.", s)
+			if k == "validator" && len(v.Data) <= 5 {
+				continue // an empty validator is none
 			}
-			b.AppendString(k, s)
-		case "validationAction":
-			s, err := stringArg(req.name, k, v)
-			if err != nil {
-				return nil, err
-			}
-			if s != "error" && s != "warn" {
-				return nil, errorf(ErrBadValue, "Enumeration value '%s' for field 'create.validationAction' is not a valid value.", s)
-			}
-			b.AppendString(k, s)
-		case "validator":
-			d, err := docArg(req.name, k, v)
-			if err != nil {
-				return nil, err
-			}
-			if len(d) > 5 {
-				return nil, errorf(ErrCommandNotSupported, "document validation (create.validator) is not supported by Parsec")
-			}
+			validation[k] = v
 		case "viewOn", "pipeline":
 			return nil, errorf(ErrCommandNotSupported, "views (create.%s) are not supported by Parsec", k)
 		case "timeseries", "expireAfterSeconds":
@@ -142,6 +128,12 @@ func createOptions(req *request) (bson.Raw, error) {
 			if !genericFields[k] {
 				return nil, unknownField(req.name, k)
 			}
+		}
+	}
+	// Kept in the order MongoDB lists them, whatever the order given.
+	for _, k := range []string{"validator", "validationLevel", "validationAction"} {
+		if v, ok := validation[k]; ok {
+			b.AppendValue(k, v)
 		}
 	}
 	doc := b.Build()

@@ -79,7 +79,8 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 			return nil, err
 		}
 	}
-	sp := &updateSpec{query: a.query, filter: f, upsert: a.upsert, stmt: stmtRef{rw, 0}}
+	ctx = withValidationBypass(ctx, req)
+	sp := &updateSpec{query: a.query, filter: f, upsert: a.upsert, stmt: stmtRef{rw, 0}, noValidation: validationBypassed(ctx)}
 	if !a.remove {
 		if sp.upd, err = update.Parse(a.update, update.Options{ArrayFilters: a.arrayFilters, Let: a.let}); err != nil {
 			return nil, updateError(err)
@@ -264,6 +265,9 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 		}
 		if changed {
 			if err := checkShardKeyKept(coll, doc, out); err != nil {
+				return err
+			}
+			if err := e.checkDocument(ctx, coll, doc, out, sp.noValidation); err != nil {
 				return err
 			}
 		}

@@ -56,6 +56,7 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx = withValidationBypass(ctx, req)
 	n, errs, err := e.insertRetryable(ctx, &req.units, coll, docs, ordered, rw)
 	if err != nil {
 		return nil, err
@@ -293,7 +294,8 @@ func (ins *inserter) fillChunk(tx storage.Txn) error {
 
 // writeDoc handles document j in tx: counts it when an earlier attempt
 // of the retryable write inserted it, reports it when it cannot be
-// stored, or admits and inserts it.
+// stored or the collection's validator refuses it, or admits and
+// inserts it.
 func (ins *inserter) writeDoc(tx storage.Txn, j int) (chunkStep, error) {
 	d := ins.docs[j]
 	switch {
@@ -304,6 +306,9 @@ func (ins *inserter) writeDoc(tx storage.Txn, j int) (chunkStep, error) {
 		return ins.fail(writeError{index: j, code: d.err.Code, msg: d.err.Msg}), nil
 	}
 	key, err := docKeyOf(ins.coll, d.doc, d.id)
+	if err == nil {
+		err = ins.e.checkDocument(ins.ctx, ins.coll, nil, d.doc, false)
+	}
 	if err == nil {
 		var wait time.Duration
 		if wait, err = ins.admit(j, key); wait > 0 {
@@ -358,7 +363,7 @@ func (ins *inserter) settle(j int, err error) (chunkStep, error) {
 		// document, or a key or document too large to store: nothing of
 		// it was written
 		ce = toCommandError(err)
-		return ins.fail(writeError{index: j, code: ce.Code, msg: ce.Msg}), nil
+		return ins.fail(writeError{index: j, code: ce.Code, msg: ce.Msg, errInfo: validationErrorInfo(err)}), nil
 	case errors.Is(err, store.ErrTooLarge) && j > ins.next:
 		return endBefore, nil // the transaction is full: commit it, go on in the next
 	case err != nil:

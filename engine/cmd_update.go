@@ -40,6 +40,7 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	defer rw.release()
+	ctx = withValidationBypass(ctx, req)
 	e.ops.update.Add(int64(len(stmts)))
 	coll := e.store.Collection(req.db, name)
 	var n, nModified int64

@@ -115,6 +115,7 @@ type Engine struct {
 	logs       *logRing
 	warnings   []string   // startup warnings as structured log lines (cmd_getlog.go)
 	writes     writeState // update clock and document locks (updates.go)
+	validators validators // compiled collection validators (validation.go)
 	limits     PartitionLimits
 	ttl        ttlStats
 	ruOpts     RequestUnitOptions

@@ -72,6 +72,13 @@ const (
 	// collMod's conversion of an index to unique.
 	ErrCannotConvertIndexToUnique Code = 359
 
+	// Document validation (validation.go): a document the collection's
+	// validator refuses, and validators using what they may not.
+	ErrDocumentValidationFailure Code = 121
+	ErrQueryFeatureNotAllowed    Code = 224
+	errFunctionInValidator       Code = 4660800
+	errJsEmitInValidator         Code = 4660801
+
 	// Update errors (engine/update).
 	ErrPathNotViable              Code = 28
 	ErrConflictingUpdateOperators Code = 40
@@ -231,6 +238,8 @@ var codeNames = map[Code]string{
 	ErrAlreadyInitialized:             "AlreadyInitialized",
 	ErrConflictingOperationInProgress: "ConflictingOperationInProgress",
 	ErrCannotConvertIndexToUnique:     "CannotConvertIndexToUnique",
+	ErrDocumentValidationFailure:      "DocumentValidationFailure",
+	ErrQueryFeatureNotAllowed:         "QueryFeatureNotAllowed",
 	ErrKeyTooLong:                     "KeyTooLong",
 
 	ErrPathNotViable:              "PathNotViable",

@@ -39,6 +39,8 @@ type updateSpec struct {
 	// stmt records what the statement wrote, in a retryable write
 	// (retryable.go).
 	stmt stmtRef
+	// noValidation: bypassDocumentValidation (validation.go).
+	noValidation bool
 }
 
 // updateResult is what running one statement did.
@@ -219,6 +221,7 @@ func (u *updater) start() (found bool, err error) {
 	}
 	u.env = u.e.updateEnv()
 	u.sp.tally = &u.tally
+	u.sp.noValidation = validationBypassed(u.ctx)
 	u.route()
 	return true, nil
 }
@@ -362,7 +365,11 @@ func (u *updater) apply(doc []byte) []byte {
 		return nil
 	}
 	if changed {
-		if err := checkShardKeyKept(u.coll, doc, out); err != nil {
+		err := checkShardKeyKept(u.coll, doc, out)
+		if err == nil {
+			err = u.e.checkDocument(u.ctx, u.coll, doc, out, u.sp.noValidation)
+		}
+		if err != nil {
 			c.stmtErr = err
 			return nil
 		}
@@ -478,6 +485,9 @@ func (e *Engine) upsertKeyInTxn(tx storage.Txn, coll *store.Collection, sp *upda
 	if err != nil {
 		return bsoncore.Value{}, nil, err
 	}
+	if err := e.checkDocument(context.Background(), coll, nil, ins.doc, sp.noValidation); err != nil {
+		return bsoncore.Value{}, nil, err
+	}
 	ixEntries, ixBytes := billing.IndexWork(tx)
 	err = tx.Insert(coll, key, ins.doc)
 	if err == nil && sp.tally != nil {
@@ -525,7 +535,7 @@ func writeErrorOf(index int, err error) writeError {
 		return dupWriteError(index, "", dup, bsoncore.Value{})
 	}
 	ce := toCommandError(err)
-	return writeError{index: index, code: ce.Code, msg: ce.Msg}
+	return writeError{index: index, code: ce.Code, msg: ce.Msg, errInfo: validationErrorInfo(err)}
 }
 
 // rawValue wraps a bsoncore value for bson.D replies.

@@ -161,6 +161,8 @@ type writeError struct {
 	// keyPattern and keyDoc are those of a secondary unique index.
 	keyPattern bson.Raw
 	keyDoc     bson.D
+	// errInfo explains a DocumentValidationFailure (validation.go).
+	errInfo bson.Raw
 }
 
 func (w writeError) toD() bson.D {
@@ -176,7 +178,20 @@ func (w writeError) toD() bson.D {
 			bson.E{Key: "keyValue", Value: bson.D{{Key: "_id", Value: bson.RawValue{Type: bson.Type(w.keyValue.Type), Value: w.keyValue.Data}}}},
 		)
 	}
+	if w.errInfo != nil {
+		d = append(d, bson.E{Key: "errInfo", Value: w.errInfo})
+	}
 	return append(d, bson.E{Key: "errmsg", Value: w.msg})
+}
+
+// commandError is a write error as a command's error (aggregation's
+// writes report their first): code, message and errInfo.
+func (w writeError) commandError() *CommandError {
+	ce := &CommandError{Code: w.code, Msg: w.msg}
+	if w.errInfo != nil {
+		ce.Extra = bson.D{{Key: "errInfo", Value: w.errInfo}}
+	}
+	return ce
 }
 
 func dupKeyError(index int, ns string, id bsoncore.Value) writeError {

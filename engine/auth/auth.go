@@ -321,6 +321,9 @@ const (
 	ClassDDL
 	// ClassDBAdmin changes a database (collMod, dropDatabase, validate).
 	ClassDBAdmin
+	// ClassBypassValidation writes documents past the collection's
+	// validator (bypassDocumentValidation: true).
+	ClassBypassValidation
 	// ClassUserAdmin manages the database's users.
 	ClassUserAdmin
 	// ClassClusterMonitor reads server state (serverStatus, getLog, every
@@ -331,7 +334,7 @@ const (
 	ClassClusterAdmin
 )
 
-var classNames = [...]string{"none", "authenticated", "find", "catalog", "write", "ddl", "dbAdmin", "userAdmin", "clusterMonitor", "clusterAdmin"}
+var classNames = [...]string{"none", "authenticated", "find", "catalog", "write", "ddl", "dbAdmin", "bypassDocumentValidation", "userAdmin", "clusterMonitor", "clusterAdmin"}
 
 func (c Class) String() string {
 	if int(c) < len(classNames) {
@@ -355,19 +358,19 @@ var (
 	builtinRoles = map[string]roleDef{
 		"read":                 {grants: readClasses},
 		"readWrite":            {grants: []Class{ClassFind, ClassCatalog, ClassWrite, ClassDDL}},
-		"dbAdmin":              {grants: []Class{ClassCatalog, ClassDDL, ClassDBAdmin}},
+		"dbAdmin":              {grants: []Class{ClassCatalog, ClassDDL, ClassDBAdmin, ClassBypassValidation}},
 		"userAdmin":            {grants: []Class{ClassUserAdmin}},
-		"dbOwner":              {grants: []Class{ClassFind, ClassCatalog, ClassWrite, ClassDDL, ClassDBAdmin, ClassUserAdmin}},
+		"dbOwner":              {grants: []Class{ClassFind, ClassCatalog, ClassWrite, ClassDDL, ClassDBAdmin, ClassBypassValidation, ClassUserAdmin}},
 		"readAnyDatabase":      {adminOnly: true, anyDB: true, grants: readClasses},
 		"readWriteAnyDatabase": {adminOnly: true, anyDB: true, grants: []Class{ClassFind, ClassCatalog, ClassWrite, ClassDDL}},
 		"userAdminAnyDatabase": {adminOnly: true, anyDB: true, grants: []Class{ClassUserAdmin}},
-		"dbAdminAnyDatabase":   {adminOnly: true, anyDB: true, grants: []Class{ClassCatalog, ClassDDL, ClassDBAdmin}},
+		"dbAdminAnyDatabase":   {adminOnly: true, anyDB: true, grants: []Class{ClassCatalog, ClassDDL, ClassDBAdmin, ClassBypassValidation}},
 		"clusterMonitor":       {adminOnly: true, grants: []Class{ClassClusterMonitor}, on: configReads},
 		"clusterManager":       {adminOnly: true, grants: []Class{ClassClusterMonitor, ClassClusterAdmin}, on: configReads},
 		"clusterAdmin":         {adminOnly: true, grants: []Class{ClassClusterMonitor, ClassClusterAdmin}, on: configReads},
 		"hostManager":          {adminOnly: true, grants: []Class{ClassClusterMonitor, ClassClusterAdmin}},
 		"backup":               {adminOnly: true, anyDB: true, grants: []Class{ClassFind, ClassCatalog, ClassClusterMonitor}},
-		"restore":              {adminOnly: true, anyDB: true, grants: []Class{ClassCatalog, ClassWrite, ClassDDL, ClassUserAdmin}},
+		"restore":              {adminOnly: true, anyDB: true, grants: []Class{ClassCatalog, ClassWrite, ClassDDL, ClassBypassValidation, ClassUserAdmin}},
 		"root":                 {adminOnly: true, anyDB: true, grants: allClasses()},
 		"__system":             {adminOnly: true, anyDB: true, grants: allClasses()},
 	}
@@ -443,14 +446,15 @@ func unb64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s)
 // classActions are MongoDB's action names for each class, as privileges
 // list them.
 var classActions = map[Class][]string{
-	ClassFind:           {"find", "killCursors"},
-	ClassCatalog:        {"collStats", "dbStats", "listCollections", "listIndexes"},
-	ClassWrite:          {"insert", "remove", "update"},
-	ClassDDL:            {"createCollection", "createIndex", "dropCollection", "dropIndex", "renameCollectionSameDB"},
-	ClassDBAdmin:        {"collMod", "dropDatabase", "enableProfiler", "validate"},
-	ClassUserAdmin:      {"changeCustomData", "changePassword", "createUser", "dropUser", "grantRole", "revokeRole", "viewRole", "viewUser"},
-	ClassClusterMonitor: {"getCmdLineOpts", "getLog", "getParameter", "hostInfo", "listDatabases", "listShards", "replSetGetConfig", "replSetGetStatus", "serverStatus"},
-	ClassClusterAdmin:   {"enableSharding", "fsync", "killAnySession", "killop"},
+	ClassFind:             {"find", "killCursors"},
+	ClassCatalog:          {"collStats", "dbStats", "listCollections", "listIndexes"},
+	ClassWrite:            {"insert", "remove", "update"},
+	ClassDDL:              {"createCollection", "createIndex", "dropCollection", "dropIndex", "renameCollectionSameDB"},
+	ClassDBAdmin:          {"collMod", "dropDatabase", "enableProfiler", "validate"},
+	ClassBypassValidation: {"bypassDocumentValidation"},
+	ClassUserAdmin:        {"changeCustomData", "changePassword", "createUser", "dropUser", "grantRole", "revokeRole", "viewRole", "viewUser"},
+	ClassClusterMonitor:   {"getCmdLineOpts", "getLog", "getParameter", "hostInfo", "listDatabases", "listShards", "replSetGetConfig", "replSetGetStatus", "serverStatus"},
+	ClassClusterAdmin:     {"enableSharding", "fsync", "killAnySession", "killop"},
 }
 
 // Resource is what a privilege applies to: a database ("" with AnyDB:

@@ -133,6 +133,10 @@ func TestAllowed(t *testing.T) {
 		{[]RoleRef{r("dbAdmin", "app")}, ClassFind, "app", false},
 		{[]RoleRef{r("dbAdmin", "app")}, ClassDBAdmin, "app", true},
 		{[]RoleRef{r("dbOwner", "app")}, ClassUserAdmin, "app", true},
+		{[]RoleRef{r("readWrite", "app")}, ClassBypassValidation, "app", false},
+		{[]RoleRef{r("dbAdmin", "app")}, ClassBypassValidation, "app", true},
+		{[]RoleRef{r("dbAdmin", "app")}, ClassBypassValidation, "other", false},
+		{[]RoleRef{r("restore", "admin")}, ClassBypassValidation, "app", true},
 		{[]RoleRef{r("userAdmin", "app")}, ClassFind, "app", false},
 		{[]RoleRef{r("readAnyDatabase", "admin")}, ClassFind, "app", true},
 		{[]RoleRef{r("readAnyDatabase", "app")}, ClassFind, "app", false}, // exists in admin only

@@ -20,6 +20,8 @@
 //	(*Projection).Apply(doc) (bsoncore.Document, error)
 //	CompareValues(a, b) int                        // sort/index key order
 //	DistinctValues(doc, path, fn)                  // the distinct command's values
+//	Explain(filter, doc, ExplainOptions)           // why doc fails filter: a document
+//	    validation failure's errInfo.details (explain.go)
 //
 // Contract: compiled filters, sorts and projections are immutable, own
 // their bytes (they never alias the documents they were compiled from) and

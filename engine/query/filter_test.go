@@ -53,6 +53,12 @@ import (
 //	----
 //	<projected document> | error (<category>): <message>   (one per document)
 //
+//	explain                        (why a document fails: errInfo.details)
+//	<filter>
+//	<document>
+//	----
+//	<details as relaxed extended JSON>
+//
 // Expected outputs are MongoDB's answers (see the comments in the files),
 // not a recording of ours: do not --rewrite without checking each change.
 func TestDataDriven(t *testing.T) {
@@ -67,6 +73,8 @@ func TestDataDriven(t *testing.T) {
 				return runSort(t, d, lines)
 			case "project":
 				return runProject(t, d, lines)
+			case "explain":
+				return runExplain(t, d, lines)
 			}
 			f, err := Compile(parse(t, d.Pos, lines[0]))
 			switch d.Cmd {

@@ -94,6 +94,9 @@ type Catalog interface {
 	DropIndex(c *store.Collection, name string) (*store.Collection, error)
 	SetIndexOptions(c *store.Collection, name string, hidden *bool, expire *int64) (*store.Collection, error)
 	SetPrepareUnique(c *store.Collection, name string, on bool) (*store.Collection, error)
+	// SetOptions replaces a collection's create options (its document
+	// validation); writers holding the old entry find it stale.
+	SetOptions(c *store.Collection, options bson.Raw) (*store.Collection, error)
 	// MakeUnique converts an index to unique, or with dryRun lists the
 	// values that stop it.
 	MakeUnique(c *store.Collection, name string, dryRun bool) (*store.Collection, [][]bson.RawValue, error)

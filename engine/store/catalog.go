@@ -526,3 +526,20 @@ func (s *Store) deletePrefix(prefix []byte) error {
 		from = append(keys[len(keys)-1], 0)
 	}
 }
+
+// SetOptions replaces the collection's create options (collMod's
+// validator, validationLevel and validationAction). Writers in flight
+// finish first, and later ones holding the old entry find it stale
+// (IndexVersion changes), so none checks documents against options that
+// are no longer the collection's.
+func (s *Store) SetOptions(c *Collection, options bson.Raw) (*Collection, error) {
+	return s.changeEntryFenced(c, func(e *Collection) error {
+		if len(options) == 0 {
+			e.Options = nil
+		} else {
+			e.Options = append(bson.Raw(nil), options...)
+		}
+		e.IndexVersion++
+		return nil
+	})
+}
