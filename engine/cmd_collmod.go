@@ -14,7 +14,8 @@ import (
 // steps, {index: {..., prepareUnique: true}} (new duplicates are refused)
 // then {index: {..., unique: true}, dryRun} (359 with the documents that
 // share keys, if any). Other collection options Parsec does not have
-// (validators, capped size, ...) are refused.
+// (validators, capped size, ...) are refused. On a view it changes the
+// view's viewOn or pipeline (modifyView).
 func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 	name, err := collectionArg(req)
 	if err != nil {
@@ -22,10 +23,16 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 	}
 	var index bsoncore.Document
 	dryRun := false
+	isView := e.isView(req.db, name)
+	var redefine viewRedefinition
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
 		k, v := el.Key(), el.Value()
 		switch k {
+		case "viewOn", "pipeline":
+			if err := redefine.read(req.name, k, v); err != nil {
+				return nil, err
+			}
 		case "index":
 			d, err := docArg(req.name, k, v)
 			if err != nil {
@@ -37,8 +44,11 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 				return nil, err
 			}
 		case "writeConcern", "comment":
-		case "validator", "validationLevel", "validationAction", "viewOn", "pipeline", "expireAfterSeconds",
+		case "validator", "validationLevel", "validationAction", "expireAfterSeconds",
 			"changeStreamPreAndPostImages", "cappedSize", "cappedMax", "timeseries", "recordPreImages", "clusteredIndex":
+			if isView {
+				return nil, errorf(ErrInvalidOptions, "option not supported on a view: %s", k)
+			}
 			return nil, errorf(ErrCommandNotSupported, "collMod option '%s' is not supported by Parsec", k)
 		default:
 			if !genericFields[k] {
@@ -46,9 +56,18 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 			}
 		}
 	}
+	if isView {
+		if index != nil {
+			return nil, errorf(ErrInvalidOptions, "option not supported on a view: index")
+		}
+		return e.modifyView(req.db, name, redefine)
+	}
 	c := e.store.Collection(req.db, name)
 	if c == nil {
 		return nil, errorf(ErrNamespaceNotFound, "ns does not exist")
+	}
+	if err := redefine.onCollection(); err != nil {
+		return nil, err
 	}
 	if index == nil {
 		if dryRun {
