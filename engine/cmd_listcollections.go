@@ -74,7 +74,7 @@ func listView(docs [][]byte, v *store.ViewDefinition, filter *query.Filter, name
 	entry := bson.D{
 		{Key: "name", Value: v.Name},
 		{Key: "type", Value: "view"},
-		{Key: "options", Value: bson.D{{Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: v.Pipeline}}},
+		{Key: "options", Value: bson.D{{Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: bson.RawValue{Type: bson.TypeArray, Value: v.Pipeline}}}},
 		{Key: "info", Value: bson.D{{Key: "readOnly", Value: true}}},
 	}
 	if nameOnly {

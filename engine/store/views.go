@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"time"
@@ -16,12 +17,22 @@ import (
 // collections' names (a name is a collection or a view, never both).
 // Entries are immutable once published: changes replace the entry.
 type ViewDefinition struct {
-	DB     string `bson:"db"`
-	Name   string `bson:"name"`
-	ViewOn string `bson:"viewOn"`
+	DB     string
+	Name   string
+	ViewOn string
 	// Pipeline is the view's aggregation pipeline (a BSON array of stage
 	// documents), as given and already validated by the caller.
-	Pipeline bson.RawArray `bson:"pipeline"`
+	Pipeline bson.RawArray
+	Created  time.Time
+}
+
+// storedView is a ViewDefinition as the catalog stores it (its pipeline
+// a BSON array).
+type storedView struct {
+	DB       string        `bson:"db"`
+	Name     string        `bson:"name"`
+	ViewOn   string        `bson:"viewOn"`
+	Pipeline bson.RawValue `bson:"pipeline"`
 	Created  time.Time     `bson:"created"`
 }
 
@@ -76,7 +87,11 @@ func (s *Store) ModifyView(v ViewDefinition) (*ViewDefinition, error) {
 }
 
 func (s *Store) putViewLocked(v *ViewDefinition) (*ViewDefinition, error) {
-	raw, err := bson.Marshal(v)
+	if len(v.Pipeline) == 0 {
+		v.Pipeline = bson.RawArray{5, 0, 0, 0, 0} // []
+	}
+	raw, err := bson.Marshal(storedView{DB: v.DB, Name: v.Name, ViewOn: v.ViewOn, Created: v.Created,
+		Pipeline: bson.RawValue{Type: bson.TypeArray, Value: v.Pipeline}})
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +136,15 @@ func (s *Store) dropViews(db string) error {
 
 // loadView adds a stored view entry while the catalog loads.
 func (s *Store) loadView(k, raw []byte) error {
-	var v ViewDefinition
-	if err := bson.Unmarshal(raw, &v); err != nil {
+	var sv storedView
+	if err := bson.Unmarshal(raw, &sv); err != nil {
 		return fmt.Errorf("%w: view entry %q: %v", ErrCorrupted, k, err)
 	}
-	s.views[v.Namespace()] = &v
+	pipeline, ok := sv.Pipeline.ArrayOK()
+	if !ok {
+		return fmt.Errorf("%w: view entry %q: pipeline is a %v", ErrCorrupted, k, sv.Pipeline.Type)
+	}
+	v := &ViewDefinition{DB: sv.DB, Name: sv.Name, ViewOn: sv.ViewOn, Pipeline: bytes.Clone(pipeline), Created: sv.Created}
+	s.views[v.Namespace()] = v
 	return nil
 }
