@@ -349,7 +349,7 @@ func (e *Engine) createView(ctx context.Context, db, name, viewOn string, pipeli
 // or a view other than viewOn with pipeline; nil when it is free or is
 // that very view.
 func (e *Engine) viewNameTaken(db, name, viewOn string, pipeline bsoncore.Document) *CommandError {
-	if c := e.store.Collection(db, name); c != nil && !e.store.Pending(c.ID) {
+	if c := e.store.Collection(db, name); c != nil {
 		return existsWithOtherOptions(db, name, c)
 	}
 	v := e.store.ViewDefinition(db, name)

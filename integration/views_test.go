@@ -99,6 +99,9 @@ func TestViewsCreateAndList(t *testing.T) {
 	if n := intOf(t, mustLookup(t, runOK(t, db, bson.D{{Key: "dbStats", Value: 1}}), "views")); n != 2 {
 		t.Errorf("dbStats views %d", n)
 	}
+	if n := intOf(t, mustLookup(t, runOK(t, client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}}), "catalogStats", "views")); n != 2 {
+		t.Errorf("serverStatus catalogStats.views %d", n)
+	}
 
 	// The same definition again is accepted; any other is a conflict, and
 	// a name is a collection or a view, never both.
