@@ -30,6 +30,12 @@ func (a aggCollections) Scan(ctx context.Context, db, coll string) (agg.Iterator
 	if docs, ok := a.e.virtualDocs(db, coll); ok {
 		return virtualSource(docs), nil
 	}
+	if r, err := a.e.resolveView(db, coll); err != nil || r != nil {
+		if err != nil {
+			return nil, err
+		}
+		return a.e.scanView(ctx, db, r)
+	}
 	c := a.e.store.Collection(db, coll)
 	if c == nil {
 		return agg.Empty(), nil
@@ -110,6 +116,9 @@ func (a aggCollections) Insert(ctx context.Context, db, coll string, doc bsoncor
 	if err := validateCollName(db, coll); err != nil {
 		return err
 	}
+	if a.e.isView(db, coll) {
+		return notOnView(db, coll)
+	}
 	c, _, err := a.e.store.EnsureCollection(db, coll)
 	if err != nil {
 		return err
@@ -157,6 +166,9 @@ func (a aggCollections) Replace(ctx context.Context, db, coll string, id bsoncor
 func (a aggCollections) OpenOut(_ context.Context, db, coll string) (agg.OutWriter, error) {
 	if err := validateCollName(db, coll); err != nil {
 		return nil, err
+	}
+	if a.e.isView(db, coll) {
+		return nil, notOnView(db, coll)
 	}
 	tmp := fmt.Sprintf("tmp.agg_out.%x", rand.Uint64())
 	// As in MongoDB, the new collection keeps the target's options (its

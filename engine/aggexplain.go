@@ -137,6 +137,11 @@ func (e *Engine) explainAggregateCommand(ctx context.Context, req *request, inne
 	if err != nil {
 		return nil, err
 	}
+	if !dbLevel {
+		if coll, err = e.resolveAggregateView(req.db, coll, args); err != nil {
+			return nil, err
+		}
+	}
 	p, err := e.parsePipeline(req.db, coll, args)
 	if err != nil {
 		return nil, err

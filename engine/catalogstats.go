@@ -5,10 +5,16 @@ import "go.mongodb.org/mongo-driver/v2/bson"
 // catalogStats is serverStatus.catalogStats as MongoDB 7.0 counts it:
 // collections of the internal databases (admin, config, local) apart
 // from the others. Parsec has no capped, clustered or time-series
-// collections and no views.
+// collections.
 func (e *Engine) catalogStats() bson.D {
-	var user, internal int32
+	var user, internal, views, internalViews int32
 	for _, db := range e.store.Databases() {
+		n := int32(len(e.store.ViewDefinitions(db)))
+		if db == "admin" || db == "config" || db == "local" {
+			internalViews += n
+		} else {
+			views += n
+		}
 		for _, c := range e.store.Collections(db) {
 			if e.store.Pending(c.ID) {
 				continue // created by a transaction not yet committed
@@ -25,8 +31,8 @@ func (e *Engine) catalogStats() bson.D {
 		{Key: "capped", Value: int32(0)},
 		{Key: "clustered", Value: int32(0)},
 		{Key: "timeseries", Value: int32(0)},
-		{Key: "views", Value: int32(0)},
+		{Key: "views", Value: views},
 		{Key: "internalCollections", Value: internal},
-		{Key: "internalViews", Value: int32(0)},
+		{Key: "internalViews", Value: internalViews},
 	}
 }

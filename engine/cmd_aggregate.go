@@ -43,7 +43,8 @@ var dbAggregateStages = map[string]bool{
 // parallel, and the rest once on their merged stream (runPipeline). The
 // result is a cursor, as find's; $out and $merge run to completion first
 // and return an empty one. explain: true returns the plan instead
-// (aggexplain.go).
+// (aggexplain.go). On a view it runs on the collection the view reads,
+// the view's pipeline first (views.go).
 func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error) {
 	started := e.now()
 	coll, dbLevel, err := aggregateTarget(req)
@@ -53,6 +54,12 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	args, err := parseAggregate(req.name, req.body)
 	if err != nil {
 		return nil, err
+	}
+	view := coll // a view's cursor reports the view's namespace
+	if !dbLevel {
+		if coll, err = e.resolveAggregateView(req.db, coll, args); err != nil {
+			return nil, err
+		}
 	}
 	args.sessions = callerSessions(req.body, e.now())
 	if spec, ok := currentOpSpec(args.pipeline); ok {
@@ -90,7 +97,7 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	if !args.hasCursor {
 		return nil, errorf(ErrFailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
-	ns := namespaceOf(req.db, coll)
+	ns := namespaceOf(req.db, view)
 	if dbLevel {
 		ns = namespaceOf(req.db, "$cmd.aggregate")
 	}

@@ -16,7 +16,8 @@ import (
 // share keys, if any). It also sets document validation (validator,
 // validationLevel, validationAction: validation.go); a collection's
 // existing documents are not checked. Other collection options Parsec
-// does not have (capped size, views, ...) are refused.
+// does not have (capped size, ...) are refused. On a view it changes the
+// view's viewOn or pipeline (modifyView).
 func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 	name, err := collectionArg(req)
 	if err != nil {
@@ -25,10 +26,16 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 	var index bsoncore.Document
 	var validation []bsoncore.Element
 	dryRun := false
+	isView := e.isView(req.db, name)
+	var redefine viewRedefinition
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
 		k, v := el.Key(), el.Value()
 		switch k {
+		case "viewOn", "pipeline":
+			if err := redefine.read(req.name, k, v); err != nil {
+				return nil, err
+			}
 		case "index":
 			d, err := docArg(req.name, k, v)
 			if err != nil {
@@ -41,12 +48,18 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 			}
 		case "writeConcern", "comment":
 		case "validator", "validationLevel", "validationAction":
+			if isView {
+				return nil, errorf(ErrInvalidOptions, "option not supported on a view: %s", k)
+			}
 			if _, err := validationOption(req.name, req.db, name, k, v); err != nil {
 				return nil, err
 			}
 			validation = append(validation, el)
-		case "viewOn", "pipeline", "expireAfterSeconds",
+		case "expireAfterSeconds",
 			"changeStreamPreAndPostImages", "cappedSize", "cappedMax", "timeseries", "recordPreImages", "clusteredIndex":
+			if isView {
+				return nil, errorf(ErrInvalidOptions, "option not supported on a view: %s", k)
+			}
 			return nil, errorf(ErrCommandNotSupported, "collMod option '%s' is not supported by Parsec", k)
 		default:
 			if !genericFields[k] {
@@ -54,9 +67,18 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 			}
 		}
 	}
+	if isView {
+		if index != nil {
+			return nil, errorf(ErrInvalidOptions, "option not supported on a view: index")
+		}
+		return e.modifyView(req.db, name, redefine)
+	}
 	c := e.store.Collection(req.db, name)
 	if c == nil {
 		return nil, errorf(ErrNamespaceNotFound, "ns does not exist")
+	}
+	if err := redefine.onCollection(); err != nil {
+		return nil, err
 	}
 	if validation != nil {
 		var next *store.Collection

@@ -25,6 +25,9 @@ func (e *Engine) cmdCollStats(_ context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.isView(req.db, name) {
+		return nil, notOnView(req.db, name)
+	}
 	c := e.store.Collection(req.db, name)
 	storage, err := e.storageStats(c, scale)
 	if err != nil {

@@ -20,6 +20,9 @@ func (e *Engine) cmdCount(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.isView(req.db, name) {
+		return e.readView(ctx, req, name)
+	}
 	args, err := parseCount(req.name, req.body)
 	if err != nil {
 		return nil, err

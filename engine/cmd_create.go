@@ -13,10 +13,10 @@ import (
 )
 
 // cmdCreate creates a collection, with document validation when asked
-// (validator, validationLevel, validationAction: validation.go). Options
-// MongoDB accepts but Parsec does not implement (capped, views, time
-// series, collation, ...) are refused with CommandNotSupported rather
-// than silently ignored.
+// (validator, validationLevel, validationAction: validation.go), or a view
+// when viewOn is given (createView). Options MongoDB accepts but Parsec
+// does not implement (capped, time series, collation, ...) are refused
+// with CommandNotSupported rather than silently ignored.
 func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 	name, err := validCollectionArg(req)
 	if err != nil {
@@ -35,9 +35,18 @@ func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 		}
 		return nil, err
 	}
+	if viewOn, pipeline, isView, err := viewOptions(req); err != nil || isView {
+		if err != nil {
+			return nil, err
+		}
+		return e.createView(ctx, req.db, name, viewOn, pipeline)
+	}
 	c, err := e.store.CreateCollection(req.db, name, opts)
 	if err != nil {
 		if errors.Is(err, store.ErrExists) {
+			if v := e.store.ViewDefinition(req.db, name); v != nil {
+				return nil, existsAsOtherView(v, "")
+			}
 			// As in MongoDB 7.0, creating a collection that exists with the
 			// same options succeeds; other options are a conflict.
 			c := e.store.Collection(req.db, name)
@@ -110,8 +119,14 @@ func createOptions(req *request, name string) (bson.Raw, error) {
 				continue // an empty validator is none
 			}
 			validation[k] = v
-		case "viewOn", "pipeline":
-			return nil, errorf(ErrCommandNotSupported, "views (create.%s) are not supported by Parsec", k)
+		case "viewOn":
+			if _, err := stringArg(req.name, k, v); err != nil {
+				return nil, err
+			}
+		case "pipeline":
+			if v.Type != bsoncore.TypeArray {
+				return nil, wrongType(req.name, k, v, "array")
+			}
 		case "timeseries", "expireAfterSeconds":
 			return nil, errorf(ErrCommandNotSupported, "time-series collections (create.%s) are not supported by Parsec", k)
 		case "clusteredIndex":

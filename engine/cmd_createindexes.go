@@ -57,6 +57,9 @@ func (e *Engine) cmdCreateIndexes(ctx context.Context, req *request) ([]byte, er
 	if _, err := parseWriteConcern(req); err != nil {
 		return nil, err
 	}
+	if e.isView(req.db, name) {
+		return nil, notOnView(req.db, name)
+	}
 	c := e.store.Collection(req.db, name)
 	if s := statementOf(ctx); s != nil && c != nil && (!s.txn.Creates(c.ID) || s.txn.Storage().Writes(c.ID)) {
 		// MongoDB builds indexes in a transaction only on a collection it

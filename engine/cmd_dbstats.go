@@ -46,7 +46,7 @@ func (e *Engine) cmdDBStats(_ context.Context, req *request) ([]byte, error) {
 	d := bson.D{
 		{Key: "db", Value: req.db},
 		{Key: "collections", Value: int64(len(colls))},
-		{Key: "views", Value: int64(0)},
+		{Key: "views", Value: int64(len(e.store.ViewDefinitions(req.db)))},
 		{Key: "objects", Value: objects},
 		{Key: "avgObjSize", Value: avg},
 		{Key: "dataSize", Value: scaled(data)},

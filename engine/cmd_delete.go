@@ -32,6 +32,9 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if e.isView(req.db, name) {
+		return writeReply(0, viewWriteErrors(req.db, name, len(parsed), ordered))
+	}
 	rw, err := e.retryableWrite(ctx, req, w.wc, len(parsed))
 	if err != nil {
 		return nil, err

@@ -27,6 +27,9 @@ func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
+	if e.isView(req.db, name) {
+		return e.readView(ctx, req, name)
+	}
 	args, err := parseDistinct(req.name, req.body)
 	if err != nil {
 		return nil, err

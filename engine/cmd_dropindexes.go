@@ -40,6 +40,9 @@ func (e *Engine) cmdDropIndexes(_ context.Context, req *request) ([]byte, error)
 	if target.Type == 0 {
 		return nil, missingField(req.name, "index")
 	}
+	if e.isView(req.db, name) {
+		return nil, notOnView(req.db, name)
+	}
 	c := e.store.Collection(req.db, name)
 	if c == nil {
 		return nil, errorf(ErrNamespaceNotFound, "ns not found %s", namespaceOf(req.db, name))

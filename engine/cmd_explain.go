@@ -67,8 +67,16 @@ func (e *Engine) cmdExplain(ctx context.Context, req *request) ([]byte, error) {
 	if !ok && (cmd == "find" || cmd == "count" || cmd == "distinct") {
 		return nil, errorf(ErrInvalidNamespace, "collection name has invalid type %s", TypeName(first.Value().Type))
 	}
+	aggBody := inner
+	if (cmd == "find" || cmd == "count" || cmd == "distinct") && e.isView(req.db, coll) {
+		// As MongoDB does: the aggregate the read of a view runs.
+		if aggBody, err = viewReadAsAggregate(cmd, coll, inner); err != nil {
+			return nil, err
+		}
+		cmd = "aggregate"
+	}
 	if cmd == "aggregate" {
-		out, err := e.explainAggregateCommand(ctx, req, inner, verbosity)
+		out, err := e.explainAggregateCommand(ctx, req, aggBody, verbosity)
 		if err != nil {
 			return nil, err
 		}

@@ -36,6 +36,9 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.isView(req.db, name) {
+		return e.readView(ctx, req, name)
+	}
 	args, err := parseFind(req.name, req.body)
 	if err != nil {
 		return nil, err

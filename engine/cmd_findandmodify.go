@@ -45,6 +45,9 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
+	if e.isView(req.db, name) {
+		return nil, notOnView(req.db, name)
+	}
 	if !a.keepEmptyTs && !a.remove {
 		a.update = e.replaceEmptyTimestampsIn(a.update)
 	}

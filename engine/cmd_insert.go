@@ -35,6 +35,9 @@ func (e *Engine) cmdInsert(ctx context.Context, req *request) ([]byte, error) {
 		return nil, err
 	}
 	name, ordered, raw := w.coll, w.ordered, w.stmts
+	if e.isView(req.db, name) {
+		return writeReply(0, viewWriteErrors(req.db, name, len(raw), ordered))
+	}
 	rw, err := e.retryableWrite(ctx, req, w.wc, len(raw))
 	if err != nil {
 		return nil, err

@@ -26,6 +26,9 @@ func (e *Engine) cmdListIndexes(_ context.Context, req *request) ([]byte, error)
 			}
 		}
 	}
+	if e.isView(req.db, name) {
+		return nil, notOnView(req.db, name)
+	}
 	c := e.store.Collection(req.db, name)
 	if c == nil || e.store.Pending(c.ID) {
 		return nil, errorf(ErrNamespaceNotFound, "ns does not exist: %s", namespaceOf(req.db, name))

@@ -54,6 +54,9 @@ func (e *Engine) cmdRenameCollection(_ context.Context, req *request) ([]byte, e
 	if from == to {
 		return nil, errorf(ErrIllegalOperation, "Can't rename a collection to itself")
 	}
+	if e.isView(fromDB, fromColl) {
+		return nil, errorf(ErrCommandNotSupportedOnView, "cannot rename view: %s", from)
+	}
 	// As in MongoDB 5.0+: a sharded collection may be renamed, but only
 	// within its database.
 	if c := e.store.Collection(fromDB, fromColl); c != nil && c.Sharded() && fromDB != toDB {
@@ -63,6 +66,8 @@ func (e *Engine) cmdRenameCollection(_ context.Context, req *request) ([]byte, e
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, errorf(ErrNamespaceNotFound, "Source collection %s does not exist", from)
+	case errors.Is(err, store.ErrIsView):
+		return nil, errorf(ErrNamespaceExists, "a view already exists with that name: %s", to)
 	case errors.Is(err, store.ErrExists):
 		return nil, errorf(ErrNamespaceExists, "target namespace exists")
 	case err != nil:

@@ -80,6 +80,9 @@ func (e *Engine) cmdShardCollection(_ context.Context, req *request) ([]byte, er
 	if err != nil {
 		return nil, shardKeyError(err)
 	}
+	if e.isView(db, coll) {
+		return nil, errorf(ErrCommandNotSupportedOnView, "Views cannot be sharded.")
+	}
 	c, err := e.shardCollection(db, coll, spec, int(numChunks))
 	if err != nil {
 		return nil, err

@@ -35,6 +35,9 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 			stmts[i].u = e.replaceEmptyTimestampsIn(stmts[i].u)
 		}
 	}
+	if e.isView(req.db, name) {
+		return writeReply(0, viewWriteErrors(req.db, name, len(stmts), ordered), bson.E{Key: "nModified", Value: int32(0)})
+	}
 	rw, err := e.retryableWrite(ctx, req, w.wc, len(stmts))
 	if err != nil {
 		return nil, err

@@ -25,6 +25,9 @@ func (e *Engine) cmdValidate(_ context.Context, req *request) ([]byte, error) {
 			}
 		}
 	}
+	if e.isView(req.db, name) {
+		return nil, errorf(ErrCommandNotSupportedOnView, "Cannot validate a view")
+	}
 	c := e.store.Collection(req.db, name)
 	if c == nil {
 		return nil, errorf(ErrNamespaceNotFound, "Collection '%s' does not exist to validate.", namespaceOf(req.db, name))

@@ -147,6 +147,14 @@ const (
 	errRetryWantsPre  Code = 40612
 )
 
+// Codes of views (views.go).
+const (
+	ErrGraphContainsCycle        Code = 5
+	ErrViewDepthLimitExceeded    Code = 149
+	ErrCommandNotSupportedOnView Code = 166
+	ErrOptionNotSupportedOnView  Code = 167
+)
+
 // Assertions of updates and pipelines that have no codeName but Location<code>.
 const (
 	ErrDocumentTooLarge     Code = 17419 // an update made a document too large
@@ -269,6 +277,11 @@ var codeNames = map[Code]string{
 	ErrTransactionCommitted:               "TransactionCommitted",
 	ErrTransactionTooLarge:                "TransactionTooLarge",
 	ErrLockTimeout:                        "LockTimeout",
+
+	ErrGraphContainsCycle:        "GraphContainsCycle",
+	ErrViewDepthLimitExceeded:    "ViewDepthLimitExceeded",
+	ErrCommandNotSupportedOnView: "CommandNotSupportedOnView",
+	ErrOptionNotSupportedOnView:  "OptionNotSupportedOnView",
 }
 
 // Name is the codeName MongoDB reports for c.

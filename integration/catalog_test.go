@@ -158,7 +158,7 @@ func TestCatalog(t *testing.T) {
 			{"validationLevel value", bson.D{{Key: "validationLevel", Value: "sometimes"}}, 2, "BadValue", ""},
 			{"unknown option", bson.D{{Key: "bogus", Value: 1}}, 40415, "Location40415", "BSON field 'create.bogus' is an unknown field."},
 			{"capped", bson.D{{Key: "capped", Value: true}, {Key: "size", Value: 4096}}, 115, "CommandNotSupported", ""},
-			{"view", bson.D{{Key: "viewOn", Value: "other"}, {Key: "pipeline", Value: bson.A{}}}, 115, "CommandNotSupported", ""},
+			{"view pipeline without viewOn", bson.D{{Key: "pipeline", Value: bson.A{}}}, 72, "InvalidOptions", "'pipeline' requires 'viewOn' to also be specified"},
 			{"collation", bson.D{{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}}, 115, "CommandNotSupported", ""},
 			{"timeseries", bson.D{{Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}}, 115, "CommandNotSupported", ""},
 			{"clustered", bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "unique", Value: true}}}}, 115, "CommandNotSupported", ""},

@@ -90,6 +90,15 @@ type Catalog interface {
 	DropDatabase(db string) error
 	RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error
 
+	// Views are read-only namespaces defined by a pipeline over another
+	// namespace of their database; a name is a collection or a view,
+	// never both (store.ErrExists, store.ErrIsView).
+	ViewDefinitions(db string) []*store.ViewDefinition
+	ViewDefinition(db, name string) *store.ViewDefinition
+	CreateView(v store.ViewDefinition) (*store.ViewDefinition, error)
+	ModifyView(v store.ViewDefinition) (*store.ViewDefinition, error)
+	DropView(db, name string) error
+
 	CreateIndexesWithProgress(ctx context.Context, c *store.Collection, ixs []store.Index, p *store.BuildProgress) (*store.Collection, error)
 	DropIndex(c *store.Collection, name string) (*store.Collection, error)
 	SetIndexOptions(c *store.Collection, name string, hidden *bool, expire *int64) (*store.Collection, error)

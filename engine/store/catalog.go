@@ -155,6 +155,7 @@ func (c *Collection) setMap(m *shard.Map) {
 func (s *Store) loadCatalog() error {
 	s.dbs = map[string]*Database{}
 	s.colls = map[string]*Collection{}
+	s.views = map[string]*ViewDefinition{}
 	err := s.update(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(catalogSpace)})
 		defer it.Close()
@@ -178,6 +179,8 @@ func (s *Store) loadCatalog() error {
 						return err
 					}
 					s.colls[c.Namespace()] = &c
+				case hasPrefix(k, viewSpace):
+					return s.loadView(k, v)
 				case string(k) == string(seqKey):
 					s.lastCID = u32(v)
 				case string(k) == string(bootKey):
@@ -233,6 +236,9 @@ func (s *Store) Databases() []string {
 	}
 	for _, c := range s.colls {
 		set[c.DB] = true
+	}
+	for _, v := range s.views {
+		set[v.DB] = true
 	}
 	s.catMu.RUnlock()
 	out := make([]string, 0, len(set))
@@ -306,7 +312,7 @@ type NewCollection struct {
 func (s *Store) CreateCollectionWith(db, name string, nc NewCollection) (*Collection, error) {
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
-	if s.colls[db+"."+name] != nil {
+	if s.colls[db+"."+name] != nil || s.views[db+"."+name] != nil {
 		return nil, fmt.Errorf("collection %s.%s: %w", db, name, ErrExists)
 	}
 	return s.createLocked(db, name, nc)
@@ -322,6 +328,9 @@ func (s *Store) EnsureCollection(db, name string) (c *Collection, created bool, 
 	defer s.catMu.Unlock()
 	if c := s.colls[db+"."+name]; c != nil {
 		return c, false, nil
+	}
+	if s.views[db+"."+name] != nil {
+		return nil, false, fmt.Errorf("collection %s.%s: %w", db, name, ErrIsView)
 	}
 	c, err = s.createLocked(db, name, NewCollection{})
 	return c, err == nil, err
@@ -402,6 +411,9 @@ func (s *Store) DropDatabase(db string) error {
 			return err
 		}
 	}
+	if err := s.dropViews(db); err != nil {
+		return err
+	}
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
 	if s.dbs[db] == nil {
@@ -436,6 +448,10 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 	if src == nil {
 		s.catMu.Unlock()
 		return fmt.Errorf("source collection %s.%s: %w", fromDB, from, ErrNotFound)
+	}
+	if s.views[toDB+"."+to] != nil {
+		s.catMu.Unlock()
+		return fmt.Errorf("target %s.%s: %w", toDB, to, ErrIsView)
 	}
 	dst := s.colls[toDB+"."+to]
 	if src != src0 || dst != dst0 {

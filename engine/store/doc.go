@@ -16,6 +16,8 @@
 //	m/db/<db>                          -> database metadata (BSON), incl. shared throughput
 //	m/coll/<db> 0x00 <coll>            -> collection metadata (BSON): id, epoch, shard key,
 //	                                      partition map, throughput
+//	m/view/<db> 0x00 <view>            -> a view (BSON): the namespace it reads and its pipeline;
+//	                                      no collection id, so no document, counter or index key (views.go)
 //	m/user/<db> 0x00 <name>            -> a user (BSON, opaque to the store: engine/auth defines it)
 //	m/pending/<collID:4>               -> a collection created by a transaction still open; its commit deletes the key (pending.go)
 //	m/seq/coll                         -> last collection id handed out (uint32 BE)
@@ -119,6 +121,11 @@
 //     *LogicalPartitionFullError and writes nothing. Concurrent writers to
 //     one logical partition each see the others' committed bytes only, so
 //     together they may pass the limit by what they write at once.
+//  8. A namespace is a collection or a view, never both: CreateView,
+//     CreateCollection, EnsureCollection (ErrIsView) and RenameCollection
+//     (ErrIsView for a view target) check both maps under the catalog
+//     lock, and DropDatabase drops the database's views with its
+//     collections.
 //
 // # Durability
 //

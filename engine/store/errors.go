@@ -17,6 +17,9 @@ var (
 	ErrLocked    = errors.New("data directory is in use by another process")
 	ErrClosed    = errors.New("store is closed")
 	ErrCorrupted = errors.New("stored data is corrupted")
+	// ErrIsView refuses to create, or rename over, a collection whose
+	// name a view has (views.go).
+	ErrIsView = errors.New("is a view")
 	// ErrKeyTooLarge and ErrValueTooLarge refuse a write whose key or
 	// value Badger cannot hold (MaxKeyBytes; a value larger than the value
 	// log, or than 1 MB in an in-memory store), before Badger sees it: its

@@ -12,6 +12,7 @@ const (
 	catalogSpace = "m/"
 	dbSpace      = "m/db/"
 	collSpace    = "m/coll/"
+	viewSpace    = "m/view/"
 	userSpace    = "m/user/"
 	pendingSpace = "m/pending/"
 )
@@ -20,6 +21,12 @@ func dbKey(name string) []byte { return append([]byte(dbSpace), name...) }
 
 func collKey(db, name string) []byte {
 	k := append([]byte(collSpace), db...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+func viewKey(db, name string) []byte {
+	k := append([]byte(viewSpace), db...)
 	k = append(k, 0)
 	return append(k, name...)
 }

@@ -61,6 +61,8 @@ type Store struct {
 	pending sync.Map // collection id -> struct{}: created by an open transaction (pending.go)
 	orphans []uint32 // pending keys found by loadCatalog (pending.go)
 
+	views map[string]*ViewDefinition // by namespace "db.view", under catMu (views.go)
+
 	foldMu  sync.Mutex
 	folding map[uint32]bool
 	closing bool           // set by Close under foldMu: no new background folds

@@ -77,9 +77,6 @@ assert.strictEqual(Number(stKB.scaleFactor), 1024);
 let capped = null;
 try { db.createCollection('log', { capped: true, size: 4096 }); } catch (e) { capped = e; }
 assert.ok(capped && capped.codeName === 'CommandNotSupported' && /capped/.test(capped.message), 'capped: ' + capped);
-let view = null;
-try { db.createView('v', 'fruit', []); } catch (e) { view = e; }
-assert.ok(view && view.codeName === 'CommandNotSupported' && /view/.test(view.message), 'view: ' + view);
 let badName = null;
 try { db.runCommand({ create: 'bad$name' }); } catch (e) { badName = e; }
 assert.ok(badName && badName.code === 73 && badName.codeName === 'InvalidNamespace', 'bad collection name: ' + badName);
