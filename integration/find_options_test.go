@@ -204,7 +204,10 @@ func TestFindOptions(t *testing.T) {
 		if v := intOf(t, mustLookup(t, c.batch()[0], "t")); v != 3 {
 			t.Errorf("let in projection: %d", v)
 		}
-		runFail(t, db, find(bson.E{Key: "let", Value: d("Bad", 1)}), 16410, "Location16410")
+		ce := runFail(t, db, find(bson.E{Key: "let", Value: d("Bad", 1)}), 9, "FailedToParse")
+		if want := "Invalid 'let' parameter :: caused by :: 'Bad' starts with an invalid character for a user variable name"; ce.Message != want {
+			t.Errorf("errmsg %q, want %q", ce.Message, want)
+		}
 		// allowDiskUse: false still sorts what fits in memory.
 		runCursor(t, db, find(bson.E{Key: "sort", Value: d("w", 1)}, bson.E{Key: "allowDiskUse", Value: false}))
 		// The driver's comment option.

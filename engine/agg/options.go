@@ -118,7 +118,7 @@ func newEnv(opts Options) (*env, error) {
 		elems, _ := let.Elements()
 		empty := bsoncore.NewDocumentBuilder().Build()
 		for _, el := range elems {
-			if err := expr.CheckVariableName(el.Key()); err != nil {
+			if err := expr.CheckLetParameterName(el.Key()); err != nil {
 				return nil, err
 			}
 			x, err := expr.Compile(el.Value(), e.scope)

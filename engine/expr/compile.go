@@ -89,22 +89,40 @@ func (s *Scope) with(names []string, fn func(slots []int) error) error {
 	return err
 }
 
-// CheckVariableName applies MongoDB's rules to a user variable name: it
-// starts with a lowercase letter or a non-ASCII character and contains
-// only letters, digits, '_' and non-ASCII characters.
+// CheckVariableName applies MongoDB's rules to a user variable name that
+// is defined: it starts with a lowercase letter or a non-ASCII character
+// and contains only letters, digits, '_' and non-ASCII characters.
+// MongoDB refuses a bad name with FailedToParse.
 func CheckVariableName(name string) error {
+	return checkName(name, false)
+}
+
+// CheckLetParameterName is CheckVariableName for a name of a command's
+// let, whose refusal MongoDB prefixes with the parameter's context.
+func CheckLetParameterName(name string) error {
+	if err := CheckVariableName(name); err != nil {
+		return langerr.FailedToParse("Invalid 'let' parameter :: caused by :: %s", langerr.Message(err, langerr.ErrFailedToParse))
+	}
+	return nil
+}
+
+// checkName is MongoDB's check of a variable name; a name that is read
+// ("$$Name") may also start with an uppercase letter, the builtin
+// variables' initial.
+func checkName(name string, read bool) error {
 	if name == "" {
-		return langerr.New(ErrFieldPath, "empty variable names are not allowed")
+		return langerr.FailedToParse("empty variable names are not allowed")
 	}
 	for i, c := range name {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 0x80:
-		case i > 0 && (c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'):
+		case c >= 'A' && c <= 'Z' && (i > 0 || read):
+		case i > 0 && (c >= '0' && c <= '9' || c == '_'):
 		default:
 			if i == 0 {
-				return langerr.New(ErrFieldPath, "'%s' starts with an invalid character for a user variable name", name)
+				return langerr.FailedToParse("'%s' starts with an invalid character for a user variable name", name)
 			}
-			return langerr.New(ErrFieldPath, "'%s' contains an invalid character for a variable name: '%c'", name, c)
+			return langerr.FailedToParse("'%s' contains an invalid character for a variable name: '%c'", name, c)
 		}
 	}
 	return nil

@@ -46,7 +46,7 @@ func (c *compiler) compilePath(s string) (Expression, error) {
 		case name == "CLUSTER_TIME":
 			p.root = rootClusterTime
 		default:
-			if err := CheckVariableName(name); err != nil {
+			if err := checkName(name, true); err != nil {
 				return nil, err
 			}
 			return nil, langerr.New(ErrUndefinedVariable, "Use of undefined variable: %s", name)

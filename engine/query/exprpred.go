@@ -39,7 +39,7 @@ func newExprEnv(opts Options) (*exprEnv, error) {
 	var vars []pending
 	empty := bsoncore.NewDocumentBuilder().Build()
 	for e := range value.All(let) {
-		if err := expr.CheckVariableName(e.Key()); err != nil {
+		if err := expr.CheckLetParameterName(e.Key()); err != nil {
 			return nil, err
 		}
 		x, err := expr.Compile(e.Value(), expr.NewScope())

@@ -52,7 +52,7 @@ func parsePipeline(stages bsoncore.Document, let bsoncore.Document) (*Update, er
 			return nil, errorf(ErrFailedToParse, "invalid let: %v", err)
 		}
 		for _, e := range elems {
-			if err := expr.CheckVariableName(e.Key()); err != nil {
+			if err := expr.CheckLetParameterName(e.Key()); err != nil {
 				return nil, fromQueryError(err, "")
 			}
 			x, err := expr.Compile(e.Value(), expr.NewScope())
