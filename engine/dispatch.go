@@ -252,7 +252,7 @@ func (d *dispatchState) setDeadline() ([]byte, bool) {
 		return refuse(toCommandError(err))
 	}
 	if ms < 0 {
-		return refuse(errorf(ErrBadValue, "%d value for maxTimeMS is out of range", ms))
+		return refuse(negativeMaxTimeMS(d.name, ms))
 	}
 	if ms > 0 {
 		d.ctx, d.cancelDeadline = context.WithTimeout(d.ctx, time.Duration(ms)*time.Millisecond)

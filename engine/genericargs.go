@@ -115,6 +115,17 @@ func duplicateField(body bsoncore.Document) string {
 	return ""
 }
 
+// negativeMaxTimeMS is MongoDB's refusal of a negative maxTimeMS: find
+// and aggregate parse it with their IDL's ">= 0" validator (51024) before
+// the generic check every other command gets (BadValue).
+func negativeMaxTimeMS(cmd string, ms int64) *CommandError {
+	switch cmd {
+	case "find", "aggregate":
+		return negativeValue("maxTimeMS", ms)
+	}
+	return errorf(ErrBadValue, "%d value for maxTimeMS is out of range", ms)
+}
+
 // checkGenericArgs checks what every command may carry: no field twice,
 // maxTimeMS within MongoDB's range, a readConcern document with a known
 // level, and txnNumber only with lsid.
@@ -127,7 +138,10 @@ func checkGenericArgs(cmd string, body bsoncore.Document) *CommandError {
 		if err != nil {
 			return toCommandError(err)
 		}
-		if ms < 0 || ms > math.MaxInt32 {
+		if ms < 0 {
+			return negativeMaxTimeMS(cmd, ms)
+		}
+		if ms > math.MaxInt32 {
 			return errorf(ErrBadValue, "%d value for maxTimeMS is out of range", ms)
 		}
 	}

@@ -181,7 +181,7 @@ func TestFindOptions(t *testing.T) {
 			t.Errorf("errmsg %q", ce.Message)
 		}
 		runFail(t, db, bson.D{{Key: "count", Value: "slow"}, {Key: "query", Value: heavy}, {Key: "maxTimeMS", Value: 20}}, 50, "MaxTimeMSExpired")
-		runFail(t, db, find(bson.E{Key: "maxTimeMS", Value: -1}), 2, "BadValue")
+		runFail(t, db, find(bson.E{Key: "maxTimeMS", Value: -1}), 51024, "Location51024")
 		// Generous limits do not get in the way.
 		if c := runCursor(t, db, find(bson.E{Key: "maxTimeMS", Value: 60000})); len(c.batch()) != 20 {
 			t.Errorf("maxTimeMS 60000: %d docs", len(c.batch()))

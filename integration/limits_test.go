@@ -187,6 +187,15 @@ func TestMongoDBLimits(t *testing.T) {
 		{"maxTimeMS 2^31", func() result {
 			return run(bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: int64(1) << 31}})
 		}, 2, "2147483648 value for maxTimeMS is out of range"},
+		{"find maxTimeMS -1", func() result {
+			return run(bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: -1}})
+		}, 51024, "BSON field 'maxTimeMS' value must be >= 0, actual value '-1'"},
+		{"aggregate maxTimeMS -1", func() result {
+			return run(bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "maxTimeMS", Value: int64(-1)}})
+		}, 51024, "BSON field 'maxTimeMS' value must be >= 0, actual value '-1'"},
+		{"count maxTimeMS -1", func() result {
+			return run(bson.D{{Key: "count", Value: "c"}, {Key: "maxTimeMS", Value: -1}})
+		}, 2, "-1 value for maxTimeMS is out of range"},
 		{"maxTimeMS 2^31-1", func() result {
 			return run(bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: int64(1)<<31 - 1}})
 		}, 0, ""},
@@ -252,8 +261,8 @@ func TestMongoDBLimits(t *testing.T) {
 		}
 	}
 	t.Logf("%d limit cases, %d as MongoDB answers", len(cases), len(cases)-failed)
-	if len(cases) != 22 {
-		t.Errorf("%d cases, want 22", len(cases))
+	if len(cases) != 25 {
+		t.Errorf("%d cases, want 25", len(cases))
 	}
 	// The refused commands changed nothing; the accepted insert did.
 	if n, err := db.Collection("big").CountDocuments(ctx, bson.D{}); err != nil || n != 2 {
