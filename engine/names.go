@@ -10,6 +10,14 @@ func validateDBName(db string) error {
 	if db == "" {
 		return errorf(ErrInvalidNamespace, "Invalid empty database name")
 	}
+	// MongoDB refuses these two when it makes the name, before any other
+	// rule.
+	if strings.Contains(db, ".") {
+		return errorf(ErrInvalidNamespace, "'.' is an invalid character in a db name: %s", db)
+	}
+	if strings.Contains(db, "\x00") {
+		return errorf(ErrInvalidNamespace, "database names cannot have embedded null characters")
+	}
 	if len(db) >= 64 {
 		return errorf(ErrInvalidNamespace, "Invalid database name: '%s': name is longer than 63 bytes", db)
 	}

@@ -187,6 +187,14 @@ func TestMongoDBLimits(t *testing.T) {
 		{"maxTimeMS 2^31", func() result {
 			return run(bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: int64(1) << 31}})
 		}, 2, "2147483648 value for maxTimeMS is out of range"},
+		{"create in a database named with a dot", func() result {
+			err := c.Database("a.b").RunCommand(context.Background(), bson.D{{Key: "create", Value: "c"}}).Err()
+			var ce mongo.CommandError
+			if errors.As(err, &ce) {
+				return result{ce.Code, ce.Message}
+			}
+			return result{}
+		}, 73, "'.' is an invalid character in a db name: a.b"},
 		{"find maxTimeMS -1", func() result {
 			return run(bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: -1}})
 		}, 51024, "BSON field 'maxTimeMS' value must be >= 0, actual value '-1'"},
@@ -261,8 +269,8 @@ func TestMongoDBLimits(t *testing.T) {
 		}
 	}
 	t.Logf("%d limit cases, %d as MongoDB answers", len(cases), len(cases)-failed)
-	if len(cases) != 25 {
-		t.Errorf("%d cases, want 25", len(cases))
+	if len(cases) != 26 {
+		t.Errorf("%d cases, want 26", len(cases))
 	}
 	// The refused commands changed nothing; the accepted insert did.
 	if n, err := db.Collection("big").CountDocuments(ctx, bson.D{}); err != nil || n != 2 {
