@@ -117,8 +117,8 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 	}
 	if err != nil {
 		var ce *CommandError
-		if errors.As(err, &ce) {
-			return nil, ce
+		if errors.As(err, &ce) || isIndexDup(err) {
+			return nil, planExecutorError(toCommandError(err))
 		}
 		return nil, fmt.Errorf("findAndModify on %s: %w", coll.Namespace(), err)
 	}
@@ -295,6 +295,24 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 		err = sp.stmt.committed()
 	}
 	return res, err
+}
+
+// planExecutorError is an error of the update or removal findAndModify
+// ran, with the context MongoDB's plan executor gives it ("Plan executor
+// error during findAndModify :: caused by :: ..."): a failed update
+// operator, an immutable field changed, a duplicate key, a document that
+// fails validation. What stops the command from outside the write
+// (throttling, time limits, interruption, conflicts, full storage, a
+// transaction that ended) keeps its own words.
+func planExecutorError(ce *CommandError) *CommandError {
+	switch ce.Code {
+	case ErrTooManyRequests, ErrMaxTimeMSExpired, ErrExceededTimeLimit, ErrInterrupted, ErrWriteConflict,
+		ErrOutOfDiskSpace, ErrInternalError, ErrNoSuchTransaction, ErrShardKeyNotFound:
+		return ce
+	}
+	c := *ce
+	c.Msg = "Plan executor error during findAndModify :: caused by :: " + ce.Msg
+	return &c
 }
 
 // findTarget returns the first document matching f in sort order (in key

@@ -219,8 +219,8 @@ func TestFindAndModify(t *testing.T) {
 			{[]bson.E{{Key: "remove", Value: true}, {Key: "update", Value: set("a", 1)}}, 9, "FailedToParse", "Cannot specify both an update and remove=true"},
 			{[]bson.E{{Key: "remove", Value: true}, {Key: "new", Value: true}}, 9, "FailedToParse", "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document"},
 			{[]bson.E{{Key: "remove", Value: true}, {Key: "arrayFilters", Value: bson.A{eq("i", 1)}}}, 9, "FailedToParse", "Cannot specify arrayFilters and remove=true"},
-			{[]bson.E{{Key: "query", Value: idIs(1)}, {Key: "update", Value: set("_id", 5)}}, 66, "ImmutableField", "Performing an update on the path '_id' would modify the immutable field '_id'"},
-			{[]bson.E{{Key: "query", Value: idIs(1)}, {Key: "update", Value: inc("k", 1)}}, 14, "TypeMismatch", "Cannot apply $inc to a value of non-numeric type. {_id: 1} has the field 'k' of non-numeric type string"},
+			{[]bson.E{{Key: "query", Value: idIs(1)}, {Key: "update", Value: set("_id", 5)}}, 66, "ImmutableField", "Plan executor error during findAndModify :: caused by :: Performing an update on the path '_id' would modify the immutable field '_id'"},
+			{[]bson.E{{Key: "query", Value: idIs(1)}, {Key: "update", Value: inc("k", 1)}}, 14, "TypeMismatch", "Plan executor error during findAndModify :: caused by :: Cannot apply $inc to a value of non-numeric type. {_id: 1} has the field 'k' of non-numeric type string"},
 			{[]bson.E{{Key: "update", Value: bson.D{{Key: "$set", Value: pairs("a", 1)}, {Key: "$unset", Value: pairs("a", 1)}}}}, 40, "ConflictingUpdateOperators", "Updating the path 'a' would create a conflict at 'a'"},
 			{[]bson.E{{Key: "query", Value: eq("p", 5)}, {Key: "update", Value: set("_id", 1)}, {Key: "upsert", Value: true}}, 11000, "DuplicateKey", ""},
 			{[]bson.E{{Key: "query", Value: bson.D{{Key: "$bad", Value: 1}}}, {Key: "remove", Value: true}}, 2, "BadValue", ""},
@@ -234,6 +234,11 @@ func TestFindAndModify(t *testing.T) {
 			if tc.msg != "" && ce.Message != tc.msg {
 				t.Errorf("%v: errmsg %q, want %q", tc.fields, ce.Message, tc.msg)
 			}
+		}
+		// The write's own errors carry the plan executor's context.
+		ce := runFail(t, db, famCmd("c", bson.E{Key: "query", Value: eq("p", 5)}, bson.E{Key: "update", Value: set("_id", 1)}, bson.E{Key: "upsert", Value: true}), 11000, "DuplicateKey")
+		if want := "Plan executor error during findAndModify :: caused by :: E11000 duplicate key error collection: " + db.Name() + ".c index: _id_ dup key: { _id: 1 }"; ce.Message != want {
+			t.Errorf("errmsg %q, want %q", ce.Message, want)
 		}
 		wantDoc(t, coll, 1, bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "x"}, {Key: "p", Value: 3}})
 		if n := len(idsIn(t, coll, bson.D{})); n != 3 {

@@ -53,7 +53,9 @@ func validationFailure(t testing.TB, err error, index int) bson.Raw {
 		}
 		return e.Details
 	case errors.As(err, &ce):
-		if ce.Code != 121 || ce.Name != "DocumentValidationFailure" || ce.Message != "Document failed validation" {
+		// findAndModify's carries its plan executor's context.
+		msg := strings.TrimPrefix(ce.Message, "Plan executor error during findAndModify :: caused by :: ")
+		if ce.Code != 121 || ce.Name != "DocumentValidationFailure" || msg != "Document failed validation" {
 			t.Fatalf("command error %+v", ce)
 		}
 		info, lerr := ce.Raw.LookupErr("errInfo")
@@ -189,6 +191,9 @@ func TestDocumentValidation(t *testing.T) {
 		wantDetails(t, validationFailure(t, err, 0), int32(9), want)
 		err = c.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}).Err()
 		wantDetails(t, validationFailure(t, err, 0), int32(1), want)
+		if ce := (mongo.CommandError{}); !errors.As(err, &ce) || ce.Message != "Plan executor error during findAndModify :: caused by :: Document failed validation" {
+			t.Errorf("findAndModify's error %v", err)
+		}
 		err = c.FindOneAndReplace(ctx, bson.D{{Key: "_id", Value: 8}}, bson.D{{Key: "x", Value: 1}}, options.FindOneAndReplace().SetUpsert(true)).Err()
 		wantDetails(t, validationFailure(t, err, 0), int32(8), want)
 		var got bson.M
