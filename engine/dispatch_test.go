@@ -307,14 +307,16 @@ func TestDispatchSetDeadline(t *testing.T) {
 	c := newConn(newDispatchEngine(t, Config{}))
 	for _, tc := range []struct {
 		name string
+		cmd  string
 		ms   any
 		code Code
 	}{
-		{"negative", int64(-1), ErrBadValue},
-		{"a string", "10", ErrTypeMismatch},
+		{"negative", "find", int64(-1), ErrValueNegative},
+		{"negative on count", "count", int64(-1), ErrBadValue},
+		{"a string", "find", "10", ErrTypeMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := stateFor(t, c, bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: tc.ms}, {Key: "$db", Value: "d"}})
+			d := stateFor(t, c, bson.D{{Key: tc.cmd, Value: "c"}, {Key: "maxTimeMS", Value: tc.ms}, {Key: "$db", Value: "d"}})
 			through(t, d, d.parse, d.lookup, d.register) // checkArgs would refuse it first
 			out, done := d.setDeadline()
 			wantRefusal(t, out, done, tc.code, "maxTimeMS")
