@@ -433,7 +433,7 @@ func TestWipedReplicaRebuiltFromSnapshot(t *testing.T) {
 func TestGroupsStayInTheirSpans(t *testing.T) {
 	c := newTestCluster(t)
 	c.startGroup(GroupConfig{ShardID: 10, Spans: []Span{PrefixSpan([]byte("d/a/")), PrefixSpan([]byte("c/a/"))}})
-	c.startGroup(GroupConfig{ShardID: 11, Spans: []Span{PrefixSpan([]byte("d/b/"))}})
+	c.startGroup(GroupConfig{ShardID: 11, Spans: []Span{PrefixSpan([]byte("d/b/"))}, Quiesce: true})
 	if err := c.nodes[0].node.StartGroup(GroupConfig{ShardID: 12, ReplicaID: 1, Members: c.members(),
 		Spans: []Span{{Start: []byte("d/b/5"), End: []byte("d/c")}}}); err == nil {
 		t.Error("a group overlapping another's span started")

@@ -66,6 +66,16 @@
 // replica's state. Node.Read runs them linearizably through ReadIndex
 // (SyncRead) or locally and possibly stale (StaleRead).
 //
+// # Cost
+//
+// A NodeHost runs about 285 goroutines (dragonboat's worker pools and log
+// store) and keeps its log store's write buffers to 256 MB (the tiny
+// profile; dragonboat's default allows 8 GB). At the default timing (RTT
+// 10 ms, heartbeat every RTT, election after 10) three idle nodes with one
+// group use about 7-9% of one core, and each further idle group about 1%
+// more; groups started with Quiesce stop heartbeating when idle (20 idle
+// groups: 10% instead of 29%).
+//
 // # What the replicated storage.Storage will build on this
 //
 // This state machine replicates raw key writes, not document operations.
