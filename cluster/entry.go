@@ -17,6 +17,7 @@ const (
 	OpPut    = 'p' // uvarint(len) key, uvarint(len) value
 	OpDelete = 'd' // uvarint(len) key
 	OpAdd    = 'a' // uvarint(len) key, uvarint(n), n x int64 BE: add to a counter vector
+	OpExpect = 'e' // uvarint(len) key, 0 (absent) | 1 uvarint(len) value: a guard
 )
 
 // maxCounterFields bounds the n of an OpAdd.
@@ -27,8 +28,9 @@ const maxCounterFields = 16
 type Op struct {
 	Kind   byte
 	Key    []byte
-	Value  []byte  // OpPut
+	Value  []byte  // OpPut; OpExpect when Absent is false
 	Deltas []int64 // OpAdd
+	Absent bool    // OpExpect: the key must not exist
 }
 
 // Batch is a group's unit of replication: writes to raw keys of the
@@ -72,7 +74,28 @@ func (b *Batch) Add(key []byte, deltas ...int64) {
 	b.ops++
 }
 
-// Len is the number of writes in the batch.
+// Expect makes the batch conditional: it applies only if key holds
+// value at that point of the batch, and otherwise writes nothing and
+// fails with ErrConflict on every replica. A batch that expects a key it
+// creates to be absent applies at most once, so it can be proposed again
+// after a timeout.
+func (b *Batch) Expect(key, value []byte) {
+	b.buf = append(b.buf, OpExpect)
+	b.buf = appendBytes(b.buf, key)
+	b.buf = append(b.buf, 1)
+	b.buf = appendBytes(b.buf, value)
+	b.ops++
+}
+
+// ExpectAbsent makes the batch conditional on key not existing.
+func (b *Batch) ExpectAbsent(key []byte) {
+	b.buf = append(b.buf, OpExpect)
+	b.buf = appendBytes(b.buf, key)
+	b.buf = append(b.buf, 0)
+	b.ops++
+}
+
+// Len is the number of ops in the batch.
 func (b *Batch) Len() int { return b.ops }
 
 // Encoded is the entry as proposed; it aliases the batch.
@@ -112,6 +135,17 @@ func DecodeBatch(entry []byte) ([]Op, error) {
 				return nil, err
 			}
 		case OpDelete:
+		case OpExpect:
+			if len(p) == 0 || p[0] > 1 {
+				return nil, fmt.Errorf("%w: bad expectation", errMalformed)
+			}
+			op.Absent = p[0] == 0
+			p = p[1:]
+			if !op.Absent {
+				if op.Value, p, err = readBytes(p); err != nil {
+					return nil, err
+				}
+			}
 		case OpAdd:
 			n, k := binary.Uvarint(p)
 			if k <= 0 || n == 0 || n > maxCounterFields || uint64(len(p)-k) < n*8 {

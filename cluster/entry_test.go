@@ -12,7 +12,9 @@ func TestBatchRoundTrip(t *testing.T) {
 	b.Delete([]byte("k2"))
 	b.Add([]byte("k3"), 1, -2, 1<<40)
 	b.Put([]byte("k4"), nil)
-	if b.Len() != 4 {
+	b.Expect([]byte("k5"), []byte("v5"))
+	b.ExpectAbsent([]byte("k6"))
+	if b.Len() != 6 {
 		t.Fatalf("Len = %d", b.Len())
 	}
 	ops, err := DecodeBatch(b.Encoded())
@@ -24,13 +26,15 @@ func TestBatchRoundTrip(t *testing.T) {
 		{Kind: OpDelete, Key: []byte("k2")},
 		{Kind: OpAdd, Key: []byte("k3"), Deltas: []int64{1, -2, 1 << 40}},
 		{Kind: OpPut, Key: []byte("k4"), Value: []byte{}},
+		{Kind: OpExpect, Key: []byte("k5"), Value: []byte("v5")},
+		{Kind: OpExpect, Key: []byte("k6"), Absent: true},
 	}
 	if len(ops) != len(want) {
 		t.Fatalf("%d ops, want %d", len(ops), len(want))
 	}
 	for i, op := range ops {
 		w := want[i]
-		if op.Kind != w.Kind || !bytes.Equal(op.Key, w.Key) || !bytes.Equal(op.Value, w.Value) || len(op.Deltas) != len(w.Deltas) {
+		if op.Kind != w.Kind || !bytes.Equal(op.Key, w.Key) || !bytes.Equal(op.Value, w.Value) || op.Absent != w.Absent || len(op.Deltas) != len(w.Deltas) {
 			t.Errorf("op %d = %+v, want %+v", i, op, w)
 			continue
 		}
@@ -57,6 +61,9 @@ func TestDecodeBatchMalformed(t *testing.T) {
 		"zero deltas":      {1, 'a', 1, 'k', 0},
 		"too many deltas":  {1, 'a', 1, 'k', 17},
 		"truncated deltas": {1, 'a', 1, 'k', 2, 0, 0, 0, 0, 0, 0, 0, 1},
+		"no expectation":   {1, 'e', 1, 'k'},
+		"bad expectation":  {1, 'e', 1, 'k', 2},
+		"expected value":   {1, 'e', 1, 'k', 1, 3, 'v'},
 	} {
 		if _, err := DecodeBatch(in); !errors.Is(err, errMalformed) {
 			t.Errorf("%s: err = %v, want malformed", name, err)
@@ -97,6 +104,12 @@ func reencode(ops []Op) []byte {
 			b.Delete(op.Key)
 		case OpAdd:
 			b.Add(op.Key, op.Deltas...)
+		case OpExpect:
+			if op.Absent {
+				b.ExpectAbsent(op.Key)
+			} else {
+				b.Expect(op.Key, op.Value)
+			}
 		}
 	}
 	return b.Encoded()

@@ -16,7 +16,8 @@ import (
 // Entry results (statemachine.Result.Value) every replica computes alike.
 const (
 	ResultApplied  = 1 // the batch's writes are in the state
-	ResultRejected = 2 // the batch wrote nothing; Result.Data says why
+	ResultRejected = 2 // the batch is invalid and wrote nothing; Result.Data says why
+	ResultConflict = 3 // an expectation of the batch failed; it wrote nothing
 )
 
 // ErrClosed is returned by Lookup on a closed state machine.
@@ -45,7 +46,7 @@ type StateMachine struct {
 type ApplyStats struct {
 	OpenIndex    uint64 // the applied index Open found in Badger
 	Entries      int64  // entries Update applied (or rejected)
-	Rejected     int64  // of which rejected
+	Rejected     int64  // of which rejected or in conflict (wrote nothing)
 	FirstIndex   uint64 // index of the first entry Update saw, 0 when none
 	LastIndex    uint64 // index of the last one
 	Commits      int64  // Badger commits Update made
@@ -158,7 +159,7 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if r.Value == ResultRejected {
+		if r.Value != ResultApplied {
 			rejected++
 		}
 		e.Result = r
@@ -189,18 +190,19 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 }
 
 // applyEntry writes one entry's batch into txn, or nothing when the batch
-// is rejected. The decision depends only on the entry and the state, so
+// is rejected or an expectation fails. The decision depends only on the entry and the state, so
 // every replica makes the same one.
 func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error) {
 	ops, err := DecodeBatch(cmd)
 	if err != nil {
 		return rejectResult(err.Error()), nil
 	}
-	// Evaluate into an overlay first so that a rejected batch leaves txn
+	// Evaluate into an overlay first so that a refused batch leaves txn
 	// as it was.
 	type write struct {
 		value   []byte
-		deleted bool
+		exists  bool // false: deleted
+		written bool // false: only read (an expectation)
 	}
 	overlay := map[string]*write{}
 	var order []string
@@ -215,30 +217,40 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 			overlay[k] = w
 			order = append(order, k)
 		}
-		switch op.Kind {
-		case OpPut:
-			w.value, w.deleted = op.Value, false
-		case OpDelete:
-			w.value, w.deleted = nil, true
-		case OpAdd:
-			var stored []byte
-			if w.value != nil || w.deleted {
-				stored = w.value
-			} else if stored, _, err = getValue(txn, op.Key); err != nil {
+		// cur and found are the key's value at this point of the batch.
+		cur, found := w.value, w.exists
+		if !w.written && (op.Kind == OpExpect || op.Kind == OpAdd) {
+			if cur, found, err = getValue(txn, op.Key); err != nil {
 				return sm.Result{}, err
 			}
-			v, err := addCounters(stored, op.Deltas)
+		}
+		switch op.Kind {
+		case OpExpect:
+			if op.Absent && found {
+				return sm.Result{Value: ResultConflict, Data: fmt.Appendf(nil, "key %q exists", op.Key)}, nil
+			}
+			if !op.Absent && (!found || !bytes.Equal(cur, op.Value)) {
+				return sm.Result{Value: ResultConflict, Data: fmt.Appendf(nil, "key %q does not hold the expected value", op.Key)}, nil
+			}
+		case OpPut:
+			*w = write{value: op.Value, exists: true, written: true}
+		case OpDelete:
+			*w = write{written: true}
+		case OpAdd:
+			v, err := addCounters(cur, op.Deltas)
 			if err != nil {
 				return rejectResult(fmt.Sprintf("key %q: %v", op.Key, err)), nil
 			}
-			w.value, w.deleted = v, false
+			*w = write{value: v, exists: true, written: true}
 		}
 	}
 	for _, k := range order {
 		w := overlay[k]
-		if w.deleted {
+		switch {
+		case !w.written:
+		case !w.exists:
 			err = txn.Delete([]byte(k))
-		} else {
+		default:
 			// Badger keeps the slices until commit; the entry's bytes
 			// are not ours after Update returns, so copy.
 			err = txn.Set([]byte(k), bytes.Clone(w.value))

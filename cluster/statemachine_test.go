@@ -119,6 +119,56 @@ func TestUpdateAppliesAndRejectsWhole(t *testing.T) {
 	}
 }
 
+func TestExpectations(t *testing.T) {
+	db := openBadger(t, t.TempDir())
+	defer db.Close()
+	m := newMachine(t, db, 8, "g/")
+	batch := func(build func(b *Batch)) []byte {
+		b := NewBatch()
+		build(b)
+		return b.Encoded()
+	}
+	ents := []sm.Entry{
+		// Creates g/a once: the second copy conflicts and writes nothing.
+		{Index: 1, Cmd: batch(func(b *Batch) {
+			b.ExpectAbsent([]byte("g/a"))
+			b.Put([]byte("g/a"), []byte("1"))
+			b.Add([]byte("g/n"), 1)
+		})},
+		{Index: 2, Cmd: batch(func(b *Batch) {
+			b.ExpectAbsent([]byte("g/a"))
+			b.Put([]byte("g/a"), []byte("1"))
+			b.Add([]byte("g/n"), 1)
+		})},
+		// Compare-and-set: only the one that saw "1" applies.
+		{Index: 3, Cmd: batch(func(b *Batch) { b.Expect([]byte("g/a"), []byte("1")); b.Put([]byte("g/a"), []byte("2")) })},
+		{Index: 4, Cmd: batch(func(b *Batch) { b.Expect([]byte("g/a"), []byte("1")); b.Put([]byte("g/a"), []byte("3")) })},
+		// An expectation sees the batch's own earlier writes.
+		{Index: 5, Cmd: batch(func(b *Batch) {
+			b.Put([]byte("g/b"), []byte("x"))
+			b.Expect([]byte("g/b"), []byte("x"))
+			b.Delete([]byte("g/b"))
+			b.ExpectAbsent([]byte("g/b"))
+			b.ExpectAbsent([]byte("g/c")) // only read: must not create it
+		})},
+		// An expectation on a missing key fails.
+		{Index: 6, Cmd: batch(func(b *Batch) { b.Expect([]byte("g/zz"), []byte{}); b.Put([]byte("g/d"), []byte("no")) })},
+	}
+	res, err := m.Update(ents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uint64{ResultApplied, ResultConflict, ResultApplied, ResultConflict, ResultApplied, ResultConflict}
+	for i, e := range res {
+		if e.Result.Value != want[i] {
+			t.Errorf("entry %d: result %d (%s), want %d", e.Index, e.Result.Value, e.Result.Data, want[i])
+		}
+	}
+	if got, want := dump(t, db, "g/"), `"g/a"="2"`+"\n"+`"g/n"="\x00\x00\x00\x00\x00\x00\x00\x01"`+"\n"; got != want {
+		t.Errorf("state:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestLookup(t *testing.T) {
 	db := openBadger(t, t.TempDir())
 	defer db.Close()
