@@ -474,6 +474,16 @@ func TestGroupsStayInTheirSpans(t *testing.T) {
 	if err := c.nodes[0].node.Propose(context.Background(), 10, bad); !errors.As(err, &rej) {
 		t.Errorf("cross-group batch: %v, want rejected", err)
 	}
+	// So is a batch too big for one Badger transaction (these nodes'
+	// take about 1.2 MB).
+	big := NewBatch()
+	big.Put([]byte("d/a/big"), make([]byte, 2<<20))
+	if err := c.nodes[0].node.Propose(context.Background(), 10, big); !errors.As(err, &rej) {
+		t.Errorf("2 MB batch: %v, want rejected", err)
+	}
+	if err := c.nodes[0].node.StartGroup(GroupConfig{ShardID: 10, ReplicaID: 1, Spans: []Span{PrefixSpan([]byte("d/a/"))}}); err == nil {
+		t.Error("group 10 started twice on node 1")
+	}
 	c.converge(10)
 	c.converge(11)
 	a := c.sameState(10, "d/a/")

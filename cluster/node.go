@@ -122,10 +122,11 @@ func (n *Node) StartGroup(g GroupConfig) error {
 		return fmt.Errorf("cluster: group %d: %w", g.ShardID, err)
 	}
 	n.mu.Lock()
+	if _, ok := n.groups[g.ShardID]; ok {
+		n.mu.Unlock()
+		return fmt.Errorf("cluster: group %d is already started on this node", g.ShardID)
+	}
 	for id, r := range n.groups {
-		if id == g.ShardID {
-			continue
-		}
 		for _, a := range r.spans {
 			for _, b := range spans {
 				if a.overlaps(b) {
@@ -193,9 +194,18 @@ type RejectedError struct{ Reason string }
 
 func (e *RejectedError) Error() string { return "cluster: batch rejected: " + e.Reason }
 
-// maxBatchBytes bounds a proposed batch; one entry must fit one Badger
-// transaction on every replica.
+// maxBatchBytes bounds a proposed batch. One entry must also fit one
+// Badger transaction on every replica (Update rejects one that does not),
+// so every node of a cluster uses the same Badger options.
 const maxBatchBytes = 8 << 20
+
+// fitsOneTxn is whether a batch surely fits one transaction of db, with
+// the group's applied index: Badger counts a key and value plus a few
+// bytes per write.
+func fitsOneTxn(db *badger.DB, b *Batch) bool {
+	ops := int64(b.Len()) + 1
+	return ops <= db.MaxBatchCount() && int64(len(b.Encoded()))+ops*32 <= db.MaxBatchSize()
+}
 
 // Propose replicates b through the group and returns once a majority
 // committed it and this node applied it. Until a leader is known the
@@ -210,8 +220,8 @@ func (n *Node) Propose(ctx context.Context, shardID uint64, b *Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	if len(b.Encoded()) > maxBatchBytes {
-		return fmt.Errorf("cluster: batch of %d bytes is over %d", len(b.Encoded()), maxBatchBytes)
+	if len(b.Encoded()) > maxBatchBytes || !fitsOneTxn(n.db, b) {
+		return &RejectedError{Reason: fmt.Sprintf("batch of %d writes and %d bytes does not fit one transaction", b.Len(), len(b.Encoded()))}
 	}
 	ops, err := DecodeBatch(b.Encoded())
 	if err != nil {

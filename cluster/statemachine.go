@@ -156,6 +156,14 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 			txn.Discard()
 			return m.commitPrefix(entries[:i])
 		}
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			// Alone too big: failing would stop the replica on this entry
+			// at every restart. Node.Propose refuses such batches, and
+			// every node has the same Badger options, so every replica
+			// rejects it alike.
+			txn.Discard()
+			return m.commitRejected(e, "the batch does not fit one transaction")
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -187,6 +195,27 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 	m.stats.Commits++
 	m.mu.Unlock()
 	return len(entries), nil
+}
+
+// commitRejected commits e as rejected: only the applied index moves.
+func (m *StateMachine) commitRejected(e *sm.Entry, reason string) (int, error) {
+	if err := m.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(appliedKey(m.shardID), binary.BigEndian.AppendUint64(nil, e.Index))
+	}); err != nil {
+		return 0, err
+	}
+	e.Result = rejectResult(reason)
+	m.applied.Store(e.Index)
+	m.mu.Lock()
+	if m.stats.FirstIndex == 0 {
+		m.stats.FirstIndex = e.Index
+	}
+	m.stats.LastIndex = e.Index
+	m.stats.Entries++
+	m.stats.Rejected++
+	m.stats.Commits++
+	m.mu.Unlock()
+	return 1, nil
 }
 
 // applyEntry writes one entry's batch into txn, or nothing when the batch

@@ -345,6 +345,25 @@ func TestUpdateSplitsAtTxnLimit(t *testing.T) {
 	if n := strings.Count(dump(t, db, "p/"), "\n"); n != 80 {
 		t.Errorf("%d keys, want 80", n)
 	}
+
+	// An entry too big for any transaction is rejected, not retried
+	// forever: the index moves on, the state does not.
+	huge := NewBatch()
+	for j := 0; j < 4; j++ {
+		huge.Put(fmt.Appendf(nil, "p/huge/%d", j), bytes.Repeat([]byte("h"), 60<<10))
+	}
+	small := NewBatch()
+	small.Put([]byte("p/after"), []byte("ok"))
+	res, err := m.Update([]sm.Entry{{Index: 21, Cmd: huge.Encoded()}, {Index: 22, Cmd: small.Encoded()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Result.Value != ResultRejected || res[1].Result.Value != ResultApplied || m.Applied() != 22 {
+		t.Errorf("results %d, %d; applied %d", res[0].Result.Value, res[1].Result.Value, m.Applied())
+	}
+	if n := strings.Count(dump(t, db, "p/"), "\n"); n != 81 {
+		t.Errorf("%d keys, want 81", n)
+	}
 }
 
 func TestSpansChecked(t *testing.T) {
