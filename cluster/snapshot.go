@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/dgraph-io/badger/v4"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+)
+
+// Snapshot stream, as SaveSnapshot writes it (dragonboat adds its own
+// framing and checksums around it):
+//
+//	"PSNP" | version:1 | shardID:8 | applied:8 | uvarint(#spans) | spans
+//	record* | uvarint(0) | count:8
+//
+// a span is uvarint(len) start uvarint(len) end; a record is uvarint(len)
+// key uvarint(len) value with a non-empty key, in key order; count is the
+// number of records.
+const (
+	snapshotMagic   = "PSNP"
+	snapshotVersion = 1
+)
+
+// snapshotPoint is what PrepareSnapshot hands SaveSnapshot: a read
+// transaction opened while Update could not run, so it sees exactly the
+// state at applied.
+type snapshotPoint struct {
+	txn     *badger.Txn
+	applied uint64
+}
+
+// PrepareSnapshot fixes the snapshot point.
+func (m *StateMachine) PrepareSnapshot() (interface{}, error) {
+	return &snapshotPoint{txn: m.db.NewTransaction(false), applied: m.applied.Load()}, nil
+}
+
+// SaveSnapshot streams the group's spans as of the prepared point.
+func (m *StateMachine) SaveSnapshot(ctx interface{}, w io.Writer, stop <-chan struct{}) error {
+	p, ok := ctx.(*snapshotPoint)
+	if !ok {
+		return fmt.Errorf("snapshot context is %T", ctx)
+	}
+	defer p.txn.Discard()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	hdr := append([]byte(snapshotMagic), snapshotVersion)
+	hdr = binary.BigEndian.AppendUint64(hdr, m.shardID)
+	hdr = binary.BigEndian.AppendUint64(hdr, p.applied)
+	hdr = binary.AppendUvarint(hdr, uint64(len(m.spans)))
+	for _, s := range m.spans {
+		hdr = appendBytes(hdr, s.Start)
+		hdr = appendBytes(hdr, s.End)
+	}
+	if _, err := bw.Write(hdr); err != nil {
+		return err
+	}
+	var count uint64
+	var rec []byte
+	var werr error
+	err := m.scan(p.txn, nil, nil, func(k, v []byte) bool {
+		if count%1024 == 0 {
+			select {
+			case <-stop:
+				werr = sm.ErrSnapshotStopped
+				return false
+			default:
+			}
+		}
+		rec = appendBytes(appendBytes(rec[:0], k), v)
+		if _, werr = bw.Write(rec); werr != nil {
+			return false
+		}
+		count++
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if werr != nil {
+		return werr
+	}
+	tail := binary.BigEndian.AppendUint64(binary.AppendUvarint(nil, 0), count)
+	if _, err := bw.Write(tail); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.stats.Snapshots++
+	m.mu.Unlock()
+	return nil
+}
+
+// RecoverFromSnapshot replaces the group's spans with a snapshot's. It
+// first writes the restoring marker, so a crash part way leaves a state
+// Open recognises and clears; the applied index and the marker's removal
+// are the last commit.
+func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	shardID, applied, spans, err := readSnapshotHeader(br)
+	if err != nil {
+		return err
+	}
+	if shardID != m.shardID {
+		return fmt.Errorf("snapshot of group %d offered to group %d", shardID, m.shardID)
+	}
+	if !spansEqual(spans, m.spans) {
+		return fmt.Errorf("group %d: snapshot spans %v differ from the replica's %v", m.shardID, spans, m.spans)
+	}
+	if err := m.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(restoringKey(m.shardID), nil)
+	}); err != nil {
+		return err
+	}
+	if err := m.clear(stop); err != nil {
+		return err
+	}
+	wb := m.db.NewWriteBatch()
+	defer wb.Cancel()
+	var count uint64
+	for {
+		key, err := readField(br)
+		if err != nil {
+			return err
+		}
+		if len(key) == 0 {
+			break
+		}
+		value, err := readField(br)
+		if err != nil {
+			return err
+		}
+		if !inSpans(m.spans, key) {
+			return fmt.Errorf("group %d: snapshot key %q is outside its spans", m.shardID, key)
+		}
+		if count%1024 == 0 {
+			select {
+			case <-stop:
+				return sm.ErrSnapshotStopped
+			default:
+			}
+		}
+		if err := wb.Set(key, value); err != nil {
+			return err
+		}
+		count++
+	}
+	var want [8]byte
+	if _, err := io.ReadFull(br, want[:]); err != nil {
+		return fmt.Errorf("group %d: snapshot trailer: %w", m.shardID, err)
+	}
+	if binary.BigEndian.Uint64(want[:]) != count {
+		return fmt.Errorf("group %d: snapshot holds %d records, its trailer says %d", m.shardID, count, binary.BigEndian.Uint64(want[:]))
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	if err := m.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(appliedKey(m.shardID), binary.BigEndian.AppendUint64(nil, applied)); err != nil {
+			return err
+		}
+		return txn.Delete(restoringKey(m.shardID))
+	}); err != nil {
+		return err
+	}
+	m.applied.Store(applied)
+	m.mu.Lock()
+	m.stats.Restores++
+	m.stats.RestoredKeys += int64(count)
+	m.mu.Unlock()
+	return nil
+}
+
+func readSnapshotHeader(br *bufio.Reader) (shardID, applied uint64, spans []Span, err error) {
+	var fixed [len(snapshotMagic) + 1 + 16]byte
+	if _, err = io.ReadFull(br, fixed[:]); err != nil {
+		return 0, 0, nil, fmt.Errorf("snapshot header: %w", err)
+	}
+	if !bytes.Equal(fixed[:4], []byte(snapshotMagic)) || fixed[4] != snapshotVersion {
+		return 0, 0, nil, fmt.Errorf("not a version %d partition snapshot", snapshotVersion)
+	}
+	shardID = binary.BigEndian.Uint64(fixed[5:])
+	applied = binary.BigEndian.Uint64(fixed[13:])
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n > 1<<16 {
+		return 0, 0, nil, fmt.Errorf("snapshot header: bad span count")
+	}
+	for range n {
+		var s Span
+		if s.Start, err = readField(br); err != nil {
+			return 0, 0, nil, err
+		}
+		if s.End, err = readField(br); err != nil {
+			return 0, 0, nil, err
+		}
+		spans = append(spans, s)
+	}
+	return shardID, applied, spans, nil
+}
+
+// maxSnapshotField bounds one key or value read from a snapshot (Badger's
+// own limits are far below it).
+const maxSnapshotField = 1 << 30
+
+func readField(br *bufio.Reader) ([]byte, error) {
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot record: %w", err)
+	}
+	if n > maxSnapshotField {
+		return nil, fmt.Errorf("snapshot record of %d bytes", n)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(br, p); err != nil {
+		return nil, fmt.Errorf("snapshot record: %w", err)
+	}
+	return p, nil
+}
+
+// clear deletes every key of the group's spans.
+func (m *StateMachine) clear(stop <-chan struct{}) error {
+	wb := m.db.NewWriteBatch()
+	defer wb.Cancel()
+	txn := m.db.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
+	defer it.Close()
+	n := 0
+	for _, s := range m.spans {
+		for it.Seek(s.Start); it.Valid() && bytes.Compare(it.Item().Key(), s.End) < 0; it.Next() {
+			if n++; n%1024 == 0 {
+				select {
+				case <-stop:
+					return sm.ErrSnapshotStopped
+				default:
+				}
+			}
+			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+				return err
+			}
+		}
+	}
+	return wb.Flush()
+}

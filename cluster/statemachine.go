@@ -1,0 +1,429 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+)
+
+// Entry results (statemachine.Result.Value) every replica computes alike.
+const (
+	ResultApplied  = 1 // the batch's writes are in the state
+	ResultRejected = 2 // the batch is invalid and wrote nothing; Result.Data says why
+	ResultConflict = 3 // an expectation of the batch failed; it wrote nothing
+)
+
+// ErrClosed is returned by Lookup on a closed state machine.
+var ErrClosed = errors.New("cluster: state machine closed")
+
+// StateMachine is one replica of one group: the group's spans in the
+// node's Badger, plus the group's applied index under the metadata prefix.
+// It implements dragonboat's statemachine.IOnDiskStateMachine; dragonboat
+// serialises Update, Sync, PrepareSnapshot, RecoverFromSnapshot and Close,
+// and lets Lookup and SaveSnapshot run beside them.
+type StateMachine struct {
+	db      *badger.DB
+	shardID uint64
+	spans   []Span // sorted
+	closed  atomic.Bool
+
+	// applied is the last index in Badger; only the serialised methods
+	// write it.
+	applied atomic.Uint64
+
+	mu    sync.Mutex
+	stats ApplyStats
+}
+
+// ApplyStats count what one StateMachine instance did since it was made.
+type ApplyStats struct {
+	OpenIndex    uint64 // the applied index Open found in Badger
+	Entries      int64  // entries Update applied (or rejected)
+	Rejected     int64  // of which rejected or in conflict (wrote nothing)
+	FirstIndex   uint64 // index of the first entry Update saw, 0 when none
+	LastIndex    uint64 // index of the last one
+	Commits      int64  // Badger commits Update made
+	Snapshots    int64  // snapshots SaveSnapshot wrote
+	Restores     int64  // snapshots RecoverFromSnapshot applied
+	RestoredKeys int64  // keys those snapshots held
+}
+
+// NewStateMachine is the replica of group shardID over db, owning spans.
+func NewStateMachine(db *badger.DB, shardID uint64, spans []Span) (*StateMachine, error) {
+	sorted, err := checkSpans(spans)
+	if err != nil {
+		return nil, err
+	}
+	return &StateMachine{db: db, shardID: shardID, spans: sorted}, nil
+}
+
+var _ sm.IOnDiskStateMachine = (*StateMachine)(nil)
+
+// Stats is a copy of the counts so far.
+func (m *StateMachine) Stats() ApplyStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats
+}
+
+// Applied is the last applied index (what Badger holds).
+func (m *StateMachine) Applied() uint64 { return m.applied.Load() }
+
+// Open returns the applied index stored with the data. A snapshot restore
+// that did not finish leaves its marker: the spans then hold an unknown
+// mix, so Open empties them and returns 0, and dragonboat restores the
+// snapshot (or replays the log) again.
+func (m *StateMachine) Open(stop <-chan struct{}) (uint64, error) {
+	var applied uint64
+	var restoring bool
+	err := m.db.View(func(txn *badger.Txn) error {
+		if _, err := txn.Get(restoringKey(m.shardID)); err == nil {
+			restoring = true
+			return nil
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		v, found, err := getValue(txn, appliedKey(m.shardID))
+		if err != nil || !found {
+			return err
+		}
+		if len(v) != 8 {
+			return fmt.Errorf("applied index of group %d has %d bytes", m.shardID, len(v))
+		}
+		applied = binary.BigEndian.Uint64(v)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("open group %d: %w", m.shardID, err)
+	}
+	if restoring {
+		if err := m.clear(stop); errors.Is(err, sm.ErrSnapshotStopped) {
+			return 0, sm.ErrOpenStopped
+		} else if err != nil {
+			return 0, fmt.Errorf("open group %d: clear an unfinished restore: %w", m.shardID, err)
+		}
+		if err := m.db.Update(func(txn *badger.Txn) error {
+			if err := txn.Delete(appliedKey(m.shardID)); err != nil {
+				return err
+			}
+			return txn.Delete(restoringKey(m.shardID))
+		}); err != nil {
+			return 0, fmt.Errorf("open group %d: %w", m.shardID, err)
+		}
+		applied = 0
+	}
+	m.applied.Store(applied)
+	m.mu.Lock()
+	m.stats.OpenIndex = applied
+	m.mu.Unlock()
+	return applied, nil
+}
+
+// Update applies entries in as few Badger commits as fit: each commit
+// holds whole entries and the index of its last one, so the state on disk
+// is always the result of a prefix of the log.
+func (m *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
+	for rest := entries; len(rest) > 0; {
+		n, err := m.commitPrefix(rest)
+		if err != nil {
+			return nil, fmt.Errorf("group %d: apply entries %d..: %w", m.shardID, rest[0].Index, err)
+		}
+		rest = rest[n:]
+	}
+	return entries, nil
+}
+
+// commitPrefix applies the longest prefix of entries that fits one Badger
+// transaction and commits it; it returns the prefix's length.
+func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
+	txn := m.db.NewTransaction(true)
+	defer txn.Discard()
+	var rejected int64
+	for i := range entries {
+		e := &entries[i]
+		if e.Index <= m.applied.Load() {
+			return 0, fmt.Errorf("entry %d is already applied (applied index %d)", e.Index, m.applied.Load())
+		}
+		r, err := m.applyEntry(txn, e.Cmd)
+		if errors.Is(err, badger.ErrTxnTooBig) && i > 0 {
+			txn.Discard()
+			return m.commitPrefix(entries[:i])
+		}
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			// Alone too big: failing would stop the replica on this entry
+			// at every restart. Node.Propose refuses such batches, and
+			// every node has the same Badger options, so every replica
+			// rejects it alike.
+			txn.Discard()
+			return m.commitRejected(e, "the batch does not fit one transaction")
+		}
+		if err != nil {
+			return 0, err
+		}
+		if r.Value != ResultApplied {
+			rejected++
+		}
+		e.Result = r
+	}
+	last := entries[len(entries)-1].Index
+	err := txn.Set(appliedKey(m.shardID), binary.BigEndian.AppendUint64(nil, last))
+	if errors.Is(err, badger.ErrTxnTooBig) && len(entries) > 1 {
+		txn.Discard()
+		return m.commitPrefix(entries[:len(entries)-1])
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := txn.Commit(); err != nil {
+		return 0, err
+	}
+	m.applied.Store(last)
+	m.mu.Lock()
+	if m.stats.FirstIndex == 0 {
+		m.stats.FirstIndex = entries[0].Index
+	}
+	m.stats.LastIndex = last
+	m.stats.Entries += int64(len(entries))
+	m.stats.Rejected += rejected
+	m.stats.Commits++
+	m.mu.Unlock()
+	return len(entries), nil
+}
+
+// commitRejected commits e as rejected: only the applied index moves.
+func (m *StateMachine) commitRejected(e *sm.Entry, reason string) (int, error) {
+	if err := m.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(appliedKey(m.shardID), binary.BigEndian.AppendUint64(nil, e.Index))
+	}); err != nil {
+		return 0, err
+	}
+	e.Result = rejectResult(reason)
+	m.applied.Store(e.Index)
+	m.mu.Lock()
+	if m.stats.FirstIndex == 0 {
+		m.stats.FirstIndex = e.Index
+	}
+	m.stats.LastIndex = e.Index
+	m.stats.Entries++
+	m.stats.Rejected++
+	m.stats.Commits++
+	m.mu.Unlock()
+	return 1, nil
+}
+
+// applyEntry writes one entry's batch into txn, or nothing when the batch
+// is rejected or an expectation fails. The decision depends only on the entry and the state, so
+// every replica makes the same one.
+func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error) {
+	ops, err := DecodeBatch(cmd)
+	if err != nil {
+		return rejectResult(err.Error()), nil
+	}
+	// Evaluate into an overlay first so that a refused batch leaves txn
+	// as it was.
+	type write struct {
+		value   []byte
+		exists  bool // false: deleted
+		written bool // false: only read (an expectation)
+	}
+	overlay := map[string]*write{}
+	var order []string
+	for _, op := range ops {
+		if !inSpans(m.spans, op.Key) {
+			return rejectResult(fmt.Sprintf("key %q is outside the group's spans", op.Key)), nil
+		}
+		k := string(op.Key)
+		w := overlay[k]
+		if w == nil {
+			w = &write{}
+			overlay[k] = w
+			order = append(order, k)
+		}
+		// cur and found are the key's value at this point of the batch.
+		cur, found := w.value, w.exists
+		if !w.written && (op.Kind == OpExpect || op.Kind == OpAdd) {
+			if cur, found, err = getValue(txn, op.Key); err != nil {
+				return sm.Result{}, err
+			}
+		}
+		switch op.Kind {
+		case OpExpect:
+			if op.Absent && found {
+				return sm.Result{Value: ResultConflict, Data: fmt.Appendf(nil, "key %q exists", op.Key)}, nil
+			}
+			if !op.Absent && (!found || !bytes.Equal(cur, op.Value)) {
+				return sm.Result{Value: ResultConflict, Data: fmt.Appendf(nil, "key %q does not hold the expected value", op.Key)}, nil
+			}
+		case OpPut:
+			*w = write{value: op.Value, exists: true, written: true}
+		case OpDelete:
+			*w = write{written: true}
+		case OpAdd:
+			v, err := addCounters(cur, op.Deltas)
+			if err != nil {
+				return rejectResult(fmt.Sprintf("key %q: %v", op.Key, err)), nil
+			}
+			*w = write{value: v, exists: true, written: true}
+		}
+	}
+	for _, k := range order {
+		w := overlay[k]
+		switch {
+		case !w.written:
+		case !w.exists:
+			err = txn.Delete([]byte(k))
+		default:
+			// Badger keeps the slices until commit; the entry's bytes
+			// are not ours after Update returns, so copy.
+			err = txn.Set([]byte(k), bytes.Clone(w.value))
+		}
+		if err != nil {
+			return sm.Result{}, err
+		}
+	}
+	return sm.Result{Value: ResultApplied}, nil
+}
+
+func rejectResult(reason string) sm.Result {
+	return sm.Result{Value: ResultRejected, Data: []byte(reason)}
+}
+
+// getValue is a copy of the value at key; found is false when there is
+// none.
+func getValue(txn *badger.Txn, key []byte) (v []byte, found bool, err error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	v, err = item.ValueCopy(nil)
+	if v == nil {
+		v = []byte{}
+	}
+	return v, err == nil, err
+}
+
+// Sync makes every applied entry durable.
+func (m *StateMachine) Sync() error { return m.db.Sync() }
+
+// Close marks the replica closed; Lookups after it fail with ErrClosed.
+// The Badger database is the node's and stays open.
+func (m *StateMachine) Close() error {
+	m.closed.Store(true)
+	return nil
+}
+
+// Queries Lookup answers.
+type (
+	// GetQuery reads one key; the answer is a GetResult.
+	GetQuery struct{ Key []byte }
+	// ScanQuery reads at most Limit (> 0) pairs of [Start, End) within
+	// the group's spans, in key order; the answer is a ScanResult.
+	ScanQuery struct {
+		Start, End []byte
+		Limit      int
+	}
+	// AppliedQuery asks for the applied index (a uint64).
+	AppliedQuery struct{}
+)
+
+// GetResult answers a GetQuery.
+type GetResult struct {
+	Value []byte
+	Found bool
+}
+
+// KV is one pair of a ScanResult.
+type KV struct{ Key, Value []byte }
+
+// ScanResult answers a ScanQuery; More says the limit cut it short.
+type ScanResult struct {
+	Pairs []KV
+	More  bool
+}
+
+// Lookup serves reads from the replica's committed state.
+func (m *StateMachine) Lookup(q interface{}) (interface{}, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	switch q := q.(type) {
+	case GetQuery:
+		if !inSpans(m.spans, q.Key) {
+			return nil, fmt.Errorf("key %q is outside group %d's spans", q.Key, m.shardID)
+		}
+		var r GetResult
+		err := m.db.View(func(txn *badger.Txn) error {
+			v, found, err := getValue(txn, q.Key)
+			r = GetResult{Value: v, Found: found}
+			return err
+		})
+		return r, err
+	case ScanQuery:
+		if q.Limit <= 0 {
+			return nil, fmt.Errorf("scan limit %d: must be positive", q.Limit)
+		}
+		var r ScanResult
+		err := m.db.View(func(txn *badger.Txn) error {
+			return m.scan(txn, q.Start, q.End, func(k, v []byte) bool {
+				if len(r.Pairs) == q.Limit {
+					r.More = true
+					return false
+				}
+				r.Pairs = append(r.Pairs, KV{Key: k, Value: v})
+				return true
+			})
+		})
+		return r, err
+	case AppliedQuery:
+		return m.applied.Load(), nil
+	default:
+		return nil, fmt.Errorf("unknown query %T", q)
+	}
+}
+
+// scan visits the group's keys in [start, end) (nil end: no bound) in key
+// order, copies handed to fn, until fn returns false.
+func (m *StateMachine) scan(txn *badger.Txn, start, end []byte, fn func(k, v []byte) bool) error {
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
+	defer it.Close()
+	first := sort.Search(len(m.spans), func(i int) bool { return bytes.Compare(m.spans[i].End, start) > 0 })
+	for _, s := range m.spans[first:] {
+		lo, hi := s.Start, s.End
+		if bytes.Compare(start, lo) > 0 {
+			lo = start
+		}
+		if end != nil && bytes.Compare(end, hi) < 0 {
+			hi = end
+		}
+		if bytes.Compare(lo, hi) >= 0 {
+			if end != nil && bytes.Compare(end, s.Start) <= 0 {
+				return nil
+			}
+			continue
+		}
+		for it.Seek(lo); it.Valid(); it.Next() {
+			item := it.Item()
+			if bytes.Compare(item.Key(), hi) >= 0 {
+				break
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if !fn(item.KeyCopy(nil), v) {
+				return nil
+			}
+		}
+	}
+	return nil
+}

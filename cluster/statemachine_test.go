@@ -1,0 +1,384 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+)
+
+func openBadger(t testing.TB, dir string, tune ...func(*badger.Options)) *badger.DB {
+	t.Helper()
+	opts := badger.DefaultOptions(dir).WithLogger(nil)
+	for _, f := range tune {
+		f(&opts)
+	}
+	db, err := badger.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func newMachine(t testing.TB, db *badger.DB, shardID uint64, prefixes ...string) *StateMachine {
+	t.Helper()
+	var spans []Span
+	for _, p := range prefixes {
+		spans = append(spans, PrefixSpan([]byte(p)))
+	}
+	m, err := NewStateMachine(db, shardID, spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Open(nil); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// dump is every key of db (metadata included) as "key=value" lines.
+func dump(t testing.TB, db *badger.DB, prefix string) string {
+	t.Helper()
+	var sb strings.Builder
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&sb, "%q=%q\n", it.Item().Key(), v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb.String()
+}
+
+func TestUpdateAppliesAndRejectsWhole(t *testing.T) {
+	db := openBadger(t, t.TempDir())
+	defer db.Close()
+	m := newMachine(t, db, 7, "g/")
+
+	ok := NewBatch()
+	ok.Put([]byte("g/a"), []byte("1"))
+	ok.Put([]byte("g/b"), []byte("2"))
+	ok.Add([]byte("g/n"), 10, 1)
+	ok.Delete([]byte("g/b"))
+	ok.Add([]byte("g/n"), 5) // sees the add before it in the same batch
+
+	outside := NewBatch()
+	outside.Put([]byte("g/c"), []byte("3"))
+	outside.Put([]byte("h/x"), []byte("no"))
+
+	notCounter := NewBatch()
+	notCounter.Put([]byte("g/d"), []byte("4"))
+	notCounter.Add([]byte("g/a"), 1) // g/a holds "1": not a vector of int64
+
+	ents := []sm.Entry{
+		{Index: 1, Cmd: ok.Encoded()},
+		{Index: 2, Cmd: outside.Encoded()},
+		{Index: 3, Cmd: notCounter.Encoded()},
+		{Index: 4, Cmd: []byte{9, 9}},
+	}
+	res, err := m.Update(ents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantResult := []uint64{ResultApplied, ResultRejected, ResultRejected, ResultRejected}
+	for i, e := range res {
+		if e.Result.Value != wantResult[i] {
+			t.Errorf("entry %d: result %d (%s), want %d", e.Index, e.Result.Value, e.Result.Data, wantResult[i])
+		}
+	}
+	if got, want := dump(t, db, "g/"), `"g/a"="1"`+"\n"+`"g/n"="\x00\x00\x00\x00\x00\x00\x00\x0f\x00\x00\x00\x00\x00\x00\x00\x01"`+"\n"; got != want {
+		t.Errorf("state:\n%s\nwant:\n%s", got, want)
+	}
+	if dump(t, db, "h/") != "" {
+		t.Error("a rejected batch wrote outside the spans")
+	}
+	st := m.Stats()
+	if m.Applied() != 4 || st.Entries != 4 || st.Rejected != 3 || st.Commits != 1 {
+		t.Errorf("applied %d, stats %+v", m.Applied(), st)
+	}
+
+	// A new instance over the same Badger resumes at index 4.
+	again := newMachine(t, db, 7, "g/")
+	if again.Stats().OpenIndex != 4 {
+		t.Errorf("reopened at %d, want 4", again.Stats().OpenIndex)
+	}
+	if _, err := again.Update([]sm.Entry{{Index: 4, Cmd: ok.Encoded()}}); err == nil {
+		t.Error("re-applying entry 4 succeeded")
+	}
+}
+
+func TestExpectations(t *testing.T) {
+	db := openBadger(t, t.TempDir())
+	defer db.Close()
+	m := newMachine(t, db, 8, "g/")
+	batch := func(build func(b *Batch)) []byte {
+		b := NewBatch()
+		build(b)
+		return b.Encoded()
+	}
+	ents := []sm.Entry{
+		// Creates g/a once: the second copy conflicts and writes nothing.
+		{Index: 1, Cmd: batch(func(b *Batch) {
+			b.ExpectAbsent([]byte("g/a"))
+			b.Put([]byte("g/a"), []byte("1"))
+			b.Add([]byte("g/n"), 1)
+		})},
+		{Index: 2, Cmd: batch(func(b *Batch) {
+			b.ExpectAbsent([]byte("g/a"))
+			b.Put([]byte("g/a"), []byte("1"))
+			b.Add([]byte("g/n"), 1)
+		})},
+		// Compare-and-set: only the one that saw "1" applies.
+		{Index: 3, Cmd: batch(func(b *Batch) { b.Expect([]byte("g/a"), []byte("1")); b.Put([]byte("g/a"), []byte("2")) })},
+		{Index: 4, Cmd: batch(func(b *Batch) { b.Expect([]byte("g/a"), []byte("1")); b.Put([]byte("g/a"), []byte("3")) })},
+		// An expectation sees the batch's own earlier writes.
+		{Index: 5, Cmd: batch(func(b *Batch) {
+			b.Put([]byte("g/b"), []byte("x"))
+			b.Expect([]byte("g/b"), []byte("x"))
+			b.Delete([]byte("g/b"))
+			b.ExpectAbsent([]byte("g/b"))
+			b.ExpectAbsent([]byte("g/c")) // only read: must not create it
+		})},
+		// An expectation on a missing key fails.
+		{Index: 6, Cmd: batch(func(b *Batch) { b.Expect([]byte("g/zz"), []byte{}); b.Put([]byte("g/d"), []byte("no")) })},
+	}
+	res, err := m.Update(ents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uint64{ResultApplied, ResultConflict, ResultApplied, ResultConflict, ResultApplied, ResultConflict}
+	for i, e := range res {
+		if e.Result.Value != want[i] {
+			t.Errorf("entry %d: result %d (%s), want %d", e.Index, e.Result.Value, e.Result.Data, want[i])
+		}
+	}
+	if got, want := dump(t, db, "g/"), `"g/a"="2"`+"\n"+`"g/n"="\x00\x00\x00\x00\x00\x00\x00\x01"`+"\n"; got != want {
+		t.Errorf("state:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	db := openBadger(t, t.TempDir())
+	defer db.Close()
+	m := newMachine(t, db, 1, "a/", "c/")
+	b := NewBatch()
+	for _, k := range []string{"a/1", "a/2", "c/1", "c/2", "c/3"} {
+		b.Put([]byte(k), []byte("v"+k))
+	}
+	if _, err := m.Update([]sm.Entry{{Index: 1, Cmd: b.Encoded()}}); err != nil {
+		t.Fatal(err)
+	}
+	// A key of another group between the spans is never seen.
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("b/1"), []byte("other")) }); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(r interface{}) string {
+		var ks []string
+		for _, kv := range r.(ScanResult).Pairs {
+			ks = append(ks, string(kv.Key))
+		}
+		return fmt.Sprintf("%v more=%v", ks, r.(ScanResult).More)
+	}
+	for _, c := range []struct {
+		q    ScanQuery
+		want string
+	}{
+		{ScanQuery{Start: nil, End: nil, Limit: 10}, "[a/1 a/2 c/1 c/2 c/3] more=false"},
+		{ScanQuery{Start: []byte("a/2"), End: []byte("c/3"), Limit: 10}, "[a/2 c/1 c/2] more=false"},
+		{ScanQuery{Start: []byte("a/"), End: nil, Limit: 2}, "[a/1 a/2] more=true"},
+		{ScanQuery{Start: []byte("b"), End: []byte("c/2"), Limit: 10}, "[c/1] more=false"},
+		{ScanQuery{Start: []byte("a/3"), End: []byte("b/9"), Limit: 10}, "[] more=false"},
+	} {
+		r, err := m.Lookup(c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(r); got != c.want {
+			t.Errorf("scan [%q, %q) limit %d = %s, want %s", c.q.Start, c.q.End, c.q.Limit, got, c.want)
+		}
+	}
+	r, err := m.Lookup(GetQuery{Key: []byte("c/2")})
+	if err != nil || !r.(GetResult).Found || string(r.(GetResult).Value) != "vc/2" {
+		t.Errorf("get c/2 = %+v, %v", r, err)
+	}
+	r, err = m.Lookup(GetQuery{Key: []byte("c/9")})
+	if err != nil || r.(GetResult).Found {
+		t.Errorf("get c/9 = %+v, %v", r, err)
+	}
+	if _, err := m.Lookup(GetQuery{Key: []byte("b/1")}); err == nil {
+		t.Error("get outside the spans succeeded")
+	}
+	if r, _ := m.Lookup(AppliedQuery{}); r.(uint64) != 1 {
+		t.Errorf("applied = %v", r)
+	}
+	m.Close()
+	if _, err := m.Lookup(AppliedQuery{}); err != ErrClosed {
+		t.Errorf("lookup after close: %v", err)
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	src := openBadger(t, filepath.Join(t.TempDir(), "src"))
+	defer src.Close()
+	dst := openBadger(t, filepath.Join(t.TempDir(), "dst"))
+	defer dst.Close()
+
+	a := newMachine(t, src, 3, "p/")
+	for i := 1; i <= 50; i++ {
+		b := NewBatch()
+		b.Put(fmt.Appendf(nil, "p/%03d", i), bytes.Repeat([]byte{byte(i)}, i*10))
+		b.Add([]byte("p/count"), 1)
+		if _, err := a.Update([]sm.Entry{{Index: uint64(i), Cmd: b.Encoded()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	point, err := a.PrepareSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writes after the snapshot point are not in the snapshot.
+	later := NewBatch()
+	later.Put([]byte("p/later"), []byte("x"))
+	if _, err := a.Update([]sm.Entry{{Index: 51, Cmd: later.Encoded()}}); err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	if err := a.SaveSnapshot(point, &snap, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// The receiving replica has stale keys in the span and another
+	// group's key beside it.
+	if err := dst.Update(func(txn *badger.Txn) error {
+		if err := txn.Set([]byte("p/stale"), []byte("old")); err != nil {
+			return err
+		}
+		return txn.Set([]byte("q/other"), []byte("keep"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b := newMachine(t, dst, 3, "p/")
+	if err := b.RecoverFromSnapshot(bytes.NewReader(snap.Bytes()), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(dump(t, src, "p/"), `"p/later"="x"`+"\n", "", 1)
+	if got := dump(t, dst, "p/"); got != want {
+		t.Errorf("restored state differs:\n%s\nwant:\n%s", got, want)
+	}
+	if dump(t, dst, "q/") != `"q/other"="keep"`+"\n" {
+		t.Error("restore touched another group's key")
+	}
+	if b.Applied() != 50 || b.Stats().Restores != 1 || b.Stats().RestoredKeys != 51 {
+		t.Errorf("applied %d, stats %+v", b.Applied(), b.Stats())
+	}
+	if again := newMachine(t, dst, 3, "p/"); again.Stats().OpenIndex != 50 {
+		t.Errorf("reopened at %d, want 50", again.Stats().OpenIndex)
+	}
+
+	// A replica of another group, or with other spans, refuses it.
+	if err := newMachine(t, dst, 4, "z/").RecoverFromSnapshot(bytes.NewReader(snap.Bytes()), nil); err == nil {
+		t.Error("group 4 took group 3's snapshot")
+	}
+	if err := newMachine(t, dst, 3, "p/", "s/").RecoverFromSnapshot(bytes.NewReader(snap.Bytes()), nil); err == nil {
+		t.Error("a replica with other spans took the snapshot")
+	}
+	// A truncated stream is an error.
+	if err := newMachine(t, dst, 3, "p/").RecoverFromSnapshot(bytes.NewReader(snap.Bytes()[:snap.Len()-3]), nil); err == nil {
+		t.Error("a truncated snapshot was taken")
+	}
+}
+
+func TestOpenClearsUnfinishedRestore(t *testing.T) {
+	db := openBadger(t, t.TempDir())
+	defer db.Close()
+	m := newMachine(t, db, 9, "p/")
+	b := NewBatch()
+	b.Put([]byte("p/half"), []byte("x"))
+	if _, err := m.Update([]sm.Entry{{Index: 40, Cmd: b.Encoded()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set(restoringKey(9), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	again := newMachine(t, db, 9, "p/")
+	if again.Stats().OpenIndex != 0 || dump(t, db, "p/") != "" || dump(t, db, metaPrefix) != "" {
+		t.Errorf("open index %d, spans %q, metadata %q", again.Stats().OpenIndex, dump(t, db, "p/"), dump(t, db, metaPrefix))
+	}
+}
+
+// TestUpdateSplitsAtTxnLimit: a batch of entries larger than one Badger
+// transaction is committed in several, each of whole entries.
+func TestUpdateSplitsAtTxnLimit(t *testing.T) {
+	db := openBadger(t, t.TempDir(), func(o *badger.Options) {
+		o.MemTableSize = 1 << 20 // transactions up to ~150 KB
+		o.ValueThreshold = 64 << 10
+	})
+	defer db.Close()
+	m := newMachine(t, db, 2, "p/")
+	var ents []sm.Entry
+	for i := 1; i <= 20; i++ {
+		b := NewBatch()
+		for j := 0; j < 4; j++ {
+			b.Put(fmt.Appendf(nil, "p/%02d/%d", i, j), bytes.Repeat([]byte("v"), 10<<10))
+		}
+		ents = append(ents, sm.Entry{Index: uint64(i), Cmd: b.Encoded()})
+	}
+	if _, err := m.Update(ents); err != nil {
+		t.Fatal(err)
+	}
+	st := m.Stats()
+	if st.Commits < 2 || st.Entries != 20 || m.Applied() != 20 {
+		t.Errorf("stats %+v, applied %d", st, m.Applied())
+	}
+	if n := strings.Count(dump(t, db, "p/"), "\n"); n != 80 {
+		t.Errorf("%d keys, want 80", n)
+	}
+
+	// An entry too big for any transaction is rejected, not retried
+	// forever: the index moves on, the state does not.
+	huge := NewBatch()
+	for j := 0; j < 4; j++ {
+		huge.Put(fmt.Appendf(nil, "p/huge/%d", j), bytes.Repeat([]byte("h"), 60<<10))
+	}
+	small := NewBatch()
+	small.Put([]byte("p/after"), []byte("ok"))
+	res, err := m.Update([]sm.Entry{{Index: 21, Cmd: huge.Encoded()}, {Index: 22, Cmd: small.Encoded()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Result.Value != ResultRejected || res[1].Result.Value != ResultApplied || m.Applied() != 22 {
+		t.Errorf("results %d, %d; applied %d", res[0].Result.Value, res[1].Result.Value, m.Applied())
+	}
+	if n := strings.Count(dump(t, db, "p/"), "\n"); n != 81 {
+		t.Errorf("%d keys, want 81", n)
+	}
+}
+
+func TestSpansChecked(t *testing.T) {
+	for name, spans := range map[string][]Span{
+		"none":     nil,
+		"empty":    {{Start: []byte("b"), End: []byte("a")}},
+		"no end":   {{Start: []byte("a")}},
+		"overlap":  {PrefixSpan([]byte("a")), {Start: []byte("a/1"), End: []byte("b")}},
+		"metadata": {PrefixSpan([]byte("r"))},
+	} {
+		if _, err := NewStateMachine(nil, 1, spans); err == nil {
+			t.Errorf("%s: spans accepted", name)
+		}
+	}
+	if s := PrefixSpan([]byte{'a', 0xff}); !bytes.Equal(s.End, []byte("b")) {
+		t.Errorf("PrefixSpan(a ff).End = %q", s.End)
+	}
+}
