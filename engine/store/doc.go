@@ -32,6 +32,7 @@
 //	u/<collID:4><ixID:4><ixKey>        -> never stored: a guard each write of ixKey to an index being made unique reads and deletes (uniqueconv.go)
 //	s/h<lsid:16>                       -> retryable writes: a session's head (sessions.go)
 //	s/r<lsid:16><stmtId:4>             -> retryable writes: one statement's outcome (sessions.go)
+//	r/a<shardID:8>                     -> reserved for cluster/: a replicated group's applied index, written with its data (cluster/doc.go)
 //
 // collID is a uint32, big endian, never reused, so a dropped collection's
 // leftovers can never be mistaken for a new one's. point is the document's
