@@ -313,6 +313,9 @@ func (s *Store) partitionSizes(c *Collection, m *shard.Map) ([]int64, error) {
 		})
 		return err
 	})
+	if s.sizesRead != nil {
+		s.sizesRead()
+	}
 	return sizes, err
 }
 
