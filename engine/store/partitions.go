@@ -79,12 +79,18 @@ type tracker struct {
 	version int64 // the MapVersion of m
 	sizes   []atomic.Int64
 	checkAt []atomic.Int64 // size at which a partition is next checked for a split
-	ready   atomic.Bool    // sizes include the exact sums, not only the commits since
+	// A partition found unsplittable (its data at one point) is checked
+	// again when it grows past checkAt, or when a write adds to it at
+	// another point, which makes it splittable.
+	unsplittable []atomic.Bool
+	onePoint     []atomic.Uint64
+	ready        atomic.Bool // sizes include the exact sums, not only the commits since
 }
 
 func newTracker(c *Collection, limit int64) *tracker {
 	m := c.Map()
-	tr := &tracker{m: m, version: c.MapVersion, sizes: make([]atomic.Int64, m.Len()), checkAt: make([]atomic.Int64, m.Len())}
+	tr := &tracker{m: m, version: c.MapVersion, sizes: make([]atomic.Int64, m.Len()), checkAt: make([]atomic.Int64, m.Len()),
+		unsplittable: make([]atomic.Bool, m.Len()), onePoint: make([]atomic.Uint64, m.Len())}
 	for i := range tr.checkAt {
 		tr.checkAt[i].Store(limit)
 	}
@@ -105,6 +111,9 @@ func (s *Store) installTracker(c *Collection, prev *tracker) (tr *tracker, sizes
 	if prev != nil && prev.version == c.MapVersion && prev.m.Len() == tr.m.Len() {
 		for i := range tr.checkAt { // keep the back-off of unsplittable partitions
 			tr.checkAt[i].Store(max(limit, prev.checkAt[i].Load()))
+			if prev.unsplittable[i].Load() {
+				tr.markUnsplittable(i, prev.onePoint[i].Load())
+			}
 		}
 	}
 	s.trackers.Store(c.ID, tr)
@@ -121,6 +130,30 @@ func (s *Store) installTracker(c *Collection, prev *tracker) (tr *tracker, sizes
 	}
 	tr.ready.Store(true)
 	return tr, sizes, over, nil
+}
+
+// markUnsplittable records that partition i holds data at point only.
+func (tr *tracker) markUnsplittable(i int, point uint64) {
+	tr.onePoint[i].Store(point)
+	tr.unsplittable[i].Store(true)
+}
+
+// add adds a logical partition's size change at point and reports
+// whether its partition needs a split check: it grew past its check
+// size, or it was unsplittable and now has data at a second point (its
+// back-off ends: the check splits it if it is over the limit).
+func (tr *tracker) add(point uint64, delta int64) bool {
+	i := tr.m.Lookup(point)
+	n := tr.sizes[i].Add(delta)
+	if delta <= 0 {
+		return false
+	}
+	if tr.unsplittable[i].Load() && tr.onePoint[i].Load() != point {
+		tr.unsplittable[i].Store(false)
+		tr.checkAt[i].Store(0) // the limit, once a check copies it
+		return true
+	}
+	return n > tr.checkAt[i].Load()
 }
 
 // estimate is the tracked size of the physical partition of c holding
@@ -183,8 +216,7 @@ func (s *Store) afterCommit(tx *Txn) {
 				if l.coll != id {
 					continue
 				}
-				i := tr.m.Lookup(binary.BigEndian.Uint64(l.lp))
-				if n := tr.sizes[i].Add(l.d.size()); l.d.size() > 0 && n > tr.checkAt[i].Load() {
+				if tr.add(binary.BigEndian.Uint64(l.lp), l.d.size()) {
 					over = true
 				}
 			}
@@ -321,7 +353,8 @@ const maxSplitsPerCheck = 64
 // splitOversized splits c's partitions that are over the size limit at
 // their byte medians, as often as needed, from exact counters. A
 // partition whose data sits at one point cannot split; it is checked
-// again only after growing by another eighth of the limit. A partition
+// again after growing by another eighth of the limit, or as soon as a
+// write adds data at another point in it. A partition
 // that grew past its check size after the exact read, and a check that
 // ends at maxSplitsPerCheck, queue another check.
 func (s *Store) splitOversized(c *Collection) error {
@@ -342,14 +375,11 @@ func (s *Store) splitOversized(c *Collection) error {
 			}
 			started := time.Now()
 			p := m.At(i)
-			at, _, ok, err := s.splitPointOf(c, p)
+			at, ok, err := s.splitPointOrBackOff(c, tr, i, sz, limit)
 			if err != nil {
 				return err
 			}
 			if !ok {
-				tr.checkAt[i].Store(sz + max(limit/8, 1))
-				s.logger.Warn("partition is over the size limit but holds one logical partition: it cannot split",
-					"collection", c.Namespace(), "partition", p.ID, "bytes", sz, "limit", limit)
 				continue
 			}
 			next, err := s.SplitPartition(c, p.ID, at)
@@ -375,6 +405,34 @@ func (s *Store) splitOversized(c *Collection) error {
 	}
 	s.requestSplit(c.ID) // more may be over: go on after other collections' checks
 	return nil
+}
+
+// splitPointOrBackOff is where partition i of c (tracked by tr) splits,
+// or false when its data sits at one point: then it is marked so, and
+// checked again after growing by an eighth of the limit, or after a
+// write elsewhere in it.
+func (s *Store) splitPointOrBackOff(c *Collection, tr *tracker, i int, sz, limit int64) (uint64, bool, error) {
+	p := tr.m.At(i)
+	at, _, ok, err := s.splitPointOf(c, p)
+	if err != nil || ok {
+		return at, ok, err
+	}
+	tr.checkAt[i].Store(sz + max(limit/8, 1))
+	tr.markUnsplittable(i, at)
+	// A write at another point that committed after the read found no
+	// mark to end the back-off: read again, now that writes see it.
+	again, _, ok, err := s.splitPointOf(c, p)
+	if err != nil || ok {
+		return again, ok, err
+	}
+	if again != at { // the data moved to another point: no back-off
+		tr.unsplittable[i].Store(false)
+		tr.checkAt[i].Store(limit)
+		return 0, false, nil
+	}
+	s.logger.Warn("partition is over the size limit but holds one logical partition: it cannot split",
+		"collection", c.Namespace(), "partition", p.ID, "bytes", sz, "limit", limit)
+	return 0, false, nil
 }
 
 // SplitPartition splits partition id of c at point at (see shard.Map.Split)

@@ -136,3 +136,93 @@ func seedByDelete(t *testing.T, s *Store, c *Collection) int64 {
 	}
 	return 1
 }
+
+// settleAndCheckSplits waits for split checks and asserts that no
+// partition of c holding more than one logical partition is over limit.
+func settleAndCheckSplits(t *testing.T, s *Store, c *Collection, docs int64, limit int64) []PartitionStats {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.SettleSplits(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c = current(s, c)
+	stats := checkPartitions(t, s, c, docs)
+	for _, ps := range stats {
+		if ps.Counts.Size() > limit && ps.LogicalPartitions > 1 {
+			t.Errorf("partition %d holds %d bytes in %d logical partitions: not split", ps.Partition.ID, ps.Counts.Size(), ps.LogicalPartitions)
+		}
+	}
+	return stats
+}
+
+// TestSplitCheckBeyondMaxSplits: one commit that needs more splits than
+// one check makes (maxSplitsPerCheck) is split to the end.
+func TestSplitCheckBeyondMaxSplits(t *testing.T) {
+	const limit = 1 << 10
+	s := openMem(t)
+	s.SetLimits(Limits{PartitionBytes: limit})
+	c := mustShard(t, s, "db", "c", 1)
+	const n = 800
+	err := s.Update(func(tx *Txn) error {
+		for i := range int32(n) {
+			doc := skDoc(i, fmt.Sprintf("key-%d", i), 100)
+			if err := tx.Insert(c, skKey(t, c, doc), doc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := settleAndCheckSplits(t, s, c, n, limit)
+	if len(stats) <= maxSplitsPerCheck+1 {
+		t.Fatalf("%d partitions: the data needs more than one check's %d splits", len(stats), maxSplitsPerCheck)
+	}
+}
+
+// TestUnsplittableGetsSecondLogicalPartition: a partition over the limit
+// with its data in one logical partition waits to grow by an eighth of
+// the limit before it is checked again, but a write of a second logical
+// partition into it makes it splittable, and it splits.
+func TestUnsplittableGetsSecondLogicalPartition(t *testing.T) {
+	const limit = 16 << 10
+	s := openMem(t)
+	s.SetLimits(Limits{PartitionBytes: limit})
+	c := mustShard(t, s, "db", "c", 1)
+	var n int32
+	put := func(region string) {
+		t.Helper()
+		doc := skDoc(n, region, 100)
+		n++
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(c, skKey(t, c, doc), doc) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Settled after each write, the check that finds it unsplittable
+	// reads what the writes left: it is checked again an eighth of the
+	// limit later, far more than one more document.
+	for !backedOff(s, c, limit) {
+		if n > 1000 {
+			t.Fatal("no split check found the partition unsplittable")
+		}
+		put("only")
+		settleAndCheckSplits(t, s, c, int64(n), limit)
+	}
+	if stats := settleAndCheckSplits(t, s, c, int64(n), limit); len(stats) != 1 || stats[0].Counts.Size() <= limit {
+		t.Fatalf("want one partition over the limit: %+v", stats)
+	}
+	put("other")
+	stats := settleAndCheckSplits(t, s, c, int64(n), limit)
+	if len(stats) != 2 {
+		t.Errorf("%d partitions, want 2: the second logical partition makes it splittable", len(stats))
+	}
+}
+
+// backedOff says whether c's first partition waits to grow before its
+// next split check.
+func backedOff(s *Store, c *Collection, limit int64) bool {
+	tr := s.trackerOf(c.ID)
+	return tr != nil && tr.checkAt[0].Load() > limit
+}
