@@ -313,11 +313,15 @@ func (s *Store) partitionSizes(c *Collection, m *shard.Map) ([]int64, error) {
 		})
 		return err
 	})
+	if s.sizesRead != nil {
+		s.sizesRead()
+	}
 	return sizes, err
 }
 
 // splitPointOf is where partition p of c splits by size, from its
-// logical partitions' counters: false when its data sits at one point.
+// logical partitions' counters: false when its data sits at one point,
+// which is then the point returned.
 func (s *Store) splitPointOf(c *Collection, p shard.Partition) (uint64, int64, bool, error) {
 	var points []uint64
 	var sizes []int64
@@ -336,6 +340,9 @@ func (s *Store) splitPointOf(c *Collection, p shard.Partition) (uint64, int64, b
 	})
 	if err != nil {
 		return 0, 0, false, err
+	}
+	if len(points) == 1 {
+		return points[0], total, false, nil
 	}
 	at, ok := shard.SplitPoint(points, sizes)
 	return at, total, ok, nil

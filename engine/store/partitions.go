@@ -56,37 +56,111 @@ type partitionState struct {
 
 	splits splitHistory // splits published since Open (splitlog.go)
 	tables tableWatch   // Badger's tables at the last look (enginestats.go)
+
+	// sizesRead, when set (by tests, before any write), runs after
+	// partitionSizes read the exact sums a tracker is built from.
+	sizesRead func()
 }
 
 // tracker estimates the size (data and key bytes) of each physical
 // partition of one collection, to decide cheaply when a partition needs a
 // split check and when a write needs the exact logical-partition size
 // check. It starts from exact counters and adds what each transaction
-// commits; concurrent commits may reach it in any order, and a seed may
-// miss the commits racing it, so it is an estimate: every decision it
-// triggers is made on exact counters.
+// commits; concurrent commits may reach it in any order, so it is an
+// estimate: every decision it triggers is made on exact counters.
+//
+// It must never be low, or a partition over the limit is never checked
+// and a logical partition near its limit is not read: installTracker
+// publishes it before it reads the exact sums, so that a commit the read
+// misses still reaches it (a commit may be counted twice, which only
+// costs a check).
 type tracker struct {
 	m       *shard.Map
 	version int64 // the MapVersion of m
 	sizes   []atomic.Int64
 	checkAt []atomic.Int64 // size at which a partition is next checked for a split
+	// A partition found unsplittable (its data at one point) is checked
+	// again when it grows past checkAt, or when a write adds to it at
+	// another point, which makes it splittable.
+	unsplittable []atomic.Bool
+	onePoint     []atomic.Uint64
+	ready        atomic.Bool // sizes include the exact sums, not only the commits since
 }
 
-func newTracker(c *Collection, sizes []int64, limit int64) *tracker {
+func newTracker(c *Collection, limit int64) *tracker {
 	m := c.Map()
-	tr := &tracker{m: m, version: c.MapVersion, sizes: make([]atomic.Int64, m.Len()), checkAt: make([]atomic.Int64, m.Len())}
-	for i, sz := range sizes {
-		tr.sizes[i].Store(sz)
+	tr := &tracker{m: m, version: c.MapVersion, sizes: make([]atomic.Int64, m.Len()), checkAt: make([]atomic.Int64, m.Len()),
+		unsplittable: make([]atomic.Bool, m.Len()), onePoint: make([]atomic.Uint64, m.Len())}
+	for i := range tr.checkAt {
 		tr.checkAt[i].Store(limit)
 	}
 	return tr
 }
 
+// installTracker publishes a new tracker of c's map, reads the exact
+// sizes of c's partitions and adds them to it. A commit that the read
+// does not see comes after the tracker was published, so it adds itself
+// to it (or to a tracker published later, which reads again). A commit
+// that adds itself before the sums finds a partial size and may not
+// request the check its partition needs, so over says whether a
+// partition's tracked size, sums included, is past its check size.
+// Partitions keep the back-off of prev when it tracks the same map.
+func (s *Store) installTracker(c *Collection, prev *tracker) (tr *tracker, sizes []int64, over bool, err error) {
+	limit := s.partLimit.Load()
+	tr = newTracker(c, limit)
+	if prev != nil && prev.version == c.MapVersion && prev.m.Len() == tr.m.Len() {
+		for i := range tr.checkAt { // keep the back-off of unsplittable partitions
+			tr.checkAt[i].Store(max(limit, prev.checkAt[i].Load()))
+			if prev.unsplittable[i].Load() {
+				tr.markUnsplittable(i, prev.onePoint[i].Load())
+			}
+		}
+	}
+	s.trackers.Store(c.ID, tr)
+	sizes, err = s.partitionSizes(c, tr.m)
+	if err != nil {
+		// Without the sums it is low: the next write seeds another.
+		s.trackers.CompareAndDelete(c.ID, tr)
+		return nil, nil, false, err
+	}
+	for i, sz := range sizes {
+		if n := tr.sizes[i].Add(sz); n > tr.checkAt[i].Load() {
+			over = true
+		}
+	}
+	tr.ready.Store(true)
+	return tr, sizes, over, nil
+}
+
+// markUnsplittable records that partition i holds data at point only.
+func (tr *tracker) markUnsplittable(i int, point uint64) {
+	tr.onePoint[i].Store(point)
+	tr.unsplittable[i].Store(true)
+}
+
+// add adds a logical partition's size change at point and reports
+// whether its partition needs a split check: it grew past its check
+// size, or it was unsplittable and now has data at a second point (its
+// back-off ends: the check splits it if it is over the limit).
+func (tr *tracker) add(point uint64, delta int64) bool {
+	i := tr.m.Lookup(point)
+	n := tr.sizes[i].Add(delta)
+	if delta <= 0 {
+		return false
+	}
+	if tr.unsplittable[i].Load() && tr.onePoint[i].Load() != point {
+		tr.unsplittable[i].Store(false)
+		tr.checkAt[i].Store(0) // the limit, once a check copies it
+		return true
+	}
+	return n > tr.checkAt[i].Load()
+}
+
 // estimate is the tracked size of the physical partition of c holding
-// point, if c is tracked.
+// point, if c is tracked (and its tracker holds the exact sums already).
 func (s *Store) estimate(c *Collection, point uint64) (int64, bool) {
 	tr := s.trackerOf(c.ID)
-	if tr == nil {
+	if tr == nil || !tr.ready.Load() {
 		return 0, false
 	}
 	return tr.sizes[tr.m.Lookup(point)].Load(), true
@@ -105,13 +179,13 @@ func (s *Store) tracker(c *Collection) (*tracker, error) {
 }
 
 func (s *Store) seedTracker(c *Collection) (*tracker, error) {
-	m := c.Map()
-	sizes, err := s.partitionSizes(c, m)
+	tr, _, over, err := s.installTracker(c, nil)
 	if err != nil {
 		return nil, err
 	}
-	tr := newTracker(c, sizes, s.partLimit.Load())
-	s.trackers.Store(c.ID, tr)
+	if over && c.Sharded() && s.partLimit.Load() > 0 {
+		s.requestSplit(c.ID)
+	}
 	return tr, nil
 }
 
@@ -142,8 +216,7 @@ func (s *Store) afterCommit(tx *Txn) {
 				if l.coll != id {
 					continue
 				}
-				i := tr.m.Lookup(binary.BigEndian.Uint64(l.lp))
-				if n := tr.sizes[i].Add(l.d.size()); l.d.size() > 0 && n > tr.checkAt[i].Load() {
+				if tr.add(binary.BigEndian.Uint64(l.lp), l.d.size()) {
 					over = true
 				}
 			}
@@ -215,7 +288,12 @@ func (s *Store) splitLoop() {
 		s.splitMu.Unlock()
 
 		if c := s.collectionByID(id); c != nil && c.Sharded() {
-			if err := s.splitOversized(c); err != nil && !errors.Is(err, ErrClosed) {
+			err := s.splitOversized(c)
+			switch {
+			case errors.Is(err, ErrCollectionChanged):
+				// Split or re-placed meanwhile: check the entry now published.
+				s.requestSplit(id)
+			case err != nil && !errors.Is(err, ErrClosed):
 				s.logger.Warn("splitting partitions", "collection", c.Namespace(), "err", err)
 			}
 		}
@@ -275,7 +353,10 @@ const maxSplitsPerCheck = 64
 // splitOversized splits c's partitions that are over the size limit at
 // their byte medians, as often as needed, from exact counters. A
 // partition whose data sits at one point cannot split; it is checked
-// again only after growing by another eighth of the limit.
+// again after growing by another eighth of the limit, or as soon as a
+// write adds data at another point in it. A partition
+// that grew past its check size after the exact read, and a check that
+// ends at maxSplitsPerCheck, queue another check.
 func (s *Store) splitOversized(c *Collection) error {
 	limit := s.partLimit.Load()
 	if limit <= 0 {
@@ -283,16 +364,9 @@ func (s *Store) splitOversized(c *Collection) error {
 	}
 	for range maxSplitsPerCheck {
 		m := c.Map()
-		sizes, err := s.partitionSizes(c, m)
+		tr, sizes, _, err := s.installTracker(c, s.trackerOf(c.ID))
 		if err != nil {
 			return err
-		}
-		tr := newTracker(c, sizes, limit)
-		old := s.trackerOf(c.ID)
-		if old != nil && old.version == c.MapVersion {
-			for i := range sizes { // keep the back-off of unsplittable partitions
-				tr.checkAt[i].Store(max(limit, old.checkAt[i].Load()))
-			}
 		}
 		split := false
 		for i, sz := range sizes {
@@ -301,14 +375,11 @@ func (s *Store) splitOversized(c *Collection) error {
 			}
 			started := time.Now()
 			p := m.At(i)
-			at, _, ok, err := s.splitPointOf(c, p)
+			at, ok, err := s.splitPointOrBackOff(c, tr, i, sz, limit)
 			if err != nil {
 				return err
 			}
 			if !ok {
-				tr.checkAt[i].Store(sz + max(limit/8, 1))
-				s.logger.Warn("partition is over the size limit but holds one logical partition: it cannot split",
-					"collection", c.Namespace(), "partition", p.ID, "bytes", sz, "limit", limit)
 				continue
 			}
 			next, err := s.SplitPartition(c, p.ID, at)
@@ -319,12 +390,49 @@ func (s *Store) splitOversized(c *Collection) error {
 			c, split = next, true
 			break
 		}
-		s.trackers.Store(c.ID, tr)
 		if !split {
+			// Commits since the read have added themselves to tr, and
+			// one may have found it without the sums: check again if
+			// they took a partition past its check size.
+			for i := range sizes {
+				if tr.sizes[i].Load() > tr.checkAt[i].Load() {
+					s.requestSplit(c.ID)
+					break
+				}
+			}
 			return nil
 		}
 	}
+	s.requestSplit(c.ID) // more may be over: go on after other collections' checks
 	return nil
+}
+
+// splitPointOrBackOff is where partition i of c (tracked by tr) splits,
+// or false when its data sits at one point: then it is marked so, and
+// checked again after growing by an eighth of the limit, or after a
+// write elsewhere in it.
+func (s *Store) splitPointOrBackOff(c *Collection, tr *tracker, i int, sz, limit int64) (uint64, bool, error) {
+	p := tr.m.At(i)
+	at, _, ok, err := s.splitPointOf(c, p)
+	if err != nil || ok {
+		return at, ok, err
+	}
+	tr.checkAt[i].Store(sz + max(limit/8, 1))
+	tr.markUnsplittable(i, at)
+	// A write at another point that committed after the read found no
+	// mark to end the back-off: read again, now that writes see it.
+	again, _, ok, err := s.splitPointOf(c, p)
+	if err != nil || ok {
+		return again, ok, err
+	}
+	if again != at { // the data moved to another point: no back-off
+		tr.unsplittable[i].Store(false)
+		tr.checkAt[i].Store(limit)
+		return 0, false, nil
+	}
+	s.logger.Warn("partition is over the size limit but holds one logical partition: it cannot split",
+		"collection", c.Namespace(), "partition", p.ID, "bytes", sz, "limit", limit)
+	return 0, false, nil
 }
 
 // SplitPartition splits partition id of c at point at (see shard.Map.Split)
