@@ -79,7 +79,7 @@ func (c *concatIter) Close() {
 // searched.
 func (a aggCollections) find(tx storage.Txn, c *store.Collection, id bsoncore.Value) ([]byte, []byte, bool, error) {
 	if !c.Sharded() {
-		key := idKey(c, id)
+		key := plan.IDKey(c, id)
 		doc, err := tx.Get(key)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil, false, nil

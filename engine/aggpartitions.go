@@ -260,7 +260,7 @@ func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Coll
 		if !c.Sharded() && len(filter) > 5 {
 			if f, err := query.Compile(filter); err == nil {
 				if id, ok := f.IDEquality(); ok {
-					r.point = idKey(c, id)
+					r.point = plan.IDKey(c, id)
 				}
 			}
 		}

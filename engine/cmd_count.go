@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -108,7 +109,7 @@ func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, erro
 		return nil, false, err
 	}
 	if p.Coll != nil && !p.UseIDIndex {
-		p.Point = pointKeyFor(p.Coll, filter, a.query)
+		p.Point = plan.PointKey(p.Coll, filter, a.query)
 	}
 	p.Route(a.query)
 	p.ChooseIndex(a.query, nil)

@@ -159,7 +159,7 @@ func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st de
 // and charged for each transaction it commits. In a retryable write
 // (stmt.rw set; justOne), the transaction that deletes records it.
 func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collection, f *query.Filter, filter bsoncore.Document, justOne bool, stmt stmtRef) (int64, error) {
-	point := pointKeyFor(c, f, filter)
+	point := plan.PointKey(c, f, filter)
 	spans := plan.RouteWrites(c, filter)
 	var tally writeTally
 	e.routeWrite(&tally, c, point, spans, filter)
@@ -241,7 +241,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 		if errors.Is(err, store.ErrCollectionChanged) {
 			if cur := e.store.Collection(c.DB, c.Name); cur != nil && string(cur.UUID) == string(c.UUID) {
 				// the same collection, its documents re-placed (sharded): start over
-				c, point, spans, resume = cur, pointKeyFor(cur, f, filter), plan.RouteWrites(cur, filter), nil
+				c, point, spans, resume = cur, plan.PointKey(cur, f, filter), plan.RouteWrites(cur, filter), nil
 				e.routeWrite(&tally, c, point, spans, filter)
 				continue
 			}

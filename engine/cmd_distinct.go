@@ -116,7 +116,7 @@ func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, erro
 		return nil, err
 	}
 	if p.Coll != nil && !p.UseIDIndex {
-		p.Point = pointKeyFor(p.Coll, filter, a.query)
+		p.Point = plan.PointKey(p.Coll, filter, a.query)
 	}
 	p.Route(a.query)
 	p.ChooseIndex(a.query, nil)

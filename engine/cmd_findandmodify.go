@@ -213,7 +213,7 @@ type famResult struct {
 func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collection, sp *updateSpec, sort *query.Sort, a famArgs) (famResult, error) {
 	var res famResult
 	env := e.updateEnv()
-	point := pointKeyFor(coll, sp.filter, sp.query)
+	point := plan.PointKey(coll, sp.filter, sp.query)
 	var tally writeTally
 	e.routeWrite(&tally, coll, point, plan.RouteWrites(coll, sp.query), sp.query)
 	if err := e.admitWrite(ctx, m, &tally); err != nil {
@@ -319,7 +319,7 @@ func planExecutorError(ce *CommandError) *CommandError {
 // order without a sort), or nil. The slices are copies. tally counts
 // what it read.
 func findTarget(tx storage.Txn, coll *store.Collection, f *query.Filter, filter bsoncore.Document, sort *query.Sort, tally *writeTally) ([]byte, []byte, error) {
-	if key := pointKeyFor(coll, f, filter); key != nil {
+	if key := plan.PointKey(coll, f, filter); key != nil {
 		doc, err := tx.Get(key)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil, nil

@@ -11,7 +11,6 @@ import (
 	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
-	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -138,12 +137,6 @@ func prepareInsert(doc bsoncore.Document) insertDoc {
 		return insertDoc{err: errorf(ErrBSONObjectTooLarge, "object to insert too large. size in bytes: %d, max size: %d", len(out), wire.MaxBSONObjectSize)}
 	}
 	return insertDoc{doc: out, id: id}
-}
-
-// idKey is the storage key of a document in an unsharded collection
-// (docKeyOf in partitions.go keys documents of sharded ones).
-func idKey(c *store.Collection, id bsoncore.Value) []byte {
-	return store.DocKey(c.ID, 0, nil, value.EncodeKey(nil, id))
 }
 
 // insertDocs stores docs in chunked transactions. Ordered inserts stop at

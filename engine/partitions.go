@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/ru"
@@ -68,24 +68,14 @@ func (l PartitionLimits) storeLimits() store.Limits {
 	return store.Limits{PartitionBytes: max(l.MaxBytes, 0), LogicalPartitionBytes: max(l.LogicalMaxBytes, 0)}
 }
 
-// docKeyOf is the storage key of doc, whose _id is id, in c. In a sharded
-// collection the document must hold a valid shard-key value; its key is
-// d/<coll><point><shard key><_id>.
+// docKeyOf is plan.DocKey with a client's error for a document whose
+// shard key is missing or invalid.
 func docKeyOf(c *store.Collection, doc bsoncore.Document, id bsoncore.Value) ([]byte, error) {
-	if !c.Sharded() {
-		return idKey(c, id), nil
-	}
-	sk, err := c.Spec().Extract(doc)
+	key, err := plan.DocKey(c, doc, id)
 	if err != nil {
 		return nil, shardKeyError(err)
 	}
-	return shardedKey(c, sk, id), nil
-}
-
-// shardedKey is the key of the document with shard-key value sk and _id id.
-func shardedKey(c *store.Collection, sk, id bsoncore.Value) []byte {
-	skEnc := value.EncodeKey(make([]byte, 0, 32), sk)
-	return store.DocKey(c.ID, shard.Point(sk), skEnc, value.EncodeKey(nil, id))
+	return key, nil
 }
 
 // shardKeyError is the client's error for a document whose shard key is
@@ -102,50 +92,6 @@ func shardKeyError(err error) error {
 		return errorf(ErrCommandNotSupported, "%s", ke.Error())
 	}
 	return errorf(ErrBadValue, "%s", ke.Error())
-}
-
-// pointKeyFor is the one key a filter can match, when it pins one: _id
-// equality in an unsharded collection; _id equality and one shard-key
-// value in a sharded one. nil otherwise.
-func pointKeyFor(c *store.Collection, f *query.Filter, filter bsoncore.Document) []byte {
-	id, ok := f.IDEquality()
-	if !c.Sharded() {
-		if !ok {
-			return nil
-		}
-		return idKey(c, id)
-	}
-	if !ok {
-		// {_id: v, <shard key>: k, ...}: the usual point read of a sharded
-		// collection, whose filter is more than an _id equality.
-		if id, ok = idPinned(filter); !ok {
-			return nil
-		}
-	}
-	vals, ok := c.Spec().Values(filter)
-	if !ok || len(vals) != 1 {
-		return nil
-	}
-	return shardedKey(c, vals[0], id)
-}
-
-// idSpec reads _id equalities the way shard keys are read.
-var idSpec = shard.Spec{Path: "_id"}
-
-// idPinned is the one _id value a filter pins by equality (through $and
-// and $in of one value), when it is a plain value a key can hold (as
-// query.Filter.IDEquality accepts).
-func idPinned(filter bsoncore.Document) (bsoncore.Value, bool) {
-	vals, ok := idSpec.Values(filter)
-	if !ok || len(vals) != 1 {
-		return bsoncore.Value{}, false
-	}
-	switch vals[0].Type {
-	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeNull, bsoncore.TypeUndefined,
-		bsoncore.TypeRegex, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
-		return bsoncore.Value{}, false
-	}
-	return vals[0], true
 }
 
 // targetedShardKey is the one shard-key value an upsert's filter pins in

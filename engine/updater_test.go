@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/storage"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -91,7 +92,7 @@ func TestUpdaterChunks(t *testing.T) {
 	var doc []byte
 	if err := u.e.store.View(func(tx storage.Txn) error {
 		var err error
-		doc, err = tx.Get(idKey(u.coll, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(n-1))}))
+		doc, err = tx.Get(plan.IDKey(u.coll, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(n-1))}))
 		return err
 	}); err != nil {
 		t.Fatal(err)

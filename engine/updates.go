@@ -243,7 +243,7 @@ func (u *updater) open() (found bool, err error) {
 
 // route finds the key or the partitions the filter routes to.
 func (u *updater) route() {
-	u.point = pointKeyFor(u.coll, u.sp.filter, u.sp.query)
+	u.point = plan.PointKey(u.coll, u.sp.filter, u.sp.query)
 	u.spans = plan.RouteWrites(u.coll, u.sp.query)
 	u.e.routeWrite(&u.tally, u.coll, u.point, u.spans, u.sp.query)
 }
