@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -47,17 +45,10 @@ queries counts.
   parsec advise --db shop --collection orders --key customer --throughput 40000
   parsec advise --db shop --collection orders --key customer --autoscale-max 100000 --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return runAdvise(ctx, o, cmd.OutOrStdout())
-		},
+		RunE: clientRun(func(ctx context.Context, out io.Writer) error { return runAdvise(ctx, o, out) }),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.uri, "uri", "mongodb://127.0.0.1:27017", "connection string of the server")
+	uriFlag(f, &o.uri)
 	f.StringVar(&o.db, "db", "", "the collection's database")
 	f.StringVar(&o.collection, "collection", "", "the collection")
 	f.StringArrayVar(&o.keys, "key", nil, "a candidate partition key path (repeat to compare several)")

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -56,17 +54,10 @@ the last minute reached the threshold (70% when given without one).
   parsec stats --http 127.0.0.1:8080         (the HTTP console's API instead)
   parsec stats --http https://monitor:pw@db.example:8080`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return runStats(ctx, o, cmd.OutOrStdout())
-		},
+		RunE: clientRun(func(ctx context.Context, out io.Writer) error { return runStats(ctx, o, out) }),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.uri, "uri", "mongodb://127.0.0.1:27017", "connection string of the server")
+	uriFlag(f, &o.uri)
 	f.StringVar(&o.http, "http", "", "read the server's HTTP console (its --http address, or a URL with user:password@ under --auth) instead of connecting with --uri")
 	f.StringVar(&o.db, "db", "", "only this database")
 	f.StringVar(&o.collection, "collection", "", "only this collection (needs --db)")

@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/signal"
 	"sort"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -39,17 +37,10 @@ console (--http).
   parsec top
   parsec top --http 127.0.0.1:8080 --interval 5s --limit 10`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return runTop(ctx, o, cmd.OutOrStdout())
-		},
+		RunE: clientRun(func(ctx context.Context, out io.Writer) error { return runTop(ctx, o, out) }),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.uri, "uri", "mongodb://127.0.0.1:27017", "connection string of the server")
+	uriFlag(f, &o.uri)
 	f.StringVar(&o.http, "http", "", "read the server's HTTP console (its --http address) instead of connecting with --uri")
 	f.DurationVar(&o.interval, "interval", 2*time.Second, "refresh every this long")
 	f.IntVar(&o.count, "count", 0, "stop after this many refreshes (0: never)")
