@@ -55,6 +55,7 @@ var languageErrors = []struct {
 	{expr.ErrTimezone, errBadTimezone},
 	{expr.ErrNullInPairKey, errNullInPairKey},
 	{expr.ErrNullInKV, errNullInKV},
+	{expr.ErrInternalConstant, 4738901},
 	{agg.ErrMemoryLimit, ErrQueryMemoryLimit},
 	{agg.ErrStageNotObject, ErrTypeMismatch},
 	{agg.ErrStageFields, 40323},

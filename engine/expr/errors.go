@@ -36,4 +36,7 @@ var (
 	// ErrTimezone: a timezone identifier that is neither an Olson name
 	// nor a UTC offset.
 	ErrTimezone = errors.New("unrecognized time zone")
+	// ErrInternalConstant: a command's let that sets a system variable
+	// ($$NOW, $$CLUSTER_TIME, ...), which only MongoDB's own nodes may.
+	ErrInternalConstant = errors.New("internal constant")
 )
