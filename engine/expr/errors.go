@@ -24,7 +24,7 @@ var (
 	ErrFieldPath = errors.New("bad field path")
 	// ErrExpressionSpec: an object with an operator and other fields.
 	ErrExpressionSpec = errors.New("bad expression specification")
-	// ErrDivideByZero: $divide or $mod by zero.
+	// ErrDivideByZero: $divide by zero.
 	ErrDivideByZero = errors.New("division by zero")
 	// ErrNoSwitchBranch: $switch with no matching branch and no default.
 	ErrNoSwitchBranch = errors.New("no matching $switch branch")
@@ -39,4 +39,34 @@ var (
 	// ErrInternalConstant: a command's let that sets a system variable
 	// ($$NOW, $$CLUSTER_TIME, ...), which only MongoDB's own nodes may.
 	ErrInternalConstant = errors.New("internal constant")
+)
+
+// Argument checks of the arithmetic operators that MongoDB makes each
+// with its own assertion (so its own code), not a generic BadValue or
+// TypeMismatch.
+var (
+	// ErrNotNumeric: a one-operand math operator ($abs, $sqrt, $sin,
+	// ...) given something other than a number or null.
+	ErrNotNumeric = errors.New("operand is not a number")
+	// ErrModByZero: $mod by zero; ErrModByZeroDecimal when an operand is
+	// a decimal, which MongoDB checks apart.
+	ErrModByZero        = errors.New("$mod by zero")
+	ErrModByZeroDecimal = errors.New("$mod by a decimal zero")
+	// ErrModType: $mod of something other than numbers.
+	ErrModType = errors.New("$mod of a non-number")
+	// ErrAbsOverflow: $abs of the smallest long.
+	ErrAbsOverflow = errors.New("$abs overflow")
+	// ErrSqrtDomain, ErrLnDomain, ErrLog10Domain, ErrLogDomain and
+	// ErrLogBase: a number outside the operator's domain.
+	ErrSqrtDomain  = errors.New("$sqrt of a negative number")
+	ErrLnDomain    = errors.New("$ln of a non-positive number")
+	ErrLog10Domain = errors.New("$log10 of a non-positive number")
+	ErrLogDomain   = errors.New("$log of a non-positive number")
+	ErrLogBase     = errors.New("bad $log base")
+	// ErrPowZeroBase: $pow of zero to a negative exponent.
+	ErrPowZeroBase = errors.New("$pow of zero to a negative power")
+	// ErrTrigDomain: a trigonometric operator's input outside its domain.
+	ErrTrigDomain = errors.New("trigonometric input out of bounds")
+	// ErrRangeStep: $range with a zero step.
+	ErrRangeStep = errors.New("$range with a zero step")
 )

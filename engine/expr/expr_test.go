@@ -93,7 +93,11 @@ func category(err error) string {
 		{ErrFieldPath, "FieldPath"}, {ErrExpressionSpec, "ExpressionSpec"}, {ErrDivideByZero, "DivideByZero"},
 		{ErrNoSwitchBranch, "NoSwitchBranch"}, {ErrInvalidRegex, "InvalidRegex"}, {ErrBadRegexOptions, "BadRegexOptions"},
 		{ErrTimezone, "Timezone"}, {ErrNullInPairKey, "NullInPairKey"}, {ErrNullInKV, "NullInKV"},
-		{ErrInternalConstant, "InternalConstant"},
+		{ErrInternalConstant, "InternalConstant"}, {ErrNotNumeric, "NotNumeric"}, {ErrModByZero, "ModByZero"},
+		{ErrModByZeroDecimal, "ModByZeroDecimal"}, {ErrModType, "ModType"}, {ErrAbsOverflow, "AbsOverflow"},
+		{ErrSqrtDomain, "SqrtDomain"}, {ErrLnDomain, "LnDomain"}, {ErrLog10Domain, "Log10Domain"},
+		{ErrLogDomain, "LogDomain"}, {ErrLogBase, "LogBase"}, {ErrPowZeroBase, "PowZeroBase"},
+		{ErrTrigDomain, "TrigDomain"}, {ErrRangeStep, "RangeStep"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name

@@ -177,7 +177,7 @@ func rangeFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 		vals[i] = n
 	}
 	if vals[2] == 0 {
-		return Missing, langerr.BadValue("$range requires a non-zero step value")
+		return Missing, langerr.New(ErrRangeStep, "$range requires a non-zero step value")
 	}
 	var out []bsoncore.Value
 	for x := vals[0]; (vals[2] > 0 && x < vals[1]) || (vals[2] < 0 && x > vals[1]); x += vals[2] {

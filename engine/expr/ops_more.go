@@ -506,7 +506,7 @@ func trigFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error)
 		return Null, nil
 	}
 	if !isNumber(v) {
-		return Missing, langerr.TypeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
+		return Missing, langerr.New(ErrNotNumeric, "%s only supports numeric types, not %s", name, TypeName(v))
 	}
 	x := value.Float(v)
 	type domain struct {
@@ -541,7 +541,7 @@ func trigFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error)
 			if v.Type == bsoncore.TypeDecimal128 {
 				shown = value.Render(v) // a decimal as its string
 			}
-			return Missing, langerr.BadValue("cannot apply %s to %s, value must be in %s%s,%s%s", name, shown, open, streamedDouble(d.lo), streamedDouble(d.hi), close)
+			return Missing, langerr.New(ErrTrigDomain, "cannot apply %s to %s, value must be in %s%s,%s%s", name, shown, open, streamedDouble(d.lo), streamedDouble(d.hi), close)
 		}
 	}
 	r := fn.f(x)
