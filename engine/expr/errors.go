@@ -70,3 +70,37 @@ var (
 	// ErrRangeStep: $range with a zero step.
 	ErrRangeStep = errors.New("$range with a zero step")
 )
+
+// Argument checks of the array operators that MongoDB makes each with its
+// own assertion.
+var (
+	// ErrSizeNotArray: $size of something other than an array.
+	ErrSizeNotArray = errors.New("$size of a non-array")
+	// ErrElemAtNotArray, ErrElemAtIndexType and ErrElemAtIndexInt:
+	// $arrayElemAt (and $first, $last) of a non-array, or with an index
+	// that is not a number or not a 32-bit integer.
+	ErrElemAtNotArray  = errors.New("$arrayElemAt of a non-array")
+	ErrElemAtIndexType = errors.New("$arrayElemAt index is not a number")
+	ErrElemAtIndexInt  = errors.New("$arrayElemAt index is not a 32-bit integer")
+	// ErrConcatArraysType: $concatArrays of a non-array.
+	ErrConcatArraysType = errors.New("$concatArrays of a non-array")
+	// ErrSliceNotArray, ErrSlicePosType, ErrSlicePosInt, ErrSliceNType,
+	// ErrSliceNInt and ErrSliceNPositive: $slice's array, its second
+	// argument (position or count) and its third (count).
+	ErrSliceNotArray  = errors.New("$slice of a non-array")
+	ErrSlicePosType   = errors.New("$slice second argument is not a number")
+	ErrSlicePosInt    = errors.New("$slice second argument is not a 32-bit integer")
+	ErrSliceNType     = errors.New("$slice third argument is not a number")
+	ErrSliceNInt      = errors.New("$slice third argument is not a 32-bit integer")
+	ErrSliceNPositive = errors.New("$slice third argument is not positive")
+	// ErrReverseArrayType: $reverseArray of a non-array.
+	ErrReverseArrayType = errors.New("$reverseArray of a non-array")
+	// ErrArrayToObjectType: $arrayToObject of a non-array.
+	ErrArrayToObjectType = errors.New("$arrayToObject of a non-array")
+	// ErrObjectToArrayType: $objectToArray of a non-document.
+	ErrObjectToArrayType = errors.New("$objectToArray of a non-document")
+	// ErrSortArrayType: $sortArray of a non-array.
+	ErrSortArrayType = errors.New("$sortArray of a non-array")
+	// ErrZipType: $zip with an input that is not an array.
+	ErrZipType = errors.New("$zip of a non-array")
+)

@@ -98,6 +98,12 @@ func category(err error) string {
 		{ErrSqrtDomain, "SqrtDomain"}, {ErrLnDomain, "LnDomain"}, {ErrLog10Domain, "Log10Domain"},
 		{ErrLogDomain, "LogDomain"}, {ErrLogBase, "LogBase"}, {ErrPowZeroBase, "PowZeroBase"},
 		{ErrTrigDomain, "TrigDomain"}, {ErrRangeStep, "RangeStep"},
+		{ErrSizeNotArray, "SizeNotArray"}, {ErrElemAtNotArray, "ElemAtNotArray"}, {ErrElemAtIndexType, "ElemAtIndexType"},
+		{ErrElemAtIndexInt, "ElemAtIndexInt"}, {ErrConcatArraysType, "ConcatArraysType"}, {ErrSliceNotArray, "SliceNotArray"},
+		{ErrSlicePosType, "SlicePosType"}, {ErrSlicePosInt, "SlicePosInt"}, {ErrSliceNType, "SliceNType"},
+		{ErrSliceNInt, "SliceNInt"}, {ErrSliceNPositive, "SliceNPositive"}, {ErrReverseArrayType, "ReverseArrayType"},
+		{ErrArrayToObjectType, "ArrayToObjectType"}, {ErrObjectToArrayType, "ObjectToArrayType"},
+		{ErrSortArrayType, "SortArrayType"}, {ErrZipType, "ZipType"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name

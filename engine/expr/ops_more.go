@@ -243,7 +243,7 @@ func (e *sortArrayExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if in.Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("The input argument to $sortArray must be an array, but was of type: %s", TypeName(in))
+		return Missing, langerr.New(ErrSortArrayType, "The input argument to $sortArray must be an array, but was of type: %s", TypeName(in))
 	}
 	vals := Elements(in)
 	slices.SortStableFunc(vals, func(a, b bsoncore.Value) int {
@@ -342,7 +342,7 @@ func (e *zipExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if v.Type != bsoncore.TypeArray {
-			return Missing, langerr.BadValue("$zip found a non-array expression in input: %s", value.Render(v))
+			return Missing, langerr.New(ErrZipType, "$zip found a non-array expression in input: %s", value.Render(v))
 		}
 		a := Elements(v)
 		arrays = append(arrays, a)
