@@ -103,4 +103,13 @@ var (
 	ErrSortArrayType = errors.New("$sortArray of a non-array")
 	// ErrZipType: $zip with an input that is not an array.
 	ErrZipType = errors.New("$zip of a non-array")
+	// ErrFilterInput, ErrMapInput and ErrReduceInput: $filter's, $map's
+	// and $reduce's input not an array; ErrFilterLimitInt and
+	// ErrFilterLimitPositive: $filter's limit not a 32-bit integer, or
+	// not positive.
+	ErrFilterInput         = errors.New("$filter input is not an array")
+	ErrMapInput            = errors.New("$map input is not an array")
+	ErrReduceInput         = errors.New("$reduce input is not an array")
+	ErrFilterLimitInt      = errors.New("$filter limit is not a 32-bit integer")
+	ErrFilterLimitPositive = errors.New("$filter limit is not positive")
 )

@@ -103,7 +103,9 @@ func category(err error) string {
 		{ErrSlicePosType, "SlicePosType"}, {ErrSlicePosInt, "SlicePosInt"}, {ErrSliceNType, "SliceNType"},
 		{ErrSliceNInt, "SliceNInt"}, {ErrSliceNPositive, "SliceNPositive"}, {ErrReverseArrayType, "ReverseArrayType"},
 		{ErrArrayToObjectType, "ArrayToObjectType"}, {ErrObjectToArrayType, "ObjectToArrayType"},
-		{ErrSortArrayType, "SortArrayType"}, {ErrZipType, "ZipType"},
+		{ErrSortArrayType, "SortArrayType"}, {ErrZipType, "ZipType"}, {ErrFilterInput, "FilterInput"},
+		{ErrMapInput, "MapInput"}, {ErrReduceInput, "ReduceInput"}, {ErrFilterLimitInt, "FilterLimitInt"},
+		{ErrFilterLimitPositive, "FilterLimitPositive"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name

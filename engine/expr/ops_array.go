@@ -317,11 +317,11 @@ func (e *iterExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if in.Type != bsoncore.TypeArray {
 		switch e.kind {
 		case "$filter":
-			return Missing, langerr.BadValue("input to $filter must be an array not %s", TypeName(in))
+			return Missing, langerr.New(ErrFilterInput, "input to $filter must be an array not %s", TypeName(in))
 		case "$map":
-			return Missing, langerr.BadValue("input to $map must be an array not %s", TypeName(in))
+			return Missing, langerr.New(ErrMapInput, "input to $map must be an array not %s", TypeName(in))
 		}
-		return Missing, langerr.BadValue("$reduce requires that 'input' be an array, found: %s", value.Render(in))
+		return Missing, langerr.New(ErrReduceInput, "$reduce requires that 'input' be an array, found: %s", value.Render(in))
 	}
 	limit := int64(math.MaxInt64)
 	if e.limit != nil {
@@ -332,10 +332,10 @@ func (e *iterExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		if !isNullish(l) {
 			n, ok := exactInt(l)
 			if !ok || n != int64(int32(n)) {
-				return Missing, langerr.BadValue("$filter: limit must be represented as a 32-bit integral value: %s", value.Render(l))
+				return Missing, langerr.New(ErrFilterLimitInt, "$filter: limit must be represented as a 32-bit integral value: %s", value.Render(l))
 			}
 			if n < 1 {
-				return Missing, langerr.BadValue("$filter: limit must be greater than 0: %d", n)
+				return Missing, langerr.New(ErrFilterLimitPositive, "$filter: limit must be greater than 0: %d", n)
 			}
 			limit = n
 		}
