@@ -112,4 +112,9 @@ var (
 	ErrReduceInput         = errors.New("$reduce input is not an array")
 	ErrFilterLimitInt      = errors.New("$filter limit is not a 32-bit integer")
 	ErrFilterLimitPositive = errors.New("$filter limit is not positive")
+	// ErrSplitInput, ErrSplitSeparator and ErrSplitEmpty: $split's
+	// input or separator not a string, or an empty separator.
+	ErrSplitInput     = errors.New("$split input is not a string")
+	ErrSplitSeparator = errors.New("$split separator is not a string")
+	ErrSplitEmpty     = errors.New("$split with an empty separator")
 )

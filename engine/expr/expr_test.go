@@ -105,7 +105,8 @@ func category(err error) string {
 		{ErrArrayToObjectType, "ArrayToObjectType"}, {ErrObjectToArrayType, "ObjectToArrayType"},
 		{ErrSortArrayType, "SortArrayType"}, {ErrZipType, "ZipType"}, {ErrFilterInput, "FilterInput"},
 		{ErrMapInput, "MapInput"}, {ErrReduceInput, "ReduceInput"}, {ErrFilterLimitInt, "FilterLimitInt"},
-		{ErrFilterLimitPositive, "FilterLimitPositive"},
+		{ErrFilterLimitPositive, "FilterLimitPositive"}, {ErrSplitInput, "SplitInput"},
+		{ErrSplitSeparator, "SplitSeparator"}, {ErrSplitEmpty, "SplitEmpty"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name
