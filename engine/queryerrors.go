@@ -69,6 +69,7 @@ var languageErrors = []struct {
 	{expr.ErrPowZeroBase, 28764},
 	{expr.ErrTrigDomain, 50989},
 	{expr.ErrRangeStep, 34449},
+	{expr.ErrInNotArray, 40081},
 	{expr.ErrSizeNotArray, 17124},
 	{expr.ErrElemAtNotArray, 28689},
 	{expr.ErrElemAtIndexType, 28690},

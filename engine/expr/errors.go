@@ -74,6 +74,8 @@ var (
 // Argument checks of the array operators that MongoDB makes each with its
 // own assertion.
 var (
+	// ErrInNotArray: $in whose second argument is not an array.
+	ErrInNotArray = errors.New("$in of a non-array")
 	// ErrSizeNotArray: $size of something other than an array.
 	ErrSizeNotArray = errors.New("$size of a non-array")
 	// ErrElemAtNotArray, ErrElemAtIndexType and ErrElemAtIndexInt:

@@ -98,7 +98,7 @@ func category(err error) string {
 		{ErrSqrtDomain, "SqrtDomain"}, {ErrLnDomain, "LnDomain"}, {ErrLog10Domain, "Log10Domain"},
 		{ErrLogDomain, "LogDomain"}, {ErrLogBase, "LogBase"}, {ErrPowZeroBase, "PowZeroBase"},
 		{ErrTrigDomain, "TrigDomain"}, {ErrRangeStep, "RangeStep"},
-		{ErrSizeNotArray, "SizeNotArray"}, {ErrElemAtNotArray, "ElemAtNotArray"}, {ErrElemAtIndexType, "ElemAtIndexType"},
+		{ErrInNotArray, "InNotArray"}, {ErrSizeNotArray, "SizeNotArray"}, {ErrElemAtNotArray, "ElemAtNotArray"}, {ErrElemAtIndexType, "ElemAtIndexType"},
 		{ErrElemAtIndexInt, "ElemAtIndexInt"}, {ErrConcatArraysType, "ConcatArraysType"}, {ErrSliceNotArray, "SliceNotArray"},
 		{ErrSlicePosType, "SlicePosType"}, {ErrSlicePosInt, "SlicePosInt"}, {ErrSliceNType, "SliceNType"},
 		{ErrSliceNInt, "SliceNInt"}, {ErrSliceNPositive, "SliceNPositive"}, {ErrReverseArrayType, "ReverseArrayType"},

@@ -11,7 +11,7 @@ import (
 
 func inFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[1].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("$in requires an array as a second argument, found: %s", TypeName(a[1]))
+		return Missing, langerr.New(ErrInNotArray, "$in requires an array as a second argument, found: %s", TypeName(a[1]))
 	}
 	for _, x := range Elements(a[1]) {
 		if Compare(a[0], x) == 0 {
