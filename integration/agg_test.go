@@ -295,6 +295,11 @@ func TestAggregate(t *testing.T) {
 			{bson.A{d("$project", bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 0}})}, 31254, "Location31254"},
 			{bson.A{d("$replaceWith", "$qty")}, 40228, "Location40228"},
 			{bson.A{d("$project", d("x", d("$divide", bson.A{1, 0})))}, 2, "BadValue"},
+			{bson.A{d("$project", d("x", d("$mod", bson.A{"$qty", 0})))}, 16610, "Location16610"},
+			{bson.A{d("$project", d("x", d("$sqrt", -1)))}, 28714, "Location28714"},
+			{bson.A{d("$project", d("x", d("$abs", "$store")))}, 28765, "Location28765"},
+			{bson.A{d("$project", d("x", d("$size", "$qty")))}, 17124, "Location17124"},
+			{bson.A{d("$project", d("x", d("$slice", bson.A{"$tags", 1, 0})))}, 28729, "Location28729"},
 			{bson.A{d("$unwind", "qty")}, 28818, "Location28818"},
 			{bson.A{d("$geoNear", bson.D{})}, 238, "NotImplemented"},
 		} {

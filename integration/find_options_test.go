@@ -208,6 +208,11 @@ func TestFindOptions(t *testing.T) {
 		if want := "Invalid 'let' parameter :: caused by :: 'Bad' starts with an invalid character for a user variable name"; ce.Message != want {
 			t.Errorf("errmsg %q, want %q", ce.Message, want)
 		}
+		// A system variable is MongoDB's internal constant, not a user name.
+		ce = runFail(t, db, find(bson.E{Key: "let", Value: d("NOW", 1)}), 4738901, "Location4738901")
+		if want := "Attempt to set internal constant: NOW"; ce.Message != want {
+			t.Errorf("errmsg %q, want %q", ce.Message, want)
+		}
 		// allowDiskUse: false still sorts what fits in memory.
 		runCursor(t, db, find(bson.E{Key: "sort", Value: d("w", 1)}, bson.E{Key: "allowDiskUse", Value: false}))
 		// The driver's comment option.

@@ -226,7 +226,7 @@ var categories = []struct {
 	{expr.ErrArity, "expr.Arity"}, {expr.ErrConversion, "expr.Conversion"},
 	{expr.ErrFieldPath, "expr.FieldPath"}, {expr.ErrExpressionSpec, "expr.ExpressionSpec"},
 	{expr.ErrDivideByZero, "expr.DivideByZero"}, {expr.ErrNoSwitchBranch, "expr.NoSwitchBranch"},
-	{expr.ErrTimezone, "expr.Timezone"},
+	{expr.ErrTimezone, "expr.Timezone"}, {expr.ErrInternalConstant, "expr.InternalConstant"},
 	{query.ErrBadSortKey, "query.BadSortKey"}, {query.ErrBadSortOrder, "query.BadSortOrder"},
 }
 

@@ -91,16 +91,30 @@ func (s *Scope) with(names []string, fn func(slots []int) error) error {
 
 // CheckVariableName applies MongoDB's rules to a user variable name that
 // is defined: it starts with a lowercase letter or a non-ASCII character
-// and contains only letters, digits, '_' and non-ASCII characters.
-// MongoDB refuses a bad name with FailedToParse.
+// and contains only letters, digits, '_' and non-ASCII characters, or it
+// is CURRENT, the one system variable users may set. MongoDB refuses a
+// bad name with FailedToParse.
 func CheckVariableName(name string) error {
+	if name == "CURRENT" {
+		return nil
+	}
 	return checkName(name, false)
 }
 
+// systemConstants are the system variables a command's let may set only
+// when MongoDB's own nodes send it.
+var systemConstants = map[string]bool{
+	"NOW": true, "CLUSTER_TIME": true, "JS_SCOPE": true, "IS_MR": true, "USER_ROLES": true,
+}
+
 // CheckLetParameterName is CheckVariableName for a name of a command's
-// let, whose refusal MongoDB prefixes with the parameter's context.
+// let, whose refusal MongoDB prefixes with the parameter's context; a
+// system variable's name is refused as an internal constant instead.
 func CheckLetParameterName(name string) error {
 	if err := CheckVariableName(name); err != nil {
+		if systemConstants[name] {
+			return langerr.New(ErrInternalConstant, "Attempt to set internal constant: %s", name)
+		}
 		return langerr.FailedToParse("Invalid 'let' parameter :: caused by :: %s", langerr.Message(err, langerr.ErrFailedToParse))
 	}
 	return nil

@@ -24,7 +24,7 @@ var (
 	ErrFieldPath = errors.New("bad field path")
 	// ErrExpressionSpec: an object with an operator and other fields.
 	ErrExpressionSpec = errors.New("bad expression specification")
-	// ErrDivideByZero: $divide or $mod by zero.
+	// ErrDivideByZero: $divide by zero.
 	ErrDivideByZero = errors.New("division by zero")
 	// ErrNoSwitchBranch: $switch with no matching branch and no default.
 	ErrNoSwitchBranch = errors.New("no matching $switch branch")
@@ -36,4 +36,87 @@ var (
 	// ErrTimezone: a timezone identifier that is neither an Olson name
 	// nor a UTC offset.
 	ErrTimezone = errors.New("unrecognized time zone")
+	// ErrInternalConstant: a command's let that sets a system variable
+	// ($$NOW, $$CLUSTER_TIME, ...), which only MongoDB's own nodes may.
+	ErrInternalConstant = errors.New("internal constant")
+)
+
+// Argument checks of the arithmetic operators that MongoDB makes each
+// with its own assertion (so its own code), not a generic BadValue or
+// TypeMismatch.
+var (
+	// ErrNotNumeric: a one-operand math operator ($abs, $sqrt, $sin,
+	// ...) given something other than a number or null.
+	ErrNotNumeric = errors.New("operand is not a number")
+	// ErrModByZero: $mod by zero; ErrModByZeroDecimal when an operand is
+	// a decimal, which MongoDB checks apart.
+	ErrModByZero        = errors.New("$mod by zero")
+	ErrModByZeroDecimal = errors.New("$mod by a decimal zero")
+	// ErrModType: $mod of something other than numbers.
+	ErrModType = errors.New("$mod of a non-number")
+	// ErrAbsOverflow: $abs of the smallest long.
+	ErrAbsOverflow = errors.New("$abs overflow")
+	// ErrSqrtDomain, ErrLnDomain, ErrLog10Domain, ErrLogDomain and
+	// ErrLogBase: a number outside the operator's domain.
+	ErrSqrtDomain  = errors.New("$sqrt of a negative number")
+	ErrLnDomain    = errors.New("$ln of a non-positive number")
+	ErrLog10Domain = errors.New("$log10 of a non-positive number")
+	ErrLogDomain   = errors.New("$log of a non-positive number")
+	ErrLogBase     = errors.New("bad $log base")
+	// ErrPowZeroBase: $pow of zero to a negative exponent.
+	ErrPowZeroBase = errors.New("$pow of zero to a negative power")
+	// ErrTrigDomain: a trigonometric operator's input outside its domain.
+	ErrTrigDomain = errors.New("trigonometric input out of bounds")
+	// ErrRangeStep: $range with a zero step.
+	ErrRangeStep = errors.New("$range with a zero step")
+)
+
+// Argument checks of the array operators that MongoDB makes each with its
+// own assertion.
+var (
+	// ErrInNotArray: $in whose second argument is not an array.
+	ErrInNotArray = errors.New("$in of a non-array")
+	// ErrSizeNotArray: $size of something other than an array.
+	ErrSizeNotArray = errors.New("$size of a non-array")
+	// ErrElemAtNotArray, ErrElemAtIndexType and ErrElemAtIndexInt:
+	// $arrayElemAt (and $first, $last) of a non-array, or with an index
+	// that is not a number or not a 32-bit integer.
+	ErrElemAtNotArray  = errors.New("$arrayElemAt of a non-array")
+	ErrElemAtIndexType = errors.New("$arrayElemAt index is not a number")
+	ErrElemAtIndexInt  = errors.New("$arrayElemAt index is not a 32-bit integer")
+	// ErrConcatArraysType: $concatArrays of a non-array.
+	ErrConcatArraysType = errors.New("$concatArrays of a non-array")
+	// ErrSliceNotArray, ErrSlicePosType, ErrSlicePosInt, ErrSliceNType,
+	// ErrSliceNInt and ErrSliceNPositive: $slice's array, its second
+	// argument (position or count) and its third (count).
+	ErrSliceNotArray  = errors.New("$slice of a non-array")
+	ErrSlicePosType   = errors.New("$slice second argument is not a number")
+	ErrSlicePosInt    = errors.New("$slice second argument is not a 32-bit integer")
+	ErrSliceNType     = errors.New("$slice third argument is not a number")
+	ErrSliceNInt      = errors.New("$slice third argument is not a 32-bit integer")
+	ErrSliceNPositive = errors.New("$slice third argument is not positive")
+	// ErrReverseArrayType: $reverseArray of a non-array.
+	ErrReverseArrayType = errors.New("$reverseArray of a non-array")
+	// ErrArrayToObjectType: $arrayToObject of a non-array.
+	ErrArrayToObjectType = errors.New("$arrayToObject of a non-array")
+	// ErrObjectToArrayType: $objectToArray of a non-document.
+	ErrObjectToArrayType = errors.New("$objectToArray of a non-document")
+	// ErrSortArrayType: $sortArray of a non-array.
+	ErrSortArrayType = errors.New("$sortArray of a non-array")
+	// ErrZipType: $zip with an input that is not an array.
+	ErrZipType = errors.New("$zip of a non-array")
+	// ErrFilterInput, ErrMapInput and ErrReduceInput: $filter's, $map's
+	// and $reduce's input not an array; ErrFilterLimitInt and
+	// ErrFilterLimitPositive: $filter's limit not a 32-bit integer, or
+	// not positive.
+	ErrFilterInput         = errors.New("$filter input is not an array")
+	ErrMapInput            = errors.New("$map input is not an array")
+	ErrReduceInput         = errors.New("$reduce input is not an array")
+	ErrFilterLimitInt      = errors.New("$filter limit is not a 32-bit integer")
+	ErrFilterLimitPositive = errors.New("$filter limit is not positive")
+	// ErrSplitInput, ErrSplitSeparator and ErrSplitEmpty: $split's
+	// input or separator not a string, or an empty separator.
+	ErrSplitInput     = errors.New("$split input is not a string")
+	ErrSplitSeparator = errors.New("$split separator is not a string")
+	ErrSplitEmpty     = errors.New("$split with an empty separator")
 )

@@ -93,6 +93,20 @@ func category(err error) string {
 		{ErrFieldPath, "FieldPath"}, {ErrExpressionSpec, "ExpressionSpec"}, {ErrDivideByZero, "DivideByZero"},
 		{ErrNoSwitchBranch, "NoSwitchBranch"}, {ErrInvalidRegex, "InvalidRegex"}, {ErrBadRegexOptions, "BadRegexOptions"},
 		{ErrTimezone, "Timezone"}, {ErrNullInPairKey, "NullInPairKey"}, {ErrNullInKV, "NullInKV"},
+		{ErrInternalConstant, "InternalConstant"}, {ErrNotNumeric, "NotNumeric"}, {ErrModByZero, "ModByZero"},
+		{ErrModByZeroDecimal, "ModByZeroDecimal"}, {ErrModType, "ModType"}, {ErrAbsOverflow, "AbsOverflow"},
+		{ErrSqrtDomain, "SqrtDomain"}, {ErrLnDomain, "LnDomain"}, {ErrLog10Domain, "Log10Domain"},
+		{ErrLogDomain, "LogDomain"}, {ErrLogBase, "LogBase"}, {ErrPowZeroBase, "PowZeroBase"},
+		{ErrTrigDomain, "TrigDomain"}, {ErrRangeStep, "RangeStep"},
+		{ErrInNotArray, "InNotArray"}, {ErrSizeNotArray, "SizeNotArray"}, {ErrElemAtNotArray, "ElemAtNotArray"}, {ErrElemAtIndexType, "ElemAtIndexType"},
+		{ErrElemAtIndexInt, "ElemAtIndexInt"}, {ErrConcatArraysType, "ConcatArraysType"}, {ErrSliceNotArray, "SliceNotArray"},
+		{ErrSlicePosType, "SlicePosType"}, {ErrSlicePosInt, "SlicePosInt"}, {ErrSliceNType, "SliceNType"},
+		{ErrSliceNInt, "SliceNInt"}, {ErrSliceNPositive, "SliceNPositive"}, {ErrReverseArrayType, "ReverseArrayType"},
+		{ErrArrayToObjectType, "ArrayToObjectType"}, {ErrObjectToArrayType, "ObjectToArrayType"},
+		{ErrSortArrayType, "SortArrayType"}, {ErrZipType, "ZipType"}, {ErrFilterInput, "FilterInput"},
+		{ErrMapInput, "MapInput"}, {ErrReduceInput, "ReduceInput"}, {ErrFilterLimitInt, "FilterLimitInt"},
+		{ErrFilterLimitPositive, "FilterLimitPositive"}, {ErrSplitInput, "SplitInput"},
+		{ErrSplitSeparator, "SplitSeparator"}, {ErrSplitEmpty, "SplitEmpty"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name

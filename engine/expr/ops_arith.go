@@ -261,12 +261,15 @@ func divideFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 func modFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if null, err := numericArgs(name, a); err != nil || null {
 		if err != nil {
-			return Missing, langerr.TypeMismatch("$mod only supports numeric types, not %s and %s", TypeName(a[0]), TypeName(a[1]))
+			return Missing, langerr.New(ErrModType, "$mod only supports numeric types, not %s and %s", TypeName(a[0]), TypeName(a[1]))
 		}
 		return Null, nil
 	}
 	if isZero(a[1]) {
-		return Missing, langerr.New(ErrDivideByZero, "can't $mod by zero")
+		if kindOf(a[0]) == kDecimal || kindOf(a[1]) == kDecimal {
+			return Missing, langerr.New(ErrModByZeroDecimal, "can't $mod by zero")
+		}
+		return Missing, langerr.New(ErrModByZero, "can't $mod by zero")
 	}
 	k := max(kindOf(a[0]), kindOf(a[1]))
 	switch k {
@@ -293,7 +296,7 @@ func unaryMath(name string, v bsoncore.Value, f func(float64) float64, ints func
 	case isNullish(v):
 		return Null, nil
 	case !isNumber(v):
-		return Missing, langerr.TypeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
+		return Missing, langerr.New(ErrNotNumeric, "%s only supports numeric types, not %s", name, TypeName(v))
 	}
 	switch kindOf(v) {
 	case kInt32, kInt64:
@@ -314,7 +317,7 @@ func unaryMath(name string, v bsoncore.Value, f func(float64) float64, ints func
 
 func absFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[0].Type == bsoncore.TypeInt64 && a[0].Int64() == math.MinInt64 {
-		return Missing, langerr.BadValue("can't take $abs of long long min")
+		return Missing, langerr.New(ErrAbsOverflow, "can't take $abs of long long min")
 	}
 	if a[0].Type == bsoncore.TypeDecimal128 {
 		if d := value.DecimalOf(a[0]); !d.Special() {
@@ -342,7 +345,7 @@ func floorFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 
 func sqrtFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if isNumber(a[0]) && value.Float(a[0]) < 0 {
-		return Missing, langerr.BadValue("$sqrt's argument must be greater than or equal to 0")
+		return Missing, langerr.New(ErrSqrtDomain, "$sqrt's argument must be greater than or equal to 0")
 	}
 	return unaryMath(name, a[0], math.Sqrt, nil)
 }
@@ -353,14 +356,14 @@ func expFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 
 func lnFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if isNumber(a[0]) && value.Float(a[0]) <= 0 {
-		return Missing, langerr.BadValue("$ln's argument must be a positive number, but is %s", value.Render(a[0]))
+		return Missing, langerr.New(ErrLnDomain, "$ln's argument must be a positive number, but is %s", value.Render(a[0]))
 	}
 	return unaryMath(name, a[0], math.Log, nil)
 }
 
 func log10Fn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if isNumber(a[0]) && value.Float(a[0]) <= 0 {
-		return Missing, langerr.BadValue("$log10's argument must be a positive number, but is %s", value.Render(a[0]))
+		return Missing, langerr.New(ErrLog10Domain, "$log10's argument must be a positive number, but is %s", value.Render(a[0]))
 	}
 	return unaryMath(name, a[0], math.Log10, nil)
 }
@@ -374,10 +377,10 @@ func logFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 	}
 	x, b := value.Float(a[0]), value.Float(a[1])
 	if x <= 0 {
-		return Missing, langerr.BadValue("$log's argument must be a positive number, but is %s", value.Render(a[0]))
+		return Missing, langerr.New(ErrLogDomain, "$log's argument must be a positive number, but is %s", value.Render(a[0]))
 	}
 	if b <= 0 || b == 1 {
-		return Missing, langerr.BadValue("$log's base must be a positive number not equal to 1, but is %s", value.Render(a[1]))
+		return Missing, langerr.New(ErrLogBase, "$log's base must be a positive number not equal to 1, but is %s", value.Render(a[1]))
 	}
 	r := math.Log(x) / math.Log(b)
 	if kindOf(a[0]) == kDecimal || kindOf(a[1]) == kDecimal {
@@ -395,7 +398,7 @@ func powFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 	}
 	base, exp := a[0], a[1]
 	if isZero(base) && value.Float(exp) < 0 {
-		return Missing, langerr.BadValue("$pow cannot take a base of 0 and a negative exponent")
+		return Missing, langerr.New(ErrPowZeroBase, "$pow cannot take a base of 0 and a negative exponent")
 	}
 	k := max(kindOf(base), kindOf(exp))
 	if k <= kInt64 {

@@ -11,7 +11,7 @@ import (
 
 func inFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[1].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("$in requires an array as a second argument, found: %s", TypeName(a[1]))
+		return Missing, langerr.New(ErrInNotArray, "$in requires an array as a second argument, found: %s", TypeName(a[1]))
 	}
 	for _, x := range Elements(a[1]) {
 		if Compare(a[0], x) == 0 {
@@ -23,19 +23,27 @@ func inFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 
 func sizeFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("The argument to $size must be an array. Type of the argument was: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrSizeNotArray, "The argument to $size must be an array, but was of type: %s", TypeName(a[0]))
 	}
 	return Int32(int32(len(Elements(a[0])))), nil
 }
 
-// index reads an array index argument: an integral number that fits int32.
-func index(name, what string, v bsoncore.Value) (int64, error) {
+// sliceArg reads $slice's second or third argument: an integral number
+// that fits int32, refused in MongoDB's words.
+func sliceArg(third bool, v bsoncore.Value) (int64, error) {
 	if !isNumber(v) {
-		return 0, langerr.BadValue("%s's %s must be a numeric value, but is %s", name, what, TypeName(v))
+		if third {
+			return 0, langerr.New(ErrSliceNType, "Third argument to $slice must be numeric, but is of type: %s", TypeName(v))
+		}
+		return 0, langerr.New(ErrSlicePosType, "Second argument to $slice must be a numeric value, but is of type: %s", TypeName(v))
 	}
 	i, ok := exactInt(v)
 	if !ok || i != int64(int32(i)) {
-		return 0, langerr.BadValue("%s's %s must be representable as a 32-bit integral value, but is %s", name, what, value.Render(v))
+		// mongod streams the argument as a double here.
+		if third {
+			return 0, langerr.New(ErrSliceNInt, "Third argument to $slice can't be represented as a 32-bit integer: %s", streamedDouble(value.Float(v)))
+		}
+		return 0, langerr.New(ErrSlicePosInt, "Second argument to $slice can't be represented as a 32-bit integer: %s", streamedDouble(value.Float(v)))
 	}
 	return i, nil
 }
@@ -45,14 +53,14 @@ func arrayElemAtFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value,
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("$arrayElemAt's first argument must be an array, but is %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrElemAtNotArray, "$arrayElemAt's first argument must be an array, but is %s", TypeName(a[0]))
 	}
 	if !isNumber(a[1]) {
-		return Missing, langerr.BadValue("$arrayElemAt's second argument must be a numeric value, but is %s", TypeName(a[1]))
+		return Missing, langerr.New(ErrElemAtIndexType, "$arrayElemAt's second argument must be a numeric value, but is %s", TypeName(a[1]))
 	}
 	i, ok := exactInt(a[1])
 	if !ok || i != int64(int32(i)) {
-		return Missing, langerr.BadValue("$arrayElemAt's second argument must be representable as a 32-bit integer: %s", value.Render(a[1]))
+		return Missing, langerr.New(ErrElemAtIndexInt, "$arrayElemAt's second argument must be representable as a 32-bit integer: %s", value.Render(a[1]))
 	}
 	return elemAt(Elements(a[0]), i), nil
 }
@@ -82,7 +90,7 @@ func endOf(name string, v bsoncore.Value, i int64) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if v.Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("%s's argument must be an array, but is %s", name, TypeName(v))
+		return Missing, langerr.New(ErrElemAtNotArray, "%s's argument must be an array, but is %s", name, TypeName(v))
 	}
 	return elemAt(Elements(v), i), nil
 }
@@ -98,7 +106,7 @@ func concatArraysFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value
 			return Null, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return Missing, langerr.BadValue("$concatArrays only supports arrays, not %s", TypeName(a))
+			return Missing, langerr.New(ErrConcatArraysType, "$concatArrays only supports arrays, not %s", TypeName(a))
 		}
 		out = append(out, Elements(a)...)
 	}
@@ -112,12 +120,12 @@ func sliceFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 		}
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("First argument to $slice must be an array, but is of type: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrSliceNotArray, "First argument to $slice must be an array, but is of type: %s", TypeName(a[0]))
 	}
 	arr := Elements(a[0])
 	n := int64(len(arr))
 	if len(a) == 2 {
-		k, err := index(name, "second argument", a[1])
+		k, err := sliceArg(false, a[1])
 		if err != nil {
 			return Missing, err
 		}
@@ -126,16 +134,16 @@ func sliceFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 		}
 		return Array(arr[max(n+k, 0):]), nil
 	}
-	pos, err := index(name, "second argument", a[1])
+	pos, err := sliceArg(false, a[1])
 	if err != nil {
 		return Missing, err
 	}
-	k, err := index(name, "third argument", a[2])
+	k, err := sliceArg(true, a[2])
 	if err != nil {
 		return Missing, err
 	}
 	if k <= 0 {
-		return Missing, langerr.BadValue("Third argument to $slice must be positive: %s", value.Render(a[2]))
+		return Missing, langerr.New(ErrSliceNPositive, "Third argument to $slice must be positive: %d", k)
 	}
 	if pos < 0 {
 		pos = max(n+pos, 0)
@@ -151,7 +159,7 @@ func reverseArrayFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, e
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("The argument to $reverseArray must be an array, but was of type: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrReverseArrayType, "The argument to $reverseArray must be an array, but was of type: %s", TypeName(a[0]))
 	}
 	arr := Elements(a[0])
 	for i, j := 0, len(arr)-1; i < j; i, j = i+1, j-1 {
@@ -177,7 +185,7 @@ func rangeFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 		vals[i] = n
 	}
 	if vals[2] == 0 {
-		return Missing, langerr.BadValue("$range requires a non-zero step value")
+		return Missing, langerr.New(ErrRangeStep, "$range requires a non-zero step value")
 	}
 	var out []bsoncore.Value
 	for x := vals[0]; (vals[2] > 0 && x < vals[1]) || (vals[2] < 0 && x > vals[1]); x += vals[2] {
@@ -225,7 +233,7 @@ func arrayToObjectFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, 
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("$arrayToObject requires an array input, found: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrArrayToObjectType, "$arrayToObject requires an array input, found: %s", TypeName(a[0]))
 	}
 	var fields []Field
 	set := func(k string, v bsoncore.Value) {
@@ -276,7 +284,7 @@ func objectToArrayFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, 
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeEmbeddedDocument {
-		return Missing, langerr.BadValue("$objectToArray requires a document input, found: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrObjectToArrayType, "$objectToArray requires a document input, found: %s", TypeName(a[0]))
 	}
 	var out []bsoncore.Value
 	for _, f := range Fields(a[0]) {
@@ -309,11 +317,11 @@ func (e *iterExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if in.Type != bsoncore.TypeArray {
 		switch e.kind {
 		case "$filter":
-			return Missing, langerr.BadValue("input to $filter must be an array not %s", TypeName(in))
+			return Missing, langerr.New(ErrFilterInput, "input to $filter must be an array not %s", TypeName(in))
 		case "$map":
-			return Missing, langerr.BadValue("input to $map must be an array not %s", TypeName(in))
+			return Missing, langerr.New(ErrMapInput, "input to $map must be an array not %s", TypeName(in))
 		}
-		return Missing, langerr.BadValue("$reduce requires that 'input' be an array, found: %s", value.Render(in))
+		return Missing, langerr.New(ErrReduceInput, "$reduce requires that 'input' be an array, found: %s", value.Render(in))
 	}
 	limit := int64(math.MaxInt64)
 	if e.limit != nil {
@@ -324,10 +332,10 @@ func (e *iterExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		if !isNullish(l) {
 			n, ok := exactInt(l)
 			if !ok || n != int64(int32(n)) {
-				return Missing, langerr.BadValue("$filter: limit must be represented as a 32-bit integral value: %s", value.Render(l))
+				return Missing, langerr.New(ErrFilterLimitInt, "$filter: limit must be represented as a 32-bit integral value: %s", value.Render(l))
 			}
 			if n < 1 {
-				return Missing, langerr.BadValue("$filter: limit must be greater than 0: %d", n)
+				return Missing, langerr.New(ErrFilterLimitPositive, "$filter: limit must be greater than 0: %d", n)
 			}
 			limit = n
 		}

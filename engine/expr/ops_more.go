@@ -243,7 +243,7 @@ func (e *sortArrayExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if in.Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("The input argument to $sortArray must be an array, but was of type: %s", TypeName(in))
+		return Missing, langerr.New(ErrSortArrayType, "The input argument to $sortArray must be an array, but was of type: %s", TypeName(in))
 	}
 	vals := Elements(in)
 	slices.SortStableFunc(vals, func(a, b bsoncore.Value) int {
@@ -342,7 +342,7 @@ func (e *zipExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if v.Type != bsoncore.TypeArray {
-			return Missing, langerr.BadValue("$zip found a non-array expression in input: %s", value.Render(v))
+			return Missing, langerr.New(ErrZipType, "$zip found a non-array expression in input: %s", value.Render(v))
 		}
 		a := Elements(v)
 		arrays = append(arrays, a)
@@ -506,7 +506,7 @@ func trigFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error)
 		return Null, nil
 	}
 	if !isNumber(v) {
-		return Missing, langerr.TypeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
+		return Missing, langerr.New(ErrNotNumeric, "%s only supports numeric types, not %s", name, TypeName(v))
 	}
 	x := value.Float(v)
 	type domain struct {
@@ -541,7 +541,7 @@ func trigFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error)
 			if v.Type == bsoncore.TypeDecimal128 {
 				shown = value.Render(v) // a decimal as its string
 			}
-			return Missing, langerr.BadValue("cannot apply %s to %s, value must be in %s%s,%s%s", name, shown, open, streamedDouble(d.lo), streamedDouble(d.hi), close)
+			return Missing, langerr.New(ErrTrigDomain, "cannot apply %s to %s, value must be in %s%s,%s%s", name, shown, open, streamedDouble(d.lo), streamedDouble(d.hi), close)
 		}
 	}
 	r := fn.f(x)

@@ -136,14 +136,14 @@ func splitFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if !isString(a[0]) {
-		return Missing, langerr.BadValue("$split requires an expression that evaluates to a string as a first argument, found: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrSplitInput, "$split requires an expression that evaluates to a string as a first argument, found: %s", TypeName(a[0]))
 	}
 	if !isString(a[1]) {
-		return Missing, langerr.BadValue("$split requires an expression that evaluates to a string as a second argument, found: %s", TypeName(a[1]))
+		return Missing, langerr.New(ErrSplitSeparator, "$split requires an expression that evaluates to a string as a second argument, found: %s", TypeName(a[1]))
 	}
 	sep := stringOf(a[1])
 	if sep == "" {
-		return Missing, langerr.BadValue("$split requires a non-empty separator")
+		return Missing, langerr.New(ErrSplitEmpty, "$split requires a non-empty separator")
 	}
 	var out []bsoncore.Value
 	for _, p := range strings.Split(stringOf(a[0]), sep) {

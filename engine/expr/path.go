@@ -27,6 +27,10 @@ func (c *compiler) compilePath(s string) (Expression, error) {
 		return nil, langerr.New(ErrFieldPath, "'$' by itself is not a valid FieldPath")
 	}
 	p := &pathExpr{root: rootCurrent}
+	if slot, ok := c.scope.lookup("CURRENT"); ok {
+		// A field path reads $$CURRENT, which a let may define.
+		p.root = slot
+	}
 	rest := s[1:]
 	if strings.HasPrefix(rest, "$") {
 		name, tail, _ := strings.Cut(rest[1:], ".")

@@ -241,7 +241,7 @@ func category(err error) string {
 		{ErrProjectionEmptyPath, "EmptyPath"}, {ErrProjectionBadMeta, "BadMeta"},
 		{expr.ErrUnknownOperator, "expr.UnknownOperator"},
 		{expr.ErrUndefinedVariable, "expr.UndefinedVariable"}, {expr.ErrArity, "expr.Arity"},
-		{expr.ErrDivideByZero, "expr.DivideByZero"},
+		{expr.ErrDivideByZero, "expr.DivideByZero"}, {expr.ErrSizeNotArray, "expr.SizeNotArray"},
 		{expr.ErrInvalidRegex, "InvalidRegex"}, {expr.ErrBadRegexOptions, "BadRegexOptions"},
 		{expr.ErrFieldPath, "expr.FieldPath"}, {expr.ErrExpressionSpec, "expr.ExpressionSpec"},
 	} {
