@@ -46,7 +46,7 @@ fails('unknown top-level operator', () => c.find({ $foo: 1 }).toArray(), { code:
 fails('bad regex', () => c.find({ s: { $regex: '(' } }).toArray(), { code: 51091, message: /Regular expression is invalid/ });
 fails('bad expression', () => c.find({ $expr: { $nope: 1 } }).toArray(), { code: 168, codeName: 'InvalidPipelineOperator', message: /Unrecognized expression '\$nope'/ });
 fails('mixed projection', () => c.find({}, { a: 1, s: 0 }).toArray(), { code: 31254, message: /Cannot do exclusion on field s in inclusion projection/ });
-fails('maxTimeMS out of range', () => d.runCommand({ find: 'c', maxTimeMS: -1 }), { code: 2, codeName: 'BadValue', message: /maxTimeMS/ });
+fails('maxTimeMS out of range', () => d.runCommand({ find: 'c', maxTimeMS: -1 }), { code: 51024, codeName: 'Location51024', message: /BSON field 'maxTimeMS' value must be >= 0, actual value '-1'/ });
 fails('unknown cursor', () => d.runCommand({ getMore: NumberLong('12345'), collection: 'c' }), { code: 43, codeName: 'CursorNotFound', message: /cursor id 12345 not found/ });
 
 // Update language errors.
