@@ -289,7 +289,36 @@ func (c Code) Name() string {
 	if n, ok := codeNames[c]; ok {
 		return n
 	}
+	if n, ok := injectedCodeNames[c]; ok {
+		return n
+	}
 	return fmt.Sprintf("Location%d", int32(c))
+}
+
+// injectedCodeNames name the codes Parsec never produces itself but a
+// failCommand fail point may make a command fail with (the drivers'
+// specification tests inject them: network, shutdown and replica-set
+// state errors), with the codeName MongoDB gives each.
+var injectedCodeNames = map[Code]string{
+	6:     "HostUnreachable",
+	7:     "HostNotFound",
+	64:    "WriteConcernFailed",
+	89:    "NetworkTimeout",
+	91:    "ShutdownInProgress",
+	133:   "FailedToSatisfyReadPreference",
+	136:   "CappedPositionLost",
+	189:   "PrimarySteppedDown",
+	234:   "RetryChangeStream",
+	237:   "CursorKilled",
+	280:   "ChangeStreamFatalError",
+	286:   "ChangeStreamHistoryLost",
+	9001:  "SocketException",
+	10058: "LegacyNotPrimary",
+	10107: "NotWritablePrimary",
+	11600: "InterruptedAtShutdown",
+	11602: "InterruptedDueToReplStateChange",
+	13435: "NotPrimaryNoSecondaryOk",
+	13436: "NotPrimaryOrSecondary",
 }
 
 // CommandError is the one error type commands return to clients.

@@ -27,3 +27,13 @@ func TestBatchArray(t *testing.T) {
 		}
 	}
 }
+
+// A code only a fail point injects still gets MongoDB's codeName, and one
+// Parsec does not know is Location<code>, as MongoDB names unnamed codes.
+func TestInjectedCodeNames(t *testing.T) {
+	for code, want := range map[Code]string{91: "ShutdownInProgress", 11600: "InterruptedAtShutdown", 10107: "NotWritablePrimary", 2: "BadValue", 51024: "Location51024"} {
+		if got := code.Name(); got != want {
+			t.Errorf("Code(%d).Name() = %q, want %q", code, got, want)
+		}
+	}
+}
