@@ -25,6 +25,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/auth"
 	"github.com/parsecdb/parsec/engine/billing"
+	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/sessions"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/wire"
@@ -113,9 +114,10 @@ type Engine struct {
 	cursors    *cursorRegistry
 	ops        opCounters
 	logs       *logRing
-	warnings   []string   // startup warnings as structured log lines (cmd_getlog.go)
-	writes     writeState // update clock and document locks (updates.go)
-	validators validators // compiled collection validators (validation.go)
+	warnings   []string      // startup warnings as structured log lines (cmd_getlog.go)
+	writes     writeState    // update clock and document locks (updates.go)
+	validators validators    // compiled collection validators (validation.go)
+	plans      *plan.Planner // the read planner, made once (planning.go)
 	limits     PartitionLimits
 	ttl        ttlStats
 	ruOpts     RequestUnitOptions
@@ -217,6 +219,11 @@ func New(cfg Config) *Engine {
 	e.every(min(timeout/4, time.Minute), e.reapCursors)
 	e.every(e.logins.Limits().LogInterval, e.reportAuthFailures)
 	e.every(throttleLogInterval, e.logThrottles)
+	e.plans = &plan.Planner{
+		Storage: e.store,
+		ViewOf:  func(ctx context.Context) plan.Reader { return e.viewOf(ctx) },
+		Errors:  planErrors{},
+	}
 	if e.store != nil {
 		every := cfg.TTLInterval
 		if every <= 0 {

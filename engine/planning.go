@@ -20,13 +20,7 @@ type (
 )
 
 // planner runs read plans against the engine's storage.
-func (e *Engine) planner() *plan.Planner {
-	return &plan.Planner{
-		Storage: e.store,
-		ViewOf:  func(ctx context.Context) plan.Reader { return e.viewOf(ctx) },
-		Errors:  planErrors{},
-	}
-}
+func (e *Engine) planner() *plan.Planner { return e.plans }
 
 // planErrors are the client's errors for what a read raises.
 type planErrors struct{}
