@@ -201,17 +201,20 @@ func TestAuthUnknownUserAndBackoff(t *testing.T) {
 	if d := time.Since(start); d > limits.Base/2 {
 		t.Errorf("an attempt at the threshold took %v", d)
 	}
-	scramWrongProof(t, admin, id, first) // 5 failures: the next attempt waits 300 ms
+	// The wait runs from the failure, which the server records before its
+	// reply is sent: the clock starts before the failing proof so that the
+	// reply's way back is not taken off the measured wait.
 	start = time.Now()
+	scramWrongProof(t, admin, id, first) // 5 failures: the next attempt waits 300 ms
 	id, first = scramStart(t, admin, "real")
 	if d := time.Since(start); d < limits.Base {
-		t.Errorf("the attempt after 5 failures took %v, want at least %v", d, limits.Base)
+		t.Errorf("the failure and the attempt after it (5 failures) took %v, want at least %v", d, limits.Base)
 	}
-	scramWrongProof(t, admin, id, first) // 6: 600 ms
 	start = time.Now()
+	scramWrongProof(t, admin, id, first) // 6: 600 ms
 	id, first = scramStart(t, admin, "real")
 	if d := time.Since(start); d < limits.Max {
-		t.Errorf("the attempt after 6 failures took %v, want at least %v", d, limits.Max)
+		t.Errorf("the failure and the attempt after it (6 failures) took %v, want at least %v", d, limits.Max)
 	}
 	scramWrongProof(t, admin, id, first) // 7 failures in all
 
