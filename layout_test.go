@@ -22,7 +22,11 @@ var allowedImports = map[string][]string{
 	"engine/value": {},
 	"engine/query": {"engine/value", "engine/langerr", "engine/expr"},
 	"engine/expr":  {"engine/value", "engine/langerr"},
-	"engine/store": {"engine/value", "shard"},
+	"engine/store": {"engine/value", "shard", "engine/kv", "engine/kv/badgerkv"},
+	// The key-value seam under the document layer, and its Badger
+	// implementation: nothing else of ours.
+	"engine/kv":          {},
+	"engine/kv/badgerkv": {"engine/kv"},
 	// The storage seam names store's data types and nothing else.
 	"engine/storage": {"engine/store", "engine/value", "shard"},
 	// Planning reads through the seam; the command layer maps its errors.
@@ -125,6 +129,38 @@ func TestStorageSeam(t *testing.T) {
 		for _, banned := range []string{"github.com/dgraph-io/badger", "*store.Store", "store.Open(", "*store.Txn", "*store.Transaction", "*store.Snapshot"} {
 			if strings.Contains(string(src), banned) {
 				t.Errorf("%s uses %s: the engine reaches data only through engine/storage", path, banned)
+			}
+		}
+	}
+}
+
+// badgerImporters are the directories whose non-test files may import
+// Badger: the key-value implementation of one node, and the replicated
+// partitions' state machine (which applies raw batches to a node's
+// Badger).
+var badgerImporters = map[string]bool{"engine/kv/badgerkv": true, "cluster": true}
+
+// TestKVSeam: the document layer (engine/store) keeps its keys through
+// engine/kv; only the packages in badgerImporters name Badger.
+func TestKVSeam(t *testing.T) {
+	for _, dir := range packageDirs(t) {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range paths {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if strings.HasPrefix(p, "github.com/dgraph-io/badger") && !badgerImporters[dir] {
+					t.Errorf("%s imports %s: only %v may (storage goes through engine/kv)", path, p, badgerImporters)
+				}
 			}
 		}
 	}

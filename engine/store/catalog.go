@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -156,8 +156,8 @@ func (s *Store) loadCatalog() error {
 	s.dbs = map[string]*Database{}
 	s.colls = map[string]*Collection{}
 	s.views = map[string]*ViewDefinition{}
-	err := s.update(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(catalogSpace)})
+	err := s.update(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: []byte(catalogSpace)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
@@ -284,7 +284,7 @@ func (s *Store) putDatabase(d *Database) error {
 	if err != nil {
 		return err
 	}
-	if err := s.update(func(txn *badger.Txn) error { return txn.Set(dbKey(d.Name), raw) }); err != nil {
+	if err := s.update(func(txn kv.Txn) error { return txn.Set(dbKey(d.Name), raw) }); err != nil {
 		return fmt.Errorf("create database %s: %w", d.Name, err)
 	}
 	s.dbs[d.Name] = d
@@ -348,7 +348,7 @@ func (s *Store) createLocked(db, name string, nc NewCollection) (*Collection, er
 	if err != nil {
 		return nil, err
 	}
-	err = s.update(func(txn *badger.Txn) error {
+	err = s.update(func(txn kv.Txn) error {
 		if err := txn.Set(seqKey, binary.BigEndian.AppendUint32(nil, c.ID)); err != nil {
 			return err
 		}
@@ -393,7 +393,7 @@ func (s *Store) dropFenced(c *Collection) (bool, error) {
 		s.catMu.Unlock()
 		return false, nil
 	}
-	err := s.update(func(txn *badger.Txn) error { return txn.Delete(collKey(c.DB, c.Name)) })
+	err := s.update(func(txn kv.Txn) error { return txn.Delete(collKey(c.DB, c.Name)) })
 	if err == nil {
 		delete(s.colls, c.Namespace())
 	}
@@ -419,7 +419,7 @@ func (s *Store) DropDatabase(db string) error {
 	if s.dbs[db] == nil {
 		return nil
 	}
-	if err := s.update(func(txn *badger.Txn) error { return txn.Delete(dbKey(db)) }); err != nil {
+	if err := s.update(func(txn kv.Txn) error { return txn.Delete(dbKey(db)) }); err != nil {
 		return fmt.Errorf("drop database %s: %w", db, err)
 	}
 	delete(s.dbs, db)
@@ -470,7 +470,7 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 		s.catMu.Unlock()
 		return err
 	}
-	err = s.update(func(txn *badger.Txn) error {
+	err = s.update(func(txn kv.Txn) error {
 		if err := txn.Delete(collKey(fromDB, from)); err != nil {
 			return err
 		}
@@ -508,8 +508,8 @@ func (s *Store) deletePrefix(prefix []byte) error {
 	from := prefix
 	for {
 		var keys [][]byte
-		err := s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		err := s.db.View(func(txn kv.Txn) error {
+			it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
 			defer it.Close()
 			// Resume after the last batch: seeking from the start again
 			// would walk every tombstone written so far.

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 )
 
 func encodeCounts(c Counts) []byte {
@@ -42,10 +42,10 @@ func (c *Counts) add(o Counts) {
 
 // readCounts sums the base and every delta of collection id and says how
 // many deltas there were.
-func readCounts(txn *badger.Txn, id uint32) (Counts, int, error) {
+func readCounts(txn kv.Txn, id uint32) (Counts, int, error) {
 	var total Counts
 	deltas := 0
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id)})
+	it := txn.NewIterator(kv.IterOptions{Prefix: counterPrefix(id)})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
@@ -85,10 +85,10 @@ func (s *Store) fold(id uint32) error {
 	}()
 	for {
 		more := false
-		err := s.update(func(txn *badger.Txn) error {
+		err := s.update(func(txn kv.Txn) error {
 			var total Counts
 			var dead [][]byte
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id)})
+			it := txn.NewIterator(kv.IterOptions{Prefix: counterPrefix(id)})
 			for it.Rewind(); it.Valid(); it.Next() {
 				item := it.Item()
 				if isLPCounter(item.Key()) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 )
 
 // TestCountsExactUnderConcurrentWriters runs 8 writers of 500 operations
@@ -165,7 +165,7 @@ func TestFoldManyDeltas(t *testing.T) {
 	c := mustCreate(t, s, "db", "c")
 	const n = 10_500
 	for done := 0; done < n; {
-		err := s.update(func(txn *badger.Txn) error {
+		err := s.update(func(txn kv.Txn) error {
 			for i := 0; i < 1500 && done+i < n; i++ {
 				if err := txn.Set(s.deltaKey(c.ID), encodeCounts(Counts{Docs: 1, Bytes: 3, KeyBytes: 2})); err != nil {
 					return err
@@ -199,7 +199,7 @@ func TestFoldManyDeltas(t *testing.T) {
 func TestCorruptCounter(t *testing.T) {
 	s := openMem(t)
 	c := mustCreate(t, s, "db", "c")
-	if err := s.update(func(txn *badger.Txn) error { return txn.Set(counterBaseKey(c.ID), []byte("short")) }); err != nil {
+	if err := s.update(func(txn kv.Txn) error { return txn.Set(counterBaseKey(c.ID), []byte("short")) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Counts(c); !errors.Is(err, ErrCorrupted) {
@@ -288,8 +288,8 @@ func TestDeltasSurviveCrash(t *testing.T) {
 		t.Errorf("%d deltas, want 40: new deltas overwrote old ones", d)
 	}
 	checkExact(t, s, c, 40)
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(c.ID)})
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: counterPrefix(c.ID)})
 		defer it.Close()
 		boots := map[uint64]int{}
 		for it.Rewind(); it.Valid(); it.Next() {

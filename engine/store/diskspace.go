@@ -26,7 +26,7 @@ func (e *DiskFullError) Error() string {
 func (e *DiskFullError) Unwrap() error { return ErrDiskFull }
 
 // diskGuard admits writes while the data directory's filesystem keeps
-// the reserve free (see badgerSizes). Free space is read with statfs at
+// the reserve free (see badgerkv.Sizes). Free space is read with statfs at
 // most every diskLook, and bytes admitted since are subtracted from what
 // it said; a write that does not fit looks again, so space freed by
 // anyone is seen at once. A nil guard admits everything (in memory, or a
@@ -142,9 +142,9 @@ func (s *Store) DiskStatus() DiskStatus {
 // what makes a full disk safe, at the cost of about half the disk.
 func (s *Store) largestLevel() int64 {
 	var largest int64
-	for _, l := range s.db.Levels() {
+	for _, l := range s.local.Levels() {
 		if l.Level > 0 {
-			largest = max(largest, l.Size)
+			largest = max(largest, l.Bytes)
 		}
 	}
 	return largest

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/shard"
 )
 
@@ -20,7 +20,7 @@ var ErrCollectionChanged = errors.New("collection was dropped or renamed during 
 // the collections it writes are kept in step and written at commit.
 type Txn struct {
 	s       *Store
-	t       *badger.Txn
+	t       kv.Txn
 	checked map[uint32]bool
 	deltas  map[uint32]*Counts
 	lps     map[string]*lpDelta    // sharded collections' logical partitions written, by collID + lp
@@ -77,7 +77,7 @@ func (s *Store) Update(fn func(*Txn) error) error {
 		}
 		tx.t.Discard()
 		tx.releaseFences()
-		if errors.Is(err, badger.ErrConflict) && attempt < 1000 {
+		if errors.Is(err, kv.ErrConflict) && attempt < 1000 {
 			continue
 		}
 		var wait *lockWaitError
@@ -93,7 +93,7 @@ func (s *Store) Update(fn func(*Txn) error) error {
 			s.dirty.Store(true)
 			s.afterCommit(tx)
 		}
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 }
 
@@ -105,7 +105,7 @@ func (s *Store) View(fn func(*Txn) error) error {
 	tx := &Txn{s: s, t: s.db.NewTransaction(false)}
 	defer tx.releaseFences()
 	defer tx.t.Discard()
-	return mapBadgerErr(fn(tx))
+	return mapKVErr(fn(tx))
 }
 
 func (t *Txn) commit() error {
@@ -280,7 +280,7 @@ const lpFoldThreshold = 32
 // until the transaction ends.
 func (t *Txn) Get(key []byte) ([]byte, error) {
 	item, err := t.t.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
@@ -301,7 +301,7 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err == nil {
 		return &DuplicateKeyError{Key: key}
 	}
-	if !errors.Is(err, badger.ErrKeyNotFound) {
+	if !errors.Is(err, kv.ErrNotFound) {
 		return err
 	}
 	if err := t.checkGrowth(c, key, int64(len(doc)+len(key))); err != nil {
@@ -314,7 +314,7 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 		}
 	}
 	if err := t.set(key, doc); err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	if err := t.putIDEntry(c, key); err != nil {
 		return err
@@ -330,7 +330,7 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 // two transactions cannot both delete one document and count it twice.
 func (t *Txn) exists(key []byte) error {
 	_, err := t.t.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return fmt.Errorf("document %x: %w", key, ErrNotFound)
 	}
 	return err
@@ -340,7 +340,7 @@ func (t *Txn) exists(key []byte) error {
 // none), read as exists reads it.
 func (t *Txn) current(key []byte) ([]byte, error) {
 	item, err := t.t.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return nil, fmt.Errorf("document %x: %w", key, ErrNotFound)
 	}
 	if err != nil {
@@ -374,7 +374,7 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 		return err
 	}
 	if err := t.set(key, doc); err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
@@ -407,7 +407,7 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 		return err
 	}
 	if err := t.del(key); err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	if err := t.removeIDEntry(c, key); err != nil {
 		return err
@@ -424,7 +424,7 @@ func (t *Txn) Scan(c *Collection, start []byte, fn func(key, doc []byte) (bool, 
 	// its own, while documents are stored inline in the LSM tree (they are
 	// far below the value threshold), so reading them in place is cheaper,
 	// and parallel scans (fan-out reads) do not drown in goroutines.
-	it := t.t.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	it := t.t.NewIterator(kv.IterOptions{Prefix: prefix})
 	defer it.Close()
 	if bytes.Compare(start, prefix) < 0 { // nil, or before c's documents
 		start = prefix
@@ -438,7 +438,7 @@ func (t *Txn) Scan(c *Collection, start []byte, fn func(key, doc []byte) (bool, 
 }
 
 // visitItem passes one document, in place, to fn.
-func visitItem(item *badger.Item, fn func(key, doc []byte) (bool, error)) (more bool, err error) {
+func visitItem(item kv.Item, fn func(key, doc []byte) (bool, error)) (more bool, err error) {
 	err = item.Value(func(v []byte) error {
 		var ferr error
 		more, ferr = fn(item.Key(), v)
@@ -474,7 +474,7 @@ func (t *Txn) ScanRanges(c *Collection, ranges []KeyRange, fn func(key, doc []by
 		return t.ScanRange(c, ranges[0].Start, ranges[0].End, fn)
 	}
 	prefix := DocPrefix(c.ID)
-	it := t.t.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	it := t.t.NewIterator(kv.IterOptions{Prefix: prefix})
 	defer it.Close()
 	seeked := false
 	for _, r := range ranges {
@@ -527,7 +527,7 @@ func (s *Store) Counts(c *Collection) (Counts, error) {
 	}
 	var total Counts
 	deltas := 0
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn kv.Txn) error {
 		var err error
 		total, deltas, err = readCounts(txn, c.ID)
 		return err

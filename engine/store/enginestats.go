@@ -44,11 +44,11 @@ func (s *Store) EngineStats() EngineStats {
 	if s.closed.Load() {
 		return st
 	}
-	for _, l := range s.db.Levels() {
-		st.Levels = append(st.Levels, LevelStats{Level: l.Level, Tables: l.NumTables, Bytes: l.Size})
-		st.LSMBytes += l.Size
+	for _, l := range s.local.Levels() {
+		st.Levels = append(st.Levels, LevelStats{Level: l.Level, Tables: l.Tables, Bytes: l.Bytes})
+		st.LSMBytes += l.Bytes
 	}
-	tables := s.db.Tables()
+	tables := s.local.Tables()
 	w := &s.tables
 	w.mu.Lock()
 	now := make(map[uint64]bool, len(tables))

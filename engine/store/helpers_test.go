@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -122,8 +122,8 @@ func checkExact(t *testing.T, s *Store, c *Collection, docs int64) {
 func rawKeys(t *testing.T, s *Store, prefix []byte) int {
 	t.Helper()
 	n := 0
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			n++
@@ -140,8 +140,8 @@ func rawKeys(t *testing.T, s *Store, prefix []byte) int {
 func deltaKeys(t *testing.T, s *Store, id uint32) int {
 	t.Helper()
 	n := 0
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: counterPrefix(id)})
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: counterPrefix(id)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			if !bytes.Equal(it.Item().Key(), counterBaseKey(id)) {

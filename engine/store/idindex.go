@@ -101,7 +101,7 @@ func (t *Txn) changeIDEntry(c *Collection, docKey []byte, add bool) error {
 		err, n = t.del(k), -n
 	}
 	if err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	return t.account(c, docKey, Counts{IndexBytes: n})
 }

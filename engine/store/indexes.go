@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -164,7 +164,7 @@ type ixChange struct {
 // has reports whether key is present (with value want, when not nil).
 func (t *Txn) has(key, want []byte) (bool, error) {
 	item, err := t.t.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil || want == nil {
@@ -239,7 +239,7 @@ func (t *Txn) indexChanges(c *Collection, docKey, old, doc []byte) ([]ixChange, 
 func (t *Txn) checkUnique(c *Collection, ix *Index, docKey, doc, key []byte) error {
 	k, v := ix.entry(c, key, docKey)
 	item, err := t.t.Get(k)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -291,7 +291,7 @@ func (t *Txn) putEntry(c *Collection, ix *Index, docKey, key []byte) error {
 		}
 	}
 	if err := t.set(k, v); err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	n := int64(len(k) + len(v))
 	t.ixWork.Entries++
@@ -314,7 +314,7 @@ func (t *Txn) removeEntry(c *Collection, ix *Index, docKey, key []byte) error {
 		}
 	}
 	if err := t.del(k); err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	n := int64(len(k) + len(v))
 	t.ixWork.Entries++
@@ -582,8 +582,8 @@ func (s *Store) removeEntries(c *Collection, id uint32) error {
 	for {
 		type entry struct{ k, suffix []byte }
 		var batch []entry
-		err := s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		err := s.db.View(func(txn kv.Txn) error {
+			it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
 			defer it.Close()
 			// From after the last batch, not from the start: the deleted
 			// entries' tombstones would be walked again each time.
@@ -694,7 +694,7 @@ func (t *Txn) ScanIndex(c *Collection, ix *Index, start, end []byte, reverse boo
 // small ranges (a $in of many values) seeks instead of opening an
 // iterator per range.
 type IndexReader struct {
-	it      *badger.Iterator
+	it      kv.Iterator
 	prefix  []byte
 	reverse bool
 	docKey  []byte
@@ -706,7 +706,7 @@ type IndexReader struct {
 func (t *Txn) IndexReader(c *Collection, ix *Index, reverse bool) *IndexReader {
 	prefix := IndexPrefix(c.ID, ix.ID)
 	return &IndexReader{
-		it:      t.t.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: reverse}),
+		it:      t.t.NewIterator(kv.IterOptions{Prefix: prefix, Reverse: reverse}),
 		prefix:  prefix,
 		reverse: reverse,
 		docKey:  DocPrefix(c.ID),
@@ -774,9 +774,9 @@ func (c *Collection) withIDIndex() []*Index {
 // read from the index; a sharded collection's _id index is "_id_".
 func (s *Store) IndexSizes(c *Collection) (map[string]int64, error) {
 	out := map[string]int64{}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn kv.Txn) error {
 		for _, ix := range c.withIDIndex() {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: IndexPrefix(c.ID, ix.ID), PrefetchValues: false})
+			it := txn.NewIterator(kv.IterOptions{Prefix: IndexPrefix(c.ID, ix.ID), Prefetch: false})
 			var n int64
 			for it.Rewind(); it.Valid(); it.Next() {
 				n += int64(len(it.Item().Key())) + it.Item().ValueSize()
@@ -829,7 +829,7 @@ func (s *Store) ValidateIndexes(c *Collection) ([]IndexCheck, error) {
 			if err != nil {
 				return err
 			}
-			it := tx.t.NewIterator(badger.IteratorOptions{Prefix: IndexPrefix(c.ID, ix.ID)})
+			it := tx.t.NewIterator(kv.IterOptions{Prefix: IndexPrefix(c.ID, ix.ID)})
 			for it.Rewind(); it.Valid(); it.Next() {
 				item := it.Item()
 				chk.Keys++

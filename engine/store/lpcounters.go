@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -51,11 +51,11 @@ func parseLPCounterKey(k []byte) (lp []byte, delta bool, ok bool) {
 // readLogical sums one logical partition's base and deltas in txn and
 // says how many deltas there were. The keys read make txn conflict with a
 // concurrent fold of the partition.
-func readLogical(txn *badger.Txn, id uint32, lp []byte) (Counts, int, error) {
+func readLogical(txn kv.Txn, id uint32, lp []byte) (Counts, int, error) {
 	var total Counts
 	deltas := 0
 	prefix := lpKeyPrefix(id, lp)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
@@ -84,10 +84,10 @@ type LogicalPartition struct {
 // are in [from, to] in key order, with their summed counters (partitions
 // whose counters add up to nothing are skipped), and counts the deltas it
 // read.
-func scanLogical(txn *badger.Txn, id uint32, from, to uint64, fn func(LogicalPartition) error) (int, error) {
+func scanLogical(txn kv.Txn, id uint32, from, to uint64, fn func(LogicalPartition) error) (int, error) {
 	prefix := lpPrefix(id)
 	start := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), from)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
 	defer it.Close()
 	var cur LogicalPartition
 	var curLP []byte
@@ -144,9 +144,9 @@ func (s *Store) foldLogical(id uint32, lp []byte) error {
 	for {
 		more := false
 		var next []byte
-		err := s.update(func(txn *badger.Txn) error {
+		err := s.update(func(txn kv.Txn) error {
 			more, next = false, nil
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
 			defer it.Close()
 			type group struct {
 				lp     []byte
@@ -252,7 +252,7 @@ func (s *Store) PartitionStats(c *Collection, top int) ([]PartitionStats, error)
 		return out, nil
 	}
 	deltas := 0
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn kv.Txn) error {
 		var err error
 		deltas, err = scanLogical(txn, c.ID, 0, ^uint64(0), func(lp LogicalPartition) error {
 			i := m.Lookup(lp.Point)
@@ -306,7 +306,7 @@ func (s *Store) partitionSizes(c *Collection, m *shard.Map) ([]int64, error) {
 		sizes[0] = counts.size()
 		return sizes, err
 	}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn kv.Txn) error {
 		_, err := scanLogical(txn, c.ID, 0, ^uint64(0), func(lp LogicalPartition) error {
 			sizes[m.Lookup(lp.Point)] += lp.Counts.size()
 			return nil
@@ -326,7 +326,7 @@ func (s *Store) splitPointOf(c *Collection, p shard.Partition) (uint64, int64, b
 	var points []uint64
 	var sizes []int64
 	var total int64
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn kv.Txn) error {
 		_, err := scanLogical(txn, c.ID, p.Min, p.Max, func(lp LogicalPartition) error {
 			total += lp.Counts.size()
 			if n := len(points); n > 0 && points[n-1] == lp.Point {
@@ -374,7 +374,7 @@ func (s *Store) ShardKeyOf(c *Collection, lp LogicalPartition) (v bsoncore.Value
 // and deltas), for a planner weighing a read of them against an index.
 func (s *Store) LogicalPartitionDocs(c *Collection, lps []KeyRange) (int64, error) {
 	var n int64
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn kv.Txn) error {
 		for _, r := range lps {
 			if len(r.Start) <= docPrefixLen {
 				continue

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 )
 
 // Modify reads the document at key in c and, when fn returns a new
@@ -23,7 +23,7 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 		return err
 	}
 	item, err := t.t.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, kv.ErrNotFound) {
 		return fmt.Errorf("document %x: %w", key, ErrNotFound)
 	}
 	if err != nil {
@@ -59,7 +59,7 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 		return err
 	}
 	if err := t.set(key, out); err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -496,7 +496,7 @@ func (s *Store) changeEntry(c *Collection, change func(*Collection) error) (*Col
 	if err != nil {
 		return nil, err
 	}
-	if err := s.update(func(txn *badger.Txn) error { return txn.Set(collKey(next.DB, next.Name), raw) }); err != nil {
+	if err := s.update(func(txn kv.Txn) error { return txn.Set(collKey(next.DB, next.Name), raw) }); err != nil {
 		return nil, fmt.Errorf("change catalog entry of %s: %w", c.Namespace(), err)
 	}
 	s.colls[next.Namespace()] = &next
@@ -584,7 +584,7 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 	}
 	target.setMap(shard.NewMap(partitions))
 	// Reserve the new id now, so that no other collection takes it.
-	err = s.update(func(txn *badger.Txn) error { return txn.Set(seqKey, binary.BigEndian.AppendUint32(nil, target.ID)) })
+	err = s.update(func(txn kv.Txn) error { return txn.Set(seqKey, binary.BigEndian.AppendUint32(nil, target.ID)) })
 	if err == nil {
 		s.lastCID = target.ID
 	}
@@ -608,7 +608,7 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 		s.purgeLogged(target.ID, ns)
 		return nil, fmt.Errorf("shard %s: %w", ns, ErrCollectionChanged)
 	}
-	err = s.update(func(txn *badger.Txn) error { return txn.Set(collKey(db, name), raw) })
+	err = s.update(func(txn kv.Txn) error { return txn.Set(collKey(db, name), raw) })
 	if err == nil {
 		s.colls[ns] = target
 	}
@@ -688,11 +688,11 @@ func (s *Store) replace(from, to *Collection, spec shard.Spec) error {
 func (t *Txn) insertUnchecked(c *Collection, key, doc []byte) error {
 	if _, err := t.t.Get(key); err == nil {
 		return &DuplicateKeyError{Key: key}
-	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+	} else if !errors.Is(err, kv.ErrNotFound) {
 		return err
 	}
 	if err := t.set(key, doc); err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	if err := t.putIDEntry(c, key); err != nil {
 		return err

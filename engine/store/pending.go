@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 )
 
 // Collections created inside a transaction.
@@ -26,7 +26,7 @@ import (
 // MarkPending marks collection id as created by a transaction still open.
 func (s *Store) MarkPending(id uint32) error {
 	s.pending.Store(id, struct{}{})
-	return s.update(func(txn *badger.Txn) error { return txn.Set(pendingKey(id), nil) })
+	return s.update(func(txn kv.Txn) error { return txn.Set(pendingKey(id), nil) })
 }
 
 // Pending reports whether collection id was created by a transaction
@@ -62,7 +62,7 @@ func (s *Store) Withdraw(db, name string, id uint32) error {
 	if err := s.withdraw(db, name, id); err != nil {
 		return err
 	}
-	return s.update(func(txn *badger.Txn) error { return txn.Delete(pendingKey(id)) })
+	return s.update(func(txn kv.Txn) error { return txn.Delete(pendingKey(id)) })
 }
 
 func (s *Store) withdraw(db, name string, id uint32) error {
@@ -75,8 +75,8 @@ func (s *Store) withdraw(db, name string, id uint32) error {
 		return nil
 	}
 	empty := true
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: DocPrefix(id)})
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: DocPrefix(id)})
 		defer it.Close()
 		it.Rewind()
 		empty = !it.Valid()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 )
 
 // Retryable-write history: what the statements of a logical session's
@@ -85,9 +85,9 @@ func (s *Store) SessionHead(lsid []byte) (head SessionHead, ok bool, err error) 
 	if s.closed.Load() {
 		return head, false, ErrClosed
 	}
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.db.View(func(txn kv.Txn) error {
 		item, err := txn.Get(sessionHeadKey(lsid))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, kv.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -99,7 +99,7 @@ func (s *Store) SessionHead(lsid []byte) (head SessionHead, ok bool, err error) 
 			return err
 		})
 	})
-	return head, ok, mapBadgerErr(err)
+	return head, ok, mapKVErr(err)
 }
 
 // SessionStatements returns the outcomes recorded for session lsid under
@@ -113,8 +113,8 @@ func (s *Store) SessionStatements(lsid []byte, txnNumber int64) (map[int32][]byt
 	}
 	out := map[int32][]byte{}
 	prefix := sessionStmtsPrefix(lsid)
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
@@ -138,7 +138,7 @@ func (s *Store) SessionStatements(lsid []byte, txnNumber int64) (map[int32][]byt
 		return nil
 	})
 	if err != nil {
-		return nil, mapBadgerErr(err)
+		return nil, mapKVErr(err)
 	}
 	return out, nil
 }
@@ -154,11 +154,11 @@ func (t *Txn) PutSessionStatements(lsid []byte, head SessionHead, stmts []Sessio
 		v := make([]byte, 8, 8+len(st.Outcome))
 		binary.BigEndian.PutUint64(v, uint64(head.TxnNumber))
 		if err := t.t.Set(sessionStmtKey(lsid, st.ID), append(v, st.Outcome...)); err != nil {
-			return mapBadgerErr(err)
+			return mapKVErr(err)
 		}
 	}
 	if err := t.t.Set(sessionHeadKey(lsid), encodeSessionHead(head)); err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	return nil
 }
@@ -189,10 +189,10 @@ func (s *Store) clearSession(lsid []byte, head *SessionHead) error {
 	prefix := sessionStmtsPrefix(lsid)
 	for {
 		more := false
-		err := s.update(func(txn *badger.Txn) error {
+		err := s.update(func(txn kv.Txn) error {
 			more = false
 			var keys [][]byte
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
 			for it.Rewind(); it.Valid(); it.Next() {
 				if len(keys) == sessionDeleteChunk {
 					more = true
@@ -213,7 +213,7 @@ func (s *Store) clearSession(lsid []byte, head *SessionHead) error {
 				return txn.Set(sessionHeadKey(lsid), encodeSessionHead(*head))
 			}
 			hk := sessionHeadKey(lsid)
-			if _, err := txn.Get(hk); errors.Is(err, badger.ErrKeyNotFound) {
+			if _, err := txn.Get(hk); errors.Is(err, kv.ErrNotFound) {
 				return nil // nothing stored: no write at all
 			} else if err != nil {
 				return err
@@ -236,8 +236,8 @@ func (s *Store) IdleSessions(before time.Time) ([][]byte, error) {
 		return nil, ErrClosed
 	}
 	var out [][]byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: sessionHeadPrefix})
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: sessionHeadPrefix})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
@@ -256,5 +256,5 @@ func (s *Store) IdleSessions(before time.Time) ([][]byte, error) {
 		}
 		return nil
 	})
-	return out, mapBadgerErr(err)
+	return out, mapKVErr(err)
 }

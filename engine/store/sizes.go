@@ -3,24 +3,14 @@ package store
 import (
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv/badgerkv"
 )
 
 // MaxKeyBytes is the longest key Badger stores (its txn.go: keys' lengths
 // must fit a uint16 with room for a timestamp). Values are cut in keys
 // (value.MaxKeyLen) so that document keys and index entries stay below it;
 // what still does not fit is refused with ErrKeyTooLarge.
-const MaxKeyBytes = 65000
-
-// maxValueOf is the largest value a Badger with options o takes: one
-// value log file, or in memory, where values stay in the LSM tree, the
-// value threshold.
-func maxValueOf(o badger.Options) int64 {
-	if o.InMemory {
-		return o.ValueThreshold
-	}
-	return o.ValueLogFileSize
-}
+const MaxKeyBytes = badgerkv.MaxKeyBytes
 
 // checkSizes refuses a key or value Badger would refuse, with a message
 // that names sizes only (Badger's own error dumps the key in hex).

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 )
 
 // ErrSnapshotClosed is a read through a snapshot that was closed.
@@ -16,7 +16,7 @@ var ErrSnapshotClosed = errors.New("snapshot is closed")
 // it once the views in progress end.
 type Snapshot struct {
 	s   *Store
-	txn *badger.Txn
+	txn kv.Txn
 
 	mu     sync.Mutex
 	active int
@@ -44,7 +44,7 @@ func (sn *Snapshot) View(fn func(*Txn) error) error {
 	defer sn.done()
 	tx := &Txn{s: sn.s, t: sn.txn}
 	defer tx.releaseFences()
-	return mapBadgerErr(fn(tx))
+	return mapKVErr(fn(tx))
 }
 
 func (sn *Snapshot) done() {

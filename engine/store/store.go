@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
+	"github.com/parsecdb/parsec/engine/kv"
+	"github.com/parsecdb/parsec/engine/kv/badgerkv"
 )
 
 // Options configure Open.
@@ -29,8 +28,12 @@ type Options struct {
 
 // Store is one node's Badger database with Parsec's catalog on top.
 type Store struct {
-	locks  writeLocks // document keys written by open transactions (transaction.go)
-	db     *badger.DB
+	locks writeLocks // document keys written by open transactions (transaction.go)
+	// db is the node's key-value store; local is the same store when it
+	// is Badger in this process (for what only that reports: levels,
+	// tables, value-log garbage collection).
+	db     kv.DB
+	local  *badgerkv.DB
 	logger *slog.Logger
 	dir    string
 	inMem  bool
@@ -38,7 +41,7 @@ type Store struct {
 	maxValue int64
 	// sizes are Badger's file and memory sizes (sizing.go); disk refuses
 	// writes that would eat into the free space they need (diskspace.go).
-	sizes badgerSizes
+	sizes badgerkv.Sizes
 	disk  *diskGuard
 
 	boot     uint64        // this open's boot number, part of every delta key
@@ -83,37 +86,28 @@ func Open(opts Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	bo := badger.DefaultOptions(opts.Dir).
-		WithLogger(badgerLogger{logger}).
-		WithNumCompactors(2).
-		WithNumVersionsToKeep(1).
-		WithMetricsEnabled(false).
-		// Documents are stored as they came: no block compression, so
-		// flushes and compactions spend no CPU on it and point reads go
-		// straight to the memory-mapped tables without a block cache.
-		WithCompression(options.None).
-		WithBlockCacheSize(0)
-	var sizes badgerSizes
 	var guard *diskGuard
-	if opts.InMemory {
-		bo = bo.WithInMemory(true).WithDir("").WithValueDir("").WithMemTableSize(32 << 20)
-	} else {
-		free, total, err := statfs(opts.Dir)
-		sizes = sizeBadger(opts.MemoryLimit, total)
-		bo = sizes.apply(bo)
-		if err == nil {
-			guard = &diskGuard{dir: opts.Dir, reserve: sizes.reserve, deleteReserve: sizes.deleteReserve, statfs: statfs, now: time.Now}
-			logger.Debug("storage sizes", "memtable", sizes.memTable, "reserve", sizes.reserve, "delete_reserve", sizes.deleteReserve, "free", free, "filesystem", total)
+	var total int64
+	if !opts.InMemory {
+		var free int64
+		var err error
+		if free, total, err = statfs(opts.Dir); err == nil {
+			defer func() { logger.Debug("storage sizes", "free", free, "filesystem", total) }()
 		}
 	}
-	db, err := badger.Open(bo)
+	db, err := badgerkv.Open(badgerkv.Options{Dir: opts.Dir, InMemory: opts.InMemory, Logger: logger, MemoryLimit: opts.MemoryLimit, FilesystemBytes: total})
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+		if errors.Is(err, badgerkv.ErrLocked) {
 			return nil, fmt.Errorf("open %s: %w (%v)", opts.Dir, ErrLocked, err)
 		}
-		return nil, fmt.Errorf("open badger at %s: %w", opts.Dir, err)
+		return nil, err
 	}
-	s := &Store{db: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, maxValue: maxValueOf(bo), sizes: sizes, folding: map[uint32]bool{}, stop: make(chan struct{})}
+	sizes := db.Sizes()
+	if !opts.InMemory && total > 0 {
+		guard = &diskGuard{dir: opts.Dir, reserve: sizes.Reserve, deleteReserve: sizes.DeleteReserve, statfs: statfs, now: time.Now}
+		logger.Debug("storage reserve", "memtable", sizes.MemTable, "reserve", sizes.Reserve, "delete_reserve", sizes.DeleteReserve)
+	}
+	s := &Store{db: db, local: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, maxValue: db.MaxValue(), sizes: sizes, folding: map[uint32]bool{}, stop: make(chan struct{})}
 	s.syncCond = sync.NewCond(&s.syncMu)
 	s.splitQueue = map[uint32]bool{}
 	s.splitCond = sync.NewCond(&s.splitMu)
@@ -241,9 +235,8 @@ func (s *Store) gcLoop() {
 			return
 		case <-t.C:
 			// Garbage collection rewrites a value-log file's live values.
-			if !s.inMem && s.disk.spare(s.sizes.vlogFile) {
-				for s.db.RunValueLogGC(0.5) == nil {
-				}
+			if !s.inMem && s.disk.spare(s.sizes.VlogFile) {
+				s.local.CollectGarbage(0.5)
 			}
 		}
 	}
@@ -256,7 +249,7 @@ func (s *Store) Size() int64 {
 }
 
 // update runs fn in a read-write transaction, retrying on conflicts.
-func (s *Store) update(fn func(txn *badger.Txn) error) error {
+func (s *Store) update(fn func(txn kv.Txn) error) error {
 	for attempt := 0; ; attempt++ {
 		txn := s.db.NewTransaction(true)
 		err := fn(txn)
@@ -268,26 +261,26 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 			err = txn.Commit()
 		}
 		txn.Discard()
-		if errors.Is(err, badger.ErrConflict) && attempt < 100 {
+		if errors.Is(err, kv.ErrConflict) && attempt < 100 {
 			continue
 		}
 		if err == nil {
 			s.dirty.Store(true)
 		}
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 }
 
-func mapBadgerErr(err error) error {
+func mapKVErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, badger.ErrConflict):
+	case errors.Is(err, kv.ErrConflict):
 		// Clients see these messages: they speak of Parsec, not Badger.
 		return fmt.Errorf("%w: a concurrent write changed what this one read", ErrConflict)
-	case errors.Is(err, badger.ErrTxnTooBig):
+	case errors.Is(err, kv.ErrTxnTooBig):
 		return fmt.Errorf("%w: the write is larger than one storage transaction holds", ErrTooLarge)
-	case errors.Is(err, badger.ErrDBClosed):
+	case errors.Is(err, kv.ErrClosed):
 		return ErrClosed
 	case isNoSpace(err):
 		return fmt.Errorf("%w: %v", ErrDiskFull, err)
@@ -297,15 +290,6 @@ func mapBadgerErr(err error) error {
 
 func u32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 
-type badgerLogger struct{ l *slog.Logger }
-
-func (b badgerLogger) Errorf(f string, a ...any) {
-	b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
-}
-func (b badgerLogger) Warningf(f string, a ...any) {
-	b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
-}
-func (b badgerLogger) Infof(f string, a ...any) {
-	b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
-}
-func (b badgerLogger) Debugf(f string, a ...any) {}
+// DefaultMemoryLimit is the memory limit Open sizes the key-value store
+// for when Options.MemoryLimit is 0.
+const DefaultMemoryLimit = badgerkv.DefaultMemoryLimit

@@ -83,7 +83,7 @@ func (t *Transaction) run(fn func(*Txn) error) error {
 	if t.s.closed.Load() {
 		return ErrClosed
 	}
-	return mapBadgerErr(fn(t.tx))
+	return mapKVErr(fn(t.tx))
 }
 
 // Commit makes the transaction's writes durable and visible. It fails
@@ -98,7 +98,7 @@ func (t *Transaction) Commit() error {
 	err := t.tx.commit()
 	t.end()
 	if err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	t.s.dirty.Store(true)
 	t.s.afterCommit(t.tx)

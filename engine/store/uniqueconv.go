@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -40,14 +40,14 @@ func (t *Txn) checkUniqueByScan(c *Collection, ix *Index, docKey, doc, key []byt
 	if err := t.lockKey(guard); err != nil {
 		return err
 	}
-	if _, err := t.t.Get(guard); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+	if _, err := t.t.Get(guard); err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return err
 	}
 	if err := t.del(guard); err != nil {
-		return mapBadgerErr(err)
+		return mapKVErr(err)
 	}
 	mine := docKey[docPrefixLen:]
-	it := t.t.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	it := t.t.NewIterator(kv.IterOptions{Prefix: prefix})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		if !bytes.Equal(it.Item().Key()[len(prefix):], mine) {

@@ -3,7 +3,7 @@ package store
 import (
 	"errors"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 )
 
 // Users are catalog entries: m/user/<db> 0x00 <name> -> the user's BSON
@@ -17,14 +17,14 @@ func (s *Store) PutUser(db, name string, doc []byte, create bool) error {
 		return ErrClosed
 	}
 	key := userKey(db, name)
-	return s.update(func(txn *badger.Txn) error {
+	return s.update(func(txn kv.Txn) error {
 		_, err := txn.Get(key)
 		switch {
 		case err == nil && create:
 			return ErrExists
-		case errors.Is(err, badger.ErrKeyNotFound) && !create:
+		case errors.Is(err, kv.ErrNotFound) && !create:
 			return ErrNotFound
-		case err != nil && !errors.Is(err, badger.ErrKeyNotFound):
+		case err != nil && !errors.Is(err, kv.ErrNotFound):
 			return err
 		}
 		return txn.Set(key, doc)
@@ -37,9 +37,9 @@ func (s *Store) User(db, name string) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	var doc []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn kv.Txn) error {
 		item, err := txn.Get(userKey(db, name))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, kv.ErrNotFound) {
 			return ErrNotFound
 		}
 		if err != nil {
@@ -48,7 +48,7 @@ func (s *Store) User(db, name string) ([]byte, error) {
 		doc, err = item.ValueCopy(nil)
 		return err
 	})
-	return doc, mapBadgerErr(err)
+	return doc, mapKVErr(err)
 }
 
 // Users returns the user documents of db, or of every database when all,
@@ -62,8 +62,8 @@ func (s *Store) Users(db string, all bool) ([][]byte, error) {
 		prefix = []byte(userSpace)
 	}
 	var docs [][]byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: prefix, Prefetch: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			v, err := it.Item().ValueCopy(nil)
@@ -74,7 +74,7 @@ func (s *Store) Users(db string, all bool) ([][]byte, error) {
 		}
 		return nil
 	})
-	return docs, mapBadgerErr(err)
+	return docs, mapKVErr(err)
 }
 
 // DeleteUsers deletes user name of db, or every user of db when name is
@@ -84,11 +84,11 @@ func (s *Store) DeleteUsers(db, name string) (int, error) {
 		return 0, ErrClosed
 	}
 	var n int
-	err := s.update(func(txn *badger.Txn) error {
+	err := s.update(func(txn kv.Txn) error {
 		n = 0
 		if name != "" {
 			key := userKey(db, name)
-			if _, err := txn.Get(key); errors.Is(err, badger.ErrKeyNotFound) {
+			if _, err := txn.Get(key); errors.Is(err, kv.ErrNotFound) {
 				return nil
 			} else if err != nil {
 				return err
@@ -96,7 +96,7 @@ func (s *Store) DeleteUsers(db, name string) (int, error) {
 			n = 1
 			return txn.Delete(key)
 		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: userPrefix(db)})
+		it := txn.NewIterator(kv.IterOptions{Prefix: userPrefix(db)})
 		var keys [][]byte
 		for it.Rewind(); it.Valid(); it.Next() {
 			keys = append(keys, it.Item().KeyCopy(nil))
@@ -110,7 +110,7 @@ func (s *Store) DeleteUsers(db, name string) (int, error) {
 		n = len(keys)
 		return nil
 	})
-	return n, mapBadgerErr(err)
+	return n, mapKVErr(err)
 }
 
 // HasUsers reports whether any user exists.
@@ -119,12 +119,12 @@ func (s *Store) HasUsers() (bool, error) {
 		return false, ErrClosed
 	}
 	found := false
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(userSpace)})
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: []byte(userSpace)})
 		defer it.Close()
 		it.Rewind()
 		found = it.Valid()
 		return nil
 	})
-	return found, mapBadgerErr(err)
+	return found, mapKVErr(err)
 }

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -95,7 +95,7 @@ func (s *Store) putViewLocked(v *ViewDefinition) (*ViewDefinition, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.update(func(txn *badger.Txn) error { return txn.Set(viewKey(v.DB, v.Name), raw) }); err != nil {
+	if err := s.update(func(txn kv.Txn) error { return txn.Set(viewKey(v.DB, v.Name), raw) }); err != nil {
 		return nil, fmt.Errorf("define view %s: %w", v.Namespace(), err)
 	}
 	s.views[v.Namespace()] = v
@@ -113,7 +113,7 @@ func (s *Store) DropView(db, name string) error {
 }
 
 func (s *Store) dropViewLocked(db, name string) error {
-	if err := s.update(func(txn *badger.Txn) error { return txn.Delete(viewKey(db, name)) }); err != nil {
+	if err := s.update(func(txn kv.Txn) error { return txn.Delete(viewKey(db, name)) }); err != nil {
 		return fmt.Errorf("drop view %s.%s: %w", db, name, err)
 	}
 	delete(s.views, db+"."+name)

@@ -1,4 +1,4 @@
-package store
+package badgerkv
 
 import (
 	"github.com/dgraph-io/badger/v4"
@@ -8,7 +8,7 @@ import (
 // Options.MemoryLimit is 0.
 const DefaultMemoryLimit = 1 << 30
 
-// badgerSizes are the sizes Parsec gives Badger, chosen from the memory
+// Sizes are the sizes Parsec gives Badger, chosen from the memory
 // limit (memtables and caches are a share of it) and from the size of the
 // data directory's filesystem (files small enough that the free space
 // kept for Badger's own writes, the reserve, is a small part of the disk).
@@ -19,27 +19,27 @@ const DefaultMemoryLimit = 1 << 30
 // All of these write through memory maps, where a full disk is not an
 // error but SIGBUS, which kills the process. So the reserve must hold all
 // of them at once, and writes that would eat into it are refused
-// (diskGuard).
-type badgerSizes struct {
-	memTable       int64 // bytes per memtable, and per level-0 table
+// (engine/store's disk guard).
+type Sizes struct {
+	MemTable       int64 // bytes per memtable, and per level-0 table
 	numMemtables   int   // memtables in memory at once, the current one included
 	baseTable      int64 // bytes per table at the base level
 	baseLevel      int64 // bytes of the base level
 	l0, l0Stall    int   // level-0 tables that start a compaction, that stop flushes
 	valueThreshold int64 // values at least this big go to the value log
-	vlogFile       int64 // bytes per value-log file
+	VlogFile       int64 // bytes per value-log file
 	indexCache     int64 // bytes of table indexes and Bloom filters kept in memory
 	compactors     int   // compactions that run at once
 
-	// reserve is the free space Badger's own writes need: the current
+	// Reserve is the free space Badger's own writes need: the current
 	// write-ahead log filling up, a flush, the largest compaction, and a
 	// little for the manifest and the value log's headers.
-	reserve int64
-	// deleteReserve is kept on top of reserve for deletes and drops,
+	Reserve int64
+	// DeleteReserve is kept on top of the reserve for deletes and drops,
 	// which write tombstones: writes that add data are refused while
-	// less than reserve+deleteReserve is free, deletes only below
-	// reserve.
-	deleteReserve int64
+	// less than reserve+delete reserve is free, deletes only below
+	// the reserve.
+	DeleteReserve int64
 }
 
 const (
@@ -49,31 +49,31 @@ const (
 	maxDocumentValue = 16*mib + 64<<10
 )
 
-// sizeBadger chooses Badger's sizes for a memory limit and a filesystem
+// sizeFor chooses Badger's sizes for a memory limit and a filesystem
 // of fsSize bytes (0 when unknown).
-func sizeBadger(memLimit, fsSize int64) badgerSizes {
+func sizeFor(memLimit, fsSize int64) Sizes {
 	if memLimit <= 0 {
 		memLimit = DefaultMemoryLimit
 	}
 	if fsSize <= 0 {
 		fsSize = 1 << 40
 	}
-	var z badgerSizes
+	var z Sizes
 	// Three memtables take 3/16 of the limit; a memtable is also at most
 	// 1/256 of the filesystem, since the reserve is a multiple of it.
-	z.memTable = clamp(min(memLimit/16, fsSize/256), 1*mib, 64*mib) &^ (mib - 1)
+	z.MemTable = clamp(min(memLimit/16, fsSize/256), 1*mib, 64*mib) &^ (mib - 1)
 	z.numMemtables = 3
-	z.baseTable = min(2*mib, z.memTable/2)
-	z.baseLevel = min(10*mib, 4*z.memTable)
-	// Level 0 may stall flushes at l0Stall tables of memTable bytes
+	z.baseTable = min(2*mib, z.MemTable/2)
+	z.baseLevel = min(10*mib, 4*z.MemTable)
+	// Level 0 may stall flushes at l0Stall tables of MemTable bytes
 	// (Badger's default is 15); on a small disk fewer, so that compacting
 	// them into the base level fits a reserve of a few percent of it.
-	z.l0Stall = int(clamp(fsSize/(64*z.memTable), 4, 10))
+	z.l0Stall = int(clamp(fsSize/(64*z.MemTable), 4, 10))
 	z.l0 = max(2, z.l0Stall/3)
 	// Badger takes a transaction of up to 15 % of a memtable, and a value
 	// below the threshold must fit one.
-	z.valueThreshold = min(1*mib, z.memTable/8)
-	z.vlogFile = clamp(fsSize/8, 2*maxDocumentValue, 1<<30-1)
+	z.valueThreshold = min(1*mib, z.MemTable/8)
+	z.VlogFile = clamp(fsSize/8, 2*maxDocumentValue, 1<<30-1)
 	z.indexCache = memLimit / 8
 
 	// The largest compaction below level 0 merges one table of a level
@@ -91,26 +91,26 @@ func sizeBadger(memLimit, fsSize int64) badgerSizes {
 	// Level 0 into the base level: every level-0 table (with those the
 	// memtables in memory become) and the base level, which may have
 	// overshot its target once.
-	top := int64(z.l0Stall+z.numMemtables)*z.memTable + 2*z.baseLevel
+	top := int64(z.l0Stall+z.numMemtables)*z.MemTable + 2*z.baseLevel
 	// Badger runs two compactors (it refuses one), which may both be
 	// writing. The write-ahead log may still grow by a memtable, and a
 	// flush writes a table before it removes its log.
 	z.compactors = 2
-	z.reserve = 2*z.memTable + top + deep + 2*mib
-	z.deleteReserve = max(4*mib, 2*z.memTable)
+	z.Reserve = 2*z.MemTable + top + deep + 2*mib
+	z.DeleteReserve = max(4*mib, 2*z.MemTable)
 	return z
 }
 
 // apply sets the sizes on Badger's options.
-func (z badgerSizes) apply(o badger.Options) badger.Options {
-	return o.WithMemTableSize(z.memTable).
+func (z Sizes) apply(o badger.Options) badger.Options {
+	return o.WithMemTableSize(z.MemTable).
 		WithNumMemtables(z.numMemtables).
 		WithBaseTableSize(z.baseTable).
 		WithBaseLevelSize(z.baseLevel).
 		WithNumLevelZeroTables(z.l0).
 		WithNumLevelZeroTablesStall(z.l0Stall).
 		WithValueThreshold(z.valueThreshold).
-		WithValueLogFileSize(z.vlogFile).
+		WithValueLogFileSize(z.VlogFile).
 		WithIndexCacheSize(z.indexCache).
 		WithNumCompactors(z.compactors)
 }

@@ -1,0 +1,123 @@
+// Package kv is the narrow seam under Parsec's document layer: ordered
+// byte keys and values, read and written in transactions. engine/store
+// keeps documents, index entries, counters, retryable-write records and
+// the catalog as keys of this interface and nothing else; badgerkv
+// implements it over one Badger database in this process, and a
+// replicated implementation (each physical partition a consensus group)
+// implements the same calls: reads from the local replica's applied
+// state, writes buffered in the transaction and committed as one batch
+// whose expectations are the versions of the keys the transaction read.
+//
+// Contract: kv imports nothing of Parsec, and nothing but
+// implementations of it imports a key-value engine (layout_test.go).
+//
+// # What the document layer relies on
+//
+//  1. A write transaction's Sets and Deletes commit atomically: all are
+//     visible after Commit returns nil, none is after it returns an
+//     error, after Discard, or when the process dies before Commit
+//     returns.
+//  2. A transaction reads one committed state, the one current when it
+//     began, plus its own writes (read your writes), for Get and for
+//     iterators alike.
+//  3. Commit fails with ErrConflict when a transaction that committed
+//     after this one began wrote a key this one read (by Get or by
+//     iteration). So read-modify-write is safe: the caller runs its
+//     function again on the new state.
+//  4. Keys are ordered bytewise; an iterator visits the keys under its
+//     prefix in that order (or the reverse) and Seek goes to the first
+//     key at or after (reverse: at or before) the one given.
+//  5. A WriteBatch is for bulk writes that read nothing (purging a
+//     dropped collection): it may commit in several pieces and never
+//     conflicts; a crash in the middle leaves some of it done.
+//  6. What Commit acknowledged survives a kill of the process; Sync makes
+//     it survive the machine's crash too.
+//
+// Keys belong to physical partitions by their content, not by where
+// they are kept: engine/store/keys.go's Owner says which partition of
+// which collection a key is part of, so that an implementation that
+// keeps partitions apart can send each write to its partition.
+//
+// Slices returned by an Item are valid only until the iterator moves or
+// the transaction ends; ValueCopy and KeyCopy make copies.
+package kv
+
+import "errors"
+
+// Errors every implementation returns (wrapped or as they are).
+var (
+	// ErrNotFound: Get of a key that holds nothing.
+	ErrNotFound = errors.New("key not found")
+	// ErrConflict: Commit lost to a concurrent transaction (invariant 3).
+	ErrConflict = errors.New("transaction conflict")
+	// ErrTxnTooBig: one transaction wrote more than it can commit at once.
+	ErrTxnTooBig = errors.New("transaction too big")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("store closed")
+)
+
+// DB is a key-value store.
+type DB interface {
+	// NewTransaction begins a transaction, read-only unless update.
+	NewTransaction(update bool) Txn
+	// View runs fn in a read-only transaction.
+	View(fn func(Txn) error) error
+	// NewWriteBatch starts a batch of blind writes (invariant 5).
+	NewWriteBatch() WriteBatch
+	// Sync makes every committed write durable on disk.
+	Sync() error
+	// Size is the bytes the store holds on disk: its sorted tables and
+	// its value log.
+	Size() (tables, valueLog int64)
+	Close() error
+}
+
+// Txn is one transaction.
+type Txn interface {
+	// Get is the item at key, or ErrNotFound.
+	Get(key []byte) (Item, error)
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	NewIterator(opts IterOptions) Iterator
+	// Commit writes what the transaction wrote (invariants 1 and 3).
+	Commit() error
+	// Discard ends the transaction; after Commit it does nothing.
+	Discard()
+}
+
+// IterOptions choose the keys an iterator visits.
+type IterOptions struct {
+	Prefix  []byte
+	Reverse bool
+	// Prefetch reads values ahead of the iterator (for scans that read
+	// every value of large entries).
+	Prefetch bool
+}
+
+// Iterator walks keys in order (invariant 4).
+type Iterator interface {
+	Rewind()
+	Seek(key []byte)
+	Valid() bool
+	Next()
+	Item() Item
+	Close()
+}
+
+// Item is one key and its value.
+type Item interface {
+	Key() []byte
+	KeyCopy(dst []byte) []byte
+	KeySize() int64
+	Value(fn func(value []byte) error) error
+	ValueCopy(dst []byte) ([]byte, error)
+	ValueSize() int64
+}
+
+// WriteBatch is a batch of blind writes.
+type WriteBatch interface {
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	Flush() error
+	Cancel()
+}
