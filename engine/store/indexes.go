@@ -728,15 +728,15 @@ func (r *IndexReader) Scan(start, end []byte, fn func(IndexEntry) (bool, error))
 		r.hi = hi
 	}
 	it := r.it
-	seek := lo
-	if r.reverse {
-		if hi != nil {
-			seek = hi // Badger's reverse seek finds the last key <= seek; hi itself is excluded below
-		} else {
-			seek = append(append([]byte(nil), prefix...), 0xff, 0xff, 0xff, 0xff)
-		}
+	switch {
+	case !r.reverse:
+		it.Seek(lo)
+	case hi != nil:
+		it.Seek(hi) // a reverse seek finds the last key <= hi; hi itself is excluded below
+	default:
+		it.Rewind() // the index's last entry
 	}
-	for it.Seek(seek); it.Valid(); it.Next() {
+	for ; it.Valid(); it.Next() {
 		item := it.Item()
 		k := item.Key()
 		if hi != nil && bytes.Compare(k, hi) >= 0 {

@@ -8,6 +8,7 @@
 package badgerkv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -177,12 +178,65 @@ func (t txn) Commit() error               { return mapErr(t.t.Commit()) }
 func (t txn) Discard()                    { t.t.Discard() }
 
 func (t txn) NewIterator(o kv.IterOptions) kv.Iterator {
-	return iter{t.t.NewIterator(badger.IteratorOptions{Prefix: o.Prefix, Reverse: o.Reverse, PrefetchValues: o.Prefetch})}
+	if !o.Reverse || len(o.Prefix) == 0 {
+		return iter{t.t.NewIterator(badger.IteratorOptions{Prefix: o.Prefix, PrefetchValues: o.Prefetch})}
+	}
+	// Badger's reverse Rewind starts at the end of the whole key space,
+	// past the prefix: this iterator keeps the prefix itself and starts
+	// at the prefix's last key.
+	return &reverseIter{it: t.t.NewIterator(badger.IteratorOptions{Reverse: true, PrefetchValues: o.Prefetch}), prefix: o.Prefix, end: successor(o.Prefix)}
 }
 
 type iter struct{ *badger.Iterator }
 
 func (i iter) Item() kv.Item { return i.Iterator.Item() }
+
+// reverseIter walks the keys under prefix from the last one down.
+type reverseIter struct {
+	it     *badger.Iterator
+	prefix []byte
+	end    []byte // the first key after every key under prefix (nil: none)
+}
+
+func (r *reverseIter) Rewind() { r.Seek(r.end) }
+
+func (r *reverseIter) Seek(key []byte) {
+	if r.end == nil {
+		if key == nil {
+			r.it.Rewind()
+			return
+		}
+	} else if key == nil || bytes.Compare(key, r.end) >= 0 {
+		key = r.end
+	}
+	r.it.Seek(key)
+	// Seek stands at the last key at or before key: only end itself can
+	// be there and outside the prefix.
+	if r.end != nil && r.it.Valid() && bytes.Equal(r.it.Item().Key(), r.end) {
+		r.it.Next()
+	}
+}
+
+func (r *reverseIter) Valid() bool {
+	return r.it.Valid() && bytes.HasPrefix(r.it.Item().Key(), r.prefix)
+}
+
+func (r *reverseIter) Next()         { r.it.Next() }
+func (r *reverseIter) Item() kv.Item { return r.it.Item() }
+func (r *reverseIter) Close()        { r.it.Close() }
+
+// successor is the first key after every key that starts with prefix,
+// or nil when there is none (prefix is all 0xff).
+func successor(prefix []byte) []byte {
+	s := bytes.Clone(prefix)
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] != 0xff {
+			s[i]++
+			return s[:i+1]
+		}
+	}
+	return nil
+}
 
 type batch struct{ b *badger.WriteBatch }
 
