@@ -34,9 +34,13 @@
 //     it survive the machine's crash too.
 //
 // Keys belong to physical partitions by their content, not by where
-// they are kept: engine/store/keys.go's Owner says which partition of
-// which collection a key is part of, so that an implementation that
-// keeps partitions apart can send each write to its partition.
+// they are kept: engine/store's OwnerOf (keys.go) says of a key whether
+// it is a document or counter of one place in a collection's hash space,
+// part of the catalog, or a key that goes with the documents its
+// transaction writes (index entries, collection counters, retryable-write
+// records). An implementation that keeps physical partitions apart sends
+// each write transaction to the partition of its documents, and refuses
+// one whose documents lie in two.
 //
 // Slices returned by an Item are valid only until the iterator moves or
 // the transaction ends; ValueCopy and KeyCopy make copies.

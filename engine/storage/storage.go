@@ -1,9 +1,10 @@
 // Package storage is the seam between Parsec's command layer and the place
 // its data lives: the interfaces below are everything the engine asks of
 // storage, and the engine holds nothing else (engine.Config.Store is a
-// Storage). Today's implementation is one Badger database in this process
-// (Local, over engine/store); a replicated store, where each physical
-// partition is a consensus group, implements the same interfaces.
+// Storage). Its implementation is engine/store's document layer (Local),
+// which keeps its keys through the narrower seam of engine/kv: one Badger
+// database in this process (engine/kv/badgerkv), or a replicated store
+// where each physical partition is a consensus group.
 //
 // The vocabulary is store's plain data types: catalog entries
 // (*store.Collection, *store.Database, store.Index), counters

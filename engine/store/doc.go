@@ -1,5 +1,9 @@
-// Package store keeps Parsec's catalog, documents and counters in one Badger
-// database per node.
+// Package store keeps Parsec's catalog, documents and counters as the
+// keys of one key-value store per node (engine/kv: Badger, through
+// engine/kv/badgerkv). It is the document layer: it turns documents into
+// keys, keeps their index entries and counters in step, checks unique
+// indexes, and commits each write as one kv transaction; it never names
+// Badger.
 //
 // Contract: store knows databases, collections, raw BSON documents and
 // their keys; it knows nothing of commands or MongoDB error codes. Its
@@ -11,7 +15,9 @@
 // # Key layout
 //
 // All keys start with a one-byte space tag and a slash; keys.go builds
-// every one of them:
+// every one of them, and its OwnerOf says where each belongs (a physical
+// partition's point, the catalog, or with the documents of its
+// transaction):
 //
 //	m/db/<db>                          -> database metadata (BSON), incl. shared throughput
 //	m/coll/<db> 0x00 <coll>            -> collection metadata (BSON): id, epoch, shard key,

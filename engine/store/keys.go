@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"fmt"
 )
 
 // Every key family of the store is built here; doc.go draws them.
@@ -139,4 +140,58 @@ func sessionStmtsPrefix(lsid []byte) []byte {
 
 func sessionStmtKey(lsid []byte, id int32) []byte {
 	return binary.BigEndian.AppendUint32(sessionStmtsPrefix(lsid), uint32(id))
+}
+
+// Scope is the part of the data a key belongs to: what a store that keeps
+// physical partitions apart (a consensus group each) keeps it with.
+type Scope uint8
+
+const (
+	// ScopeFollows: the key goes with the documents its transaction
+	// writes (index entries, collection counters, retryable-write
+	// records): a transaction that writes documents writes them in one
+	// physical partition, and these keys with them.
+	ScopeFollows Scope = iota
+	// ScopePartition: a document or a logical partition's counter, kept
+	// by the physical partition whose range holds Point.
+	ScopePartition
+	// ScopeCatalog: databases, collections, views, users, sequences.
+	ScopeCatalog
+	// ScopeReplica: a replica's own bookkeeping (r/), never replicated.
+	ScopeReplica
+)
+
+// Owner is where a key belongs.
+type Owner struct {
+	Scope Scope
+	Coll  uint32 // ScopePartition
+	Point uint64 // ScopePartition: the key's place in the hash space
+}
+
+// OwnerOf says where key belongs, from the key alone. Index entries carry
+// no point in every form (a unique index's key is the value alone), so
+// they follow their document, as every key of ScopeFollows does.
+func OwnerOf(key []byte) (Owner, error) {
+	if len(key) < 2 || key[1] != '/' {
+		return Owner{}, fmt.Errorf("%w: key %x has no space tag", ErrCorrupted, key)
+	}
+	switch key[0] {
+	case 'm':
+		return Owner{Scope: ScopeCatalog}, nil
+	case 'r':
+		return Owner{Scope: ScopeReplica}, nil
+	case 'd':
+		if len(key) < docPrefixLen+8 {
+			return Owner{}, fmt.Errorf("%w: document key %x is too short", ErrCorrupted, key)
+		}
+		return Owner{Scope: ScopePartition, Coll: u32(key[2:]), Point: binary.BigEndian.Uint64(key[docPrefixLen:])}, nil
+	case 'c':
+		if len(key) >= 7+8 && key[6] == lpTag {
+			return Owner{Scope: ScopePartition, Coll: u32(key[2:]), Point: binary.BigEndian.Uint64(key[7:])}, nil
+		}
+		return Owner{Scope: ScopeFollows}, nil
+	case 'x', 'u', 's':
+		return Owner{Scope: ScopeFollows}, nil
+	}
+	return Owner{}, fmt.Errorf("%w: key %x has an unknown space tag", ErrCorrupted, key)
 }
