@@ -180,7 +180,7 @@ func New(cfg Config) *Engine {
 		commands: newCommandTable(),
 		cursors:  newCursorRegistry(now, timeout),
 		logs:     newLogRing(256),
-		sessions: sessions.NewTable(cfg.Store, logger, nil),
+		sessions: sessions.NewTable(cfg.Store, logger, afterFuncOf(cfg.Wait)),
 		stop:     make(chan struct{}),
 	}
 	e.electionID = bson.NewObjectIDFromTimestamp(e.started)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -53,6 +54,35 @@ import (
 // lifetime and the collections it created are kept in engine/sessions
 // (sessions.Transaction); this file checks which commands run in one,
 // and labels and decorates their replies.
+
+// afterFuncOf runs transactions' lifetime timers on the server's clock
+// when it has one of its own (Config.Wait): nil (time.AfterFunc)
+// otherwise. A timer is a goroutine in wait until the lifetime passed or
+// stop cancels it; f runs at most once, and never after stop returned
+// true.
+func afterFuncOf(wait func(ctx context.Context, d time.Duration) error) sessions.AfterFunc {
+	if wait == nil {
+		return nil
+	}
+	return func(d time.Duration, f func()) func() bool {
+		const pending, fired, stopped = 0, 1, 2
+		var state atomic.Int32
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			defer cancel()
+			if wait(ctx, d) == nil && state.CompareAndSwap(pending, fired) {
+				f()
+			}
+		}()
+		return func() bool {
+			if state.CompareAndSwap(pending, stopped) {
+				cancel()
+				return true
+			}
+			return false
+		}
+	}
+}
 
 // defaultTransactionLifetime is MongoDB's transactionLifetimeLimitSeconds.
 const defaultTransactionLifetime = 60 * time.Second

@@ -288,7 +288,8 @@ func TestTransactionErrors(t *testing.T) {
 // TestTransactionLifetime: a transaction left open past its lifetime is
 // aborted: its writes are gone, its locks free, its commit fails.
 func TestTransactionLifetime(t *testing.T) {
-	s := StartServer(t, ServerOptions{TransactionLifetime: 300 * time.Millisecond})
+	clock := NewClock()
+	s := StartServer(t, ServerOptions{TransactionLifetime: 300 * time.Millisecond, Clock: clock})
 	c := newTestClient(t, s)
 	ctx := testCtx(t)
 	coll := c.Database("txn").Collection("lifetime")
@@ -302,13 +303,59 @@ func TestTransactionLifetime(t *testing.T) {
 	if _, err := coll.UpdateOne(sctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
 		t.Fatal(err)
 	}
-	// A plain write of the document waits for the abort, then runs.
-	start := time.Now()
-	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 2}}}}); err != nil {
-		t.Fatal(err)
+	// A plain write of the document waits for the abort, then runs: it
+	// is still running (listed by $currentOp) until the server's clock
+	// passes the transaction's lifetime.
+	done := make(chan error, 1)
+	go func() {
+		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 2}}}})
+		done <- err
+	}()
+	admin := c.Database("admin")
+	running := func() bool {
+		cur, err := admin.Aggregate(ctx, bson.A{
+			bson.D{{Key: "$currentOp", Value: bson.D{}}},
+			bson.D{{Key: "$match", Value: bson.D{{Key: "command.update", Value: "lifetime"}}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops []bson.Raw
+		if err := cur.All(ctx, &ops); err != nil {
+			t.Fatal(err)
+		}
+		return len(ops) > 0
 	}
-	if waited := time.Since(start); waited < 100*time.Millisecond {
-		t.Fatalf("the write did not wait for the transaction (%v)", waited)
+	for deadline := time.Now().Add(10 * time.Second); !running(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the plain write never showed in $currentOp")
+		}
+	}
+	// The clock stands still, so the write can only be waiting: it stays
+	// listed, the transaction still reads its own value, and nothing has
+	// come back.
+	for range 5 {
+		if !running() {
+			t.Fatal("the plain write ended before the transaction's lifetime passed")
+		}
+	}
+	var mine bson.M
+	if err := coll.FindOne(sctx, bson.D{{Key: "_id", Value: 1}}).Decode(&mine); err != nil || mine["n"] != int32(1) {
+		t.Fatalf("the transaction's own read while the write waits: %v %v, want n 1", mine, err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the write did not wait for the transaction: %v", err)
+	default:
+	}
+	clock.Advance(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write still waits after the transaction's lifetime passed")
 	}
 	wantCode(t, sess.CommitTransaction(ctx), 251, "NoSuchTransaction")
 	var got bson.M
