@@ -46,8 +46,8 @@ var allowedImports = map[string][]string{
 	"engine/sessions": {"engine/storage", "engine/store", "engine/value"},
 
 	// The replicated partitions' state machine on dragonboat: raw key
-	// batches, nothing of ours yet.
-	"cluster": {},
+	// batches, and the kv seam it implements over them.
+	"cluster": {"engine/kv", "engine/kv/badgerkv"},
 
 	// The HTTP console reads the server through the engine's methods
 	// only: not its store, not wire.

@@ -9,8 +9,11 @@
 // node's Badger and writes nothing outside them except its own metadata
 // keys. Every replica that applies the same log from the same state
 // reaches the same bytes in its spans: Update reads nothing but the
-// entries and the state (no clock, no randomness). cluster imports no
-// other Parsec package. It is not yet wired into `parsec serve`.
+// entries and the state (no clock, no randomness). cluster imports
+// nothing of Parsec but engine/kv, the seam it implements (Replicated,
+// kv.go: engine/store's document layer runs on a group through it), and
+// badgerkv's view of a Badger transaction. It is not yet wired into
+// `parsec serve`.
 //
 // # Entries
 //
@@ -22,10 +25,16 @@
 //	   | 'a' uvarint(len) key uvarint(n) n x int64 BE  add to a counter vector
 //	   | 'e' uvarint(len) key 00                      expect the key absent
 //	   | 'e' uvarint(len) key 01 uvarint(len) value   expect the key to hold value
+//	   | 'h' uvarint(len) key 01 digest               expect the key's value to have digest
+//
+// A digest is SHA-256 of the value cut to 16 bytes (ValueDigest): the
+// replicated key-value store (KV) guards what a transaction read with
+// digests, so a read-modify-write of a large document costs 16 bytes of
+// guard, not the document again.
 //
 // A counter vector is a value of n big-endian int64s (engine/store's
 // counter values have this shape); 'a' adds fieldwise, treating an absent
-// key as zeros. An 'e' reads the key as the batch has left it so far; if
+// key as zeros. An 'e' or 'h' reads the key as the batch has left it so far; if
 // it fails, the whole batch writes nothing (ResultConflict). Every key
 // must lie in the group's spans.
 //

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,10 +15,11 @@ const entryVersion = 1
 
 // Op kinds, one byte each in an entry.
 const (
-	OpPut    = 'p' // uvarint(len) key, uvarint(len) value
-	OpDelete = 'd' // uvarint(len) key
-	OpAdd    = 'a' // uvarint(len) key, uvarint(n), n x int64 BE: add to a counter vector
-	OpExpect = 'e' // uvarint(len) key, 0 (absent) | 1 uvarint(len) value: a guard
+	OpPut        = 'p' // uvarint(len) key, uvarint(len) value
+	OpDelete     = 'd' // uvarint(len) key
+	OpAdd        = 'a' // uvarint(len) key, uvarint(n), n x int64 BE: add to a counter vector
+	OpExpect     = 'e' // uvarint(len) key, 0 (absent) | 1 uvarint(len) value: a guard
+	OpExpectHash = 'h' // uvarint(len) key, 1, 16-byte digest of the value: a guard (ExpectAbsent covers absence)
 )
 
 // maxCounterFields bounds the n of an OpAdd.
@@ -28,7 +30,7 @@ const maxCounterFields = 16
 type Op struct {
 	Kind   byte
 	Key    []byte
-	Value  []byte  // OpPut; OpExpect when Absent is false
+	Value  []byte  // OpPut; OpExpect when Absent is false; OpExpectHash: the digest
 	Deltas []int64 // OpAdd
 	Absent bool    // OpExpect: the key must not exist
 }
@@ -85,6 +87,27 @@ func (b *Batch) Expect(key, value []byte) {
 	b.buf = append(b.buf, 1)
 	b.buf = appendBytes(b.buf, value)
 	b.ops++
+}
+
+// ExpectHash is Expect by the value's digest (ValueDigest) instead of the
+// value: a guard of 16 bytes however large the value is.
+func (b *Batch) ExpectHash(key []byte, digest [DigestLen]byte) {
+	b.buf = append(b.buf, OpExpectHash)
+	b.buf = appendBytes(b.buf, key)
+	b.buf = append(b.buf, 1)
+	b.buf = append(b.buf, digest[:]...)
+	b.ops++
+}
+
+// DigestLen is the length of a value's digest.
+const DigestLen = 16
+
+// ValueDigest is the digest ExpectHash compares: SHA-256 cut to 16 bytes,
+// the same on every replica.
+func ValueDigest(v []byte) (d [DigestLen]byte) {
+	sum := sha256.Sum256(v)
+	copy(d[:], sum[:])
+	return d
 }
 
 // ExpectAbsent makes the batch conditional on key not existing.
@@ -146,6 +169,11 @@ func DecodeBatch(entry []byte) ([]Op, error) {
 					return nil, err
 				}
 			}
+		case OpExpectHash:
+			if len(p) < 1+DigestLen || p[0] != 1 {
+				return nil, fmt.Errorf("%w: bad expectation", errMalformed)
+			}
+			op.Value, p = p[1:1+DigestLen], p[1+DigestLen:]
 		case OpAdd:
 			n, k := binary.Uvarint(p)
 			if k <= 0 || n == 0 || n > maxCounterFields || uint64(len(p)-k) < n*8 {

@@ -14,7 +14,8 @@ func TestBatchRoundTrip(t *testing.T) {
 	b.Put([]byte("k4"), nil)
 	b.Expect([]byte("k5"), []byte("v5"))
 	b.ExpectAbsent([]byte("k6"))
-	if b.Len() != 6 {
+	b.ExpectHash([]byte("k7"), ValueDigest([]byte("v7")))
+	if b.Len() != 7 {
 		t.Fatalf("Len = %d", b.Len())
 	}
 	ops, err := DecodeBatch(b.Encoded())
@@ -28,6 +29,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		{Kind: OpPut, Key: []byte("k4"), Value: []byte{}},
 		{Kind: OpExpect, Key: []byte("k5"), Value: []byte("v5")},
 		{Kind: OpExpect, Key: []byte("k6"), Absent: true},
+		{Kind: OpExpectHash, Key: []byte("k7"), Value: func() []byte { d := ValueDigest([]byte("v7")); return d[:] }()},
 	}
 	if len(ops) != len(want) {
 		t.Fatalf("%d ops, want %d", len(ops), len(want))
@@ -55,6 +57,8 @@ func TestDecodeBatchMalformed(t *testing.T) {
 		"version 2":        {2, 'd', 1, 'k'},
 		"unknown op":       {1, 'z', 1, 'k'},
 		"empty key":        {1, 'd', 0},
+		"short digest":     {1, 'h', 1, 'k', 1, 1, 2, 3},
+		"absent digest":    {1, 'h', 1, 'k', 0},
 		"truncated key":    {1, 'd', 5, 'k'},
 		"truncated value":  {1, 'p', 1, 'k', 9, 'v'},
 		"bad varint":       {1, 'd', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
@@ -104,6 +108,8 @@ func reencode(ops []Op) []byte {
 			b.Delete(op.Key)
 		case OpAdd:
 			b.Add(op.Key, op.Deltas...)
+		case OpExpectHash:
+			b.ExpectHash(op.Key, [DigestLen]byte(op.Value))
 		case OpExpect:
 			if op.Absent {
 				b.ExpectAbsent(op.Key)

@@ -248,7 +248,7 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 		}
 		// cur and found are the key's value at this point of the batch.
 		cur, found := w.value, w.exists
-		if !w.written && (op.Kind == OpExpect || op.Kind == OpAdd) {
+		if !w.written && (op.Kind == OpExpect || op.Kind == OpExpectHash || op.Kind == OpAdd) {
 			if cur, found, err = getValue(txn, op.Key); err != nil {
 				return sm.Result{}, err
 			}
@@ -259,6 +259,10 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 				return sm.Result{Value: ResultConflict, Data: fmt.Appendf(nil, "key %q exists", op.Key)}, nil
 			}
 			if !op.Absent && (!found || !bytes.Equal(cur, op.Value)) {
+				return sm.Result{Value: ResultConflict, Data: fmt.Appendf(nil, "key %q does not hold the expected value", op.Key)}, nil
+			}
+		case OpExpectHash:
+			if !found || ValueDigest(cur) != [DigestLen]byte(op.Value) {
 				return sm.Result{Value: ResultConflict, Data: fmt.Appendf(nil, "key %q does not hold the expected value", op.Key)}, nil
 			}
 		case OpPut:

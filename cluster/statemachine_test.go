@@ -153,18 +153,23 @@ func TestExpectations(t *testing.T) {
 		})},
 		// An expectation on a missing key fails.
 		{Index: 6, Cmd: batch(func(b *Batch) { b.Expect([]byte("g/zz"), []byte{}); b.Put([]byte("g/d"), []byte("no")) })},
+		// By digest: the one that saw "2" applies, a stale digest and a
+		// missing key conflict.
+		{Index: 7, Cmd: batch(func(b *Batch) { b.ExpectHash([]byte("g/a"), ValueDigest([]byte("2"))); b.Put([]byte("g/a"), []byte("4")) })},
+		{Index: 8, Cmd: batch(func(b *Batch) { b.ExpectHash([]byte("g/a"), ValueDigest([]byte("2"))); b.Put([]byte("g/a"), []byte("5")) })},
+		{Index: 9, Cmd: batch(func(b *Batch) { b.ExpectHash([]byte("g/zz"), ValueDigest(nil)); b.Put([]byte("g/d"), []byte("no")) })},
 	}
 	res, err := m.Update(ents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []uint64{ResultApplied, ResultConflict, ResultApplied, ResultConflict, ResultApplied, ResultConflict}
+	want := []uint64{ResultApplied, ResultConflict, ResultApplied, ResultConflict, ResultApplied, ResultConflict, ResultApplied, ResultConflict, ResultConflict}
 	for i, e := range res {
 		if e.Result.Value != want[i] {
 			t.Errorf("entry %d: result %d (%s), want %d", e.Index, e.Result.Value, e.Result.Data, want[i])
 		}
 	}
-	if got, want := dump(t, db, "g/"), `"g/a"="2"`+"\n"+`"g/n"="\x00\x00\x00\x00\x00\x00\x00\x01"`+"\n"; got != want {
+	if got, want := dump(t, db, "g/"), `"g/a"="4"`+"\n"+`"g/n"="\x00\x00\x00\x00\x00\x00\x00\x01"`+"\n"; got != want {
 		t.Errorf("state:\n%s\nwant:\n%s", got, want)
 	}
 }

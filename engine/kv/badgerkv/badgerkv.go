@@ -162,6 +162,10 @@ func mapErr(err error) error {
 	return err
 }
 
+// Txn is kv's view of a Badger transaction opened elsewhere: the
+// replicated store (cluster) reads its replica's state through it.
+func Txn(t *badger.Txn) kv.Txn { return txn{t} }
+
 type txn struct{ t *badger.Txn }
 
 func (t txn) Get(key []byte) (kv.Item, error) {

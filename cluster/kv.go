@@ -1,0 +1,403 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/parsecdb/parsec/engine/kv"
+	"github.com/parsecdb/parsec/engine/kv/badgerkv"
+)
+
+// Replicated is engine/kv's seam over one group: a transaction reads the node's
+// replica of the group (its applied state, in one Badger read
+// transaction) with its own writes on top, and its commit proposes one
+// Batch holding those writes, guarded by the digests of every key it read
+// (kv's invariant 3: a commit loses to a transaction that changed what it
+// read). Propose returns once this node applied the batch, so a
+// transaction begun after a commit reads it here.
+//
+// Reads are as fresh as the replica: on the group's leader they include
+// every write it acknowledged; elsewhere they may lag (a read-only
+// transaction there is stale, and a writing one fails its guards and is
+// run again by the document layer).
+type Replicated struct {
+	n       *Node
+	shardID uint64
+	spans   []Span // the group's: keys outside them are not the store's
+	// Timeout bounds one commit's proposal (0: the node's default).
+	Timeout time.Duration
+}
+
+var _ kv.DB = (*Replicated)(nil)
+
+// KV is the key-value seam over the node's replica of group shardID.
+func (n *Node) KV(shardID uint64) (*Replicated, error) {
+	rep, err := n.group(shardID)
+	if err != nil {
+		return nil, err
+	}
+	return &Replicated{n: n, shardID: shardID, spans: rep.spans}, nil
+}
+
+func (k *Replicated) NewTransaction(update bool) kv.Txn {
+	rt := k.n.db.NewTransaction(false)
+	t := &kvTxn{k: k, rt: rt, base: badgerkv.Txn(rt), update: update}
+	if update {
+		t.writes = map[string]*kvWrite{}
+		t.reads = map[string]kvRead{}
+	}
+	return t
+}
+
+func (k *Replicated) View(fn func(kv.Txn) error) error {
+	t := k.NewTransaction(false)
+	defer t.Discard()
+	return fn(t)
+}
+
+// NewWriteBatch collects blind writes and proposes them in batches of
+// at most kvBatchBytes.
+func (k *Replicated) NewWriteBatch() kv.WriteBatch { return &kvBatch{k: k, b: NewBatch()} }
+
+// Sync makes applied entries durable in the node's Badger (the Raft log
+// already is: dragonboat syncs it before a proposal commits).
+func (k *Replicated) Sync() error { return k.n.db.Sync() }
+
+func (k *Replicated) Size() (tables, valueLog int64) { return k.n.db.Size() }
+
+// Close does nothing: the node owns its Badger and its groups.
+func (k *Replicated) Close() error { return nil }
+
+func (k *Replicated) propose(b *Batch) error {
+	ctx := context.Background()
+	if k.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, k.Timeout)
+		defer cancel()
+	}
+	err := k.n.Propose(ctx, k.shardID, b)
+	var rejected *RejectedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrConflict):
+		return kv.ErrConflict
+	case errors.As(err, &rejected) && bytes.Contains([]byte(rejected.Reason), []byte("does not fit one transaction")):
+		return fmt.Errorf("%w: %v", kv.ErrTxnTooBig, err)
+	}
+	return err
+}
+
+// kvWrite is a transaction's last write of a key.
+type kvWrite struct {
+	value   []byte
+	deleted bool
+}
+
+// kvRead is what a transaction read at a key: absent, or a value with
+// this digest.
+type kvRead struct {
+	absent bool
+	digest [DigestLen]byte
+}
+
+type kvTxn struct {
+	k      *Replicated
+	rt     *badger.Txn
+	base   kv.Txn
+	update bool
+	writes map[string]*kvWrite
+	order  []string // keys in the order first written
+	sorted []string // the written keys in order, for iterators (nil: stale)
+	reads  map[string]kvRead
+	done   bool
+}
+
+// read notes what the transaction saw at key, the first time it reads
+// it from the replica.
+func (t *kvTxn) read(key []byte, value []byte, absent bool) {
+	if !t.update {
+		return
+	}
+	if _, ok := t.reads[string(key)]; ok {
+		return
+	}
+	r := kvRead{absent: absent}
+	if !absent {
+		r.digest = ValueDigest(value)
+	}
+	t.reads[string(key)] = r
+}
+
+func (t *kvTxn) Get(key []byte) (kv.Item, error) {
+	if t.update {
+		if w := t.writes[string(key)]; w != nil {
+			if w.deleted {
+				return nil, kv.ErrNotFound
+			}
+			return &kvItem{key: key, value: w.value}, nil
+		}
+	}
+	if !inSpans(t.k.spans, key) {
+		return nil, kv.ErrNotFound
+	}
+	item, err := t.base.Get(key)
+	if errors.Is(err, kv.ErrNotFound) {
+		t.read(key, nil, true)
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.update {
+		if err := item.Value(func(v []byte) error { t.read(key, v, false); return nil }); err != nil {
+			return nil, err
+		}
+	}
+	return item, nil
+}
+
+func (t *kvTxn) Set(key, value []byte) error { return t.write(key, value, false) }
+func (t *kvTxn) Delete(key []byte) error     { return t.write(key, nil, true) }
+
+func (t *kvTxn) write(key, value []byte, deleted bool) error {
+	if !t.update {
+		return errors.New("cluster: write in a read-only transaction")
+	}
+	if !inSpans(t.k.spans, key) {
+		return fmt.Errorf("cluster: key %q is outside group %d's spans", key, t.k.shardID)
+	}
+	if t.done {
+		return errors.New("cluster: write after the transaction ended")
+	}
+	k := string(key)
+	if w := t.writes[k]; w != nil {
+		w.value, w.deleted = bytes.Clone(value), deleted
+		return nil
+	}
+	t.writes[k] = &kvWrite{value: bytes.Clone(value), deleted: deleted}
+	t.order = append(t.order, k)
+	t.sorted = nil
+	return nil
+}
+
+func (t *kvTxn) Commit() error {
+	if t.done {
+		return errors.New("cluster: commit of an ended transaction")
+	}
+	t.done = true
+	defer t.rt.Discard()
+	if !t.update || len(t.writes) == 0 {
+		return nil
+	}
+	b := NewBatch()
+	// Guards first, in key order so that every proposal of the same
+	// reads encodes alike.
+	keys := make([]string, 0, len(t.reads))
+	for k := range t.reads {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if r := t.reads[k]; r.absent {
+			b.ExpectAbsent([]byte(k))
+		} else {
+			b.ExpectHash([]byte(k), r.digest)
+		}
+	}
+	for _, k := range t.order {
+		if w := t.writes[k]; w.deleted {
+			b.Delete([]byte(k))
+		} else {
+			b.Put([]byte(k), w.value)
+		}
+	}
+	return t.k.propose(b)
+}
+
+func (t *kvTxn) Discard() {
+	if !t.done {
+		t.done = true
+		t.rt.Discard()
+	}
+}
+
+func (t *kvTxn) NewIterator(o kv.IterOptions) kv.Iterator {
+	it := &mergeIter{t: t, base: t.base.NewIterator(o), prefix: o.Prefix, reverse: o.Reverse}
+	if t.update && len(t.writes) > 0 {
+		if t.sorted == nil {
+			t.sorted = append([]string(nil), t.order...)
+			sort.Strings(t.sorted)
+		}
+		// The written keys under the prefix.
+		lo := sort.SearchStrings(t.sorted, string(o.Prefix))
+		hi := lo
+		for hi < len(t.sorted) && bytes.HasPrefix([]byte(t.sorted[hi]), o.Prefix) {
+			hi++
+		}
+		it.own = t.sorted[lo:hi]
+	}
+	return it
+}
+
+// mergeIter walks the replica's keys and the transaction's own writes
+// together: a written key hides the replica's, a deleted one is skipped.
+type mergeIter struct {
+	t       *kvTxn
+	base    kv.Iterator
+	prefix  []byte
+	reverse bool
+	own     []string // written keys under the prefix, ascending
+	pos     int      // next own key in the direction of travel (-1 or len: none)
+	onOwn   bool     // the current key is the transaction's own
+}
+
+func (m *mergeIter) Rewind() {
+	m.base.Rewind()
+	if m.reverse {
+		m.pos = len(m.own) - 1
+	} else {
+		m.pos = 0
+	}
+	m.settle()
+}
+
+func (m *mergeIter) Seek(key []byte) {
+	m.base.Seek(key)
+	if m.reverse {
+		// The last own key <= key.
+		m.pos = sort.Search(len(m.own), func(i int) bool { return m.own[i] > string(key) }) - 1
+	} else {
+		m.pos = sort.SearchStrings(m.own, string(key))
+	}
+	m.settle()
+}
+
+func (m *mergeIter) ownValid() bool { return m.pos >= 0 && m.pos < len(m.own) }
+
+func (m *mergeIter) stepOwn() {
+	if m.reverse {
+		m.pos--
+	} else {
+		m.pos++
+	}
+}
+
+// before is whether a comes before b in the direction of travel.
+func (m *mergeIter) before(a, b []byte) bool {
+	c := bytes.Compare(a, b)
+	if m.reverse {
+		return c > 0
+	}
+	return c < 0
+}
+
+// settle makes the current key the next visible one: the nearer of the
+// replica's and the transaction's, the transaction's when equal (the
+// replica's then skipped), past deleted keys and past the replica's keys
+// outside the group's spans (other groups', and the groups' metadata).
+func (m *mergeIter) settle() {
+	for {
+		for m.base.Valid() && !inSpans(m.t.k.spans, m.base.Item().Key()) {
+			m.base.Next()
+		}
+		baseOK, ownOK := m.base.Valid(), m.ownValid()
+		switch {
+		case !baseOK && !ownOK:
+			m.onOwn = false
+			return
+		case ownOK && (!baseOK || !m.before(m.base.Item().Key(), []byte(m.own[m.pos]))):
+			if baseOK && bytes.Equal(m.base.Item().Key(), []byte(m.own[m.pos])) {
+				m.base.Next()
+			}
+			if m.t.writes[m.own[m.pos]].deleted {
+				m.stepOwn()
+				continue
+			}
+			m.onOwn = true
+			return
+		default:
+			m.onOwn = false
+			return
+		}
+	}
+}
+
+func (m *mergeIter) Valid() bool { return m.onOwn || m.base.Valid() }
+
+func (m *mergeIter) Next() {
+	if m.onOwn {
+		m.stepOwn()
+	} else {
+		m.base.Next()
+	}
+	m.settle()
+}
+
+func (m *mergeIter) Item() kv.Item {
+	if m.onOwn {
+		k := m.own[m.pos]
+		return &kvItem{key: []byte(k), value: m.t.writes[k].value}
+	}
+	item := m.base.Item()
+	if m.t.update {
+		_ = item.Value(func(v []byte) error { m.t.read(item.Key(), v, false); return nil })
+	}
+	return item
+}
+
+func (m *mergeIter) Close() { m.base.Close() }
+
+// kvItem is a key the transaction wrote itself.
+type kvItem struct{ key, value []byte }
+
+func (i *kvItem) Key() []byte                       { return i.key }
+func (i *kvItem) KeyCopy(dst []byte) []byte         { return append(dst[:0], i.key...) }
+func (i *kvItem) KeySize() int64                    { return int64(len(i.key)) }
+func (i *kvItem) ValueSize() int64                  { return int64(len(i.value)) }
+func (i *kvItem) Value(fn func([]byte) error) error { return fn(i.value) }
+func (i *kvItem) ValueCopy(dst []byte) ([]byte, error) {
+	return append(dst[:0], i.value...), nil
+}
+
+// kvBatchBytes is how many bytes of blind writes one proposal carries.
+const kvBatchBytes = 1 << 20
+
+type kvBatch struct {
+	k *Replicated
+	b *Batch
+}
+
+func (w *kvBatch) Set(key, value []byte) error {
+	w.b.Put(key, value)
+	return w.maybeFlush()
+}
+
+func (w *kvBatch) Delete(key []byte) error {
+	w.b.Delete(key)
+	return w.maybeFlush()
+}
+
+func (w *kvBatch) maybeFlush() error {
+	if len(w.b.Encoded()) < kvBatchBytes {
+		return nil
+	}
+	return w.Flush()
+}
+
+func (w *kvBatch) Flush() error {
+	if w.b.Len() == 0 {
+		return nil
+	}
+	b := w.b
+	w.b = NewBatch()
+	return w.k.propose(b)
+}
+
+func (w *kvBatch) Cancel() { w.b = NewBatch() }

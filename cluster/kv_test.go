@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/kv"
+	"github.com/parsecdb/parsec/engine/kv/kvtest"
+)
+
+// allSpans are every key but the groups' own metadata (r/).
+var allSpans = []Span{{Start: []byte{0}, End: []byte("r/")}, {Start: []byte("r0"), End: []byte{0xff, 0xff}}}
+
+// closingKV closes the node and its Badger with the store.
+type closingKV struct {
+	*Replicated
+	close func() error
+}
+
+func (c closingKV) Close() error { return c.close() }
+
+// TestReplicatedKVInvariants: the replicated store keeps every invariant
+// of engine/kv that Badger keeps, on a group of one replica (a reopen
+// restarts the node on the same directory and address).
+func TestReplicatedKVInvariants(t *testing.T) {
+	addrs := map[string]string{}
+	kvtest.Run(t, func(t *testing.T, dir string) kv.DB {
+		addr, ok := addrs[dir]
+		if !ok {
+			addr = freeAddr(t, "127.0.0.1")
+			addrs[dir] = addr
+		}
+		tn := &testNode{t: t, addr: addr, dir: dir}
+		tn.start()
+		if err := tn.node.StartGroup(GroupConfig{ShardID: 1, ReplicaID: 1, Members: map[uint64]string{1: addr}, Spans: allSpans}); err != nil {
+			tn.stop()
+			t.Fatal(err)
+		}
+		r, err := tn.node.KV(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return closingKV{r, func() error { tn.stop(); return nil }}
+	})
+}
+
+// TestReplicatedKVAcrossNodes: a commit through one node's store is on
+// every replica; a transaction on a node whose replica read an older
+// value than the one committed since fails with kv.ErrConflict, and
+// succeeds when run again there once the replica caught up.
+func TestReplicatedKVAcrossNodes(t *testing.T) {
+	c := newTestCluster(t)
+	c.startGroup(GroupConfig{ShardID: 3, Spans: allSpans})
+	lead := c.nodes[c.leader(3)]
+	other := c.nodes[(c.leader(3)+1)%len(c.nodes)]
+	lkv, err := lead.node.KV(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	okv, err := other.node.KV(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(db kv.DB, key, value string) error {
+		tx := db.NewTransaction(true)
+		defer tx.Discard()
+		if _, err := tx.Get([]byte(key)); err != nil && !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		if err := tx.Set([]byte(key), []byte(value)); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	if err := set(lkv, "k/1", "one"); err != nil {
+		t.Fatal(err)
+	}
+	c.converge(3)
+	for _, tn := range c.nodes {
+		r, _ := tn.node.KV(3)
+		var got string
+		err := r.View(func(tx kv.Txn) error {
+			item, err := tx.Get([]byte("k/1"))
+			if err != nil {
+				return err
+			}
+			v, err := item.ValueCopy(nil)
+			got = string(v)
+			return err
+		})
+		if err != nil || got != "one" {
+			t.Errorf("node %s reads %q, %v", tn.addr, got, err)
+		}
+	}
+
+	// A read-modify-write on the other node that began before the
+	// leader's next commit loses to it.
+	tx := okv.NewTransaction(true)
+	defer tx.Discard()
+	if _, err := tx.Get([]byte("k/1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := set(lkv, "k/1", "two"); err != nil {
+		t.Fatal(err)
+	}
+	_ = tx.Set([]byte("k/1"), []byte("stale"))
+	if err := tx.Commit(); !errors.Is(err, kv.ErrConflict) {
+		t.Fatalf("a commit over a changed read: %v, want kv.ErrConflict", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := set(okv, "k/1", "three")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kv.ErrConflict) || time.Now().After(deadline) {
+			t.Fatalf("the retried write: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.converge(3)
+	if got := c.sameState(3, "k/"); !strings.HasPrefix(got, fmt.Sprintf("%q=%q\n", "k/1", "three")) {
+		t.Errorf("replicas hold:\n%s", got)
+	}
+}
