@@ -41,7 +41,7 @@ type tableWatch struct {
 // in-memory tables and of the data directory, no I/O on data.
 func (s *Store) EngineStats() EngineStats {
 	var st EngineStats
-	if s.closed.Load() {
+	if s.closed.Load() || s.local == nil {
 		return st
 	}
 	for _, l := range s.local.Levels() {

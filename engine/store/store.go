@@ -24,6 +24,11 @@ type Options struct {
 	// MemoryLimit sizes Badger's memtables and index cache (sizing.go);
 	// 0 means DefaultMemoryLimit.
 	MemoryLimit int64
+	// KV, when set, is the key-value store to keep everything in instead
+	// of a Badger database of the store's own (Dir, InMemory and
+	// MemoryLimit are then unused): a replicated group's (cluster). Its
+	// owner sizes, guards and closes what is under it; Close closes KV.
+	KV kv.DB
 }
 
 // Store is one node's Badger database with Parsec's catalog on top.
@@ -86,28 +91,34 @@ func Open(opts Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	s := &Store{logger: logger, dir: opts.Dir, inMem: opts.InMemory, folding: map[uint32]bool{}, stop: make(chan struct{})}
 	var guard *diskGuard
-	var total int64
-	if !opts.InMemory {
-		var free int64
-		var err error
-		if free, total, err = statfs(opts.Dir); err == nil {
-			defer func() { logger.Debug("storage sizes", "free", free, "filesystem", total) }()
+	if opts.KV != nil {
+		s.db, s.dir = opts.KV, "" // nothing of the store's own on disk
+	} else {
+		var total int64
+		if !opts.InMemory {
+			var free int64
+			var err error
+			if free, total, err = statfs(opts.Dir); err == nil {
+				defer func() { logger.Debug("storage sizes", "free", free, "filesystem", total) }()
+			}
 		}
-	}
-	db, err := badgerkv.Open(badgerkv.Options{Dir: opts.Dir, InMemory: opts.InMemory, Logger: logger, MemoryLimit: opts.MemoryLimit, FilesystemBytes: total})
-	if err != nil {
-		if errors.Is(err, badgerkv.ErrLocked) {
-			return nil, fmt.Errorf("open %s: %w (%v)", opts.Dir, ErrLocked, err)
+		db, err := badgerkv.Open(badgerkv.Options{Dir: opts.Dir, InMemory: opts.InMemory, Logger: logger, MemoryLimit: opts.MemoryLimit, FilesystemBytes: total})
+		if err != nil {
+			if errors.Is(err, badgerkv.ErrLocked) {
+				return nil, fmt.Errorf("open %s: %w (%v)", opts.Dir, ErrLocked, err)
+			}
+			return nil, err
 		}
-		return nil, err
+		sizes := db.Sizes()
+		if !opts.InMemory && total > 0 {
+			guard = &diskGuard{dir: opts.Dir, reserve: sizes.Reserve, deleteReserve: sizes.DeleteReserve, statfs: statfs, now: time.Now}
+			logger.Debug("storage reserve", "memtable", sizes.MemTable, "reserve", sizes.Reserve, "delete_reserve", sizes.DeleteReserve)
+		}
+		s.db, s.local, s.maxValue, s.sizes = db, db, db.MaxValue(), sizes
 	}
-	sizes := db.Sizes()
-	if !opts.InMemory && total > 0 {
-		guard = &diskGuard{dir: opts.Dir, reserve: sizes.Reserve, deleteReserve: sizes.DeleteReserve, statfs: statfs, now: time.Now}
-		logger.Debug("storage reserve", "memtable", sizes.MemTable, "reserve", sizes.Reserve, "delete_reserve", sizes.DeleteReserve)
-	}
-	s := &Store{db: db, local: db, logger: logger, dir: opts.Dir, inMem: opts.InMemory, maxValue: db.MaxValue(), sizes: sizes, folding: map[uint32]bool{}, stop: make(chan struct{})}
+	db := s.db
 	s.syncCond = sync.NewCond(&s.syncMu)
 	s.splitQueue = map[uint32]bool{}
 	s.splitCond = sync.NewCond(&s.splitMu)
@@ -124,7 +135,7 @@ func Open(opts Options) (*Store, error) {
 	if interval == 0 {
 		interval = 100 * time.Millisecond
 	}
-	if interval > 0 && !opts.InMemory {
+	if interval > 0 && !s.inMem {
 		s.wg.Add(1)
 		go s.syncLoop(interval)
 	}
@@ -235,7 +246,7 @@ func (s *Store) gcLoop() {
 			return
 		case <-t.C:
 			// Garbage collection rewrites a value-log file's live values.
-			if !s.inMem && s.disk.spare(s.sizes.VlogFile) {
+			if s.local != nil && !s.inMem && s.disk.spare(s.sizes.VlogFile) {
 				s.local.CollectGarbage(0.5)
 			}
 		}
