@@ -155,8 +155,14 @@ func TestExpectations(t *testing.T) {
 		{Index: 6, Cmd: batch(func(b *Batch) { b.Expect([]byte("g/zz"), []byte{}); b.Put([]byte("g/d"), []byte("no")) })},
 		// By digest: the one that saw "2" applies, a stale digest and a
 		// missing key conflict.
-		{Index: 7, Cmd: batch(func(b *Batch) { b.ExpectHash([]byte("g/a"), ValueDigest([]byte("2"))); b.Put([]byte("g/a"), []byte("4")) })},
-		{Index: 8, Cmd: batch(func(b *Batch) { b.ExpectHash([]byte("g/a"), ValueDigest([]byte("2"))); b.Put([]byte("g/a"), []byte("5")) })},
+		{Index: 7, Cmd: batch(func(b *Batch) {
+			b.ExpectHash([]byte("g/a"), ValueDigest([]byte("2")))
+			b.Put([]byte("g/a"), []byte("4"))
+		})},
+		{Index: 8, Cmd: batch(func(b *Batch) {
+			b.ExpectHash([]byte("g/a"), ValueDigest([]byte("2")))
+			b.Put([]byte("g/a"), []byte("5"))
+		})},
 		{Index: 9, Cmd: batch(func(b *Batch) { b.ExpectHash([]byte("g/zz"), ValueDigest(nil)); b.Put([]byte("g/d"), []byte("no")) })},
 	}
 	res, err := m.Update(ents)
