@@ -32,6 +32,55 @@ type Replicated struct {
 	spans   []Span // the group's: keys outside them are not the store's
 	// Timeout bounds one commit's proposal (0: the node's default).
 	Timeout time.Duration
+
+	// fenceKey and fenceValue, when set, guard every commit: it applies
+	// only while fenceKey holds fenceValue (Fence).
+	fenceKey, fenceValue []byte
+	// OnFenced, when set, is called (once per commit that finds it) when
+	// a commit fails because another writer's claim replaced the fence,
+	// before the commit returns kv.ErrFenced.
+	OnFenced func()
+}
+
+// Fence makes every later commit through this store conditional on key
+// holding value in the group. A node that takes over as the one writer
+// of a group first commits its own claim to key (Claim); from that entry
+// of the log on, a store fenced with an older claim can commit nothing,
+// even if it has not yet learned that it lost its place.
+func (k *Replicated) Fence(key, value []byte) {
+	k.fenceKey, k.fenceValue = bytes.Clone(key), bytes.Clone(value)
+}
+
+// Claim writes value to key unconditionally and returns once this node
+// applied it: the claim a writer then fences its commits with.
+func (k *Replicated) Claim(ctx context.Context, key, value []byte) error {
+	b := NewBatch()
+	b.Put(key, value)
+	return k.n.Propose(ctx, k.shardID, b)
+}
+
+// fenced is whether the fence no longer holds on this node's replica
+// (which applied the conflicting entry before Propose returned).
+func (k *Replicated) fenced() bool {
+	if k.fenceKey == nil {
+		return false
+	}
+	var holds bool
+	_ = k.View(func(t kv.Txn) error {
+		item, err := t.Get(k.fenceKey)
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error { holds = bytes.Equal(v, k.fenceValue); return nil })
+	})
+	return !holds
+}
+
+// guard adds the fence's expectation to b.
+func (k *Replicated) guard(b *Batch) {
+	if k.fenceKey != nil {
+		b.Expect(k.fenceKey, k.fenceValue)
+	}
 }
 
 var _ kv.DB = (*Replicated)(nil)
@@ -87,6 +136,12 @@ func (k *Replicated) propose(b *Batch) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrConflict):
+		if k.fenced() {
+			if k.OnFenced != nil {
+				k.OnFenced()
+			}
+			return kv.ErrFenced
+		}
 		return kv.ErrConflict
 	case errors.As(err, &rejected) && bytes.Contains([]byte(rejected.Reason), []byte("does not fit one transaction")):
 		return fmt.Errorf("%w: %v", kv.ErrTxnTooBig, err)
@@ -197,6 +252,7 @@ func (t *kvTxn) Commit() error {
 		return nil
 	}
 	b := NewBatch()
+	t.k.guard(b)
 	// Guards first, in key order so that every proposal of the same
 	// reads encodes alike.
 	keys := make([]string, 0, len(t.reads))
@@ -395,7 +451,20 @@ func (w *kvBatch) Flush() error {
 	if w.b.Len() == 0 {
 		return nil
 	}
-	b := w.b
+	b := NewBatch()
+	w.k.guard(b)
+	// The guard goes first: re-encode the collected writes after it.
+	ops, err := DecodeBatch(w.b.Encoded())
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if op.Kind == OpDelete {
+			b.Delete(op.Key)
+		} else {
+			b.Put(op.Key, op.Value)
+		}
+	}
 	w.b = NewBatch()
 	return w.k.propose(b)
 }

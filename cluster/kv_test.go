@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -123,6 +124,55 @@ func TestReplicatedKVAcrossNodes(t *testing.T) {
 	}
 	c.converge(3)
 	if got := c.sameState(3, "k/"); !strings.HasPrefix(got, fmt.Sprintf("%q=%q\n", "k/1", "three")) {
+		t.Errorf("replicas hold:\n%s", got)
+	}
+}
+
+// TestReplicatedKVFence: once another node claims the fence, a store
+// fenced with the older claim commits nothing (kv.ErrFenced, OnFenced
+// called) while the new claimant's commits apply.
+func TestReplicatedKVFence(t *testing.T) {
+	c := newTestCluster(t)
+	c.startGroup(GroupConfig{ShardID: 4, Spans: allSpans})
+	ctx := context.Background()
+	stores := make([]*Replicated, 2)
+	for i := range stores {
+		r, err := c.nodes[i].node.KV(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = r
+	}
+	fenceKey := []byte("m/writer")
+	put := func(r *Replicated, key string) error {
+		tx := r.NewTransaction(true)
+		defer tx.Discard()
+		_ = tx.Set([]byte(key), []byte("v"))
+		return tx.Commit()
+	}
+	old := stores[0]
+	if err := old.Claim(ctx, fenceKey, []byte("node1/term1")); err != nil {
+		t.Fatal(err)
+	}
+	old.Fence(fenceKey, []byte("node1/term1"))
+	fencedCalls := 0
+	old.OnFenced = func() { fencedCalls++ }
+	if err := put(old, "k/a"); err != nil {
+		t.Fatalf("a write under its own claim: %v", err)
+	}
+	newer := stores[1]
+	if err := newer.Claim(ctx, fenceKey, []byte("node2/term2")); err != nil {
+		t.Fatal(err)
+	}
+	newer.Fence(fenceKey, []byte("node2/term2"))
+	if err := put(old, "k/b"); !errors.Is(err, kv.ErrFenced) || fencedCalls != 1 {
+		t.Fatalf("a write under a replaced claim: %v (OnFenced called %d times), want kv.ErrFenced once", err, fencedCalls)
+	}
+	if err := put(newer, "k/c"); err != nil {
+		t.Fatalf("the new claimant's write: %v", err)
+	}
+	c.converge(4)
+	if got := c.sameState(4, "k/"); !strings.HasPrefix(got, `"k/a"="v"`+"\n"+`"k/c"="v"`+"\n") {
 		t.Errorf("replicas hold:\n%s", got)
 	}
 }

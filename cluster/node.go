@@ -353,6 +353,20 @@ func (n *Node) Leader(shardID uint64) (replicaID uint64, ok bool) {
 	return id, ok && err == nil
 }
 
+// LeaderTerm is the group's leader as this node knows it, with the Raft
+// term it leads in (terms only grow, so a later leader has a larger one).
+func (n *Node) LeaderTerm(shardID uint64) (replicaID, term uint64, ok bool) {
+	id, term, ok, err := n.nh.GetLeaderID(shardID)
+	return id, term, ok && err == nil
+}
+
+// Barrier returns once the node's replica has applied everything the
+// group committed before the call (a ReadIndex round).
+func (n *Node) Barrier(ctx context.Context, shardID uint64) error {
+	_, err := n.Read(ctx, shardID, AppliedQuery{}, Linearizable)
+	return err
+}
+
 // Applied is the applied index of the node's replica (0 before it opened).
 func (n *Node) Applied(shardID uint64) uint64 {
 	if m := n.machine(shardID); m != nil {

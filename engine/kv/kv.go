@@ -58,6 +58,9 @@ var (
 	ErrTxnTooBig = errors.New("transaction too big")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
+	// ErrFenced: another writer took the store over (a replicated group
+	// whose new leader claimed it); this one commits nothing more.
+	ErrFenced = errors.New("another writer took the store over")
 )
 
 // DB is a key-value store.

@@ -291,6 +291,8 @@ func mapKVErr(err error) error {
 		return fmt.Errorf("%w: a concurrent write changed what this one read", ErrConflict)
 	case errors.Is(err, kv.ErrTxnTooBig):
 		return fmt.Errorf("%w: the write is larger than one storage transaction holds", ErrTooLarge)
+	case errors.Is(err, kv.ErrFenced):
+		return fmt.Errorf("%w: %v", ErrClosed, err)
 	case errors.Is(err, kv.ErrClosed):
 		return ErrClosed
 	case isNoSpace(err):
