@@ -96,3 +96,7 @@ func spansEqual(a, b []Span) bool {
 	}
 	return true
 }
+
+// DataSpans are every key of a node's Badger but the groups' own
+// metadata (r/): the spans of a group that holds all of Parsec's data.
+var DataSpans = []Span{{Start: []byte{0}, End: []byte(metaPrefix)}, {Start: PrefixSpan([]byte(metaPrefix)).End, End: []byte{0xff, 0xff}}}

@@ -13,7 +13,7 @@ import (
 )
 
 // allSpans are every key but the groups' own metadata (r/).
-var allSpans = []Span{{Start: []byte{0}, End: []byte("r/")}, {Start: []byte("r0"), End: []byte{0xff, 0xff}}}
+var allSpans = DataSpans
 
 // closingKV closes the node and its Badger with the store.
 type closingKV struct {

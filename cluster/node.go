@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/config"
+	"github.com/lni/dragonboat/v4/logger"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 )
 
@@ -455,4 +456,15 @@ func (n *Node) machine(shardID uint64) *StateMachine {
 		return r.sm
 	}
 	return nil
+}
+
+// QuietLogs keeps dragonboat's process-wide loggers to warnings and
+// errors (its transport's to critical ones: a stopped member refusing
+// connections is expected while it restarts).
+func QuietLogs() {
+	logger.GetLogger("transport").SetLevel(logger.CRITICAL)
+	for _, name := range []string{"dragonboat", "raft", "raft-mt", "raftpb", "rsm",
+		"logdb", "LogDB", "pebblekv", "tan", "config", "settings", "grpc", "gossip", "registry", "server", "tools"} {
+		logger.GetLogger(name).SetLevel(logger.ERROR)
+	}
 }

@@ -87,6 +87,13 @@ type Config struct {
 	// (cmd_replset.go); Advertise is the host:port it names itself by there
 	// ("": the address each client connected to).
 	ReplicaSet, Advertise string
+	// Members, when set, are the replica set's members (host:port, this
+	// server's Advertise among them): a cluster's nodes, of which this
+	// one is the primary. ElectionTerm is the term it became primary in:
+	// hello's electionId carries it, so drivers see a later primary's as
+	// newer (0: the server's start time).
+	Members      []string
+	ElectionTerm uint64
 	// RootUser and RootPassword, when set, make sure admin.RootUser exists
 	// with role root and this password (the password is reset at every
 	// start), so a fresh server with Auth can be used at once.
@@ -183,7 +190,7 @@ func New(cfg Config) *Engine {
 		sessions: sessions.NewTable(cfg.Store, logger, afterFuncOf(cfg.Wait)),
 		stop:     make(chan struct{}),
 	}
-	e.electionID = bson.NewObjectIDFromTimestamp(e.started)
+	e.electionID = electionID(e.started, cfg.ElectionTerm)
 	e.snapshots = sessions.NewSnapshots(e.store, now, &e.clock)
 	decoys, err := auth.NewDecoys(cfg.DecoyKey)
 	if err != nil {

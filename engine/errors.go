@@ -110,6 +110,10 @@ const (
 	ErrAPIDeprecationError Code = 324
 
 	ErrClientMetadataCannotBeMutated Code = 186
+
+	// A cluster node that is not the writer (standby.go).
+	ErrNotWritablePrimary      Code = 10107
+	ErrNotPrimaryNoSecondaryOk Code = 13435
 )
 
 // Index errors.
@@ -264,6 +268,9 @@ var codeNames = map[Code]string{
 
 	ErrClientMetadataCannotBeMutated: "ClientMetadataCannotBeMutated",
 
+	ErrNotWritablePrimary:      "NotWritablePrimary",
+	ErrNotPrimaryNoSecondaryOk: "NotPrimaryNoSecondaryOk",
+
 	ErrCannotCreateIndex:               "CannotCreateIndex",
 	ErrIndexOptionsConflict:            "IndexOptionsConflict",
 	ErrIndexKeySpecsConflict:           "IndexKeySpecsConflict",
@@ -314,10 +321,8 @@ var injectedCodeNames = map[Code]string{
 	286:   "ChangeStreamHistoryLost",
 	9001:  "SocketException",
 	10058: "LegacyNotPrimary",
-	10107: "NotWritablePrimary",
 	11600: "InterruptedAtShutdown",
 	11602: "InterruptedDueToReplStateChange",
-	13435: "NotPrimaryNoSecondaryOk",
 	13436: "NotPrimaryOrSecondary",
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -23,12 +24,37 @@ func (e *Engine) self(c *conn) string {
 	return c.wc.LocalAddr().String()
 }
 
+// members are the replica set's hosts: Config.Members, or this server.
+func (e *Engine) members(me string) bson.A {
+	if len(e.cfg.Members) == 0 {
+		return bson.A{me}
+	}
+	hosts := make(bson.A, len(e.cfg.Members))
+	for i, m := range e.cfg.Members {
+		hosts[i] = m
+	}
+	return hosts
+}
+
+// electionID is the primary's electionId: MongoDB's form for a Raft term
+// (7fffffff and the term, big endian), which orders by term as drivers
+// compare them, or without a term one made from the start time.
+func electionID(started time.Time, term uint64) bson.ObjectID {
+	if term == 0 {
+		return bson.NewObjectIDFromTimestamp(started)
+	}
+	var id bson.ObjectID
+	id[0], id[1], id[2], id[3] = 0x7f, 0xff, 0xff, 0xff
+	binary.BigEndian.PutUint64(id[4:], term)
+	return id
+}
+
 // replicaSetHello are hello's replica-set fields.
 func (e *Engine) replicaSetHello(c *conn) bson.D {
 	me := e.self(c)
 	now := e.now()
 	return bson.D{
-		{Key: "hosts", Value: bson.A{me}},
+		{Key: "hosts", Value: e.members(me)},
 		{Key: "setName", Value: e.cfg.ReplicaSet},
 		{Key: "setVersion", Value: int32(1)},
 		{Key: "secondary", Value: false},

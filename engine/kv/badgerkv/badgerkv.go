@@ -83,6 +83,10 @@ func Open(opts Options) (*DB, error) {
 	return &DB{db: db, sizes: sizes, maxValue: maxValue}, nil
 }
 
+// Badger is the database itself, for the replicated partitions' state
+// machines (cluster), which apply raw batches to it.
+func (d *DB) Badger() *badger.DB { return d.db }
+
 // Sizes are the sizes Open chose (zero in memory).
 func (d *DB) Sizes() Sizes { return d.sizes }
 
