@@ -290,9 +290,17 @@ func (t *Txn) Get(key []byte) ([]byte, error) {
 }
 
 // Insert stores doc at key in c; a present key gives *DuplicateKeyError.
+// In a capped collection key is the document's key by _id, and the
+// document goes to the next insertion sequence instead (capped.go).
 func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.checkCollection(c); err != nil {
 		return err
+	}
+	if c.Capped {
+		var err error
+		if key, err = t.placeCapped(c, key, len(doc)); err != nil {
+			return err
+		}
 	}
 	if err := t.lockKey(key); err != nil {
 		return err
@@ -322,7 +330,10 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
 	}
-	return t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))})
+	if err := t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))}); err != nil || !c.Capped {
+		return err
+	}
+	return t.evictCapped(c, key)
 }
 
 // exists fails with ErrNotFound unless key holds a document. Reading the
