@@ -267,7 +267,7 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 	if p.Coll != nil && p.Natural == 0 && !p.UseIDIndex {
 		p.Point = plan.PointKey(p.Coll, filter, a.filter)
 	}
-	if p.Sort != nil && p.Natural == 0 && isIDAscending(a.sort) && p.Virtual == nil && (p.Coll == nil || !p.Coll.Sharded()) {
+	if p.Sort != nil && p.Natural == 0 && isIDAscending(a.sort) && p.Virtual == nil && (p.Coll == nil || (!p.Coll.Sharded() && !p.Coll.Capped)) {
 		p.StreamByID = true // documents of an unsharded collection are in _id order
 	}
 	p.Route(a.filter)

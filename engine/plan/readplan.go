@@ -193,7 +193,24 @@ type Scan struct {
 	perPart map[string]Stats // per partition, when collectAll read several
 	ix      indexCursor      // where an index read stands (indexscan.go)
 	pending []byte           // a document that did not fit the last batch of an index read
+	last    []byte           // key of the last document returned (single-partition scans)
 }
+
+// Tail makes a scan that reached the end of its collection read on from
+// where it stopped at its next batch: a tailable cursor over a capped
+// collection, whose new documents have greater keys.
+func (s *Scan) Tail() {
+	if !s.LimitReached() {
+		s.done = false
+	}
+}
+
+// LimitReached reports whether the scan returned its limit.
+func (s *Scan) LimitReached() bool { return s.plan.Limit > 0 && s.sent >= s.plan.Limit }
+
+// LastKey is the key of the last document the scan returned (nil:
+// none yet).
+func (s *Scan) LastKey() []byte { return s.last }
 
 // ranges are the key ranges a single-partition plan reads from resume on
 // (nil: from the start): its partition's, or its logical partitions'; the
@@ -389,6 +406,7 @@ func (s *Scan) scan(ctx context.Context, max, maxBytes int, keep bool) ([][]byte
 						docs = append(docs, out)
 						bytes += len(out)
 					}
+					s.last = append(s.last[:0], key...)
 					s.sent++
 					s.stats.Returned++
 				}

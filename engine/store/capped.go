@@ -49,6 +49,24 @@ func cappedSeqKey(id uint32) []byte { return append(counterPrefix(id), cappedSeq
 // collection's size.
 var ErrCappedDocTooLarge = errors.New("object to insert exceeds cappedMaxSize")
 
+// CappedInTransactionError refuses a write to a capped collection inside
+// a multi-statement transaction, as MongoDB does: evicting the oldest
+// documents would make concurrent transactions conflict on every insert.
+type CappedInTransactionError struct{ Namespace string }
+
+func (e *CappedInTransactionError) Error() string {
+	return "capped collection " + e.Namespace + " written in a transaction"
+}
+
+// checkCappedWrite refuses a write to capped collection c in a
+// multi-statement transaction.
+func (t *Txn) checkCappedWrite(c *Collection) error {
+	if c.Capped && t.owner != nil {
+		return &CappedInTransactionError{Namespace: c.Namespace()}
+	}
+	return nil
+}
+
 // encodeSeq is the key form of insertion sequence seq.
 func encodeSeq(seq uint64) []byte {
 	return value.EncodeKey(make([]byte, 0, 9), bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, int64(seq))})
@@ -77,6 +95,9 @@ func RecordID(c *Collection, key []byte) int64 {
 // whose key by _id is idKey: the next insertion sequence, handed out in
 // this transaction. A present _id gives *DuplicateKeyError.
 func (t *Txn) placeCapped(c *Collection, idKey []byte, docLen int) ([]byte, error) {
+	if err := t.checkCappedWrite(c); err != nil {
+		return nil, err
+	}
 	if int64(docLen) > c.CappedSize {
 		return nil, fmt.Errorf("%w: %d bytes, %d allowed", ErrCappedDocTooLarge, docLen, c.CappedSize)
 	}

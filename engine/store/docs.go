@@ -366,6 +366,9 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
 		return err
 	}
+	if err := t.checkCappedWrite(c); err != nil {
+		return err
+	}
 	if err := t.lockKey(key); err != nil {
 		return err
 	}
@@ -397,6 +400,9 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 // bytes. ErrNotFound if there is no document at key.
 func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
+		return err
+	}
+	if err := t.checkCappedWrite(c); err != nil {
 		return err
 	}
 	if err := t.lockKey(key); err != nil {
