@@ -109,11 +109,12 @@ func (cs *cappedSpec) newCollection(opts bson.Raw) store.NewCollection {
 
 // cappedStats are the fields collStats and $collStats show for c:
 // capped, and for a capped collection max and maxSize.
-func cappedStats(c *store.Collection) bson.D {
+// (maxSize divided by scale).
+func cappedStats(c *store.Collection, scale int64) bson.D {
 	if c == nil || !c.Capped {
 		return bson.D{{Key: "capped", Value: false}}
 	}
-	return bson.D{{Key: "capped", Value: true}, {Key: "max", Value: c.CappedMax}, {Key: "maxSize", Value: c.CappedSize}}
+	return bson.D{{Key: "capped", Value: true}, {Key: "max", Value: number(c.CappedMax)}, {Key: "maxSize", Value: number(c.CappedSize / scale)}}
 }
 
 // tailableNonCapped is find's error for tailable on a collection that is
@@ -196,6 +197,23 @@ func (t *tailSource) checkPosition() error {
 	}
 	if gone {
 		return errorf(ErrCappedPositionLost, "CollectionScan died due to position in capped collection being deleted. Last seen record id: RecordId(%d)", store.RecordID(t.coll, last))
+	}
+	return nil
+}
+
+func (t *tailSource) tally(i int) planStats { return t.scan.Tally(i) }
+
+// checkTailable refuses what a tailable find cannot be combined with,
+// as MongoDB does.
+func checkTailable(a *findArgs) error {
+	if a.singleBatch {
+		return errorf(ErrBadValue, "cannot use tailable option with the 'singleBatch' option")
+	}
+	if len(a.sort) > 5 {
+		el := mustElements(a.sort)
+		if len(el) != 1 || el[0].Key() != "$natural" || !isOne(el[0].Value()) {
+			return errorf(ErrBadValue, "cannot use tailable option with a sort other than {$natural: 1}")
+		}
 	}
 	return nil
 }
