@@ -27,6 +27,7 @@ type findArgs struct {
 	batchSize                               int64 // -1: not given
 	singleBatch, returnKey, noCursorTimeout bool
 	tailable, awaitData                     bool // a tailable cursor (capped collections only)
+	showRecordID                            bool
 	allowDiskUse                            *bool
 	maxTimeMS                               int64
 }
@@ -170,10 +171,7 @@ func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 		case "returnKey":
 			a.returnKey, err = boolArg(cmd, k, v)
 		case "showRecordId":
-			var b bool
-			if b, err = boolArg(cmd, k, v); err == nil && b {
-				err = errorf(ErrNotImplemented, "find.showRecordId is not supported by Parsec: documents have no record ids")
-			}
+			a.showRecordID, err = boolArg(cmd, k, v)
 		case "noCursorTimeout":
 			a.noCursorTimeout, err = boolArg(cmd, k, v)
 		case "allowDiskUse":
@@ -269,9 +267,14 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 			p.Natural = dir
 		}
 	}
-	if p.Proj, err = query.CompileProjection(a.projection, filter, opts); err != nil {
+	projection, metaFields := splitRecordIDMeta(a.projection)
+	if p.Proj, err = query.CompileProjection(projection, filter, opts); err != nil {
 		return nil, queryError(err)
 	}
+	if a.showRecordID {
+		p.RecordIDFields = append(p.RecordIDFields, "$recordId")
+	}
+	p.RecordIDFields = append(p.RecordIDFields, metaFields...)
 	if err := e.applyHint(p, a.hint, a.min, a.max); err != nil {
 		return nil, err
 	}
@@ -406,4 +409,29 @@ func (e *Engine) applyHint(p *readPlan, h hintArg, minB, maxB bsoncore.Document)
 func isOne(v bsoncore.Value) bool {
 	f, ok := numberFloat(v)
 	return ok && f == 1
+}
+
+// splitRecordIDMeta takes the {<name>: {$meta: "recordId"}} fields out of
+// a find's projection: the read adds the record id under those names
+// after projecting the rest (plan.Read.RecordIDFields). A projection of
+// such fields only projects nothing, as in MongoDB.
+func splitRecordIDMeta(projection bsoncore.Document) (bsoncore.Document, []string) {
+	if len(projection) <= 5 {
+		return projection, nil
+	}
+	var names []string
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range mustElements(projection) {
+		if d, ok := el.Value().DocumentOK(); ok {
+			if inner := mustElements(d); len(inner) == 1 && inner[0].Key() == "$meta" && stringOf(inner[0].Value()) == "recordId" {
+				names = append(names, el.Key())
+				continue
+			}
+		}
+		b.AppendValue(el.Key(), el.Value())
+	}
+	if names == nil {
+		return projection, nil
+	}
+	return b.Build(), names
 }

@@ -362,3 +362,76 @@ func TestTailableNotAwait(t *testing.T) {
 		t.Errorf("message %q", ce.Message)
 	}
 }
+
+// TestShowRecordID: find's showRecordId adds $recordId, an int64 stable
+// for the document's life, after the projection, in every plan (point,
+// scan, blocking sort, index); {$meta: "recordId"} projects the same
+// value. A capped collection's record ids follow insertion order.
+func TestShowRecordID(t *testing.T) {
+	s := startTestServer(t)
+	db := newTestClient(t, s).Database(dbName(t))
+	ctx := testCtx(t)
+	coll := db.Collection("c")
+	if _, err := coll.InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 3}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "x", Value: 1}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "x", Value: 2}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rids := func(cmd bson.D, field string) map[string]int64 {
+		t.Helper()
+		out := map[string]int64{}
+		for _, d := range runCursor(t, db, cmd).batch() {
+			v := mustLookup(t, d, field)
+			if v.Type != bson.TypeInt64 {
+				t.Fatalf("%v: %s is %v", cmd, field, v.Type)
+			}
+			keys := keysOf(t, d)
+			if keys[len(keys)-1] != field {
+				t.Fatalf("%v: %s is not last in %v", cmd, field, d)
+			}
+			out[idString(t, d)] = v.Int64()
+		}
+		return out
+	}
+	base := rids(bson.D{{Key: "find", Value: "c"}, {Key: "showRecordId", Value: true}}, "$recordId")
+	if len(base) != 3 || base["1"] == base["2"] || base["2"] == base["3"] {
+		t.Fatalf("record ids %v: want three distinct", base)
+	}
+	for _, cmd := range []bson.D{
+		{{Key: "find", Value: "c"}, {Key: "showRecordId", Value: true}, {Key: "sort", Value: bson.D{{Key: "x", Value: -1}}}},
+		{{Key: "find", Value: "c"}, {Key: "showRecordId", Value: true}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 2}}}},
+		{{Key: "find", Value: "c"}, {Key: "showRecordId", Value: true}, {Key: "projection", Value: bson.D{{Key: "x", Value: 0}}}, {Key: "sort", Value: bson.D{{Key: "x", Value: 1}}}},
+	} {
+		for id, rid := range rids(cmd, "$recordId") {
+			if base[id] != rid {
+				t.Fatalf("%v: _id %s has record id %d, before %d", cmd, id, rid, base[id])
+			}
+		}
+	}
+	meta := rids(bson.D{{Key: "find", Value: "c"}, {Key: "projection", Value: bson.D{{Key: "x", Value: 1}, {Key: "r", Value: bson.D{{Key: "$meta", Value: "recordId"}}}}}}, "r")
+	for id, rid := range meta {
+		if base[id] != rid {
+			t.Fatalf("$meta recordId of %s: %d, want %d", id, rid, base[id])
+		}
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "x", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for id, rid := range rids(bson.D{{Key: "find", Value: "c"}, {Key: "showRecordId", Value: true}, {Key: "filter", Value: bson.D{{Key: "x", Value: bson.D{{Key: "$gte", Value: 1}}}}}, {Key: "hint", Value: "x_1"}}, "$recordId") {
+		if base[id] != rid {
+			t.Fatalf("through an index, _id %s has record id %d, want %d", id, rid, base[id])
+		}
+	}
+	runFail(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "projection", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}}}, 2, "BadValue")
+
+	runOK(t, db, bson.D{{Key: "create", Value: "capped"}, {Key: "capped", Value: true}, {Key: "size", Value: 4096}})
+	if _, err := db.Collection("capped").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 9}}, bson.D{{Key: "_id", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	docs := runCursor(t, db, bson.D{{Key: "find", Value: "capped"}, {Key: "showRecordId", Value: true}}).batch()
+	if len(docs) != 2 || idString(t, docs[0]) != "9" || mustLookup(t, docs[0], "$recordId").Int64() >= mustLookup(t, docs[1], "$recordId").Int64() {
+		t.Fatalf("capped record ids: %v", docs)
+	}
+}
