@@ -435,3 +435,64 @@ func TestShowRecordID(t *testing.T) {
 		t.Fatalf("capped record ids: %v", docs)
 	}
 }
+
+// TestCappedConcurrentInserts: inserts from several clients at once into
+// one capped collection all succeed (they serialise on its insertion
+// sequence), the collection ends at max documents, and a tailable cursor
+// that read along saw every document once, in insertion order.
+func TestCappedConcurrentInserts(t *testing.T) {
+	s := startTestServer(t)
+	db := newTestClient(t, s).Database(dbName(t))
+	ctx := testCtx(t)
+	runOK(t, db, bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: true}, {Key: "size", Value: 1 << 20}, {Key: "max", Value: 1000}})
+	coll := db.Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "first"}}); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 4, 40
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			c := newTestClient(t, s).Database(db.Name()).Collection("c")
+			for i := range each {
+				if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: w*1000 + i}, {Key: "w", Value: w}, {Key: "i", Value: i}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetCursorType(options.TailableAwait).SetMaxAwaitTime(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close(ctx)
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent insert: %v", err)
+		}
+	}
+	seen := map[string]bool{}
+	last := map[int32]int32{0: -1, 1: -1, 2: -1, 3: -1}
+	for len(seen) < writers*each+1 && cur.Next(ctx) {
+		id := idString(t, cur.Current)
+		if seen[id] {
+			t.Fatalf("%s seen twice", id)
+		}
+		seen[id] = true
+		if w, err := cur.Current.LookupErr("w"); err == nil {
+			i := mustLookup(t, cur.Current, "i").Int32()
+			if i != last[w.Int32()]+1 {
+				t.Fatalf("writer %d: %d after %d: not in insertion order", w.Int32(), i, last[w.Int32()])
+			}
+			last[w.Int32()] = i
+		}
+	}
+	if len(seen) != writers*each+1 {
+		t.Fatalf("the tailable cursor saw %d documents, want %d: %v", len(seen), writers*each+1, cur.Err())
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != writers*each+1 {
+		t.Fatalf("count %d %v", n, err)
+	}
+}
