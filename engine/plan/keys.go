@@ -41,8 +41,8 @@ func ShardedKey(c *store.Collection, sk, id bsoncore.Value) []byte {
 }
 
 // PointKey is the one key a filter can match, when it pins one: _id
-// equality in an unsharded collection that is not capped; _id equality and one shard-key
-// value in a sharded one. nil otherwise.
+// equality in an unsharded collection that is not capped; _id equality
+// and one shard-key value in a sharded one. nil otherwise.
 func PointKey(c *store.Collection, f *query.Filter, filter bsoncore.Document) []byte {
 	id, ok := f.IDEquality()
 	if c.Capped {
