@@ -75,10 +75,10 @@ func (c *concatIter) Close() {
 }
 
 // find locates the document with _id id: its key, bytes and whether it
-// exists. Unsharded collections are keyed by _id; sharded ones are
-// searched.
+// exists. Unsharded collections are keyed by _id; sharded and capped
+// ones are searched.
 func (a aggCollections) find(tx storage.Txn, c *store.Collection, id bsoncore.Value) ([]byte, []byte, bool, error) {
-	if !c.Sharded() {
+	if !c.Sharded() && !c.Capped {
 		key := plan.IDKey(c, id)
 		doc, err := tx.Get(key)
 		if errors.Is(err, store.ErrNotFound) {

@@ -49,7 +49,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 	scanStage := "COLLSCAN"
 	if c == nil {
 		scanStage = "EOF"
-	} else if !c.Sharded() && filter != nil {
+	} else if !c.Sharded() && !c.Capped && filter != nil {
 		if f, err := query.Compile(filter); err == nil {
 			if _, ok := f.IDEquality(); ok {
 				scanStage = "IDHACK"

@@ -257,7 +257,7 @@ func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Coll
 	for i, s := range spans {
 		r := e.newPartitionReader(view, c, s, examined)
 		r.readAhead = len(spans) == 1
-		if !c.Sharded() && len(filter) > 5 {
+		if !c.Sharded() && !c.Capped && len(filter) > 5 {
 			if f, err := query.Compile(filter); err == nil {
 				if id, ok := f.IDEquality(); ok {
 					r.point = plan.IDKey(c, id)

@@ -37,7 +37,7 @@ var commandClasses = map[string]auth.Class{
 	"findAndModify": auth.ClassWrite,
 
 	"create": auth.ClassDDL, "drop": auth.ClassDDL, "createIndexes": auth.ClassDDL,
-	"dropIndexes": auth.ClassDDL, "renameCollection": auth.ClassDDL,
+	"dropIndexes": auth.ClassDDL, "renameCollection": auth.ClassDDL, "convertToCapped": auth.ClassDDL,
 
 	"collMod": auth.ClassDBAdmin, "dropDatabase": auth.ClassDBAdmin, "validate": auth.ClassDBAdmin,
 

@@ -4,10 +4,9 @@ import "go.mongodb.org/mongo-driver/v2/bson"
 
 // catalogStats is serverStatus.catalogStats as MongoDB 7.0 counts it:
 // collections of the internal databases (admin, config, local) apart
-// from the others. Parsec has no capped, clustered or time-series
-// collections.
+// from the others. Parsec has no clustered or time-series collections.
 func (e *Engine) catalogStats() bson.D {
-	var user, internal, views, internalViews int32
+	var user, internal, views, internalViews, capped int32
 	for _, db := range e.store.Databases() {
 		n := int32(len(e.store.ViewDefinitions(db)))
 		if db == "admin" || db == "config" || db == "local" {
@@ -19,6 +18,9 @@ func (e *Engine) catalogStats() bson.D {
 			if e.store.Pending(c.ID) {
 				continue // created by a transaction not yet committed
 			}
+			if c.Capped {
+				capped++
+			}
 			if db == "admin" || db == "config" || db == "local" {
 				internal++
 			} else {
@@ -28,7 +30,7 @@ func (e *Engine) catalogStats() bson.D {
 	}
 	return bson.D{
 		{Key: "collections", Value: user},
-		{Key: "capped", Value: int32(0)},
+		{Key: "capped", Value: capped},
 		{Key: "clustered", Value: int32(0)},
 		{Key: "timeseries", Value: int32(0)},
 		{Key: "views", Value: views},

@@ -69,10 +69,11 @@ func (e *Engine) storageStats(c *store.Collection, scale int64) ([]bson.E, error
 	if counts.Docs > 0 {
 		fields = append(fields, bson.E{Key: "avgObjSize", Value: number(size / counts.Docs)})
 	}
-	return append(fields,
+	fields = append(fields,
 		bson.E{Key: "storageSize", Value: number(size / scale)},
-		bson.E{Key: "freeStorageSize", Value: int32(0)},
-		bson.E{Key: "capped", Value: false},
+		bson.E{Key: "freeStorageSize", Value: int32(0)})
+	fields = append(fields, cappedStats(c, scale)...)
+	return append(fields,
 		bson.E{Key: "nindexes", Value: nindexes},
 		bson.E{Key: "indexBuilds", Value: bson.A{}},
 		bson.E{Key: "totalIndexSize", Value: number(idx / scale)},

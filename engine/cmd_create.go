@@ -15,14 +15,14 @@ import (
 // cmdCreate creates a collection, with document validation when asked
 // (validator, validationLevel, validationAction: validation.go), or a view
 // when viewOn is given (createView). Options MongoDB accepts but Parsec
-// does not implement (capped, time series, collation, ...) are refused
+// does not implement (time series, collation, ...) are refused
 // with CommandNotSupported rather than silently ignored.
 func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 	name, err := validCollectionArg(req)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := createOptions(req, name)
+	opts, capped, err := createOptions(req, name)
 	if err != nil {
 		// MongoDB parses the options' types first, then finds the
 		// collection exists (48) before it checks what the options ask
@@ -41,7 +41,7 @@ func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 		}
 		return e.createView(ctx, req.db, name, viewOn, pipeline)
 	}
-	c, err := e.store.CreateCollection(req.db, name, opts)
+	c, err := e.store.CreateCollectionWith(req.db, name, capped.newCollection(opts))
 	if err != nil {
 		if errors.Is(err, store.ErrExists) {
 			if v := e.store.ViewDefinition(req.db, name); v != nil {
@@ -83,37 +83,32 @@ func existsWithOtherOptions(db, name string, c *store.Collection) *CommandError 
 }
 
 // createOptions validates create's options (for collection name) and
-// returns those to keep.
-func createOptions(req *request, name string) (bson.Raw, error) {
+// returns those to keep, and what it asks of a capped collection.
+func createOptions(req *request, name string) (bson.Raw, *cappedSpec, error) {
 	b := bsoncore.NewDocumentBuilder()
 	validation := map[string]bsoncore.Value{}
+	capped := &cappedSpec{}
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {
 		k, v := el.Key(), el.Value()
-		switch k {
-		case "capped":
-			capped, err := boolArg(req.name, k, v)
+		if ok, err := capped.parse(req.name, k, v); ok {
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			if capped {
-				return nil, errorf(ErrCommandNotSupported, "capped collections are not supported by Parsec")
-			}
-		case "size", "max":
-			if !isNumber(v) {
-				return nil, wrongTypes(req.name, k, v, "long, int, decimal, double")
-			}
+			continue
+		}
+		switch k {
 		case "autoIndexId":
 			if _, err := boolArg(req.name, k, v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case "idIndex", "storageEngine", "indexOptionDefaults":
 			if _, err := docArg(req.name, k, v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case "validator", "validationLevel", "validationAction":
 			if _, err := validationOption(req.name, req.db, name, k, v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if k == "validator" && len(v.Data) <= 5 {
 				continue // an empty validator is none
@@ -121,31 +116,35 @@ func createOptions(req *request, name string) (bson.Raw, error) {
 			validation[k] = v
 		case "viewOn":
 			if _, err := stringArg(req.name, k, v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case "pipeline":
 			if v.Type != bsoncore.TypeArray {
-				return nil, wrongType(req.name, k, v, "array")
+				return nil, nil, wrongType(req.name, k, v, "array")
 			}
 		case "timeseries", "expireAfterSeconds":
-			return nil, errorf(ErrCommandNotSupported, "time-series collections (create.%s) are not supported by Parsec", k)
+			return nil, nil, errorf(ErrCommandNotSupported, "time-series collections (create.%s) are not supported by Parsec", k)
 		case "clusteredIndex":
-			return nil, errorf(ErrCommandNotSupported, "clustered collections are not supported by Parsec")
+			return nil, nil, errorf(ErrCommandNotSupported, "clustered collections are not supported by Parsec")
 		case "collation":
-			return nil, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
+			return nil, nil, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
 		case "encryptedFields":
-			return nil, errorf(ErrCommandNotSupported, "queryable encryption is not supported by Parsec")
+			return nil, nil, errorf(ErrCommandNotSupported, "queryable encryption is not supported by Parsec")
 		case "changeStreamPreAndPostImages":
-			return nil, errorf(ErrCommandNotSupported, "change stream pre- and post-images are not supported by Parsec")
+			return nil, nil, errorf(ErrCommandNotSupported, "change stream pre- and post-images are not supported by Parsec")
 		case "flags", "temp", "recordPreImages":
 			// accepted and meaningless here, as in recent MongoDB versions
 		default:
 			if !genericFields[k] {
-				return nil, unknownField(req.name, k)
+				return nil, nil, unknownField(req.name, k)
 			}
 		}
 	}
+	if err := capped.check(); err != nil {
+		return nil, nil, err
+	}
 	// Kept in the order MongoDB lists them, whatever the order given.
+	capped.options(b)
 	for _, k := range []string{"validator", "validationLevel", "validationAction"} {
 		if v, ok := validation[k]; ok {
 			b.AppendValue(k, v)
@@ -153,7 +152,7 @@ func createOptions(req *request, name string) (bson.Raw, error) {
 	}
 	doc := b.Build()
 	if len(doc) == 5 {
-		return nil, nil
+		return nil, capped, nil
 	}
-	return bson.Raw(doc), nil
+	return bson.Raw(doc), capped, nil
 }

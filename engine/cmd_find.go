@@ -26,6 +26,8 @@ type findArgs struct {
 	skip, limit                             int64
 	batchSize                               int64 // -1: not given
 	singleBatch, returnKey, noCursorTimeout bool
+	tailable, awaitData                     bool // a tailable cursor (capped collections only)
+	showRecordID                            bool
 	allowDiskUse                            *bool
 	maxTimeMS                               int64
 }
@@ -48,7 +50,10 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := e.source(plan)
+	var src batchSource = e.source(plan)
+	if args.tailable && plan.Coll != nil {
+		src = &tailSource{e: e, coll: plan.Coll, scan: e.planner().Scan(plan), awaitData: args.awaitData}
+	}
 	bill := e.newReadBill(req, plan.Coll, plan.Spans, plan.Point, args.filter, tallyOf(src))
 	if err := e.admitRead(ctx, req, &bill); err != nil {
 		return nil, err
@@ -72,9 +77,15 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 		e.chargeRead(req, &bill, 0)
 	}
 	var id int64
+	if args.tailable && !done {
+		// MongoDB keeps no tailable cursor on an empty collection.
+		if counts, err := e.store.Counts(plan.Coll); err != nil || counts.Docs == 0 {
+			done = true
+		}
+	}
 	if !done && !args.singleBatch {
 		var budget time.Duration
-		if args.maxTimeMS > 0 {
+		if args.maxTimeMS > 0 && !args.tailable {
 			budget = time.Duration(args.maxTimeMS)*time.Millisecond - e.now().Sub(started)
 			if budget <= 0 {
 				return nil, errorf(ErrMaxTimeMSExpired, "operation exceeded time limit")
@@ -92,7 +103,6 @@ func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
 // or explain's inner find).
 func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 	a := &findArgs{batchSize: -1}
-	tailable, awaitData := false, false
 	it := value.ElementsOf(body)
 	it.Next() // the command name
 	for el, ok := it.Next(); ok; el, ok = it.Next() {
@@ -153,18 +163,15 @@ func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 		case "collation":
 			err = collationArg(cmd, k, v)
 		case "tailable":
-			tailable, err = boolArg(cmd, k, v)
+			a.tailable, err = boolArg(cmd, k, v)
 		case "awaitData":
-			awaitData, err = boolArg(cmd, k, v)
+			a.awaitData, err = boolArg(cmd, k, v)
 		case "oplogReplay": // deprecated, ignored since MongoDB 4.4
 			_, err = boolArg(cmd, k, v)
 		case "returnKey":
 			a.returnKey, err = boolArg(cmd, k, v)
 		case "showRecordId":
-			var b bool
-			if b, err = boolArg(cmd, k, v); err == nil && b {
-				err = errorf(ErrNotImplemented, "find.showRecordId is not supported by Parsec: documents have no record ids")
-			}
+			a.showRecordID, err = boolArg(cmd, k, v)
 		case "noCursorTimeout":
 			a.noCursorTimeout, err = boolArg(cmd, k, v)
 		case "allowDiskUse":
@@ -190,11 +197,13 @@ func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 			return nil, err
 		}
 	}
-	if awaitData && !tailable {
+	if a.awaitData && !a.tailable {
 		return nil, errorf(ErrFailedToParse, "Cannot set 'awaitData' without also setting 'tailable'")
 	}
-	if tailable {
-		return nil, errorf(ErrBadValue, "error processing query: tailable cursor requested on non capped collection")
+	if a.tailable {
+		if err := checkTailable(a); err != nil {
+			return nil, err
+		}
 	}
 	if a.returnKey && len(a.projection) > 5 {
 		// MongoDB allows only $meta projections beside returnKey.
@@ -258,16 +267,27 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 			p.Natural = dir
 		}
 	}
-	if p.Proj, err = query.CompileProjection(a.projection, filter, opts); err != nil {
+	projection, metaFields := splitRecordIDMeta(a.projection)
+	if p.Proj, err = query.CompileProjection(projection, filter, opts); err != nil {
 		return nil, queryError(err)
 	}
+	if a.showRecordID {
+		p.RecordIDFields = append(p.RecordIDFields, "$recordId")
+	}
+	p.RecordIDFields = append(p.RecordIDFields, metaFields...)
 	if err := e.applyHint(p, a.hint, a.min, a.max); err != nil {
 		return nil, err
+	}
+	if a.tailable && p.Coll != nil {
+		if !p.Coll.Capped {
+			return nil, tailableNonCapped()
+		}
+		p.Natural = 1 // a tailable cursor reads in insertion order, to the end and on
 	}
 	if p.Coll != nil && p.Natural == 0 && !p.UseIDIndex {
 		p.Point = plan.PointKey(p.Coll, filter, a.filter)
 	}
-	if p.Sort != nil && p.Natural == 0 && isIDAscending(a.sort) && p.Virtual == nil && (p.Coll == nil || !p.Coll.Sharded()) {
+	if p.Sort != nil && p.Natural == 0 && isIDAscending(a.sort) && p.Virtual == nil && (p.Coll == nil || (!p.Coll.Sharded() && !p.Coll.Capped)) {
 		p.StreamByID = true // documents of an unsharded collection are in _id order
 	}
 	p.Route(a.filter)
@@ -389,4 +409,29 @@ func (e *Engine) applyHint(p *readPlan, h hintArg, minB, maxB bsoncore.Document)
 func isOne(v bsoncore.Value) bool {
 	f, ok := numberFloat(v)
 	return ok && f == 1
+}
+
+// splitRecordIDMeta takes the {<name>: {$meta: "recordId"}} fields out of
+// a find's projection: the read adds the record id under those names
+// after projecting the rest (plan.Read.RecordIDFields). A projection of
+// such fields only projects nothing, as in MongoDB.
+func splitRecordIDMeta(projection bsoncore.Document) (bsoncore.Document, []string) {
+	if len(projection) <= 5 {
+		return projection, nil
+	}
+	var names []string
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range mustElements(projection) {
+		if d, ok := el.Value().DocumentOK(); ok {
+			if inner := mustElements(d); len(inner) == 1 && inner[0].Key() == "$meta" && stringOf(inner[0].Value()) == "recordId" {
+				names = append(names, el.Key())
+				continue
+			}
+		}
+		b.AppendValue(el.Key(), el.Value())
+	}
+	if names == nil {
+		return projection, nil
+	}
+	return b.Build(), names
 }

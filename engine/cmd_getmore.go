@@ -26,10 +26,9 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 				err = negativeValue(k, batchSize)
 			}
 		case "maxTimeMS":
-			// MongoDB uses it to bound an awaitData cursor's wait; Parsec
-			// has no such cursors (no capped collections) and bounds the
-			// batch's work with it instead. Drivers send it when the
-			// operation's context has a deadline.
+			// An awaitData cursor's wait for new documents (tailSource);
+			// other cursors' batch work, which it bounds instead. Drivers
+			// send it when the operation's context has a deadline.
 			if getMoreMS, err = int64Arg(req.name, k, v); err == nil && getMoreMS < 0 {
 				err = errorf(ErrBadValue, "%d value for maxTimeMS is out of range", getMoreMS)
 			}
@@ -64,6 +63,20 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 		// A snapshot read's cursor reads its snapshot to the end.
 		ctx = withSnapshot(ctx, cur.Options.Snapshot)
 		e.snapshots.Touch(cur.Options.Snapshot)
+	}
+	if ts, ok := cur.Source.src.(*tailSource); ok {
+		if getMoreMS > 0 && !ts.awaitData {
+			e.cursors.Release(cur, false)
+			return nil, errorf(ErrBadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
+		}
+		ts.wait = 0
+		if ts.awaitData {
+			ts.wait = defaultAwait
+			if getMoreMS > 0 {
+				ts.wait = time.Duration(getMoreMS) * time.Millisecond
+			}
+			getMoreMS = 0 // the wait, not a bound on the batch's work
+		}
 	}
 	// The find's maxTimeMS covers all of its cursor's work; the
 	// getMore's own maxTimeMS bounds this batch.

@@ -354,7 +354,7 @@ func (ins *inserter) settle(j int, err error) (chunkStep, error) {
 	case errors.As(err, &dup):
 		return ins.fail(dupWriteError(j, ins.coll.Namespace(), dup, ins.docs[j].id)), nil
 	case errors.As(err, &ce), errors.Is(err, store.ErrLogicalPartitionFull), errors.Is(err, store.ErrParallelArrays),
-		errors.Is(err, store.ErrKeyTooLarge), errors.Is(err, store.ErrValueTooLarge):
+		errors.Is(err, store.ErrKeyTooLarge), errors.Is(err, store.ErrValueTooLarge), errors.Is(err, store.ErrCappedDocTooLarge):
 		// a shard-key error, a full logical partition, a throttled
 		// document, or a key or document too large to store: nothing of
 		// it was written

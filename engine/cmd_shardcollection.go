@@ -104,6 +104,9 @@ func (e *Engine) shardCollection(db, coll string, spec shard.Spec, minPartitions
 	if cur := e.store.Collection(db, coll); cur != nil && !cur.Throughput.IsZero() {
 		t = cur.Throughput // an existing collection keeps its own
 	}
+	if cur := e.store.Collection(db, coll); cur != nil && cur.Capped {
+		return nil, errorf(ErrInvalidOptions, "can't shard a capped collection")
+	}
 	if cur := e.store.Collection(db, coll); cur != nil && !cur.Sharded() {
 		for _, ix := range cur.Indexes {
 			if ix.Unique && (len(ix.Fields) == 0 || ix.Fields[0].Path != spec.Path) {

@@ -77,6 +77,7 @@ func newCommandTable() map[string]command {
 		{name: "listDatabases", help: "list databases with their sizes", adminOnly: true, run: (*Engine).cmdListDatabases},
 		{name: "listCollections", help: "list the collections of a database", run: (*Engine).cmdListCollections},
 		{name: "renameCollection", help: "rename a collection, within or across databases", adminOnly: true, run: (*Engine).cmdRenameCollection},
+		{name: "convertToCapped", help: "make a collection capped (size in bytes), keeping its newest documents that fit", run: (*Engine).cmdConvertToCapped},
 		{name: "collStats", help: "storage statistics of a collection", run: (*Engine).cmdCollStats},
 		{name: "dbStats", help: "storage statistics of a database", run: (*Engine).cmdDBStats},
 		{name: "createIndexes", help: "build secondary indexes (single-field, compound, multikey, unique, sparse, partial, TTL, hidden, wildcard)", run: (*Engine).cmdCreateIndexes},

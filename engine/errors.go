@@ -40,6 +40,7 @@ const (
 	ErrIndexNotFound           Code = 27
 	ErrCursorNotFound          Code = 43
 	ErrCursorInUse             Code = 143
+	ErrCappedPositionLost      Code = 136
 	ErrNamespaceExists         Code = 48
 	ErrMaxTimeMSExpired        Code = 50
 	ErrCommandNotFound         Code = 59
@@ -229,6 +230,7 @@ var codeNames = map[Code]string{
 	ErrShardKeyNotFound:          "ShardKeyNotFound",
 	ErrImmutableField:            "ImmutableField",
 	ErrInvalidOptions:            "InvalidOptions",
+	ErrCappedPositionLost:        "CappedPositionLost",
 	ErrInvalidNamespace:          "InvalidNamespace",
 	ErrNotImplemented:            "NotImplemented",
 	ErrWriteConflict:             "WriteConflict",
@@ -313,7 +315,6 @@ var injectedCodeNames = map[Code]string{
 	89:    "NetworkTimeout",
 	91:    "ShutdownInProgress",
 	133:   "FailedToSatisfyReadPreference",
-	136:   "CappedPositionLost",
 	189:   "PrimarySteppedDown",
 	234:   "RetryChangeStream",
 	237:   "CursorKilled",
@@ -391,6 +392,12 @@ func toCommandError(err error) *CommandError {
 		return errorf(ErrInternalError, "internal error while running the request on a partition; the server log has the details")
 	case errors.Is(err, store.ErrDiskFull):
 		return diskFullError(err)
+	case errors.As(err, new(*store.CappedInTransactionError)):
+		var cte *store.CappedInTransactionError
+		errors.As(err, &cte)
+		return errorf(ErrOperationNotSupportedInTransaction, "Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.", cte.Namespace)
+	case errors.Is(err, store.ErrCappedDocTooLarge):
+		return errorf(ErrBadValue, "object to insert exceeds cappedMaxSize")
 	case errors.Is(err, store.ErrLogicalPartitionFull):
 		var lpf *store.LogicalPartitionFullError
 		errors.As(err, &lpf)

@@ -76,7 +76,7 @@ func parseWriteConcern(req *request) (writeConcern, error) {
 // report a writeConcernError when it cannot be met.
 var writeConcernCommands = map[string]bool{
 	"insert": true, "update": true, "delete": true, "findAndModify": true,
-	"create": true, "drop": true, "dropDatabase": true, "renameCollection": true, "collMod": true,
+	"create": true, "drop": true, "dropDatabase": true, "renameCollection": true, "collMod": true, "convertToCapped": true,
 	"createIndexes": true, "dropIndexes": true,
 	"commitTransaction": true, "abortTransaction": true,
 	"createUser": true, "updateUser": true, "dropUser": true, "dropAllUsersFromDatabase": true,

@@ -120,7 +120,7 @@ func TestCatalog(t *testing.T) {
 		db := client.Database(dbName(t))
 		for i, opts := range []bson.D{
 			{{Key: "capped", Value: false}},
-			{{Key: "capped", Value: false}, {Key: "size", Value: 1024}, {Key: "max", Value: int64(10)}},
+			{{Key: "capped", Value: true}, {Key: "size", Value: 1024}, {Key: "max", Value: int64(10)}},
 			{{Key: "autoIndexId", Value: true}},
 			{{Key: "idIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "name", Value: "_id_"}}}},
 			{{Key: "storageEngine", Value: bson.D{}}},
@@ -157,7 +157,8 @@ func TestCatalog(t *testing.T) {
 			{"storageEngine type", bson.D{{Key: "storageEngine", Value: 1}}, 14, "TypeMismatch", ""},
 			{"validationLevel value", bson.D{{Key: "validationLevel", Value: "sometimes"}}, 2, "BadValue", ""},
 			{"unknown option", bson.D{{Key: "bogus", Value: 1}}, 40415, "Location40415", "BSON field 'create.bogus' is an unknown field."},
-			{"capped", bson.D{{Key: "capped", Value: true}, {Key: "size", Value: 4096}}, 115, "CommandNotSupported", ""},
+			{"capped without size", bson.D{{Key: "capped", Value: true}}, 72, "InvalidOptions", "the 'size' field is required when 'capped' is true"},
+			{"size without capped", bson.D{{Key: "capped", Value: false}, {Key: "size", Value: 1024}, {Key: "max", Value: int64(10)}}, 72, "InvalidOptions", "the 'capped' field needs to be true when either the 'size' or 'max' fields are present"},
 			{"view pipeline without viewOn", bson.D{{Key: "pipeline", Value: bson.A{}}}, 72, "InvalidOptions", "'pipeline' requires 'viewOn' to also be specified"},
 			{"collation", bson.D{{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}}, 115, "CommandNotSupported", ""},
 			{"timeseries", bson.D{{Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}}, 115, "CommandNotSupported", ""},

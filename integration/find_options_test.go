@@ -233,7 +233,10 @@ func TestFindOptions(t *testing.T) {
 		if len(c.batch()) != 1 || relaxedJSON(t, c.batch()[0]) != `{"_id": 4}` {
 			t.Errorf("returnKey with IDHACK: %v", c.batch())
 		}
-		runFail(t, db, find(bson.E{Key: "showRecordId", Value: true}), 238, "NotImplemented")
+		c = runCursor(t, db, find(bson.E{Key: "filter", Value: d("_id", 4)}, bson.E{Key: "showRecordId", Value: true}))
+		if len(c.batch()) != 1 || mustLookup(t, c.batch()[0], "$recordId").Type != bson.TypeInt64 {
+			t.Errorf("showRecordId: %v", c.batch())
+		}
 		ce := runFail(t, db, find(bson.E{Key: "collation", Value: d("locale", "fr")}), 238, "NotImplemented")
 		if !strings.Contains(ce.Message, "collation is not supported") {
 			t.Errorf("collation errmsg %q", ce.Message)

@@ -122,7 +122,7 @@ func (s *Scan) fill(ctx context.Context, part *partScan, wantDocs, wantBytes int
 			if ok {
 				var out []byte
 				if keep {
-					if out, err = s.shape(doc); err != nil {
+					if out, err = s.shape(key, doc); err != nil {
 						return false, err
 					}
 				}
@@ -280,6 +280,16 @@ func (s *Scan) countFanOut(ctx context.Context) error {
 	return nil
 }
 
+// tagOnly are the record-id fields of the raw read under a blocking
+// sort: its documents carry their record id in $recordId (tagRecordID)
+// until they are shaped.
+func tagOnly(p *Read) []string {
+	if len(p.RecordIDFields) == 0 {
+		return nil
+	}
+	return []string{recordIDTag}
+}
+
 // collectAll returns every document the plan's filter matches (unshaped
 // copies), reading the partitions in parallel: what a blocking sort
 // sorts.
@@ -303,7 +313,7 @@ func (s *Scan) collectAll(ctx context.Context) ([][]byte, error) {
 	case p.Coll == nil:
 		return nil, nil
 	case p.Index != nil:
-		raw := &Scan{pl: s.pl, plan: &Read{Coll: p.Coll, Filter: p.Filter, Spans: p.Spans, Index: p.Index}}
+		raw := &Scan{pl: s.pl, plan: &Read{Coll: p.Coll, Filter: p.Filter, Spans: p.Spans, Index: p.Index, RecordIDFields: tagOnly(p)}}
 		out, err := raw.collectIndex(ctx)
 		s.stats.DocsExamined += raw.stats.DocsExamined
 		s.stats.KeysExamined += raw.stats.KeysExamined
@@ -320,7 +330,7 @@ func (s *Scan) collectAll(ctx context.Context) ([][]byte, error) {
 		parts[i] = &partScan{span: sp}
 	}
 	raw := &Scan{pl: s.pl, plan: &Read{Coll: p.Coll, Filter: p.Filter, IDBounds: p.IDBounds,
-		UseIDIndex: p.UseIDIndex, Proj: nil}}
+		UseIDIndex: p.UseIDIndex, Proj: nil, RecordIDFields: tagOnly(p)}}
 	err := runParallel(len(parts), func(i int) error {
 		// keep: shaping with no projection copies the document
 		return raw.fill(ctx, parts[i], 0, 0, true)

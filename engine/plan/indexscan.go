@@ -177,7 +177,7 @@ func (s *Scan) scanIndex(ctx context.Context, max, maxBytes int, keep bool) ([][
 	if s.pending != nil {
 		docs, size, s.pending = append(docs, s.pending), len(s.pending), nil
 	}
-	err := s.WalkIndex(ctx, func(_, doc []byte) (bool, error) {
+	err := s.WalkIndex(ctx, func(key, doc []byte) (bool, error) {
 		if s.skip > 0 {
 			s.skip--
 			return true, nil
@@ -185,7 +185,7 @@ func (s *Scan) scanIndex(ctx context.Context, max, maxBytes int, keep bool) ([][
 		s.sent++
 		s.stats.Returned++
 		if keep {
-			out, err := s.shape(doc)
+			out, err := s.shape(key, doc)
 			if err != nil {
 				return false, err
 			}
@@ -215,8 +215,8 @@ func (s *Scan) scanIndex(ctx context.Context, max, maxBytes int, keep bool) ([][
 func (s *Scan) collectIndex(ctx context.Context) ([][]byte, error) {
 	var out [][]byte
 	for !s.ix.done {
-		err := s.WalkIndex(ctx, func(_, doc []byte) (bool, error) {
-			out = append(out, doc) // a copy already: Txn.Get copies
+		err := s.WalkIndex(ctx, func(key, doc []byte) (bool, error) {
+			out = append(out, s.tagRecordID(key, doc)) // a copy already: Txn.Get copies
 			return len(out)%4096 != 0, nil
 		})
 		if err != nil {

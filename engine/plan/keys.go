@@ -26,7 +26,9 @@ func DocKey(c *store.Collection, doc bsoncore.Document, id bsoncore.Value) ([]by
 	return ShardedKey(c, sk, id), nil
 }
 
-// IDKey is the storage key of a document in an unsharded collection.
+// IDKey is the storage key of a document in an unsharded collection; in
+// a capped one, the key Insert takes (store/capped.go places the
+// document by insertion order).
 func IDKey(c *store.Collection, id bsoncore.Value) []byte {
 	return store.DocKey(c.ID, 0, nil, value.EncodeKey(nil, id))
 }
@@ -39,10 +41,13 @@ func ShardedKey(c *store.Collection, sk, id bsoncore.Value) []byte {
 }
 
 // PointKey is the one key a filter can match, when it pins one: _id
-// equality in an unsharded collection; _id equality and one shard-key
-// value in a sharded one. nil otherwise.
+// equality in an unsharded collection that is not capped; _id equality
+// and one shard-key value in a sharded one. nil otherwise.
 func PointKey(c *store.Collection, f *query.Filter, filter bsoncore.Document) []byte {
 	id, ok := f.IDEquality()
+	if c.Capped {
+		return nil // keyed by insertion order: found through the _id index
+	}
 	if !c.Sharded() {
 		if !ok {
 			return nil

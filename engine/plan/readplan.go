@@ -50,6 +50,10 @@ type Read struct {
 	Index          *IndexPlan   // secondary indexes read (indexplan.go); nil: none
 	Hinted         *store.Index // the secondary index a hint names
 	NaturalHint    bool         // hint {$natural: ±1}: a collection scan, whatever the sort
+	// RecordIDFields are the fields each result gets its document's
+	// record id (store.RecordID) in, after the projection: "$recordId"
+	// for showRecordId, and those of {$meta: "recordId"} projections.
+	RecordIDFields []string
 }
 
 // IDRange is min/max on the _id index: [Min, Max).
@@ -193,7 +197,24 @@ type Scan struct {
 	perPart map[string]Stats // per partition, when collectAll read several
 	ix      indexCursor      // where an index read stands (indexscan.go)
 	pending []byte           // a document that did not fit the last batch of an index read
+	last    []byte           // key of the last document returned (single-partition scans)
 }
+
+// Tail makes a scan that reached the end of its collection read on from
+// where it stopped at its next batch: a tailable cursor over a capped
+// collection, whose new documents have greater keys.
+func (s *Scan) Tail() {
+	if !s.LimitReached() {
+		s.done = false
+	}
+}
+
+// LimitReached reports whether the scan returned its limit.
+func (s *Scan) LimitReached() bool { return s.plan.Limit > 0 && s.sent >= s.plan.Limit }
+
+// LastKey is the key of the last document the scan returned (nil:
+// none yet).
+func (s *Scan) LastKey() []byte { return s.last }
 
 // ranges are the key ranges a single-partition plan reads from resume on
 // (nil: from the start): its partition's, or its logical partitions'; the
@@ -209,8 +230,71 @@ func (s *Scan) ranges(resume []byte) []store.KeyRange {
 // its context (deadline, client gone).
 const ContextCheckEvery = 32
 
-// shape applies the projection (or returnKey) to a matched document.
-func (s *Scan) shape(doc []byte) ([]byte, error) {
+// shape applies the projection (or returnKey) to a matched document,
+// stored at key (nil: not known, as in a blocking sort's documents, which
+// carry their record id in a trailing $recordId: tagRecordID).
+func (s *Scan) shape(key, doc []byte) ([]byte, error) {
+	p := s.plan
+	if len(p.RecordIDFields) == 0 {
+		return s.shapeDoc(doc)
+	}
+	var rid int64
+	if key != nil {
+		rid = store.RecordID(p.Coll, key)
+	} else if rest, id, ok := untagRecordID(doc); ok {
+		doc, rid = rest, id
+	}
+	out, err := s.shapeDoc(doc)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range p.RecordIDFields {
+		out = appendInt64Field(out, f, rid)
+	}
+	return out, nil
+}
+
+// recordIDTag is the field a blocking sort's documents carry their record
+// id in until they are shaped.
+const recordIDTag = "$recordId"
+
+// tagRecordID appends {$recordId: the record id of key} to doc (a copy
+// the caller owns), when the plan shows record ids.
+func (s *Scan) tagRecordID(key, doc []byte) []byte {
+	if len(s.plan.RecordIDFields) == 0 || key == nil {
+		return doc
+	}
+	return appendInt64Field(doc, recordIDTag, store.RecordID(s.plan.Coll, key))
+}
+
+// appendInt64Field appends field name: n to doc.
+func appendInt64Field(doc []byte, name string, n int64) []byte {
+	out := make([]byte, 0, len(doc)+len(name)+10)
+	out = append(out, doc[:len(doc)-1]...)
+	out = bsoncore.AppendInt64Element(out, name, n)
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
+}
+
+// untagRecordID takes a trailing $recordId (tagRecordID) off doc.
+func untagRecordID(doc []byte) (rest []byte, rid int64, ok bool) {
+	const elemLen = 1 + len(recordIDTag) + 1 + 8 // type, name, NUL, int64
+	if len(doc) < 5+elemLen {
+		return doc, 0, false
+	}
+	el := doc[len(doc)-1-elemLen : len(doc)-1]
+	if el[0] != byte(bsoncore.TypeInt64) || string(el[1:1+len(recordIDTag)]) != recordIDTag || el[1+len(recordIDTag)] != 0 {
+		return doc, 0, false
+	}
+	rid = int64(binary.LittleEndian.Uint64(el[len(el)-8:]))
+	rest = append(append(make([]byte, 0, len(doc)-elemLen), doc[:len(doc)-1-elemLen]...), 0)
+	binary.LittleEndian.PutUint32(rest, uint32(len(rest)))
+	return rest, rid, true
+}
+
+// shapeDoc applies the projection (or returnKey) to a matched document.
+func (s *Scan) shapeDoc(doc []byte) ([]byte, error) {
 	p := s.plan
 	if p.ReturnKey {
 		if p.Index != nil && p.Index.Branches == nil && !p.Index.Ix.Wildcard {
@@ -241,11 +325,16 @@ var errSortMemory = errors.New("sort exceeded the memory limit, but did not opt 
 // shapeOwned is shape for a document the caller already owns (a point
 // read's copy, a sorted batch's): without a projection it is the result
 // as it is, with no second copy.
-func (s *Scan) shapeOwned(doc []byte) ([]byte, error) {
-	if !s.plan.ReturnKey && s.plan.Proj.IsEmpty() {
-		return doc, nil
+func (s *Scan) shapeOwned(key, doc []byte) ([]byte, error) {
+	if !s.plan.ReturnKey && s.plan.Proj.IsEmpty() && (len(s.plan.RecordIDFields) == 0 || (key == nil && onlyShowRecordID(s.plan))) {
+		return doc, nil // a blocking sort's document already ends with its $recordId
 	}
-	return s.shape(doc)
+	return s.shape(key, doc)
+}
+
+// onlyShowRecordID reports whether the record id goes to $recordId only.
+func onlyShowRecordID(p *Read) bool {
+	return len(p.RecordIDFields) == 1 && p.RecordIDFields[0] == recordIDTag
 }
 
 // Match tests one document against the filter and the _id bounds.
@@ -334,7 +423,7 @@ func (s *Scan) scan(ctx context.Context, max, maxBytes int, keep bool) ([][]byte
 			s.sent++
 			s.stats.Returned++
 			if keep {
-				out, err := s.shapeOwned(doc) // tx.Get copied it
+				out, err := s.shapeOwned(p.Point, doc) // tx.Get copied it
 				if err != nil {
 					return err
 				}
@@ -378,7 +467,7 @@ func (s *Scan) scan(ctx context.Context, max, maxBytes int, keep bool) ([][]byte
 				} else {
 					var out []byte
 					if keep {
-						if out, err = s.shape(doc); err != nil {
+						if out, err = s.shape(key, doc); err != nil {
 							return false, err
 						}
 						if len(docs) > 0 && bytes+len(out) > maxBytes {
@@ -389,6 +478,7 @@ func (s *Scan) scan(ctx context.Context, max, maxBytes int, keep bool) ([][]byte
 						docs = append(docs, out)
 						bytes += len(out)
 					}
+					s.last = append(s.last[:0], key...)
 					s.sent++
 					s.stats.Returned++
 				}
@@ -543,7 +633,7 @@ func (s *sortedSource) NextBatch(ctx context.Context, max, maxBytes int) ([][]by
 	var out [][]byte
 	bytes := 0
 	for s.pos < len(s.docs) && (max <= 0 || len(out) < max) {
-		d, err := s.scan.shapeOwned(s.docs[s.pos])
+		d, err := s.scan.shapeOwned(nil, s.docs[s.pos])
 		if err != nil {
 			return nil, false, err
 		}
@@ -589,7 +679,7 @@ func (s *Scan) scanVirtual(ctx context.Context, max, maxBytes int, keep bool) ([
 				s.skip--
 			} else {
 				if keep {
-					out, err := s.shape(doc)
+					out, err := s.shape(nil, doc)
 					if err != nil {
 						return nil, false, err
 					}

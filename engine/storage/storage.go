@@ -238,4 +238,7 @@ type Node interface {
 	Splits(since time.Time) []store.SplitEvent
 	SplitCount(db, coll string) int64
 	SettleSplits(ctx context.Context) error
+	// CommitSignal is closed when the next commit that writes collection
+	// c is visible: tailable cursors wait on it for new documents.
+	CommitSignal(c *store.Collection) <-chan struct{}
 }

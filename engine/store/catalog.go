@@ -79,6 +79,12 @@ type Collection struct {
 	// (value.MaxKeyLen): document keys are then not all in _id order
 	// (cutkeys.go).
 	CutIDs bool `bson:"cutIDs,omitempty"`
+	// Capped: the collection keeps its documents in insertion order and
+	// removes the oldest past CappedSize data bytes or CappedMax documents
+	// (0: no document limit) (capped.go).
+	Capped     bool  `bson:"capped,omitempty"`
+	CappedSize int64 `bson:"cappedSize,omitempty"`
+	CappedMax  int64 `bson:"cappedMax,omitempty"`
 
 	pmap *shard.Map // Partitions as a map, built by finish
 }
@@ -305,6 +311,11 @@ type NewCollection struct {
 	ShardKey   string
 	Partitions int
 	Throughput Throughput
+	// Capped, CappedSize and CappedMax make a capped collection
+	// (unsharded only).
+	Capped     bool
+	CappedSize int64
+	CappedMax  int64
 }
 
 // CreateCollectionWith creates db.name as nc describes. ErrExists if it
@@ -343,6 +354,10 @@ func (s *Store) createLocked(db, name string, nc NewCollection) (*Collection, er
 		c.ShardKey, c.ShardedAt = nc.ShardKey, c.Created
 		c.setMap(shard.NewMap(nc.Partitions))
 		c.IDIndex = newIDIndex(false)
+	}
+	if nc.Capped && nc.ShardKey == "" {
+		c.Capped, c.CappedSize, c.CappedMax = true, nc.CappedSize, nc.CappedMax
+		c.IDIndex = newIDIndex(false) // documents are keyed by insertion order
 	}
 	raw, err := bson.Marshal(c)
 	if err != nil {

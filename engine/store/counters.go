@@ -49,7 +49,7 @@ func readCounts(txn kv.Txn, id uint32) (Counts, int, error) {
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
-		if isLPCounter(item.Key()) {
+		if pastCollectionCounters(item.Key()) {
 			break // logical-partition counters follow the collection's
 		}
 		if item.KeySize() > 7 {
@@ -91,7 +91,7 @@ func (s *Store) fold(id uint32) error {
 			it := txn.NewIterator(kv.IterOptions{Prefix: counterPrefix(id)})
 			for it.Rewind(); it.Valid(); it.Next() {
 				item := it.Item()
-				if isLPCounter(item.Key()) {
+				if pastCollectionCounters(item.Key()) {
 					break
 				}
 				if item.KeySize() > 7 {
@@ -130,6 +130,7 @@ func (s *Store) fold(id uint32) error {
 	}
 }
 
-// isLPCounter reports whether a key under c/<collID> is a
-// logical-partition counter (c/<collID>l...).
-func isLPCounter(k []byte) bool { return len(k) > 6 && k[6] == lpTag }
+// pastCollectionCounters reports whether a key under c/<collID> comes
+// after the collection's own counters: a logical-partition counter, or
+// a capped collection's insertion sequence (c/<collID>s).
+func pastCollectionCounters(k []byte) bool { return len(k) > 6 && k[6] >= lpTag }

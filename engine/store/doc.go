@@ -29,10 +29,13 @@
 //	m/seq/coll                         -> last collection id handed out (uint32 BE)
 //	m/boot                             -> boot counter (uint64 BE), +1 per open
 //	d/<collID:4><point:8><shardKey><id> -> document (raw BSON)
+//	d/<collID:4><0:8><seq:9><id>       -> document of a capped collection: seq, its insertion
+//	                                      sequence, stands where a shard key would (capped.go)
 //	c/<collID:4>b                      -> collection counter base (int64 BE: docs, data bytes, key bytes, and secondary index bytes when not 0)
 //	c/<collID:4>d<boot:8><seq:8>       -> collection counter delta written by one transaction
 //	c/<collID:4>l<point:8><shardKey>b  -> logical-partition counter base (sharded collections)
 //	c/<collID:4>l<point:8><shardKey>d<boot:8><seq:8> -> logical-partition counter delta
+//	c/<collID:4>s                      -> a capped collection's last insertion sequence (uint64 BE)
 //	x/<collID:4><ixID:4><ixKey>[<point:8><shardKey><id>] -> <point:8><shardKey><id>: a secondary index entry (indexes.go; unique indexes leave the bracketed suffix out of the key)
 //	x/<collID:4>00000000<id><point:8><shardKey><id> -> <point:8><shardKey><id>: the _id index of a sharded collection (idindex.go)
 //	u/<collID:4><ixID:4><ixKey>        -> never stored: a guard each write of ixKey to an index being made unique reads and deletes (uniqueconv.go)
@@ -52,6 +55,10 @@
 //	d/ 00 00 00 07 | 3f 1a .. 09 | 0f 45 55 00 01 | 0a 05 80 01 0b 00
 //	   collID 7    | point        | shard key "EU" | _id 1
 //	               '-------- logical partition --------'
+//
+// A capped collection's documents sort by insertion sequence instead,
+// which is its natural order, and it keeps the _id index of a sharded
+// collection to find them by _id (capped.go).
 //
 // A value whose encoding is longer than value.MaxKeyLen is cut to a
 // prefix and a hash (value's package comment), so every document key and

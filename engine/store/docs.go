@@ -290,9 +290,17 @@ func (t *Txn) Get(key []byte) ([]byte, error) {
 }
 
 // Insert stores doc at key in c; a present key gives *DuplicateKeyError.
+// In a capped collection key is the document's key by _id, and the
+// document goes to the next insertion sequence instead (capped.go).
 func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.checkCollection(c); err != nil {
 		return err
+	}
+	if c.Capped {
+		var err error
+		if key, err = t.placeCapped(c, key, len(doc)); err != nil {
+			return err
+		}
 	}
 	if err := t.lockKey(key); err != nil {
 		return err
@@ -322,7 +330,10 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
 	}
-	return t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))})
+	if err := t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))}); err != nil || !c.Capped {
+		return err
+	}
+	return t.evictCapped(c, key)
 }
 
 // exists fails with ErrNotFound unless key holds a document. Reading the
@@ -353,6 +364,9 @@ func (t *Txn) current(key []byte) ([]byte, error) {
 // oldSize bytes. ErrNotFound if there is no document at key.
 func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
+		return err
+	}
+	if err := t.checkCappedWrite(c); err != nil {
 		return err
 	}
 	if err := t.lockKey(key); err != nil {
@@ -386,6 +400,9 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 // bytes. ErrNotFound if there is no document at key.
 func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	if err := t.checkCollection(c); err != nil {
+		return err
+	}
+	if err := t.checkCappedWrite(c); err != nil {
 		return err
 	}
 	if err := t.lockKey(key); err != nil {

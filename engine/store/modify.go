@@ -22,6 +22,9 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 	if err := t.checkCollection(c); err != nil {
 		return err
 	}
+	if err := t.checkCappedWrite(c); err != nil {
+		return err
+	}
 	item, err := t.t.Get(key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return fmt.Errorf("document %x: %w", key, ErrNotFound)

@@ -204,6 +204,7 @@ func (s *Store) dropTracker(id uint32) {
 // queues split checks for partitions that grew past the limit and folds
 // logical partitions whose deltas piled up.
 func (s *Store) afterCommit(tx *Txn) {
+	s.signalCommit(tx.written)
 	for id, c := range tx.written {
 		tr, err := s.tracker(c)
 		if err != nil {

@@ -80,6 +80,8 @@ type Store struct {
 
 	partitionState // limits, size trackers, splits, re-placement (partitions.go)
 
+	commits commitSignals // waiters for commits to a collection (capped.go)
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
