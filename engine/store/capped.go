@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -119,11 +119,11 @@ func (t *Txn) placeCapped(c *Collection, idKey []byte, docLen int) ([]byte, erro
 		}); err != nil {
 			return nil, err
 		}
-	case !errors.Is(err, badger.ErrKeyNotFound):
+	case !errors.Is(err, kv.ErrNotFound):
 		return nil, err
 	}
 	if c.IDIndex != nil {
-		it := t.t.NewIterator(badger.IteratorOptions{Prefix: append(IndexPrefix(c.ID, idIndexID), idEnc...)})
+		it := t.t.NewIterator(kv.IterOptions{Prefix: append(IndexPrefix(c.ID, idIndexID), idEnc...)})
 		it.Rewind()
 		taken := it.Valid()
 		it.Close()
@@ -133,7 +133,7 @@ func (t *Txn) placeCapped(c *Collection, idKey []byte, docLen int) ([]byte, erro
 	}
 	seq++
 	if err := t.set(seqKey, binary.BigEndian.AppendUint64(nil, seq)); err != nil {
-		return nil, mapBadgerErr(err)
+		return nil, mapKVErr(err)
 	}
 	return DocKey(c.ID, 0, encodeSeq(seq), idEnc), nil
 }
@@ -167,7 +167,7 @@ func (t *Txn) evictCapped(c *Collection, newest []byte) error {
 		size int
 	}
 	var victims []victim
-	it := t.t.NewIterator(badger.IteratorOptions{Prefix: DocPrefix(c.ID)})
+	it := t.t.NewIterator(kv.IterOptions{Prefix: DocPrefix(c.ID)})
 	for it.Rewind(); it.Valid() && over(); it.Next() {
 		item := it.Item()
 		if bytes.Equal(item.Key(), newest) {
