@@ -59,6 +59,9 @@ type serveOptions struct {
 	replicaSet    string
 	advertise     string
 
+	// a node of a cluster (clusterserve.go)
+	cluster clusterOptions
+
 	// access control
 	auth         bool
 	rootUser     string
@@ -121,6 +124,9 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.BoolVar(&o.tlsSelfSigned, "tls-self-signed", false, "serve TLS only, with a new self-signed certificate for localhost and this host, written to <data-dir>/tls-cert.pem for clients' tlsCAFile")
 	f.StringVar(&o.replicaSet, "replica-set", "", "answer as the primary of a one-member replica set of this name (Cosmos DB's is globaldb) instead of as a router, so connection strings with replicaSet=<name> work")
 	f.StringVar(&o.advertise, "advertise", "", "with --replica-set, the host:port the server names itself by (default: the address each client connected to)")
+	f.Uint64Var(&o.cluster.nodeID, "node-id", 0, "with --initial-members: this node's id among them")
+	f.StringVar(&o.cluster.raftAddress, "raft-address", "", "with --initial-members: the host:port this node's replicas talk Raft on (default: its address in --initial-members, which it must equal)")
+	f.StringVar(&o.cluster.initialMembers, "initial-members", "", "run as a node of a cluster of these members, \"1=host:port,2=host:port,3=host:port\" (node ids and Raft addresses); every node listens for clients on the same port, at its Raft host")
 	f.BoolVar(&o.auth, "auth", false, "access control: every command but the handshake needs an authenticated user (SCRAM-SHA-1/256) whose built-in roles allow it; while no user exists, a client on localhost may create the first one in admin")
 	f.StringVar(&o.rootUser, "root-user", "", "make sure admin.<name> exists with role root and --root-password (reset at every start); implies --auth")
 	f.StringVar(&o.rootPassword, "root-password", "", "password of --root-user (prefer the PARSEC_ROOT_PASSWORD variable: flags show in the process list)")
@@ -184,6 +190,13 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		return err
 	}
 	restrictFileModes()
+	if o.clustered() {
+		debug.SetMemoryLimit(int64(o.memoryLimit))
+		return serveCluster(ctx, o, argv, logger)
+	}
+	if o.cluster.nodeID != 0 || o.cluster.raftAddress != "" {
+		return fmt.Errorf("--node-id and --raft-address need --initial-members")
+	}
 	dataDir := o.dataDir
 	if o.inMemory {
 		dataDir = ""
@@ -220,37 +233,7 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	if o.inMemory {
 		warnings = append(warnings, "Parsec is running with --in-memory: data is lost when the server stops")
 	}
-	eng := engine.New(engine.Config{
-		Store:              storage.Local(st),
-		Logger:             logger,
-		CursorTimeout:      o.cursorTimeout,
-		TTLInterval:        o.ttlInterval,
-		ConnStats:          func() wire.Stats { return srv.Stats() },
-		MaxConnections:     o.maxConnections,
-		EnableTestCommands: o.testCommands,
-		Partitions: engine.PartitionLimits{
-			MaxRUs:            o.partitionMaxRUs,
-			MaxBytes:          int64(o.partitionMaxBytes),
-			LogicalMaxBytes:   int64(o.logicalPartitionMaxBytes),
-			DefaultThroughput: o.defaultThroughput,
-			MaxThroughput:     o.maxThroughput,
-		},
-		RequestUnits: engine.RequestUnitOptions{
-			RateLimiting:    o.rateLimiting,
-			ServerSideRetry: o.serverSideRetry,
-			BurstSeconds:    o.ruBurstSeconds,
-			Bypass:          !o.ruAccounting,
-		},
-		Argv:            redactArgv(argv),
-		Options:         o.asMap(),
-		StartupWarnings: warnings,
-		Port:            ln.Addr().(*net.TCPAddr).Port,
-		Auth:            o.auth || o.rootUser != "",
-		ReplicaSet:      o.replicaSet,
-		Advertise:       o.advertise,
-		RootUser:        o.rootUser,
-		RootPassword:    o.rootPassword,
-	})
+	eng := engine.New(o.engineConfig(storage.Local(st), logger, func() wire.Stats { return srv.Stats() }, argv, warnings, ln.Addr().(*net.TCPAddr).Port))
 	srv = wire.NewServer(eng, logger, o.maxConnections)
 	where := dataDir
 	if o.inMemory {
@@ -292,6 +275,41 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	}
 	logger.Info("parsec stopped")
 	return err
+}
+
+// engineConfig is the engine's configuration from the flags.
+func (o *serveOptions) engineConfig(st storage.Storage, logger *slog.Logger, conns func() wire.Stats, argv, warnings []string, port int) engine.Config {
+	return engine.Config{
+		Store:              st,
+		Logger:             logger,
+		CursorTimeout:      o.cursorTimeout,
+		TTLInterval:        o.ttlInterval,
+		ConnStats:          conns,
+		MaxConnections:     o.maxConnections,
+		EnableTestCommands: o.testCommands,
+		Partitions: engine.PartitionLimits{
+			MaxRUs:            o.partitionMaxRUs,
+			MaxBytes:          int64(o.partitionMaxBytes),
+			LogicalMaxBytes:   int64(o.logicalPartitionMaxBytes),
+			DefaultThroughput: o.defaultThroughput,
+			MaxThroughput:     o.maxThroughput,
+		},
+		RequestUnits: engine.RequestUnitOptions{
+			RateLimiting:    o.rateLimiting,
+			ServerSideRetry: o.serverSideRetry,
+			BurstSeconds:    o.ruBurstSeconds,
+			Bypass:          !o.ruAccounting,
+		},
+		Argv:            redactArgv(argv),
+		Options:         o.asMap(),
+		StartupWarnings: warnings,
+		Port:            port,
+		Auth:            o.auth || o.rootUser != "",
+		ReplicaSet:      o.replicaSet,
+		Advertise:       o.advertise,
+		RootUser:        o.rootUser,
+		RootPassword:    o.rootPassword,
+	}
 }
 
 func (o *serveOptions) asMap() map[string]any {

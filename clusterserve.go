@@ -1,0 +1,437 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parsecdb/parsec/cluster"
+	"github.com/parsecdb/parsec/engine"
+	"github.com/parsecdb/parsec/engine/kv/badgerkv"
+	"github.com/parsecdb/parsec/engine/storage"
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/wire"
+)
+
+// A cluster of Parsec nodes. Today every node holds a replica of one
+// group that keeps all of the data (dataGroup): its Raft leader is the
+// cluster's one writer and runs the engine; the other nodes are standbys
+// that answer as secondaries of the replica set the cluster presents,
+// naming the primary, so drivers given every node find the writer and
+// follow it through a failover. A node that becomes leader first makes
+// sure it applied everything committed (a ReadIndex round), then claims
+// the group (fenceKey: from that entry on, the previous writer commits
+// nothing more), opens the store on the group and starts its engine.
+
+// dataGroup is the group that holds the whole key space.
+const dataGroup = 1
+
+// fenceKey holds the claim of the group's current writer (a catalog
+// key: the catalog never uses m/writer).
+var fenceKey = []byte("m/writer")
+
+// clusterOptions are serve's cluster flags.
+type clusterOptions struct {
+	nodeID         uint64
+	raftAddress    string
+	initialMembers string
+}
+
+// clustered is whether serve runs as a node of a cluster.
+func (o *serveOptions) clustered() bool { return o.cluster.initialMembers != "" }
+
+// parseMembers reads "1=host:port,2=host:port,...".
+func parseMembers(s string) (map[uint64]string, error) {
+	members := map[uint64]string{}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		id, addr, ok := strings.Cut(part, "=")
+		n, err := strconv.ParseUint(strings.TrimSpace(id), 10, 64)
+		if !ok || err != nil || n == 0 {
+			return nil, fmt.Errorf("--initial-members: %q is not <node id>=<host:port> with a node id of at least 1", part)
+		}
+		addr = strings.TrimSpace(addr)
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("--initial-members: node %d: %q is not host:port", n, addr)
+		}
+		if _, dup := members[n]; dup {
+			return nil, fmt.Errorf("--initial-members: node %d is given twice", n)
+		}
+		if seen[addr] {
+			return nil, fmt.Errorf("--initial-members: address %s is given twice", addr)
+		}
+		members[n], seen[addr] = addr, true
+	}
+	return members, nil
+}
+
+// validateCluster checks the cluster flags against each other and the
+// rest of serve's; it returns the members.
+func (o *serveOptions) validateCluster() (map[uint64]string, error) {
+	members, err := parseMembers(o.cluster.initialMembers)
+	if err != nil {
+		return nil, err
+	}
+	own, ok := members[o.cluster.nodeID]
+	switch {
+	case o.cluster.nodeID == 0:
+		return nil, errors.New("--initial-members needs --node-id: this node's id among them")
+	case !ok:
+		return nil, fmt.Errorf("--node-id %d is not among --initial-members (%s)", o.cluster.nodeID, o.cluster.initialMembers)
+	case o.cluster.raftAddress != "" && o.cluster.raftAddress != own:
+		return nil, fmt.Errorf("--raft-address %s, but --initial-members gives node %d the address %s", o.cluster.raftAddress, o.cluster.nodeID, own)
+	case o.inMemory:
+		return nil, errors.New("--in-memory cannot be used with --initial-members: a cluster node keeps its replicas on disk")
+	case o.auth || o.rootUser != "":
+		return nil, errors.New("--auth and --root-user are not yet available with --initial-members")
+	}
+	return members, nil
+}
+
+// clusterIdentity is what a node's data directory was created as
+// (<data-dir>/cluster.json), checked at every start.
+type clusterIdentity struct {
+	NodeID  uint64            `json:"nodeId"`
+	Members map[uint64]string `json:"members"`
+}
+
+const identityFile = "cluster.json"
+
+// checkIdentity refuses a data directory made for another node or
+// another cluster, and records the identity of a new one. Nothing in the
+// directory changes when it refuses.
+func checkIdentity(dir string, nodeID uint64, members map[uint64]string) error {
+	path := filepath.Join(dir, identityFile)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.Name() != "tls-cert.pem" && e.Name() != "tls-key.pem" {
+				return fmt.Errorf("data directory %s holds a single server's data (or another program's), not a cluster node's: give this node an empty --data-dir", dir)
+			}
+		}
+		raw, err = json.MarshalIndent(clusterIdentity{NodeID: nodeID, Members: members}, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(path, append(raw, '\n'), 0o600)
+	}
+	if err != nil {
+		return err
+	}
+	var id clusterIdentity
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if id.NodeID != nodeID {
+		return fmt.Errorf("data directory %s is node %d's of its cluster, not node %d's: start it with --node-id %d, or give node %d a --data-dir of its own", dir, id.NodeID, nodeID, id.NodeID, nodeID)
+	}
+	if !maps.Equal(id.Members, members) {
+		return fmt.Errorf("--initial-members %s disagrees with the members data directory %s was created with (%s): a node keeps the membership it was started with; start it with the same list, or give it an empty --data-dir to join a new cluster", formatMembers(members), dir, formatMembers(id.Members))
+	}
+	return nil
+}
+
+func formatMembers(m map[uint64]string) string {
+	ids := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%d=%s", id, m[id])
+	}
+	return strings.Join(parts, ",")
+}
+
+// clientAddress is the address clients reach a member at: its Raft
+// host and this node's client port (every node of a cluster listens for
+// clients on the same port).
+func clientAddress(raftAddr string, port int) string {
+	host, _, _ := net.SplitHostPort(raftAddr)
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// serveCluster runs this node of a cluster until ctx is done.
+func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *slog.Logger) error {
+	members, err := o.validateCluster()
+	if err != nil {
+		return err
+	}
+	dataDir := o.dataDir
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	if err := checkIdentity(dataDir, o.cluster.nodeID, members); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.listen, err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	clients := map[uint64]string{}
+	for id, addr := range members {
+		clients[id] = clientAddress(addr, port)
+	}
+	db, err := badgerkv.Open(badgerkv.Options{Dir: filepath.Join(dataDir, "data"), Logger: logger, MemoryLimit: int64(o.memoryLimit)})
+	if err != nil {
+		_ = ln.Close()
+		if errors.Is(err, badgerkv.ErrLocked) {
+			return fmt.Errorf("data directory %s is already in use by another Parsec server; stop it or choose another --data-dir", dataDir)
+		}
+		return err
+	}
+	cluster.QuietLogs()
+	node, err := cluster.NewNode(cluster.NodeConfig{RaftAddress: members[o.cluster.nodeID], Dir: dataDir, DB: db.Badger()})
+	if err != nil {
+		_ = ln.Close()
+		_ = db.Close()
+		return err
+	}
+	err = node.StartGroup(cluster.GroupConfig{ShardID: dataGroup, ReplicaID: o.cluster.nodeID, Members: members, Spans: cluster.DataSpans})
+	if err != nil {
+		node.Close()
+		_ = db.Close()
+		_ = ln.Close()
+		return err
+	}
+	ids := slices.Sorted(maps.Keys(clients))
+	hosts := make([]string, len(ids))
+	for i, id := range ids {
+		hosts[i] = clients[id]
+	}
+	setName := o.replicaSet
+	if setName == "" {
+		setName = "parsec"
+	}
+	h := &clusterHandler{
+		o: o, logger: logger, node: node, self: o.cluster.nodeID, clients: clients,
+		standby: engine.Standby{SetName: setName, Me: clients[o.cluster.nodeID], Members: hosts},
+		argv:    argv, port: port, setName: setName, hosts: hosts,
+	}
+	var srv *wire.Server
+	h.conns = func() wire.Stats { return srv.Stats() }
+	srv = wire.NewServer(h, logger, o.maxConnections)
+	logger.Info("parsec cluster node started", "version", engine.Version, "node", o.cluster.nodeID, "address", ln.Addr().String(),
+		"raft_address", members[o.cluster.nodeID], "members", formatMembers(members), "data_dir", dataDir, "replica_set", setName)
+
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); h.watch(wctx) }()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	}
+	stopWatch()
+	<-watched
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil {
+		logger.Warn("shutdown did not finish in time; open connections were closed", "err", serr)
+	}
+	h.stepDown("shutting down")
+	node.Close()
+	if cerr := db.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if errors.Is(err, wire.ErrServerClosed) {
+		err = nil
+	}
+	logger.Info("parsec stopped")
+	return err
+}
+
+// writer is this node's engine while it is the group's writer.
+type writer struct {
+	eng  *engine.Engine
+	st   *store.Store
+	term uint64
+}
+
+// clusterHandler serves a node's clients: through the engine while the
+// node is the writer, as a standby otherwise.
+type clusterHandler struct {
+	o       *serveOptions
+	logger  *slog.Logger
+	node    *cluster.Node
+	self    uint64
+	clients map[uint64]string // member id -> client address
+	argv    []string
+	port    int
+	setName string
+	hosts   []string
+	conns   func() wire.Stats
+
+	cur     atomic.Pointer[writer]
+	standby engine.Standby
+	primary atomic.Pointer[string] // the writer's client address, as last seen
+
+	mu      sync.Mutex // serializes takeOver and stepDown
+	retired []*writer  // deposed writers still to close (by the watch loop)
+}
+
+// watch follows the group's leadership: this node takes over when it
+// leads and steps down when it no longer does.
+func (h *clusterHandler) watch(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		leader, term, ok := h.node.LeaderTerm(dataGroup)
+		primary := ""
+		if ok {
+			primary = h.clients[leader]
+		}
+		h.primary.Store(&primary)
+		w := h.cur.Load()
+		switch mine := ok && leader == h.self; {
+		case mine && (w == nil || w.term != term):
+			if w != nil {
+				h.stepDown("a new term")
+			}
+			if err := h.takeOver(ctx, term); err != nil && ctx.Err() == nil {
+				h.logger.Warn("taking over as the cluster's writer failed; trying again", "term", term, "err", err)
+			}
+		case !mine && w != nil:
+			h.stepDown("another node leads the group")
+		}
+		h.closeRetired()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// takeOver makes this node the writer for term.
+func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	start := time.Now()
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := h.node.Barrier(bctx, dataGroup); err != nil {
+		return fmt.Errorf("catching up: %w", err)
+	}
+	kvs, err := h.node.KV(dataGroup)
+	if err != nil {
+		return err
+	}
+	claim := fmt.Appendf(nil, "node %d term %d", h.self, term)
+	if err := kvs.Claim(bctx, fenceKey, claim); err != nil {
+		return fmt.Errorf("claiming the group: %w", err)
+	}
+	kvs.Fence(fenceKey, claim)
+	w := &writer{term: term}
+	kvs.OnFenced = func() { h.depose(w) }
+	st, err := store.Open(store.Options{KV: kvs, Logger: h.logger})
+	if err != nil {
+		return fmt.Errorf("opening the store: %w", err)
+	}
+	cfg := h.o.engineConfig(storage.Local(st), h.logger, h.conns, h.argv, nil, h.port)
+	cfg.ReplicaSet, cfg.Advertise, cfg.Members, cfg.ElectionTerm = h.setName, h.clients[h.self], h.hosts, term
+	w.eng, w.st = engine.New(cfg), st
+	h.cur.Store(w)
+	h.logger.Info("this node is the cluster's writer", "term", term, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// depose stops serving through w at once (its commits are fenced off);
+// the watch loop closes it.
+func (h *clusterHandler) depose(w *writer) {
+	if h.cur.CompareAndSwap(w, nil) {
+		h.mu.Lock()
+		h.retired = append(h.retired, w)
+		h.mu.Unlock()
+		h.logger.Warn("another node claimed the cluster's writes: this node is a standby", "term", w.term)
+	}
+}
+
+// stepDown stops serving through the current writer and closes it.
+func (h *clusterHandler) stepDown(why string) {
+	w := h.cur.Swap(nil)
+	h.mu.Lock()
+	if w != nil {
+		h.retired = append(h.retired, w)
+		h.logger.Info("this node is a standby", "term", w.term, "why", why)
+	}
+	h.mu.Unlock()
+	h.closeRetired()
+}
+
+func (h *clusterHandler) closeRetired() {
+	h.mu.Lock()
+	ws := h.retired
+	h.retired = nil
+	h.mu.Unlock()
+	for _, w := range ws {
+		w.eng.Close()
+		if err := w.st.Close(); err != nil {
+			h.logger.Debug("closing a deposed writer's store", "err", err)
+		}
+	}
+}
+
+func (h *clusterHandler) Connect(c *wire.Conn) wire.ConnHandler { return &clusterConn{h: h, c: c} }
+
+// clusterConn is one client connection. A connection is served by the
+// writer current at its first request, or as a standby; when that
+// changes, the connection is closed so that the client looks again and
+// finds the writer (drivers retry a write or read a closed connection
+// interrupted, and a retried write runs exactly once: its session's
+// records are replicated with it).
+type clusterConn struct {
+	h    *clusterHandler
+	c    *wire.Conn
+	w    *writer
+	ch   wire.ConnHandler
+	used bool
+}
+
+func (cc *clusterConn) Handle(ctx context.Context, req *wire.Request) []byte {
+	w := cc.h.cur.Load()
+	if cc.used && w != cc.w {
+		req.CloseConnection = true
+		return nil
+	}
+	cc.used, cc.w = true, w
+	if w == nil {
+		s := cc.h.standby
+		if p := cc.h.primary.Load(); p != nil {
+			s.Primary = *p
+		}
+		return engine.StandbyReply(req.Body, s, cc.c.ID())
+	}
+	if cc.ch == nil {
+		cc.ch = w.eng.Connect(cc.c)
+	}
+	reply := cc.ch.Handle(ctx, req)
+	if cc.h.cur.Load() != w {
+		// The node stopped being the writer while the request ran: its
+		// outcome is unknown here, and the client learns it by retrying
+		// at the new writer.
+		req.CloseConnection = true
+		return nil
+	}
+	return reply
+}
+
+func (cc *clusterConn) Close() {
+	if cc.ch != nil {
+		cc.ch.Close()
+	}
+}

@@ -1,0 +1,315 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+)
+
+// clusterNode is one `parsec serve` process of a three-node cluster on
+// 127.0.0.1-3.
+type clusterNode struct {
+	id      int
+	dir     string
+	client  string // host:port for clients
+	mu      sync.Mutex
+	log     strings.Builder
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	started chan struct{}
+}
+
+// testCluster is three nodes sharing a client port and a Raft port, on
+// their own loopback addresses.
+type testCluster struct {
+	t       *testing.T
+	nodes   []*clusterNode
+	members string
+	port    int
+}
+
+// freePort is a port free on 127.0.0.1, .2 and .3 at once.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for attempt := 0; attempt < 20; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		ok := true
+		var others []net.Listener
+		for _, host := range []string{"127.0.0.2", "127.0.0.3"} {
+			o, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+			if err != nil {
+				ok = false
+				break
+			}
+			others = append(others, o)
+		}
+		_ = l.Close()
+		for _, o := range others {
+			_ = o.Close()
+		}
+		if ok {
+			return port
+		}
+	}
+	t.Fatal("no port free on 127.0.0.1-3")
+	return 0
+}
+
+func startTestCluster(t *testing.T) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, port: freePort(t)}
+	raft := freePort(t)
+	var members []string
+	for i := 1; i <= 3; i++ {
+		members = append(members, fmt.Sprintf("%d=127.0.0.%d:%d", i, i, raft))
+		c.nodes = append(c.nodes, &clusterNode{id: i, dir: t.TempDir(), client: fmt.Sprintf("127.0.0.%d:%d", i, c.port)})
+	}
+	c.members = strings.Join(members, ",")
+	for _, n := range c.nodes {
+		c.start(n)
+	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			c.kill(n)
+		}
+	})
+	return c
+}
+
+// start runs node n and waits for its start-up line.
+func (c *testCluster) start(n *clusterNode) {
+	c.t.Helper()
+	cmd := exec.Command(parsecBinary(c.t), "serve", "--node-id", strconv.Itoa(n.id), "--initial-members", c.members,
+		"--listen", n.client, "--data-dir", n.dir, "--http", "", "--log-level", "info")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	n.cmd, n.exited, n.started = cmd, make(chan struct{}), make(chan struct{})
+	started := n.started
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		once := sync.Once{}
+		for sc.Scan() {
+			n.mu.Lock()
+			n.log.WriteString(sc.Text() + "\n")
+			n.mu.Unlock()
+			if strings.Contains(sc.Text(), "cluster node started") {
+				once.Do(func() { close(started) })
+			}
+		}
+		_, _ = io.Copy(io.Discard, pipe)
+		_ = cmd.Wait()
+		close(n.exited)
+	}()
+	select {
+	case <-started:
+	case <-n.exited:
+		c.t.Fatalf("node %d exited at start:\n%s", n.id, n.logText())
+	case <-time.After(20 * time.Second):
+		c.t.Fatalf("node %d did not start:\n%s", n.id, n.logText())
+	}
+}
+
+// kill ends node n with SIGKILL.
+func (c *testCluster) kill(n *clusterNode) {
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Kill()
+	<-n.exited
+	n.cmd = nil
+}
+
+func (n *clusterNode) logText() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.log.String()
+}
+
+// uri lists every node, as an application would.
+func (c *testCluster) uri() string {
+	hosts := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		hosts[i] = n.client
+	}
+	return "mongodb://" + strings.Join(hosts, ",") + "/?replicaSet=parsec"
+}
+
+func (c *testCluster) connect() *mongo.Client {
+	c.t.Helper()
+	cl, err := mongo.Connect(options.Client().ApplyURI(c.uri()).SetTimeout(30 * time.Second).
+		SetServerSelectionTimeout(30 * time.Second))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { _ = cl.Disconnect(context.Background()) })
+	return cl
+}
+
+// primary is the node the cluster names as its writer.
+func (c *testCluster) primary(cl *mongo.Client) *clusterNode {
+	c.t.Helper()
+	var hello struct {
+		Primary string `bson:"primary"`
+	}
+	if err := cl.Database("admin").RunCommand(testCtx(c.t), bson.D{{Key: "hello", Value: 1}}, options.RunCmd().SetReadPreference(readpref.Primary())).Decode(&hello); err != nil {
+		c.t.Fatal(err)
+	}
+	for _, n := range c.nodes {
+		if n.client == hello.Primary {
+			return n
+		}
+	}
+	c.t.Fatalf("hello names %q as primary, not a node", hello.Primary)
+	return nil
+}
+
+// TestClusterFailover: three nodes on 127.0.0.1-3; a client that lists
+// them all writes continuously while the writer is killed with SIGKILL,
+// twice (the first one restarted in between): every write the client saw
+// acknowledged is there at the end exactly once, on a cluster that took
+// writes again within 5 s each time.
+func TestClusterFailover(t *testing.T) {
+	c := startTestCluster(t)
+	cl := c.connect()
+	coll := cl.Database("app").Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	ctx := testCtx(t)
+
+	var mu sync.Mutex
+	acked := map[int]bool{}
+	var stamps []time.Time // when each acknowledgement arrived
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	writers := 4
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := w*1_000_000 + i
+				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				_, err := coll.InsertOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "w", Value: w}})
+				cancel()
+				if err == nil {
+					mu.Lock()
+					acked[id] = true
+					stamps = append(stamps, time.Now())
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	waitAcked := func(n int) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			got := len(acked)
+			mu.Unlock()
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d writes acknowledged, waiting for %d", got, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// gapAfter is the longest pause between acknowledgements after at.
+	gapAfter := func(at time.Time) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		ts := append([]time.Time(nil), stamps...)
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		var gap time.Duration
+		prev := at
+		for _, s := range ts {
+			if s.Before(at) {
+				continue
+			}
+			gap = max(gap, s.Sub(prev))
+			prev = s
+		}
+		return gap
+	}
+
+	waitAcked(200)
+	var gaps []time.Duration
+	for round := 0; round < 2; round++ {
+		victim := c.primary(cl)
+		mu.Lock()
+		before := len(acked)
+		mu.Unlock()
+		killed := time.Now()
+		c.kill(victim)
+		waitAcked(before + 200)
+		gap := gapAfter(killed)
+		gaps = append(gaps, gap)
+		t.Logf("round %d: killed node %d (the writer); longest pause in acknowledgements after it: %v", round+1, victim.id, gap.Round(time.Millisecond))
+		if gap > 5*time.Second {
+			t.Errorf("round %d: the cluster took %v to take writes again, want under 5 s", round+1, gap)
+		}
+		c.start(victim) // it catches up from the log or a snapshot
+	}
+	close(stop)
+	wg.Wait()
+
+	// Every acknowledged write, exactly once.
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	for cur.Next(ctx) {
+		id, _ := cur.Current.Lookup("_id").AsInt64OK()
+		seen[int(id)]++
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	missing, dups := 0, 0
+	for id := range acked {
+		if seen[id] == 0 {
+			missing++
+		}
+	}
+	for _, n := range seen {
+		if n > 1 {
+			dups++
+		}
+	}
+	t.Logf("%d writes acknowledged, %d documents stored", len(acked), len(seen))
+	if missing > 0 || dups > 0 {
+		t.Errorf("%d acknowledged writes missing, %d stored twice", missing, dups)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || int(n) != len(seen) {
+		t.Errorf("countDocuments = %d, %v; the scan found %d", n, err, len(seen))
+	}
+}
