@@ -399,6 +399,7 @@ type clusterConn struct {
 	c    *wire.Conn
 	w    *writer
 	ch   wire.ConnHandler
+	up   *upstream // to the writer, on a standby (proxy.go)
 	used bool
 }
 
@@ -410,11 +411,7 @@ func (cc *clusterConn) Handle(ctx context.Context, req *wire.Request) []byte {
 	}
 	cc.used, cc.w = true, w
 	if w == nil {
-		s := cc.h.standby
-		if p := cc.h.primary.Load(); p != nil {
-			s.Primary = *p
-		}
-		return engine.StandbyReply(req.Body, s, cc.c.ID())
+		return cc.standby(ctx, req)
 	}
 	if cc.ch == nil {
 		cc.ch = w.eng.Connect(cc.c)
@@ -430,8 +427,45 @@ func (cc *clusterConn) Handle(ctx context.Context, req *wire.Request) []byte {
 	return reply
 }
 
+// standby answers the handshake as a secondary naming the writer, and
+// forwards every other command to the writer; with no writer known, it
+// answers MongoDB's not-primary errors.
+func (cc *clusterConn) standby(ctx context.Context, req *wire.Request) []byte {
+	s := cc.h.standby
+	if p := cc.h.primary.Load(); p != nil {
+		s.Primary = *p
+	}
+	if s.Primary == "" || s.Primary == s.Me || req.OpCode != wire.OpMsg || req.Err != nil || engine.StandbyAnswers(req.Body) {
+		return engine.StandbyReply(req.Body, s, cc.c.ID())
+	}
+	if cc.up != nil && cc.up.addr != s.Primary {
+		// The writer changed: the client looks again.
+		req.CloseConnection = true
+		return nil
+	}
+	if cc.up == nil {
+		up, err := dialUpstream(ctx, s.Primary)
+		if err != nil {
+			cc.h.logger.Debug("forwarding to the writer", "writer", s.Primary, "err", err)
+			return engine.StandbyReply(req.Body, engine.Standby{SetName: s.SetName, Me: s.Me, Members: s.Members}, cc.c.ID())
+		}
+		cc.up = up
+	}
+	reply, err := cc.up.roundTrip(ctx, req)
+	if err != nil {
+		// The outcome is unknown here: the client retries what it may.
+		cc.h.logger.Debug("forwarding to the writer", "writer", s.Primary, "err", err)
+		req.CloseConnection = true
+		return nil
+	}
+	return reply
+}
+
 func (cc *clusterConn) Close() {
 	if cc.ch != nil {
 		cc.ch.Close()
+	}
+	if cc.up != nil {
+		cc.up.close()
 	}
 }

@@ -22,7 +22,7 @@ type Standby struct {
 // standbyCommands are what a standby answers itself: the handshake and
 // the monitoring drivers do on every member.
 var standbyCommands = map[string]bool{
-	"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true, "endSessions": true,
+	"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true,
 }
 
 // standbyWrites are the commands a standby refuses as a write (10107
@@ -33,6 +33,13 @@ var standbyWrites = map[string]bool{
 	"create": true, "drop": true, "dropDatabase": true, "createIndexes": true, "dropIndexes": true,
 	"renameCollection": true, "collMod": true, "shardCollection": true, "commitTransaction": true,
 	"abortTransaction": true, "createUser": true, "dropUser": true, "updateUser": true,
+}
+
+// StandbyAnswers is whether a standby answers the command itself (the
+// handshake and monitoring) instead of forwarding it to the writer.
+func StandbyAnswers(body []byte) bool {
+	elems, err := bsoncore.Document(body).Elements()
+	return err == nil && len(elems) > 0 && standbyCommands[elems[0].Key()]
 }
 
 // StandbyReply answers one request on a standby: hello as a secondary

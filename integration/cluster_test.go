@@ -313,3 +313,47 @@ func TestClusterFailover(t *testing.T) {
 		t.Errorf("countDocuments = %d, %v; the scan found %d", n, err, len(seen))
 	}
 }
+
+// TestClusterAnyNode: a client may talk to any node. Connected to one
+// node alone (as mongosh given one host), a standby forwards reads and
+// writes to the writer; through the replica set, reads that prefer
+// secondaries are answered too; hello names the writer everywhere.
+func TestClusterAnyNode(t *testing.T) {
+	c := startTestCluster(t)
+	setCl := c.connect()
+	writer := c.primary(setCl)
+	ctx := testCtx(t)
+	for _, n := range c.nodes {
+		cl, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + n.client + "/?directConnection=true").SetTimeout(20 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Disconnect(context.Background())
+		var hello bson.M
+		if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+			t.Fatal(err)
+		}
+		isWriter := n == writer
+		if hello["isWritablePrimary"] != isWriter || hello["primary"] != writer.client || hello["setName"] != "parsec" {
+			t.Errorf("node %d's hello: %v (writer: node %d)", n.id, hello, writer.id)
+		}
+		coll := cl.Database("anynode").Collection("c")
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: n.id}, {Key: "via", Value: n.client}}); err != nil {
+			t.Fatalf("insert through node %d: %v", n.id, err)
+		}
+		var got bson.M
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: n.id}}).Decode(&got); err != nil || got["via"] != n.client {
+			t.Errorf("read back through node %d: %v %v", n.id, got, err)
+		}
+		if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: n.id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+			t.Errorf("update through node %d: %v", n.id, err)
+		}
+	}
+	// Every write went to the one writer: the replica set sees them all,
+	// also when reads prefer a secondary.
+	coll := setCl.Database("anynode").Collection("c", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+	n, err := coll.CountDocuments(ctx, bson.D{{Key: "n", Value: 1}})
+	if err != nil || n != 3 {
+		t.Errorf("documents written through the three nodes, read preferring secondaries: %d, %v", n, err)
+	}
+}
