@@ -15,7 +15,7 @@ import (
 // cmdCreate creates a collection, with document validation when asked
 // (validator, validationLevel, validationAction: validation.go), or a view
 // when viewOn is given (createView). Options MongoDB accepts but Parsec
-// does not implement (capped, time series, collation, ...) are refused
+// does not implement (capped, time series, ...) are refused
 // with CommandNotSupported rather than silently ignored.
 func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 	name, err := validCollectionArg(req)
@@ -132,7 +132,15 @@ func createOptions(req *request, name string) (bson.Raw, error) {
 		case "clusteredIndex":
 			return nil, errorf(ErrCommandNotSupported, "clustered collections are not supported by Parsec")
 		case "collation":
-			return nil, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
+			// The collection's default collation, kept with every option
+			// set, as listCollections shows it; simple is no default.
+			c, err := collationArg(req.name, k, v)
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				b.AppendDocument(k, c.Spec().Document())
+			}
 		case "encryptedFields":
 			return nil, errorf(ErrCommandNotSupported, "queryable encryption is not supported by Parsec")
 		case "changeStreamPreAndPostImages":

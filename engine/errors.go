@@ -149,10 +149,11 @@ const (
 
 // Codes of views (views.go).
 const (
-	ErrGraphContainsCycle        Code = 5
-	ErrViewDepthLimitExceeded    Code = 149
-	ErrCommandNotSupportedOnView Code = 166
-	ErrOptionNotSupportedOnView  Code = 167
+	ErrGraphContainsCycle           Code = 5
+	ErrViewDepthLimitExceeded       Code = 149
+	ErrCommandNotSupportedOnView    Code = 166
+	ErrOptionNotSupportedOnView     Code = 167
+	ErrIncompatibleCollationVersion Code = 161
 )
 
 // Assertions of updates and pipelines that have no codeName but Location<code>.
@@ -278,10 +279,11 @@ var codeNames = map[Code]string{
 	ErrTransactionTooLarge:                "TransactionTooLarge",
 	ErrLockTimeout:                        "LockTimeout",
 
-	ErrGraphContainsCycle:        "GraphContainsCycle",
-	ErrViewDepthLimitExceeded:    "ViewDepthLimitExceeded",
-	ErrCommandNotSupportedOnView: "CommandNotSupportedOnView",
-	ErrOptionNotSupportedOnView:  "OptionNotSupportedOnView",
+	ErrGraphContainsCycle:           "GraphContainsCycle",
+	ErrViewDepthLimitExceeded:       "ViewDepthLimitExceeded",
+	ErrCommandNotSupportedOnView:    "CommandNotSupportedOnView",
+	ErrOptionNotSupportedOnView:     "OptionNotSupportedOnView",
+	ErrIncompatibleCollationVersion: "IncompatibleCollationVersion",
 }
 
 // Name is the codeName MongoDB reports for c.

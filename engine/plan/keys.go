@@ -41,8 +41,17 @@ func ShardedKey(c *store.Collection, sk, id bsoncore.Value) []byte {
 // PointKey is the one key a filter can match, when it pins one: _id
 // equality in an unsharded collection; _id equality and one shard-key
 // value in a sharded one. nil otherwise.
+//
+// Under a collation (f.Collation) a string _id or shard-key value pins
+// nothing: equal strings need not have equal bytes.
 func PointKey(c *store.Collection, f *query.Filter, filter bsoncore.Document) []byte {
 	id, ok := f.IDEquality()
+	if coll := f.Collation(); coll != nil {
+		if ok && value.Collatable(id) {
+			return nil
+		}
+		filter = Uncollated(filter, coll)
+	}
 	if !c.Sharded() {
 		if !ok {
 			return nil

@@ -293,3 +293,41 @@ func Collatable(v bsoncore.Value) bool {
 	}
 	return false
 }
+
+// CollationOfDocument reads a collation document that was validated
+// before (as Document writes one, or a subset: missing options take the
+// locale's defaults). It reports false for the simple collation or a
+// document it cannot read.
+func CollationOfDocument(d []byte) (Collation, bool) {
+	loc, err := bsoncore.Document(d).LookupErr("locale")
+	if err != nil {
+		return Collation{}, false
+	}
+	s, _ := loc.StringValueOK()
+	c, err := DefaultCollation(s)
+	if err != nil {
+		return Collation{}, false
+	}
+	for e := range All(d) {
+		v := e.Value()
+		switch e.Key() {
+		case "caseLevel":
+			c.CaseLevel, _ = v.BooleanOK()
+		case "caseFirst":
+			c.CaseFirst, _ = v.StringValueOK()
+		case "strength":
+			c.Strength = int(Float(v))
+		case "numericOrdering":
+			c.NumericOrdering, _ = v.BooleanOK()
+		case "alternate":
+			c.Alternate, _ = v.StringValueOK()
+		case "maxVariable":
+			c.MaxVariable, _ = v.StringValueOK()
+		case "normalization":
+			c.Normalization, _ = v.BooleanOK()
+		case "backwards":
+			c.Backwards, _ = v.BooleanOK()
+		}
+	}
+	return c, true
+}
