@@ -159,7 +159,7 @@ func TestCatalog(t *testing.T) {
 			{"unknown option", bson.D{{Key: "bogus", Value: 1}}, 40415, "Location40415", "BSON field 'create.bogus' is an unknown field."},
 			{"capped", bson.D{{Key: "capped", Value: true}, {Key: "size", Value: 4096}}, 115, "CommandNotSupported", ""},
 			{"view pipeline without viewOn", bson.D{{Key: "pipeline", Value: bson.A{}}}, 72, "InvalidOptions", "'pipeline' requires 'viewOn' to also be specified"},
-			{"collation", bson.D{{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}}, 115, "CommandNotSupported", ""},
+			{"collation strength", bson.D{{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}, {Key: "strength", Value: 9}}}}, 9, "FailedToParse", "Field 'strength' must be an integer 1 through 5. Got: 9"},
 			{"timeseries", bson.D{{Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}}, 115, "CommandNotSupported", ""},
 			{"clustered", bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "unique", Value: true}}}}, 115, "CommandNotSupported", ""},
 		} {

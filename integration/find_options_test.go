@@ -234,8 +234,9 @@ func TestFindOptions(t *testing.T) {
 			t.Errorf("returnKey with IDHACK: %v", c.batch())
 		}
 		runFail(t, db, find(bson.E{Key: "showRecordId", Value: true}), 238, "NotImplemented")
-		ce := runFail(t, db, find(bson.E{Key: "collation", Value: d("locale", "fr")}), 238, "NotImplemented")
-		if !strings.Contains(ce.Message, "collation is not supported") {
+		runCursor(t, db, find(bson.E{Key: "collation", Value: d("locale", "fr")}))
+		ce := runFail(t, db, find(bson.E{Key: "collation", Value: d("locale", "fr_fr")}), 2, "BadValue")
+		if ce.Message != `Field 'locale' is invalid in: { locale: "fr_fr" }. Did you mean 'fr_FR'?` {
 			t.Errorf("collation errmsg %q", ce.Message)
 		}
 		runCursor(t, db, find(bson.E{Key: "collation", Value: d("locale", "simple")}))
