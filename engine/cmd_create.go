@@ -39,7 +39,11 @@ func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return e.createView(ctx, req.db, name, viewOn, pipeline)
+		var collation bson.Raw
+		if v, err := opts.LookupErr("collation"); err == nil {
+			collation = v.Document()
+		}
+		return e.createView(ctx, req.db, name, viewOn, pipeline, collation)
 	}
 	c, err := e.store.CreateCollection(req.db, name, opts)
 	if err != nil {

@@ -231,6 +231,37 @@ func TestCollationDefaultAndIndexes(t *testing.T) {
 		}
 	})
 
+	t.Run("view collation", func(t *testing.T) {
+		base := db.Collection("vbase")
+		mustInsert(t, base, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: "abc"}}, bson.D{{Key: "_id", Value: 2}, {Key: "x", Value: "ABC"}})
+		if err := db.CreateView(ctx, "v", "vbase", bson.A{}, options.CreateView().SetCollation(caseInsensitive)); err != nil {
+			t.Fatal(err)
+		}
+		v := db.Collection("v")
+		if n, err := v.CountDocuments(ctx, bson.D{{Key: "x", Value: "aBc"}}); err != nil || n != 2 {
+			t.Errorf("count on a view uses its collation: %d %v", n, err)
+		}
+		_, err := v.Find(ctx, bson.D{}, options.Find().SetCollation(&options.Collation{Locale: "fr"}))
+		wantCode(t, err, 167, "OptionNotSupportedOnView")
+		if _, err := v.Find(ctx, bson.D{}, options.Find().SetCollation(caseInsensitive)); err != nil {
+			t.Errorf("find on a view with its own collation: %v", err)
+		}
+		specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "v"}})
+		if err != nil || len(specs) != 1 {
+			t.Fatalf("listCollections: %v %v", specs, err)
+		}
+		if loc, _ := specs[0].Options.Lookup("collation", "locale").StringValueOK(); loc != "en_US" {
+			t.Errorf("view options: %v", specs[0].Options)
+		}
+		// A view without a collation compares by bytes, whatever its base.
+		if err := db.CreateView(ctx, "plain", "d", bson.A{}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := db.Collection("plain").CountDocuments(ctx, bson.D{{Key: "x", Value: "Abc"}}); err != nil || n != 0 {
+			t.Errorf("count on a simple view of a collated collection: %d %v", n, err)
+		}
+	})
+
 	t.Run("unique index with strength 2", func(t *testing.T) {
 		u := db.Collection("u")
 		_, err := u.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "name", Value: 1}},
