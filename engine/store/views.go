@@ -32,9 +32,9 @@ type ViewDefinition struct {
 // storedView is a ViewDefinition as the catalog stores it (its pipeline
 // a BSON array).
 type storedView struct {
-	DB       string        `bson:"db"`
-	Name     string        `bson:"name"`
-	ViewOn   string        `bson:"viewOn"`
+	DB        string        `bson:"db"`
+	Name      string        `bson:"name"`
+	ViewOn    string        `bson:"viewOn"`
 	Pipeline  bson.RawValue `bson:"pipeline"`
 	Created   time.Time     `bson:"created"`
 	Collation bson.Raw      `bson:"collation,omitempty"`
