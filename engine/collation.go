@@ -25,12 +25,6 @@ func collationArg(cmd, k string, v bsoncore.Value) (*value.Collator, error) {
 	return parseCollation(d)
 }
 
-// checkCollation validates a collation document without keeping it.
-func checkCollation(d bsoncore.Document) error {
-	_, err := parseCollation(d)
-	return err
-}
-
 // parseCollation validates a collation document with MongoDB's errors and
 // returns its collator; nil means the simple collation.
 func parseCollation(d bsoncore.Document) (*value.Collator, error) {

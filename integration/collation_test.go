@@ -183,6 +183,12 @@ func TestCollationOperations(t *testing.T) {
 			}
 		}
 		runFail(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "collation", Value: "en"}}, 14, "TypeMismatch")
+		// The shard key compares by bytes.
+		ce := runFail(t, client.Database("admin"), bson.D{{Key: "shardCollection", Value: db.Name() + ".s"}, {Key: "key", Value: bson.D{{Key: "k", Value: "hashed"}}},
+			{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}}, 2, "BadValue")
+		if !strings.Contains(ce.Message, "must be {locale: 'simple'}") {
+			t.Errorf("shardCollection errmsg %q", ce.Message)
+		}
 	})
 }
 
