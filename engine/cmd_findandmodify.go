@@ -88,7 +88,7 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 	ctx = withValidationBypass(ctx, req)
 	sp := &updateSpec{query: a.query, filter: f, upsert: a.upsert, stmt: stmtRef{rw, 0}, noValidation: validationBypassed(ctx)}
 	if !a.remove {
-		if sp.upd, err = update.Parse(a.update, update.Options{ArrayFilters: a.arrayFilters, Let: a.let}); err != nil {
+		if sp.upd, err = update.Parse(a.update, update.Options{ArrayFilters: a.arrayFilters, Let: a.let, Collation: collator}); err != nil {
 			return nil, updateError(err)
 		}
 	}

@@ -243,7 +243,7 @@ func compileUpdate(q bsoncore.Document, u bsoncore.Value, arrayFilters []bsoncor
 	if err != nil {
 		return nil, err
 	}
-	upd, err := update.Parse(u, update.Options{ArrayFilters: arrayFilters, Let: let})
+	upd, err := update.Parse(u, update.Options{ArrayFilters: arrayFilters, Let: let, Collation: coll})
 	if err != nil {
 		return nil, updateError(err)
 	}
