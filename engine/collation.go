@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -10,10 +11,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// collationCache memoizes collators by their spec's bytes: a collection's
-// default collation and repeated request collations are parsed once. The
-// map only grows with distinct specs, which are few in practice.
-var collationCache sync.Map // string -> *value.Collator
+// collationCache memoizes collators by their (complete) spec, so that
+// requests with the same collation share one collator and its pool of
+// golang.org/x/text collators. Keyed by the spec, not the document's
+// bytes, it is bounded by the number of distinct collations.
+var collationCache sync.Map // value.Collation -> *value.Collator
 
 // collationArg parses the collation argument k of cmd: nil for the simple
 // collation ({locale: "simple"}).
@@ -28,19 +30,19 @@ func collationArg(cmd, k string, v bsoncore.Value) (*value.Collator, error) {
 // parseCollation validates a collation document with MongoDB's errors and
 // returns its collator; nil means the simple collation.
 func parseCollation(d bsoncore.Document) (*value.Collator, error) {
-	if c, ok := collationCache.Load(string(d)); ok {
-		return c.(*value.Collator), nil
-	}
 	spec, simple, err := collationSpec(d)
 	if err != nil || simple {
 		return nil, err
+	}
+	if c, ok := collationCache.Load(spec); ok {
+		return c.(*value.Collator), nil
 	}
 	c, err := value.NewCollator(spec)
 	if err != nil {
 		return nil, localeError(d, err)
 	}
-	collationCache.Store(string(d), c)
-	return c, nil
+	got, _ := collationCache.LoadOrStore(spec, c)
+	return got.(*value.Collator), nil
 }
 
 // collationSpec reads a collation document: the spec with the locale's
@@ -68,7 +70,7 @@ func collationSpec(d bsoncore.Document) (spec value.Collation, simple bool, err 
 	switch {
 	case locale == "":
 		return spec, false, errorf(ErrBadValue, "Field 'locale' cannot be the empty string in: %s", shown)
-	case len(locale) > 0 && containsZero(locale):
+	case strings.IndexByte(locale, 0) >= 0:
 		return spec, false, errorf(ErrBadValue, "Field 'locale' cannot contain null byte. Collation spec: %s", shown)
 	}
 	if spec, err = value.DefaultCollation(locale); err != nil {
@@ -121,7 +123,7 @@ func collationSpec(d bsoncore.Document) (spec value.Collation, simple bool, err 
 				return spec, false, errorf(ErrBadValue, "Expected field \"strength\" to have a value exactly representable as a 64-bit integer, but found %s", value.RenderElement(k, v))
 			}
 			if f < 1 || f > 5 {
-				return spec, false, errorf(ErrFailedToParse, "Field 'strength' must be an integer 1 through 5. Got: %s", value.Render(v))
+				return spec, false, errorf(ErrFailedToParse, "Field 'strength' must be an integer 1 through 5. Got: %d", int64(f))
 			}
 			spec.Strength = int(f)
 		case "version":
@@ -137,15 +139,6 @@ func collationSpec(d bsoncore.Document) (spec value.Collation, simple bool, err 
 		}
 	}
 	return spec, false, nil
-}
-
-func containsZero(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // localeError is MongoDB's error for a locale it has no collation for,
