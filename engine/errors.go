@@ -149,12 +149,15 @@ const (
 
 // Codes of views (views.go).
 const (
-	ErrGraphContainsCycle           Code = 5
-	ErrViewDepthLimitExceeded       Code = 149
-	ErrCommandNotSupportedOnView    Code = 166
-	ErrOptionNotSupportedOnView     Code = 167
-	ErrIncompatibleCollationVersion Code = 161
+	ErrGraphContainsCycle        Code = 5
+	ErrViewDepthLimitExceeded    Code = 149
+	ErrCommandNotSupportedOnView Code = 166
+	ErrOptionNotSupportedOnView  Code = 167
 )
+
+// ErrIncompatibleCollationVersion: a collation asks for another version
+// than Parsec's (collation.go).
+const ErrIncompatibleCollationVersion Code = 161
 
 // Assertions of updates and pipelines that have no codeName but Location<code>.
 const (
@@ -279,10 +282,11 @@ var codeNames = map[Code]string{
 	ErrTransactionTooLarge:                "TransactionTooLarge",
 	ErrLockTimeout:                        "LockTimeout",
 
-	ErrGraphContainsCycle:           "GraphContainsCycle",
-	ErrViewDepthLimitExceeded:       "ViewDepthLimitExceeded",
-	ErrCommandNotSupportedOnView:    "CommandNotSupportedOnView",
-	ErrOptionNotSupportedOnView:     "OptionNotSupportedOnView",
+	ErrGraphContainsCycle:        "GraphContainsCycle",
+	ErrViewDepthLimitExceeded:    "ViewDepthLimitExceeded",
+	ErrCommandNotSupportedOnView: "CommandNotSupportedOnView",
+	ErrOptionNotSupportedOnView:  "OptionNotSupportedOnView",
+
 	ErrIncompatibleCollationVersion: "IncompatibleCollationVersion",
 }
 

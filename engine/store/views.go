@@ -32,12 +32,13 @@ type ViewDefinition struct {
 // storedView is a ViewDefinition as the catalog stores it (its pipeline
 // a BSON array).
 type storedView struct {
-	DB        string        `bson:"db"`
-	Name      string        `bson:"name"`
-	ViewOn    string        `bson:"viewOn"`
-	Pipeline  bson.RawValue `bson:"pipeline"`
-	Created   time.Time     `bson:"created"`
-	Collation bson.Raw      `bson:"collation,omitempty"`
+	DB       string        `bson:"db"`
+	Name     string        `bson:"name"`
+	ViewOn   string        `bson:"viewOn"`
+	Pipeline bson.RawValue `bson:"pipeline"`
+	Created  time.Time     `bson:"created"`
+
+	Collation bson.Raw `bson:"collation,omitempty"` // empty: simple
 }
 
 // Namespace is "db.name".
