@@ -12,9 +12,10 @@ import (
 	"golang.org/x/text/language"
 )
 
-// CollationVersion is the version a collation reports (MongoDB shows its
-// ICU version there; Parsec's collations are those of golang.org/x/text,
-// which follows CLDR, and report a version of their own).
+// CollationVersion is the version a collation reports. MongoDB shows its
+// ICU version there, 57.1; Parsec shows the same so that specs copied from
+// MongoDB (listIndexes output, with their version) are accepted, although
+// its ordering data is CLDR's through golang.org/x/text, not ICU's.
 const CollationVersion = "57.1"
 
 // Collation is a collation spec with every option set, as MongoDB's
@@ -32,8 +33,8 @@ type Collation struct {
 	Backwards       bool
 }
 
-// ErrUnknownLocale: the locale is not one Parsec has collation data for;
-// Suggest holds the id it would have used, if any.
+// ErrUnknownLocale: the locale is not one Parsec has collation data for,
+// or not written in its canonical form.
 var ErrUnknownLocale = errors.New("unknown collation locale")
 
 // LocaleError is ErrUnknownLocale with the locale id ICU's canonical form
@@ -196,7 +197,7 @@ func NewCollator(spec Collation) (*Collator, error) {
 // Spec is the collation c implements.
 func (c *Collator) Spec() Collation { return c.spec }
 
-// Equal reports whether a and b are the same collation (nil is simple).
+// Equal reports whether c and o are the same collation (nil is simple).
 func (c *Collator) Equal(o *Collator) bool {
 	if c == nil || o == nil {
 		return c == o
