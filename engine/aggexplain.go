@@ -8,6 +8,7 @@ import (
 	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -36,7 +37,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 		millis = e.now().Sub(started).Milliseconds()
 		executed = true
 	} else if p.NeedsInput() && c != nil {
-		spans = plan.RoutePartitions(c, p.LeadingMatch())
+		spans = plan.RoutePartitions(c, plan.Uncollated(p.LeadingMatch(), p.Collation()))
 	} else {
 		spans = []partitionSpan{{ID: "0"}}
 	}
@@ -51,7 +52,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 		scanStage = "EOF"
 	} else if !c.Sharded() && !c.Capped && filter != nil {
 		if f, err := query.Compile(filter); err == nil {
-			if _, ok := f.IDEquality(); ok {
+			if id, ok := f.IDEquality(); ok && (p.Collation() == nil || !value.Collatable(id)) {
 				scanStage = "IDHACK"
 			}
 		}
@@ -59,8 +60,8 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 	winning := bson.D{{Key: "stage", Value: scanStage}, {Key: "direction", Value: "forward"}}
 	if c != nil && scanStage == "COLLSCAN" && len(filter) > 5 {
 		plain := func(d bson.D, _ int64, _ ...bson.E) bson.D { return d }
-		routed := plan.RoutePartitions(c, filter)
-		probe := &readPlan{Coll: c, Spans: routed, Index: plan.IndexFor(c, filter, nil), ShardKeyScan: plan.ByShardKey(routed)}
+		routed := plan.RoutePartitions(c, plan.Uncollated(filter, p.Collation()))
+		probe := &readPlan{Coll: c, Spans: routed, Index: plan.IndexForCollation(c, filter, nil, p.Collation()), ShardKeyScan: plan.ByShardKey(routed), Collation: p.Collation()}
 		e.planner().WeighShardKeyScan(probe)
 		switch {
 		case probe.Index != nil:

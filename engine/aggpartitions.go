@@ -11,6 +11,7 @@ import (
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -228,14 +229,14 @@ func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Coll
 	if c == nil {
 		return []partitionSpan{{ID: "0"}}, []agg.Iterator{agg.Empty()}
 	}
-	filter := p.LeadingMatch()
-	spans := plan.RoutePartitions(c, filter)
+	filter, collation := p.LeadingMatch(), p.Collation()
+	spans := plan.RoutePartitions(c, plan.Uncollated(filter, collation))
 	its := make([]agg.Iterator, len(spans))
 	_, snapshot := view.(storage.Snapshot) // its index entries may predate an index
 	if len(filter) > 5 && (len(c.Indexes) > 0 || plan.BuiltIDIndex(c) != nil) && !snapshot {
-		if f, err := query.Compile(filter); err == nil {
+		if f, err := query.CompileWith(filter, query.Options{Collation: collation}); err == nil {
 			routed := plan.RoutedSpans(c, spans)
-			chosen := plan.IndexFor(c, filter, nil)
+			chosen := plan.IndexForCollation(c, filter, nil, collation)
 			indexed := chosen != nil
 			if indexed && plan.ByShardKey(spans) {
 				probe := &readPlan{Coll: c, Spans: spans, Index: chosen, ShardKeyScan: true}
@@ -259,7 +260,7 @@ func (e *Engine) aggPartitionSources(view reader, db, coll string, c *store.Coll
 		r.readAhead = len(spans) == 1
 		if !c.Sharded() && !c.Capped && len(filter) > 5 {
 			if f, err := query.Compile(filter); err == nil {
-				if id, ok := f.IDEquality(); ok {
+				if id, ok := f.IDEquality(); ok && (collation == nil || !value.Collatable(id)) {
 					r.point = plan.IDKey(c, id)
 				}
 			}

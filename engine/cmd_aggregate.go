@@ -28,6 +28,7 @@ type aggArgs struct {
 	sessions     []bsoncore.Document
 	currentOps   []bsoncore.Document // what $currentOp lists
 	sampled      []bsoncore.Document // what $listSampledQueries lists
+	collation    collationOpt
 }
 
 // dbAggregateStages may open a database-level aggregate ({aggregate: 1}).
@@ -107,7 +108,7 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	var input *store.Collection
 	var spans []partitionSpan
 	if _, virtual := e.virtualDocs(req.db, coll); c != nil && !virtual && p.NeedsInput() {
-		input, spans = c, plan.RoutePartitions(c, p.LeadingMatch())
+		input, spans = c, plan.RoutePartitions(c, plan.Uncollated(p.LeadingMatch(), p.Collation()))
 	}
 	bill := e.newReadBill(req, input, spans, nil, p.LeadingMatch(), tally)
 	if err := e.admitRead(ctx, req, &bill); err != nil {
@@ -247,7 +248,7 @@ func parseAggregate(cmd string, body bsoncore.Document) (*aggArgs, error) {
 				err = errorf(ErrFailedToParse, "hint must be a string or an object")
 			}
 		case "collation":
-			err = collationArg(cmd, k, v)
+			err = a.collation.parse(cmd, k, v)
 		case "bypassDocumentValidation", "fromMongos", "needsMerge", "isMapReduceCommand", "fromRouter",
 			"$_generateV2ResumeTokens", "exchange", "collectionUUID", "use44SortKeys", "$_requestReshardingResumeToken",
 			"$_passthroughToShard", "query_stats", "includeQueryStatsMetrics", "encryptionInformation":
@@ -273,6 +274,7 @@ func (e *Engine) parsePipeline(db, coll string, a *aggArgs) (*agg.Pipeline, erro
 	opts := agg.Options{
 		DB: db, Coll: coll, Let: a.let, Now: e.now(), AllowDiskUse: a.allowDiskUse == nil || *a.allowDiskUse,
 		MemoryLimit: e.aggMemoryLimit(), Collections: aggCollections{e: e}, Sessions: a.sessions, CurrentOps: a.currentOps, SampledQueries: a.sampled,
+		Collation: a.collation.resolve(e, db, coll),
 	}
 	p, err := agg.Parse(a.pipeline, opts)
 	if err != nil {

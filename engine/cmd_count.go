@@ -14,6 +14,7 @@ type countArgs struct {
 	query       bsoncore.Document
 	hint        hintArg
 	skip, limit int64
+	collation   collationOpt
 }
 
 func (e *Engine) cmdCount(ctx context.Context, req *request) ([]byte, error) {
@@ -79,7 +80,7 @@ func parseCount(cmd string, body bsoncore.Document) (*countArgs, error) {
 				err = wrongTypes(cmd, k, v, "string, object")
 			}
 		case "collation":
-			err = collationArg(cmd, k, v)
+			err = a.collation.parse(cmd, k, v)
 		case "fields", "query_stats", "encryptionInformation":
 		default:
 			if !genericFields[k] {
@@ -97,11 +98,12 @@ func parseCount(cmd string, body bsoncore.Document) (*countArgs, error) {
 // the collection's counters (an empty query, MongoDB's
 // RECORD_STORE_FAST_COUNT).
 func (e *Engine) planCount(db, name string, a *countArgs) (*readPlan, bool, error) {
-	filter, err := query.CompileWith(a.query, query.Options{Now: e.now()})
+	coll := a.collation.resolve(e, db, name)
+	filter, err := query.CompileWith(a.query, query.Options{Now: e.now(), Collation: coll})
 	if err != nil {
 		return nil, false, queryError(err)
 	}
-	p := &readPlan{NS: namespaceOf(db, name), Coll: e.store.Collection(db, name), Filter: filter, Skip: a.skip, Limit: a.limit}
+	p := &readPlan{NS: namespaceOf(db, name), Coll: e.store.Collection(db, name), Filter: filter, Skip: a.skip, Limit: a.limit, Collation: coll}
 	if docs, ok := e.virtualDocs(db, name); ok {
 		p.Coll, p.Virtual = nil, docs
 	}

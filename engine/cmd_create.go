@@ -15,7 +15,7 @@ import (
 // cmdCreate creates a collection, with document validation when asked
 // (validator, validationLevel, validationAction: validation.go), or a view
 // when viewOn is given (createView). Options MongoDB accepts but Parsec
-// does not implement (time series, collation, ...) are refused
+// does not implement (time series, clustered, ...) are refused
 // with CommandNotSupported rather than silently ignored.
 func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 	name, err := validCollectionArg(req)
@@ -39,7 +39,11 @@ func (e *Engine) cmdCreate(ctx context.Context, req *request) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return e.createView(ctx, req.db, name, viewOn, pipeline)
+		var collation bson.Raw
+		if v, err := opts.LookupErr("collation"); err == nil {
+			collation = v.Document()
+		}
+		return e.createView(ctx, req.db, name, viewOn, pipeline, collation)
 	}
 	c, err := e.store.CreateCollectionWith(req.db, name, capped.newCollection(opts))
 	if err != nil {
@@ -127,7 +131,15 @@ func createOptions(req *request, name string) (bson.Raw, *cappedSpec, error) {
 		case "clusteredIndex":
 			return nil, nil, errorf(ErrCommandNotSupported, "clustered collections are not supported by Parsec")
 		case "collation":
-			return nil, nil, errorf(ErrCommandNotSupported, "collation is not supported by Parsec")
+			// The collection's default collation, kept with every option
+			// set, as listCollections shows it; simple is no default.
+			c, err := collationArg(req.name, k, v)
+			if err != nil {
+				return nil, nil, err
+			}
+			if c != nil {
+				b.AppendDocument(k, c.Spec().Document())
+			}
 		case "encryptedFields":
 			return nil, nil, errorf(ErrCommandNotSupported, "queryable encryption is not supported by Parsec")
 		case "changeStreamPreAndPostImages":

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -226,6 +227,8 @@ func existingIndex(c *store.Collection, is indexSpec) (bool, error) {
 				shellString(docValue(is.spec)), shellString(docValue(ix.Spec)))
 		case sameKey(ix.Key, is.ix.Key) && sameOptions(ix.Spec, is.spec):
 			return false, errorf(ErrIndexOptionsConflict, "Index already exists with a different name: %s", ix.Name)
+		case sameKey(ix.Key, is.ix.Key) && !bytes.Equal(ix.Collation, is.ix.Collation):
+			// the same key under another collation is another index, as in MongoDB
 		case sameKey(ix.Key, is.ix.Key):
 			return false, errorf(ErrIndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s",
 				shellString(docValue(is.spec)), shellString(docValue(ix.Spec)))

@@ -83,9 +83,10 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 
 // deleteStmt is one parsed delete statement.
 type deleteStmt struct {
-	filter  bsoncore.Document
-	justOne bool
-	hint    bsoncore.Value
+	filter    bsoncore.Document
+	justOne   bool
+	hint      bsoncore.Value
+	collation collationOpt
 }
 
 // parseDeleteStmt parses {q, limit, hint, collation}.
@@ -119,7 +120,7 @@ func parseDeleteStmt(stmt bsoncore.Document) (deleteStmt, error) {
 			}
 			st.hint = v
 		case "collation":
-			if err := collationArg(field, k, v); err != nil {
+			if err := st.collation.parse(field, k, v); err != nil {
 				return st, err
 			}
 		default:
@@ -137,7 +138,7 @@ func parseDeleteStmt(stmt bsoncore.Document) (deleteStmt, error) {
 
 // deleteOne runs one parsed delete statement (stmt: of a retryable write).
 func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st deleteStmt, let bsoncore.Document, stmt stmtRef) (int64, error) {
-	f, err := compileWriteFilter(st.filter, let, e.now())
+	f, err := compileWriteFilter(st.filter, let, e.now(), st.collation.resolve(e, db, coll))
 	if err != nil {
 		return 0, err
 	}
@@ -160,6 +161,7 @@ func (e *Engine) deleteOne(ctx context.Context, m *meter, db, coll string, st de
 // (stmt.rw set; justOne), the transaction that deletes records it.
 func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collection, f *query.Filter, filter bsoncore.Document, justOne bool, stmt stmtRef) (int64, error) {
 	point := plan.PointKey(c, f, filter)
+	filter = plan.Uncollated(filter, f.Collation()) // routing compares no strings under a collation
 	spans := plan.RouteWrites(c, filter)
 	var tally writeTally
 	e.routeWrite(&tally, c, point, spans, filter)

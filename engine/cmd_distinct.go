@@ -16,10 +16,11 @@ import (
 
 // distinctArgs are the parsed fields of distinct.
 type distinctArgs struct {
-	key      string
-	query    bsoncore.Document
-	hint     hintArg
-	snapshot bool // a snapshot read: secondary indexes are not used
+	key       string
+	query     bsoncore.Document
+	hint      hintArg
+	snapshot  bool // a snapshot read: secondary indexes are not used
+	collation collationOpt
 }
 
 func (e *Engine) cmdDistinct(ctx context.Context, req *request) ([]byte, error) {
@@ -83,7 +84,7 @@ func parseDistinct(cmd string, body bsoncore.Document) (*distinctArgs, error) {
 				err = wrongTypes(cmd, k, v, "string, object")
 			}
 		case "collation":
-			err = collationArg(cmd, k, v)
+			err = a.collation.parse(cmd, k, v)
 		case "query_stats", "mirrored", "sampleId":
 		default:
 			if !genericFields[k] {
@@ -107,11 +108,12 @@ func parseDistinct(cmd string, body bsoncore.Document) (*distinctArgs, error) {
 }
 
 func (e *Engine) planDistinct(db, name string, a *distinctArgs) (*readPlan, error) {
-	filter, err := query.CompileWith(a.query, query.Options{Now: e.now()})
+	coll := a.collation.resolve(e, db, name)
+	filter, err := query.CompileWith(a.query, query.Options{Now: e.now(), Collation: coll})
 	if err != nil {
 		return nil, queryError(err)
 	}
-	p := &readPlan{NS: namespaceOf(db, name), Coll: e.store.Collection(db, name), Filter: filter, Snapshot: a.snapshot}
+	p := &readPlan{NS: namespaceOf(db, name), Coll: e.store.Collection(db, name), Filter: filter, Snapshot: a.snapshot, Collation: coll}
 	if err := e.applyHint(p, a.hint, nil, nil); err != nil {
 		return nil, err
 	}
@@ -132,8 +134,11 @@ func (e *Engine) runDistinct(ctx context.Context, p *readPlan, key string) ([]bs
 		return nil, planStats{}, nil
 	}
 	var vals []bsoncore.Value
+	// Under a collation, strings it holds equal count once (the first
+	// one seen stands for them), as in MongoDB.
+	cmp := func(a, b bsoncore.Value) int { return query.CompareValuesWith(a, b, p.Collation) }
 	add := func(v bsoncore.Value) {
-		i, found := slices.BinarySearchFunc(vals, v, query.CompareValues)
+		i, found := slices.BinarySearchFunc(vals, v, cmp)
 		if !found {
 			vals = slices.Insert(vals, i, bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)})
 		}

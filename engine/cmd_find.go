@@ -30,6 +30,7 @@ type findArgs struct {
 	showRecordID                            bool
 	allowDiskUse                            *bool
 	maxTimeMS                               int64
+	collation                               collationOpt
 }
 
 func (e *Engine) cmdFind(ctx context.Context, req *request) ([]byte, error) {
@@ -161,7 +162,7 @@ func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 			b, err = boolArg(cmd, k, v)
 			a.singleBatch = a.singleBatch || b
 		case "collation":
-			err = collationArg(cmd, k, v)
+			err = a.collation.parse(cmd, k, v)
 		case "tailable":
 			a.tailable, err = boolArg(cmd, k, v)
 		case "awaitData":
@@ -212,28 +213,6 @@ func parseFind(cmd string, body bsoncore.Document) (*findArgs, error) {
 	return a, nil
 }
 
-// collationArg checks the collation argument k of cmd (checkCollation).
-func collationArg(cmd, k string, v bsoncore.Value) error {
-	d, err := docArg(cmd, k, v)
-	if err != nil {
-		return err
-	}
-	return checkCollation(d)
-}
-
-// checkCollation accepts the simple collation (what Parsec always uses)
-// and refuses every other one.
-func checkCollation(d bsoncore.Document) error {
-	if loc, err := d.LookupErr("locale"); err == nil {
-		if s, _ := loc.StringValueOK(); s == "simple" && len(mustElements(d)) == 1 {
-			return nil
-		}
-	} else {
-		return errorf(ErrFailedToParse, "BSON field 'locale' is missing but a required field")
-	}
-	return errorf(ErrNotImplemented, "collation is not supported by Parsec: strings compare by their UTF-8 bytes (the simple collation)")
-}
-
 func mustElements(d bsoncore.Document) []bsoncore.Element {
 	el, _ := d.Elements()
 	return el
@@ -246,13 +225,14 @@ func stringOf(v bsoncore.Value) string {
 
 // planFind compiles a find's filter, sort and projection into a plan.
 func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
-	opts := query.Options{Let: a.let, Now: e.now()}
+	coll := a.collation.resolve(e, db, name)
+	opts := query.Options{Let: a.let, Now: e.now(), Collation: coll}
 	filter, err := query.CompileWith(a.filter, opts)
 	if err != nil {
 		return nil, queryError(err)
 	}
 	p := &readPlan{NS: namespaceOf(db, name), Coll: e.store.Collection(db, name), Filter: filter,
-		Skip: a.skip, Limit: a.limit, ReturnKey: a.returnKey, Snapshot: a.snapshot}
+		Skip: a.skip, Limit: a.limit, ReturnKey: a.returnKey, Snapshot: a.snapshot, Collation: coll}
 	if docs, ok := e.virtualDocs(db, name); ok {
 		p.Coll, p.Virtual = nil, docs
 	}
@@ -263,6 +243,7 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 		if p.Sort, err = query.CompileSort(a.sort); err != nil {
 			return nil, queryError(err)
 		}
+		p.Sort = p.Sort.WithCollation(coll)
 		if dir, ok := p.Sort.Natural(); ok {
 			p.Natural = dir
 		}
@@ -287,13 +268,13 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 	if p.Coll != nil && p.Natural == 0 && !p.UseIDIndex {
 		p.Point = plan.PointKey(p.Coll, filter, a.filter)
 	}
-	if p.Sort != nil && p.Natural == 0 && isIDAscending(a.sort) && p.Virtual == nil && (p.Coll == nil || (!p.Coll.Sharded() && !p.Coll.Capped)) {
+	if p.Sort != nil && p.Natural == 0 && isIDAscending(a.sort) && coll == nil && p.Virtual == nil && (p.Coll == nil || (!p.Coll.Sharded() && !p.Coll.Capped)) {
 		p.StreamByID = true // documents of an unsharded collection are in _id order
 	}
 	p.Route(a.filter)
 	p.ChooseIndex(a.filter, a.sort)
 	e.planner().WeighShardKeyScan(p)
-	if p.Index == nil && p.ShardKeyScan && plan.LogicalPartitionCount(p.Spans) == 1 && p.Sort != nil && isIDAscending(a.sort) {
+	if p.Index == nil && p.ShardKeyScan && plan.LogicalPartitionCount(p.Spans) == 1 && p.Sort != nil && isIDAscending(a.sort) && coll == nil {
 		p.StreamByID = true // one logical partition is in _id order
 	}
 	return p, nil

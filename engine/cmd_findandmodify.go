@@ -30,6 +30,7 @@ type famArgs struct {
 	returnNew    bool
 	upsert       bool
 	keepEmptyTs  bool // bypassEmptyTsReplacement (emptyts.go)
+	collation    collationOpt
 }
 
 // cmdFindAndModify finds one document (the first in sort order), then
@@ -56,7 +57,8 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 		return nil, err
 	}
 	now := e.now()
-	f, err := compileWriteFilter(a.query, a.let, now)
+	collator := a.collation.resolve(e, req.db, name)
+	f, err := compileWriteFilter(a.query, a.let, now, collator)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +66,7 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 	if err != nil {
 		return nil, queryError(err)
 	}
+	sort = sort.WithCollation(collator)
 	project, err := compileFields(a.fields, f, a.let, now)
 	if err != nil {
 		return nil, err
@@ -85,7 +88,7 @@ func (e *Engine) cmdFindAndModify(ctx context.Context, req *request) ([]byte, er
 	ctx = withValidationBypass(ctx, req)
 	sp := &updateSpec{query: a.query, filter: f, upsert: a.upsert, stmt: stmtRef{rw, 0}, noValidation: validationBypassed(ctx)}
 	if !a.remove {
-		if sp.upd, err = update.Parse(a.update, update.Options{ArrayFilters: a.arrayFilters, Let: a.let}); err != nil {
+		if sp.upd, err = update.Parse(a.update, update.Options{ArrayFilters: a.arrayFilters, Let: a.let, Collation: collator}); err != nil {
 			return nil, updateError(err)
 		}
 	}
@@ -173,7 +176,7 @@ func parseFindAndModify(req *request) (famArgs, error) {
 			}
 			a.hint = v
 		case "collation":
-			err = collationArg(req.name, k, v)
+			err = a.collation.parse(req.name, k, v)
 		default:
 			if !genericFields[k] {
 				err = unknownField(req.name, k)
@@ -215,7 +218,8 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 	env := e.updateEnv()
 	point := plan.PointKey(coll, sp.filter, sp.query)
 	var tally writeTally
-	e.routeWrite(&tally, coll, point, plan.RouteWrites(coll, sp.query), sp.query)
+	rq := plan.Uncollated(sp.query, sp.filter.Collation()) // routing compares no strings under a collation
+	e.routeWrite(&tally, coll, point, plan.RouteWrites(coll, rq), rq)
 	if err := e.admitWrite(ctx, m, &tally); err != nil {
 		return res, err
 	}
@@ -341,7 +345,7 @@ func findTarget(tx storage.Txn, coll *store.Collection, f *query.Filter, filter 
 	var bestKeys []bsoncore.Value
 	ordered := sort != nil && !sort.IsEmpty()
 	var matchErr error
-	err := plan.ScanSpans(tx, coll, plan.RouteWrites(coll, filter), nil, func(key, doc []byte) (bool, error) {
+	err := plan.ScanSpans(tx, coll, plan.RouteWrites(coll, plan.Uncollated(filter, f.Collation())), nil, func(key, doc []byte) (bool, error) {
 		tally.Scanned(doc)
 		ok, err := f.MatchErr(doc)
 		if err != nil {

@@ -74,7 +74,7 @@ func listView(docs [][]byte, v *store.ViewDefinition, filter *query.Filter, name
 	entry := bson.D{
 		{Key: "name", Value: v.Name},
 		{Key: "type", Value: "view"},
-		{Key: "options", Value: bson.D{{Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: bson.RawValue{Type: bson.TypeArray, Value: v.Pipeline}}}},
+		{Key: "options", Value: viewListOptions(v)},
 		{Key: "info", Value: bson.D{{Key: "readOnly", Value: true}}},
 	}
 	if nameOnly {
@@ -95,4 +95,13 @@ var emptyDoc = bson.Raw(bsoncore.NewDocumentBuilder().Build())
 // idIndexSpec describes the _id index every collection has.
 func idIndexSpec() bson.D {
 	return bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}
+}
+
+// viewListOptions are a view's options as listCollections shows them.
+func viewListOptions(v *store.ViewDefinition) bson.D {
+	opts := bson.D{{Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: bson.RawValue{Type: bson.TypeArray, Value: v.Pipeline}}}
+	if len(v.Collation) > 0 {
+		opts = append(opts, bson.E{Key: "collation", Value: v.Collation})
+	}
+	return opts
 }

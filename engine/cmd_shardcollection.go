@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -60,7 +61,11 @@ func (e *Engine) cmdShardCollection(_ context.Context, req *request) ([]byte, er
 		case "collation":
 			var d bsoncore.Document
 			if d, err = docArg(req.name, k, v); err == nil {
-				err = checkCollation(d)
+				// The shard key compares by bytes: only the simple collation.
+				var c *value.Collator
+				if c, err = parseCollation(d); err == nil && c != nil {
+					err = errorf(ErrBadValue, "The collation for shardCollection must be {locale: 'simple'}, but found: %s", value.RenderDocument(d))
+				}
 			}
 		case "timeseries":
 			err = errorf(ErrCommandNotSupported, "time-series collections are not supported by Parsec")

@@ -9,6 +9,7 @@ import (
 	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/update"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -120,6 +121,7 @@ type updateStmt struct {
 	multi        bool
 	arrayFilters []bsoncore.Document
 	hint         bsoncore.Value
+	collation    collationOpt
 }
 
 // parseUpdateStmt checks a statement's fields and their types.
@@ -168,7 +170,7 @@ func parseUpdateStmt(stmt bsoncore.Document) (updateStmt, error) {
 			}
 			st.hint = v
 		case "collation":
-			if err := collationArg(field, k, v); err != nil {
+			if err := st.collation.parse(field, k, v); err != nil {
 				return st, err
 			}
 		case "upsertSupplied", "allowShardKeyUpdatesWithoutFullShardKeyInQuery":
@@ -236,12 +238,12 @@ func arrayFiltersArg(cmd string, v bsoncore.Value) ([]bsoncore.Document, error) 
 }
 
 // compileUpdate compiles a statement's filter and update.
-func compileUpdate(q bsoncore.Document, u bsoncore.Value, arrayFilters []bsoncore.Document, let bsoncore.Document, now time.Time) (*updateSpec, error) {
-	f, err := compileWriteFilter(q, let, now)
+func compileUpdate(q bsoncore.Document, u bsoncore.Value, arrayFilters []bsoncore.Document, let bsoncore.Document, now time.Time, coll *value.Collator) (*updateSpec, error) {
+	f, err := compileWriteFilter(q, let, now, coll)
 	if err != nil {
 		return nil, err
 	}
-	upd, err := update.Parse(u, update.Options{ArrayFilters: arrayFilters, Let: let})
+	upd, err := update.Parse(u, update.Options{ArrayFilters: arrayFilters, Let: let, Collation: coll})
 	if err != nil {
 		return nil, updateError(err)
 	}
@@ -260,7 +262,7 @@ func (e *Engine) updateStmt(ctx context.Context, m *meter, db, name string, st u
 		}
 	}
 	vars := mergeVars(let, st.c)
-	sp, err := compileUpdate(st.q, st.u, st.arrayFilters, vars, e.now())
+	sp, err := compileUpdate(st.q, st.u, st.arrayFilters, vars, e.now(), st.collation.resolve(e, db, name))
 	if err != nil {
 		return updateResult{}, err
 	}

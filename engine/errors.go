@@ -160,6 +160,10 @@ const (
 	ErrOptionNotSupportedOnView  Code = 167
 )
 
+// ErrIncompatibleCollationVersion: a collation asks for another version
+// than Parsec's (collation.go).
+const ErrIncompatibleCollationVersion Code = 161
+
 // Assertions of updates and pipelines that have no codeName but Location<code>.
 const (
 	ErrDocumentTooLarge     Code = 17419 // an update made a document too large
@@ -291,6 +295,8 @@ var codeNames = map[Code]string{
 	ErrViewDepthLimitExceeded:    "ViewDepthLimitExceeded",
 	ErrCommandNotSupportedOnView: "CommandNotSupportedOnView",
 	ErrOptionNotSupportedOnView:  "OptionNotSupportedOnView",
+
+	ErrIncompatibleCollationVersion: "IncompatibleCollationVersion",
 }
 
 // Name is the codeName MongoDB reports for c.

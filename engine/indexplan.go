@@ -121,10 +121,15 @@ func indexStages(p *readPlan, filter bsoncore.Document, st planStats, withStats 
 		for _, f := range ix.Fields {
 			multi = append(multi, bson.E{Key: f.Path, Value: bson.A{}})
 		}
-		return withStats(bson.D{
+		stage := bson.D{
 			{Key: "stage", Value: "IXSCAN"},
 			{Key: "keyPattern", Value: ix.Key},
 			{Key: "indexName", Value: ix.Name},
+		}
+		if len(ix.Collation) > 0 {
+			stage = append(stage, bson.E{Key: "collation", Value: ix.Collation})
+		}
+		return withStats(append(stage, bson.D{
 			{Key: "isMultiKey", Value: ix.Multikey || ix.Wildcard},
 			{Key: "multiKeyPaths", Value: multi},
 			{Key: "isUnique", Value: ix.IsUnique()},
@@ -133,7 +138,7 @@ func indexStages(p *readPlan, filter bsoncore.Document, st planStats, withStats 
 			{Key: "indexVersion", Value: int32(2)},
 			{Key: "direction", Value: dir},
 			{Key: "indexBounds", Value: indexBounds(ip)},
-		}, keys, bson.E{Key: "keysExamined", Value: keys}, bson.E{Key: "seeks", Value: int64(ip.Seeks())})
+		}...), keys, bson.E{Key: "keysExamined", Value: keys}, bson.E{Key: "seeks", Value: int64(ip.Seeks())})
 	}
 	var input bson.D
 	if p.Index.Branches == nil {

@@ -42,6 +42,7 @@ func parseIndexSpec(raw bsoncore.Document, c *store.Collection) (indexSpec, erro
 	hasKey := false
 	spec := bson.D{{Key: "v", Value: int32(2)}}
 	var opts bson.D
+	collationGiven := false
 	elems, err := raw.Elements()
 	if err != nil {
 		return is, errorf(ErrFailedToParse, "invalid index specification: %v", err)
@@ -104,7 +105,19 @@ func parseIndexSpec(raw bsoncore.Document, c *store.Collection) (indexSpec, erro
 			is.ix.Partial = bson.Raw(append([]byte(nil), d...))
 			opts = append(opts, bson.E{Key: k, Value: bson.Raw(d)})
 		case "collation":
-			return is, errorf(ErrCannotCreateIndex, "Parsec does not support collations: index %q cannot have one", is.ix.Name)
+			d, ok := v.DocumentOK()
+			if !ok {
+				return is, errorf(ErrTypeMismatch, "The field 'collation' must be an object, but got %s", TypeName(v.Type))
+			}
+			coll, err := parseCollation(d)
+			if err != nil {
+				return is, err
+			}
+			collationGiven = true
+			if coll != nil {
+				is.ix.Collation = bson.Raw(coll.Spec().Document())
+				opts = append(opts, bson.E{Key: k, Value: is.ix.Collation})
+			}
 		case "wildcardProjection", "weights", "default_language", "language_override", "textIndexVersion",
 			"2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "storageEngine", "columnstoreProjection":
 			return is, errorf(ErrCannotCreateIndex, "Parsec does not support the index option '%s'", k)
@@ -182,6 +195,13 @@ func parseIndexSpec(raw bsoncore.Document, c *store.Collection) (indexSpec, erro
 	if c != nil && c.Sharded() && is.ix.Unique && !isID {
 		if keyElems[0].Key() != c.ShardKey {
 			return is, errorf(ErrCannotCreateIndex, "cannot create unique index over %s with shard key pattern { %s: \"hashed\" }", shellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}), c.ShardKey)
+		}
+	}
+	if !collationGiven {
+		// An index without a collation takes the collection's default.
+		if coll := collectionCollation(c); coll != nil {
+			is.ix.Collation = bson.Raw(coll.Spec().Document())
+			opts = append(opts, bson.E{Key: "collation", Value: is.ix.Collation})
 		}
 	}
 	is.ix.Key = bson.Raw(append([]byte(nil), key...))

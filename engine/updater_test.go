@@ -31,7 +31,7 @@ func testUpdater(t *testing.T, n int, q, u bson.D, multi, upsert bool) (*updater
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := compileUpdate(qb, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ub}, nil, nil, e.now())
+	sp, err := compileUpdate(qb, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: ub}, nil, nil, e.now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/update"
+	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/ru"
 	"github.com/parsecdb/parsec/wire"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -91,8 +92,8 @@ func (c *timestampClock) next(secs uint32) update.Timestamp {
 
 // compileWriteFilter compiles the filter of a write statement, with the
 // command's variables for $expr.
-func compileWriteFilter(q, let bsoncore.Document, now time.Time) (*query.Filter, error) {
-	f, err := query.CompileWith(q, query.Options{Let: let, Now: now})
+func compileWriteFilter(q, let bsoncore.Document, now time.Time, coll *value.Collator) (*query.Filter, error) {
+	f, err := query.CompileWith(q, query.Options{Let: let, Now: now, Collation: coll})
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -244,8 +245,9 @@ func (u *updater) open() (found bool, err error) {
 // route finds the key or the partitions the filter routes to.
 func (u *updater) route() {
 	u.point = plan.PointKey(u.coll, u.sp.filter, u.sp.query)
-	u.spans = plan.RouteWrites(u.coll, u.sp.query)
-	u.e.routeWrite(&u.tally, u.coll, u.point, u.spans, u.sp.query)
+	rq := plan.Uncollated(u.sp.query, u.sp.filter.Collation()) // routing compares no strings under a collation
+	u.spans = plan.RouteWrites(u.coll, rq)
+	u.e.routeWrite(&u.tally, u.coll, u.point, u.spans, rq)
 }
 
 // run updates chunk by chunk until the statement is over.

@@ -21,13 +21,8 @@ import (
 // viewReadAsAggregate turns find, count or distinct (cmd, with body) on
 // view name into the aggregate command that answers it.
 func viewReadAsAggregate(cmd, name string, body bsoncore.Document) (bsoncore.Document, error) {
-	if v, err := body.LookupErr("collation"); err == nil {
-		if d, ok := v.DocumentOK(); ok && checkCollation(d) != nil {
-			if _, err := d.LookupErr("locale"); err == nil {
-				return nil, errorf(ErrOptionNotSupportedOnView, "Cannot override a view's default collation")
-			}
-		}
-	}
+	// A collation is checked against the view's when the aggregate
+	// resolves the view (resolveAggregateView).
 	switch cmd {
 	case "find":
 		return findAsAggregate(name, body)

@@ -319,7 +319,7 @@ func viewOptions(req *request) (viewOn string, pipeline bsoncore.Document, isVie
 // createView is create with viewOn: as in MongoDB 7.0, creating a view
 // that exists with the same definition succeeds, and a name taken
 // otherwise is 48 NamespaceExists.
-func (e *Engine) createView(ctx context.Context, db, name, viewOn string, pipeline bsoncore.Document) ([]byte, error) {
+func (e *Engine) createView(ctx context.Context, db, name, viewOn string, pipeline bsoncore.Document, collation bson.Raw) ([]byte, error) {
 	if txnOf(ctx) != nil {
 		return nil, errorf(ErrOperationNotSupportedInTransaction, "Cannot create a view in a multi-document transaction.")
 	}
@@ -332,7 +332,11 @@ func (e *Engine) createView(ctx context.Context, db, name, viewOn string, pipeli
 	if err := e.checkViewDefinition(db, name, viewOn, pipeline); err != nil {
 		return nil, err
 	}
-	_, err := e.store.CreateView(store.ViewDefinition{DB: db, Name: name, ViewOn: viewOn, Pipeline: bson.RawArray(bytes.Clone(pipeline))})
+	if under := e.store.ViewDefinition(db, viewOn); under != nil && !bytes.Equal(under.Collation, collation) {
+		return nil, errorf(ErrOptionNotSupportedOnView, "View %s has a different collation than the view %s it is defined on", namespaceOf(db, name), namespaceOf(db, viewOn))
+	}
+	_, err := e.store.CreateView(store.ViewDefinition{DB: db, Name: name, ViewOn: viewOn, Pipeline: bson.RawArray(bytes.Clone(pipeline)),
+		Collation: bytes.Clone(collation)})
 	if errors.Is(err, store.ErrExists) {
 		if ce := e.viewNameTaken(db, name, viewOn, pipeline); ce != nil {
 			return nil, ce
@@ -447,6 +451,18 @@ func (e *Engine) resolveAggregateView(db, coll string, args *aggArgs) (string, e
 	if err != nil || r == nil {
 		return coll, err
 	}
+	// A view's collation is that of every operation on it: another one
+	// is refused, as in MongoDB.
+	var viewColl *value.Collator
+	if v := e.store.ViewDefinition(db, coll); v != nil && len(v.Collation) > 0 {
+		if viewColl, err = parseCollation(bsoncore.Document(v.Collation)); err != nil {
+			return "", err
+		}
+	}
+	if args.collation.given && !args.collation.coll.Equal(viewColl) {
+		return "", errorf(ErrOptionNotSupportedOnView, "Cannot override a view's default collation")
+	}
+	args.collation = collationOpt{given: true, coll: viewColl}
 	if first := arrayDocs(args.pipeline); len(first) > 0 {
 		if n := stageName(first[0]); n == "$collStats" || n == "$indexStats" {
 			ce := notOnView(db, coll)

@@ -174,8 +174,8 @@ func TestDeleteOptions(t *testing.T) {
 	if r.N != 1 || findOne(t, coll, 2) != nil {
 		t.Errorf("let: %v", r.Raw)
 	}
-	// Collations other than simple are refused, as in the other commands.
-	runFail(t, db, deleteCmd("c", bson.A{append(delStmt(bson.D{}, 1), bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}})}), 238, "NotImplemented")
+	// A bad collation fails the command, as in the other commands.
+	runFail(t, db, deleteCmd("c", bson.A{append(delStmt(bson.D{}, 1), bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}, {Key: "strength", Value: "2"}}})}), 14, "TypeMismatch")
 	_, err := coll.DeleteOne(testCtx(t), bson.D{}, options.DeleteOne().SetHint("nope"))
 	var we mongo.WriteException
 	if !errors.As(err, &we) || len(we.WriteErrors) != 1 || we.WriteErrors[0].Code != 2 {

@@ -160,7 +160,7 @@ func TestCatalog(t *testing.T) {
 			{"capped without size", bson.D{{Key: "capped", Value: true}}, 72, "InvalidOptions", "the 'size' field is required when 'capped' is true"},
 			{"size without capped", bson.D{{Key: "capped", Value: false}, {Key: "size", Value: 1024}, {Key: "max", Value: int64(10)}}, 72, "InvalidOptions", "the 'capped' field needs to be true when either the 'size' or 'max' fields are present"},
 			{"view pipeline without viewOn", bson.D{{Key: "pipeline", Value: bson.A{}}}, 72, "InvalidOptions", "'pipeline' requires 'viewOn' to also be specified"},
-			{"collation", bson.D{{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}}, 115, "CommandNotSupported", ""},
+			{"collation strength", bson.D{{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}, {Key: "strength", Value: 9}}}}, 9, "FailedToParse", "Field 'strength' must be an integer 1 through 5. Got: 9"},
 			{"timeseries", bson.D{{Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}}, 115, "CommandNotSupported", ""},
 			{"clustered", bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "unique", Value: true}}}}, 115, "CommandNotSupported", ""},
 		} {

@@ -237,8 +237,9 @@ func TestFindOptions(t *testing.T) {
 		if len(c.batch()) != 1 || mustLookup(t, c.batch()[0], "$recordId").Type != bson.TypeInt64 {
 			t.Errorf("showRecordId: %v", c.batch())
 		}
-		ce := runFail(t, db, find(bson.E{Key: "collation", Value: d("locale", "fr")}), 238, "NotImplemented")
-		if !strings.Contains(ce.Message, "collation is not supported") {
+		runCursor(t, db, find(bson.E{Key: "collation", Value: d("locale", "fr")}))
+		ce := runFail(t, db, find(bson.E{Key: "collation", Value: d("locale", "fr_fr")}), 2, "BadValue")
+		if ce.Message != `Field 'locale' is invalid in: { locale: "fr_fr" }. Did you mean 'fr_FR'?` {
 			t.Errorf("collation errmsg %q", ce.Message)
 		}
 		runCursor(t, db, find(bson.E{Key: "collation", Value: d("locale", "simple")}))

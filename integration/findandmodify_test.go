@@ -227,7 +227,7 @@ func TestFindAndModify(t *testing.T) {
 			{[]bson.E{{Key: "update", Value: 1}}, 9, "FailedToParse", ""},
 			{[]bson.E{{Key: "remove", Value: true}, {Key: "bogus", Value: 1}}, 40415, "Location40415", ""},
 			{[]bson.E{{Key: "remove", Value: "yes"}}, 14, "TypeMismatch", ""},
-			{[]bson.E{{Key: "remove", Value: true}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}}, 238, "NotImplemented", ""},
+			{[]bson.E{{Key: "remove", Value: true}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "xx"}}}}, 2, "BadValue", `Field 'locale' is invalid in: { locale: "xx" }`},
 			{[]bson.E{{Key: "remove", Value: true}, {Key: "hint", Value: "nope"}}, 2, "BadValue", "hint provided does not correspond to an existing index"},
 		} {
 			ce := runFail(t, db, famCmd("c", tc.fields...), tc.code, tc.name)

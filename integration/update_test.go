@@ -589,14 +589,15 @@ func TestUpdate(t *testing.T) {
 		if len(r.WriteErrors) != 1 || r.WriteErrors[0].Code != 2 || r.WriteErrors[0].ErrMsg != "hint provided does not correspond to an existing index" {
 			t.Errorf("bad hint: %v", r.Raw)
 		}
-		// Only the simple collation, as in find.
-		ce := runFail(t, db, updateCmd("c", bson.A{updStmt(idIs(1), inc("n", 1), bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}})}), 238, "NotImplemented")
-		if !strings.Contains(ce.Message, "collation is not supported by Parsec") {
+		// A bad collation fails the command; a valid one is used.
+		ce := runFail(t, db, updateCmd("c", bson.A{updStmt(idIs(1), inc("n", 1), bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}, {Key: "bogus", Value: 1}}})}), 9, "FailedToParse")
+		if !strings.Contains(ce.Message, "Collation spec contains unknown field") {
 			t.Errorf("collation errmsg %q", ce.Message)
 		}
-		_, err := coll.UpdateOne(testCtx(t), idIs(1), inc("n", 1), options.UpdateOne().SetCollation(&options.Collation{Locale: "fr"}))
-		wantCode(t, err, 238, "NotImplemented")
 		wantDoc(t, coll, 1, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 3}})
+		if res, err := coll.UpdateOne(testCtx(t), idIs(1), inc("n", 1), options.UpdateOne().SetCollation(&options.Collation{Locale: "fr"})); err != nil || res.ModifiedCount != 1 {
+			t.Errorf("UpdateOne with a collation: %+v %v", res, err)
+		}
 		if res, err := coll.UpdateOne(testCtx(t), idIs(1), inc("n", 1), options.UpdateOne().SetCollation(&options.Collation{Locale: "simple"})); err != nil || res.ModifiedCount != 1 {
 			t.Errorf("UpdateOne with the simple collation: %+v %v", res, err)
 		}

@@ -35,6 +35,7 @@ type accSpec struct {
 	sortBy *query.Sort     // $top, $bottom, $topN, $bottomN
 	ps     []float64       // $percentile
 	raw    bsoncore.Value
+	coll   *value.Collator // the pipeline's collation: $min, $max, $addToSet
 }
 
 // unaryAccumulators take one expression.
@@ -44,7 +45,7 @@ var unaryAccumulators = map[string]bool{
 }
 
 func parseAccumulator(e *env, field, op string, arg bsoncore.Value) (*accSpec, error) {
-	a := &accSpec{field: field, op: op, raw: cloneValue(arg)}
+	a := &accSpec{field: field, op: op, raw: cloneValue(arg), coll: e.opts.Collation}
 	var err error
 	switch {
 	case unaryAccumulators[op]:
@@ -84,6 +85,7 @@ func parseAccumulator(e *env, field, op string, arg bsoncore.Value) (*accSpec, e
 		if a.sortBy, err = query.CompileSort(sb.Document()); err != nil {
 			return nil, err
 		}
+		a.sortBy = a.sortBy.WithCollation(e.opts.Collation)
 		if a.arg, err = e.compile(m["output"]); err != nil {
 			return nil, err
 		}
@@ -160,13 +162,13 @@ func (a *accSpec) newAccumulator(nCtx *expr.Context) (accumulator, error) {
 	case "$avg":
 		return &sumAcc{avg: true}, nil
 	case "$min", "$max":
-		return &extremeAcc{max: a.op == "$max"}, nil
+		return &extremeAcc{max: a.op == "$max", coll: a.coll}, nil
 	case "$first", "$last":
 		return &firstLastAcc{last: a.op == "$last"}, nil
 	case "$push":
 		return &pushAcc{}, nil
 	case "$addToSet":
-		return &setAcc{seen: map[string]bool{}}, nil
+		return &setAcc{seen: map[string]bool{}, coll: a.coll}, nil
 	case "$mergeObjects":
 		return &mergeObjectsAcc{}, nil
 	case "$stdDevPop", "$stdDevSamp":
@@ -243,6 +245,7 @@ func (a *sumAcc) size() int { return 96 }
 // $min and $max
 
 type extremeAcc struct {
+	coll  *value.Collator
 	max   bool
 	v     bsoncore.Value
 	found bool
@@ -252,7 +255,7 @@ func (a *extremeAcc) add(v bsoncore.Value, _ *expr.Context) error {
 	if v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
 		return nil
 	}
-	c := expr.Compare(v, a.v)
+	c := expr.CompareWith(v, a.v, a.coll)
 	if !a.found || (a.max && c > 0) || (!a.max && c < 0) {
 		a.v, a.found = cloneValue(v), true
 	}
@@ -355,6 +358,7 @@ func (a *pushAcc) size() int { return 32 + a.bytes }
 // $addToSet
 
 type setAcc struct {
+	coll  *value.Collator
 	vals  []bsoncore.Value
 	seen  map[string]bool
 	bytes int
@@ -365,7 +369,7 @@ func (a *setAcc) add(v bsoncore.Value, _ *expr.Context) error {
 	if v.Type == 0 {
 		return nil
 	}
-	a.buf = keyOf(a.buf[:0], v)
+	a.buf = keyOf(a.buf[:0], v, a.coll)
 	if a.seen[string(a.buf)] {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/expr"
 	"github.com/parsecdb/parsec/engine/langerr"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -49,6 +50,9 @@ type Options struct {
 	SampledQueries []bsoncore.Document
 	// Seed makes $sample and $rand-free randomness reproducible (0: random).
 	Seed uint64
+	// Collation compares strings in $match, $sort, $group keys,
+	// accumulators, joins and expressions; nil is the simple collation.
+	Collation *value.Collator
 }
 
 // Var is a variable with a value.
@@ -106,6 +110,7 @@ func newEnv(opts Options) (*env, error) {
 		opts.Now = time.Unix(0, 0).UTC()
 	}
 	e := &env{opts: opts, scope: expr.NewScope()}
+	e.scope.SetCollation(opts.Collation)
 	for _, v := range opts.Vars {
 		e.scope.Declare(v.Name)
 		e.values = append(e.values, cloneValue(v.Value))

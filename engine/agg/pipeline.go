@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/parsecdb/parsec/engine/langerr"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -230,6 +231,10 @@ func (p *Pipeline) LeadingMatch() bsoncore.Document {
 	}
 	return nil
 }
+
+// Collation is the collation the pipeline compares strings by; nil:
+// simple.
+func (p *Pipeline) Collation() *value.Collator { return p.env.opts.Collation }
 
 // Explain lists the stages as explain shows them.
 func (p *Pipeline) Explain() []bsoncore.Document {

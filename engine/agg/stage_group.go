@@ -199,7 +199,7 @@ func (r *groupRun) newGroup(key string, id bsoncore.Value) (*group, error) {
 }
 
 func (r *groupRun) lookup(id bsoncore.Value) (*group, error) {
-	r.keyBuf = keyOf(r.keyBuf[:0], id)
+	r.keyBuf = keyOf(r.keyBuf[:0], id, r.g.env.opts.Collation)
 	if gr := r.groups[string(r.keyBuf)]; gr != nil {
 		return gr, nil
 	}

@@ -72,7 +72,7 @@ func (f *foreign) buildIndex(path []string) {
 	var buf []byte
 	for i, d := range f.docs {
 		pathValues(d, path, func(v bsoncore.Value) {
-			buf = keyOf(buf[:0], v)
+			buf = keyOf(buf[:0], v, f.env.opts.Collation)
 			ids := f.index[string(buf)]
 			if len(ids) == 0 || ids[len(ids)-1] != i {
 				f.index[string(buf)] = append(ids, i)
@@ -87,7 +87,7 @@ func (f *foreign) matching(vals []bsoncore.Value) []bsoncore.Document {
 	var ids []int
 	var buf []byte
 	for _, v := range vals {
-		buf = keyOf(buf[:0], v)
+		buf = keyOf(buf[:0], v, f.env.opts.Collation)
 		ids = append(ids, f.index[string(buf)]...)
 	}
 	slices.Sort(ids)
@@ -550,7 +550,7 @@ func (g *graphLookupStage) open(in Iterator) Iterator {
 						continue
 					}
 				}
-				buf = keyOf(buf[:0], doc.Lookup("_id"))
+				buf = keyOf(buf[:0], doc.Lookup("_id"), nil)
 				if visited[string(buf)] {
 					continue
 				}

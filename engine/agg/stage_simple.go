@@ -20,7 +20,7 @@ type matchStage struct {
 }
 
 func (p *pipelineParser) queryOptions() query.Options {
-	return query.Options{Let: p.env.letDocument(), Now: p.env.opts.Now}
+	return query.Options{Let: p.env.letDocument(), Now: p.env.opts.Now, Collation: p.env.opts.Collation}
 }
 
 // letDocument is the variables as a let document of literals, for

@@ -29,6 +29,7 @@ func parseSort(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Document) ([]
 	if err != nil {
 		return nil, err
 	}
+	s = s.WithCollation(p.env.opts.Collation)
 	if _, natural := s.Natural(); natural {
 		return nil, langerr.BadValue("$natural is not allowed in $sort; use a hint")
 	}

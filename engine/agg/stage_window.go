@@ -81,7 +81,9 @@ func parseSetWindowFields(p *pipelineParser, arg bsoncore.Value, raw bsoncore.Do
 				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeName(v))
 			}
 			w.sortSpec = clone(sd)
-			w.sortBy, err = query.CompileSort(sd)
+			if w.sortBy, err = query.CompileSort(sd); err == nil {
+				w.sortBy = w.sortBy.WithCollation(p.env.opts.Collation)
+			}
 		case "output":
 			if v.Type != bsoncore.TypeEmbeddedDocument {
 				return nil, langerr.New(langerr.ErrTypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", typeName(v))

@@ -112,11 +112,13 @@ func splitPath(p string) []string { return strings.Split(p, ".") }
 
 // keyOf encodes v so that values MongoDB considers equal (1, 1.0,
 // NumberLong(1)) encode alike: the key of $group and joins.
-func keyOf(dst []byte, v bsoncore.Value) []byte {
+//
+// Under a collation (coll), strings it holds equal encode alike too.
+func keyOf(dst []byte, v bsoncore.Value, coll *value.Collator) []byte {
 	if v.Type == 0 || v.Type == bsoncore.TypeUndefined {
 		v = expr.Null
 	}
-	return value.EncodeKey(dst, v)
+	return value.EncodeKeyWith(dst, v, coll)
 }
 
 // setField returns doc with field name set to v (replaced in place, or

@@ -47,6 +47,19 @@ func NewContext(scope *Scope, root bsoncore.Document, now time.Time) *Context {
 type Scope struct {
 	visible []binding
 	slots   int
+	coll    *value.Collator
+}
+
+// SetCollation makes the expressions compiled in s compare strings by coll
+// ($eq, $cmp, $lt, ..., $in, $indexOfArray); nil is the simple collation.
+func (s *Scope) SetCollation(coll *value.Collator) { s.coll = coll }
+
+// Collation is the collation expressions compiled in s compare by.
+func (s *Scope) Collation() *value.Collator {
+	if s == nil {
+		return nil
+	}
+	return s.coll
 }
 
 type binding struct {

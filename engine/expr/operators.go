@@ -2,6 +2,7 @@ package expr
 
 import (
 	"github.com/parsecdb/parsec/engine/langerr"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -30,11 +31,11 @@ func init() {
 		"$pow": fixed(2, powFn), "$round": ranged(1, 2, roundFn), "$trunc": ranged(1, 2, truncFn),
 		"$sum": variadic(sumFn), "$avg": variadic(avgFn), "$min": variadic(minFn), "$max": variadic(maxFn),
 		// arrays
-		"$in": fixed(2, inFn), "$size": fixed(1, sizeFn), "$arrayElemAt": fixed(2, arrayElemAtFn),
+		"$in": collated(func(coll *value.Collator) opCompiler { return fixed(2, inFn(coll)) }), "$size": fixed(1, sizeFn), "$arrayElemAt": fixed(2, arrayElemAtFn),
 		"$first": fixed(1, firstFn), "$last": fixed(1, lastFn), "$isArray": fixed(1, isArrayFn),
 		"$concatArrays": variadic(concatArraysFn), "$slice": ranged(2, 3, sliceFn),
 		"$reverseArray": fixed(1, reverseArrayFn), "$range": ranged(2, 3, rangeFn),
-		"$indexOfArray": ranged(2, 4, indexOfArrayFn), "$arrayToObject": fixed(1, arrayToObjectFn),
+		"$indexOfArray": collated(func(coll *value.Collator) opCompiler { return ranged(2, 4, indexOfArrayFn(coll)) }), "$arrayToObject": fixed(1, arrayToObjectFn),
 		"$objectToArray": fixed(1, objectToArrayFn), "$filter": filterOp, "$map": mapOp, "$reduce": reduceOp,
 		"$setUnion": variadic(setUnionFn), "$setIntersection": variadic(setIntersectionFn),
 		"$setDifference": fixed(2, setDifferenceFn), "$setEquals": ranged(2, 1<<30, setEqualsFn),
@@ -121,6 +122,14 @@ func (c *compiler) compileAll(vals []bsoncore.Value) ([]Expression, error) {
 }
 
 // fixed is an operator taking exactly n arguments.
+// collated compiles an operator whose evaluation compares values under
+// the scope's collation.
+func collated(mk func(coll *value.Collator) opCompiler) opCompiler {
+	return func(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+		return mk(c.scope.Collation())(c, name, arg)
+	}
+}
+
 func fixed(n int, fn evalFn) opCompiler {
 	return func(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 		ops := operands(arg)

@@ -9,12 +9,18 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-func inFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+func inFn(coll *value.Collator) evalFn {
+	return func(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+		return inEval(a, coll)
+	}
+}
+
+func inEval(a []bsoncore.Value, coll *value.Collator) (bsoncore.Value, error) {
 	if a[1].Type != bsoncore.TypeArray {
 		return Missing, langerr.New(ErrInNotArray, "$in requires an array as a second argument, found: %s", TypeName(a[1]))
 	}
 	for _, x := range Elements(a[1]) {
-		if Compare(a[0], x) == 0 {
+		if CompareWith(a[0], x, coll) == 0 {
 			return Bool(true), nil
 		}
 	}
@@ -197,7 +203,13 @@ func rangeFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 	return Array(out), nil
 }
 
-func indexOfArrayFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+func indexOfArrayFn(coll *value.Collator) evalFn {
+	return func(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+		return indexOfArrayEval(a, coll)
+	}
+}
+
+func indexOfArrayEval(a []bsoncore.Value, coll *value.Collator) (bsoncore.Value, error) {
 	if isNullish(a[0]) {
 		return Null, nil
 	}
@@ -221,7 +233,7 @@ func indexOfArrayFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value
 		end = min(e, end)
 	}
 	for i := start; i < end; i++ {
-		if Compare(arr[i], a[1]) == 0 {
+		if CompareWith(arr[i], a[1], coll) == 0 {
 			return Int32(int32(i)), nil
 		}
 	}

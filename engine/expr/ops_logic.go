@@ -6,8 +6,9 @@ import (
 )
 
 func cmpOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+	coll := c.scope.Collation()
 	return fixed(2, func(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
-		r := Compare(a[0], a[1])
+		r := CompareWith(a[0], a[1], coll)
 		switch name {
 		case "$eq":
 			return Bool(r == 0), nil

@@ -208,7 +208,11 @@ func Truthy(v bsoncore.Value) bool {
 
 // Compare orders values as aggregation does: the BSON order, with
 // missing and undefined below null.
-func Compare(a, b bsoncore.Value) int {
+func Compare(a, b bsoncore.Value) int { return CompareWith(a, b, nil) }
+
+// CompareWith is Compare with strings ordered by the collation coll (nil:
+// by their bytes).
+func CompareWith(a, b bsoncore.Value, coll *value.Collator) int {
 	ra, rb := rank(a), rank(b)
 	if ra != rb {
 		if ra < rb {
@@ -219,7 +223,7 @@ func Compare(a, b bsoncore.Value) int {
 	if ra < 5 { // missing/undefined
 		return 0
 	}
-	return value.Compare(a, b)
+	return value.CompareWith(a, b, coll)
 }
 
 func rank(v bsoncore.Value) int {

@@ -15,6 +15,11 @@
 // units stay in the command layer: this package exposes what they need
 // (Stats, IndexPlan.Bounds, Span).
 //
+// A Read under a collation (Read.Collation) pins, routes and bounds
+// simple keys only with the conditions that compare no strings
+// (Uncollated), and uses an index of another collation than its own that
+// way too, never for a sort (collation.go).
+//
 // Contract:
 //   - It reaches data only through engine/storage (a Planner is given a
 //     storage.Storage, and a Reader per request for its transaction or

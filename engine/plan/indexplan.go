@@ -226,7 +226,7 @@ func fieldRanges(ix *store.Index, i int, pred Predicate) (rs []keyRange, point b
 		return []keyRange{{}}, false, true
 	}
 	rank := value.TypeRank(v.Type)
-	e := value.EncodeKey(nil, v)
+	e := value.EncodeKeyWith(nil, v, ix.Collator())
 	// v's own keys are [at, past). A cut key (value.CutPrefix) orders by
 	// hash among the keys that share its prefix, values above and below
 	// v alike: a bound at v then takes in all of them, inclusive or not
@@ -657,6 +657,33 @@ func impliesPartial(filter, partial bsoncore.Document) bool {
 // collection scan: the plan with the most leading equalities, then a
 // range, then the sort, then a unique index, then the fewest fields.
 func IndexFor(c *store.Collection, filter bsoncore.Document, sortSpec bsoncore.Document) *IndexPlan {
+	return IndexForCollation(c, filter, sortSpec, nil)
+}
+
+// collated are a filter's predicates for indexes of the read's collation
+// (all of them) and for the others (those that compare no strings).
+type collated struct {
+	coll   *value.Collator
+	filter bsoncore.Document
+	plain  map[string][]Predicate // made at first use
+}
+
+// forIndex are the predicates and sort ix may serve.
+func (cp *collated) forIndex(ix *store.Index, preds map[string][]Predicate, sort []sortField) (map[string][]Predicate, []sortField) {
+	if ix.Collator().Equal(cp.coll) {
+		return preds, sort
+	}
+	if cp.plain == nil {
+		cp.plain = map[string][]Predicate{}
+		conditions(stripCollatable(cp.filter), cp.plain, nil)
+	}
+	return cp.plain, nil
+}
+
+// IndexForCollation is IndexFor for a read under the collation coll: an
+// index of another collation is bounded only by conditions that compare no
+// strings and provides no sort, as in MongoDB.
+func IndexForCollation(c *store.Collection, filter bsoncore.Document, sortSpec bsoncore.Document, coll *value.Collator) *IndexPlan {
 	if c == nil || (len(c.Indexes) == 0 && BuiltIDIndex(c) == nil) {
 		return nil
 	}
@@ -665,14 +692,14 @@ func IndexFor(c *store.Collection, filter bsoncore.Document, sortSpec bsoncore.D
 	conditions(filter, preds, &ors)
 	sort := sortFieldsOf(sortSpec)
 	cands := usableIndexes(c, filter)
-	best := bestOf(cands, preds, sort)
+	best := bestOf(cands, preds, sort, &collated{coll: coll, filter: filter})
 	if best == nil && len(ors) > 0 && len(preds) == 0 {
 		or := &IndexPlan{}
 		for _, b := range ors {
 			bp := map[string][]Predicate{}
 			var nested []bsoncore.Document
 			conditions(b, bp, &nested)
-			branch := bestOf(usableIndexes(c, b), bp, nil)
+			branch := bestOf(usableIndexes(c, b), bp, nil, &collated{coll: coll, filter: b})
 			if branch == nil || len(nested) > 0 {
 				return nil // a branch without an index: a collection scan reads everything anyway
 			}
@@ -683,11 +710,12 @@ func IndexFor(c *store.Collection, filter bsoncore.Document, sortSpec bsoncore.D
 	return best
 }
 
-func bestOf(cands []*store.Index, preds map[string][]Predicate, sort []sortField) *IndexPlan {
+func bestOf(cands []*store.Index, preds map[string][]Predicate, sort []sortField, cp *collated) *IndexPlan {
 	var best *IndexPlan
 	bestScore := math.MinInt
 	for _, ix := range cands {
-		ip := planIndex(ix, preds, sort)
+		p, s := cp.forIndex(ix, preds, sort)
+		ip := planIndex(ix, p, s)
 		if ip == nil {
 			continue
 		}
@@ -711,9 +739,17 @@ func bestOf(cands []*store.Index, preds map[string][]Predicate, sort []sortField
 
 // HintedIndex plans a read on the index a hint names.
 func HintedIndex(ix *store.Index, filter, sortSpec bsoncore.Document) *IndexPlan {
+	return HintedIndexCollation(ix, filter, sortSpec, nil)
+}
+
+// HintedIndexCollation is HintedIndex for a read under the collation coll
+// (IndexForCollation).
+func HintedIndexCollation(ix *store.Index, filter, sortSpec bsoncore.Document, coll *value.Collator) *IndexPlan {
 	preds := map[string][]Predicate{}
 	conditions(filter, preds, nil)
-	if ip := planIndex(ix, preds, sortFieldsOf(sortSpec)); ip != nil {
+	cp := &collated{coll: coll, filter: filter}
+	p, s := cp.forIndex(ix, preds, sortFieldsOf(sortSpec))
+	if ip := planIndex(ix, p, s); ip != nil {
 		return ip
 	}
 	ip := &IndexPlan{Ix: ix, ranges: []keyRange{{}}}

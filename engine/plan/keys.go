@@ -43,10 +43,19 @@ func ShardedKey(c *store.Collection, sk, id bsoncore.Value) []byte {
 // PointKey is the one key a filter can match, when it pins one: _id
 // equality in an unsharded collection that is not capped; _id equality
 // and one shard-key value in a sharded one. nil otherwise.
+//
+// Under a collation (f.Collation) a string _id or shard-key value pins
+// nothing: equal strings need not have equal bytes.
 func PointKey(c *store.Collection, f *query.Filter, filter bsoncore.Document) []byte {
 	id, ok := f.IDEquality()
 	if c.Capped {
 		return nil // keyed by insertion order: found through the _id index
+	}
+	if coll := f.Collation(); coll != nil {
+		if ok && value.Collatable(id) {
+			return nil
+		}
+		filter = Uncollated(filter, coll)
 	}
 	if !c.Sharded() {
 		if !ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -54,6 +55,10 @@ type Read struct {
 	// record id (store.RecordID) in, after the projection: "$recordId"
 	// for showRecordId, and those of {$meta: "recordId"} projections.
 	RecordIDFields []string
+	// Collation is the read's collation (nil: simple): routing uses only
+	// conditions that compare no strings, and indexes of another collation
+	// are bounded without them and provide no sort (collation.go).
+	Collation *value.Collator
 }
 
 // IDRange is min/max on the _id index: [Min, Max).
@@ -78,6 +83,7 @@ func (p *Read) Route(filter bsoncore.Document) {
 	if p.Coll == nil || !p.Coll.Sharded() {
 		return // one partition, "0": the whole collection
 	}
+	filter = Uncollated(filter, p.Collation)
 	if p.Point != nil {
 		// the partition that owns the key's point: d/<coll:4><point:8>...
 		m := p.Coll.Map()
@@ -99,11 +105,11 @@ func (p *Read) ChooseIndex(filter, sort bsoncore.Document) {
 	switch {
 	case p.Coll == nil || p.Virtual != nil || p.Point != nil || p.Natural != 0 || p.NaturalHint || p.UseIDIndex || p.Snapshot || p.HintedShardKey:
 	case p.Hinted != nil:
-		p.Index = HintedIndex(p.Hinted, filter, sort)
+		p.Index = HintedIndexCollation(p.Hinted, filter, sort, p.Collation)
 	case p.StreamByID && len(filter) <= 5:
 		// {_id: 1} order with no filter: the documents are in that order
 	default:
-		p.Index = IndexFor(p.Coll, filter, sort)
+		p.Index = IndexForCollation(p.Coll, filter, sort, p.Collation)
 	}
 	if p.Index != nil && p.Index.Sorted {
 		p.StreamByID = false

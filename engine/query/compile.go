@@ -180,7 +180,7 @@ func (c *compiler) compileField(path string, v bsoncore.Value) (predicate, error
 			return n.toPath(parts), nil
 		}
 	}
-	return &pathPred{path: parts, vm: &eqMatcher{val: v}, expand: true}, nil
+	return &pathPred{path: parts, vm: &eqMatcher{val: v, coll: c.opts.Collation}, expand: true}, nil
 }
 
 // opNode is one compiled operator (or several, ANDed), applicable to a
@@ -328,14 +328,14 @@ func (c *compiler) compileOp(name string, arg bsoncore.Value) (opNode, error) {
 			if arg.Type == bsoncore.TypeRegex {
 				return nil, langerr.BadValue("Can't have regex as arg to $ne")
 			}
-			return notNode{leafNode{vm: &eqMatcher{val: arg}, expand: true}}, nil
+			return notNode{leafNode{vm: &eqMatcher{val: arg, coll: c.opts.Collation}, expand: true}}, nil
 		}
 		if name == "$eq" {
-			return leafNode{vm: &eqMatcher{val: arg}, expand: true}, nil
+			return leafNode{vm: &eqMatcher{val: arg, coll: c.opts.Collation}, expand: true}, nil
 		}
-		return leafNode{vm: &cmpMatcher{op: cmpOps[name], val: arg}, expand: true}, nil
+		return leafNode{vm: &cmpMatcher{op: cmpOps[name], val: arg, coll: c.opts.Collation}, expand: true}, nil
 	case "$in", "$nin":
-		m, err := compileIn(name, arg)
+		m, err := compileIn(name, arg, c.opts.Collation)
 		if err != nil {
 			return nil, err
 		}
@@ -416,7 +416,7 @@ func (c *compiler) compileOp(name string, arg bsoncore.Value) (opNode, error) {
 	return nil, langerr.BadValue("unknown operator: %s", name)
 }
 
-func compileIn(name string, arg bsoncore.Value) (*inMatcher, error) {
+func compileIn(name string, arg bsoncore.Value, coll *value.Collator) (*inMatcher, error) {
 	arr, ok := arg.ArrayOK()
 	if !ok {
 		return nil, langerr.BadValue("%s needs an array", name)
@@ -442,7 +442,7 @@ func compileIn(name string, arg bsoncore.Value) (*inMatcher, error) {
 		}
 		vals = append(vals, x)
 	}
-	return newInMatcher(vals, res), nil
+	return newInMatcher(vals, res, coll), nil
 }
 
 func compileType(arg bsoncore.Value) (*typeMatcher, error) {
@@ -609,7 +609,7 @@ func (c *compiler) compileAll(arg bsoncore.Value) (opNode, error) {
 		case bsoncore.TypeUndefined:
 			return nil, langerr.BadValue("cannot compare to undefined")
 		}
-		all = append(all, leafNode{vm: &eqMatcher{val: x}, expand: true})
+		all = append(all, leafNode{vm: &eqMatcher{val: x, coll: c.opts.Collation}, expand: true})
 	}
 	return all, nil
 }

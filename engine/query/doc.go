@@ -6,7 +6,7 @@
 // rely on it):
 //
 //	Compile(filter bsoncore.Document) (*Filter, error)
-//	CompileWith(filter, Options{Let, Now}) (*Filter, error)  // $expr variables
+//	CompileWith(filter, Options{Let, Now, Collation}) (*Filter, error)  // $expr variables; strings by a collation
 //	(*Filter).Match(doc) bool
 //	(*Filter).MatchErr(doc) (bool, error)          // $expr run-time errors
 //	(*Filter).MatchPosition(doc) (matched bool, pos int)
@@ -14,11 +14,13 @@
 //	    traversed (MongoDB's elemMatchKey, for the positional $), -1 if none
 //	(*Filter).IDEquality() (bsoncore.Value, bool)
 //	CompileSort(spec bsoncore.Document) (*Sort, error)
+//	(*Sort).WithCollation(c) *Sort                  // strings ordered by a collation
 //	(*Sort).Compare(a, b bsoncore.Document) int    // MongoDB sort order
 //	(*Sort).Keys(doc) / CompareKeys(ka, kb)          // sort many documents
 //	CompileProjection(spec, filter, Options) (*Projection, error)
 //	(*Projection).Apply(doc) (bsoncore.Document, error)
 //	CompareValues(a, b) int                        // sort/index key order
+//	CompareValuesWith(a, b, c) int                 // the same under a collation
 //	DistinctValues(doc, path, fn)                  // the distinct command's values
 //	Explain(filter, doc, ExplainOptions)           // why doc fails filter: a document
 //	    validation failure's errInfo.details (explain.go)

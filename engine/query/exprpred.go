@@ -22,6 +22,7 @@ type exprEnv struct {
 
 func newExprEnv(opts Options) (*exprEnv, error) {
 	env := &exprEnv{scope: expr.NewScope(), now: opts.Now}
+	env.scope.SetCollation(opts.Collation)
 	if env.now.IsZero() {
 		env.now = time.Unix(0, 0).UTC()
 	}

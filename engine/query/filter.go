@@ -3,6 +3,7 @@ package query
 import (
 	"time"
 
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -13,7 +14,11 @@ type Filter struct {
 	// canFail is set when matching can fail at run time ($expr), so
 	// MatchErr needs state to carry the error.
 	canFail bool
+	coll    *value.Collator
 }
+
+// Collation is the collation the filter compares strings by; nil: simple.
+func (f *Filter) Collation() *value.Collator { return f.coll }
 
 // Options are what a filter may use besides the document it matches.
 type Options struct {
@@ -23,6 +28,9 @@ type Options struct {
 	// Now is the value of $$NOW and $$CLUSTER_TIME; the zero time means
 	// the moment Compile runs is not known, and they read as the Unix epoch.
 	Now time.Time
+	// Collation compares strings in the filter's comparisons ($eq, $lt,
+	// $in, ... and $expr); nil is the simple collation (bytes).
+	Collation *value.Collator
 }
 
 // state is what one match records: the position for the positional
@@ -45,7 +53,7 @@ func Compile(filter bsoncore.Document) (*Filter, error) {
 
 // CompileWith is Compile with variables and a clock for $expr.
 func CompileWith(filter bsoncore.Document, opts Options) (*Filter, error) {
-	f := &Filter{}
+	f := &Filter{coll: opts.Collation}
 	if len(filter) == 0 {
 		return f, nil
 	}

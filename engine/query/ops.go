@@ -26,35 +26,45 @@ const (
 )
 
 // eqMatcher is $eq (and implicit equality with a non-regex value).
-type eqMatcher struct{ val bsoncore.Value }
+type eqMatcher struct {
+	val  bsoncore.Value
+	coll *value.Collator // nil: the simple collation
+}
 
-func (m *eqMatcher) matchValue(v bsoncore.Value, _ *state) bool { return equalForMatch(v, m.val) }
+func (m *eqMatcher) matchValue(v bsoncore.Value, _ *state) bool {
+	return equalForMatchWith(v, m.val, m.coll)
+}
 
 // equalForMatch is MongoDB's equality as the matcher sees it: a missing
 // value equals null, and values of different canonical types differ.
-func equalForMatch(v, rhs bsoncore.Value) bool {
+func equalForMatch(v, rhs bsoncore.Value) bool { return equalForMatchWith(v, rhs, nil) }
+
+// equalForMatchWith is equalForMatch with strings compared by the
+// collation coll.
+func equalForMatchWith(v, rhs bsoncore.Value, coll *value.Collator) bool {
 	if v.Type == missing {
 		return rhs.Type == bsoncore.TypeNull
 	}
 	if value.TypeRank(v.Type) != value.TypeRank(rhs.Type) {
 		return false
 	}
-	return value.Compare(v, rhs) == 0
+	return value.CompareWith(v, rhs, coll) == 0
 }
 
 // cmpMatcher is $lt, $lte, $gt and $gte. Values only compare with values
 // of their own canonical type ("type bracketing"), except that MinKey and
 // MaxKey bound everything; NaN equals NaN and is otherwise unordered.
 type cmpMatcher struct {
-	op  cmpOp
-	val bsoncore.Value
+	op   cmpOp
+	val  bsoncore.Value
+	coll *value.Collator // nil: the simple collation
 }
 
 func (m *cmpMatcher) matchValue(v bsoncore.Value, _ *state) bool {
-	return compareForMatch(m.op, v, m.val)
+	return compareForMatch(m.op, v, m.val, m.coll)
 }
 
-func compareForMatch(op cmpOp, v, rhs bsoncore.Value) bool {
+func compareForMatch(op cmpOp, v, rhs bsoncore.Value, coll *value.Collator) bool {
 	if v.Type == missing {
 		v = bsoncore.Value{Type: bsoncore.TypeNull}
 	}
@@ -75,7 +85,7 @@ func compareForMatch(op cmpOp, v, rhs bsoncore.Value) bool {
 			return both && (op == opEQ || op == opLTE || op == opGTE)
 		}
 	}
-	c := value.Compare(v, rhs)
+	c := value.CompareWith(v, rhs, coll)
 	switch op {
 	case opEQ:
 		return c == 0
@@ -104,22 +114,23 @@ func isNaN(v bsoncore.Value) bool {
 func isDecimalNaN(h, _ uint64) bool { return h&(0x1f<<58) == 0x1f<<58 }
 
 // inMatcher is $in: equality with one of vals, or a match of one of res.
-// vals is sorted by value.Compare for binary search.
+// vals is sorted by value.CompareWith under coll for binary search.
 type inMatcher struct {
 	vals    []bsoncore.Value
 	res     []*regexMatcher
 	hasNull bool
+	coll    *value.Collator // nil: the simple collation
 }
 
-func newInMatcher(vals []bsoncore.Value, res []*regexMatcher) *inMatcher {
-	m := &inMatcher{res: res}
+func newInMatcher(vals []bsoncore.Value, res []*regexMatcher, coll *value.Collator) *inMatcher {
+	m := &inMatcher{res: res, coll: coll}
 	for _, v := range vals {
 		if v.Type == bsoncore.TypeNull {
 			m.hasNull = true
 		}
 		m.vals = append(m.vals, v)
 	}
-	slices.SortFunc(m.vals, value.Compare)
+	slices.SortFunc(m.vals, m.compare)
 	return m
 }
 
@@ -130,7 +141,7 @@ func (m *inMatcher) matchValue(v bsoncore.Value, st *state) bool {
 	if len(m.vals) > 0 {
 		// Compare orders by canonical type first, so a hit is a value
 		// of v's own type.
-		if _, found := slices.BinarySearchFunc(m.vals, v, value.Compare); found {
+		if _, found := slices.BinarySearchFunc(m.vals, v, m.compare); found {
 			return true
 		}
 	}
@@ -141,6 +152,8 @@ func (m *inMatcher) matchValue(v bsoncore.Value, st *state) bool {
 	}
 	return false
 }
+
+func (m *inMatcher) compare(a, b bsoncore.Value) int { return value.CompareWith(a, b, m.coll) }
 
 // existsMatcher is $exists inside $elemMatch, where it tests one element.
 type existsMatcher struct{ want bool }

@@ -14,11 +14,34 @@ import (
 type Sort struct {
 	fields  []sortField
 	natural int // 1 or -1 for {$natural: ±1}; 0 otherwise
+	coll    *value.Collator
 }
 
 type sortField struct {
 	path []string
 	desc bool
+	coll *value.Collator // the Sort's collation; nil: simple
+}
+
+// WithCollation is s ordering strings by the collation coll (nil: by
+// their bytes). s itself is unchanged.
+func (s *Sort) WithCollation(coll *value.Collator) *Sort {
+	if s == nil || s.coll == coll {
+		return s
+	}
+	c := &Sort{fields: append([]sortField(nil), s.fields...), natural: s.natural, coll: coll}
+	for i := range c.fields {
+		c.fields[i].coll = coll
+	}
+	return c
+}
+
+// Collation is the collation s orders strings by; nil: simple.
+func (s *Sort) Collation() *value.Collator {
+	if s == nil {
+		return nil
+	}
+	return s.coll
 }
 
 // CompileSort parses a sort specification ({a: 1, "b.c": -1}) as find's
@@ -128,7 +151,7 @@ func (s *Sort) String() string {
 func (s *Sort) Compare(a, b bsoncore.Document) int {
 	for _, f := range s.fields {
 		ka, kb := f.key(a), f.key(b)
-		if c := compareSortKeys(ka, kb); c != 0 {
+		if c := compareSortKeysWith(ka, kb, s.coll); c != 0 {
 			if f.desc {
 				return -c
 			}
@@ -151,7 +174,7 @@ func (s *Sort) Keys(doc bsoncore.Document) []bsoncore.Value {
 // CompareKeys compares keys made by Keys, as Compare compares documents.
 func (s *Sort) CompareKeys(a, b []bsoncore.Value) int {
 	for i, f := range s.fields {
-		if c := compareSortKeys(a[i], b[i]); c != 0 {
+		if c := compareSortKeysWith(a[i], b[i], s.coll); c != 0 {
 			if f.desc {
 				return -c
 			}
@@ -177,7 +200,7 @@ func (f *sortField) key(doc bsoncore.Document) bsoncore.Value {
 			best, found = v, true
 			return
 		}
-		c := compareSortKeys(v, best)
+		c := compareSortKeysWith(v, best, f.coll)
 		if (!f.desc && c < 0) || (f.desc && c > 0) {
 			best = v
 		}
@@ -190,7 +213,10 @@ func (f *sortField) key(doc bsoncore.Document) bsoncore.Value {
 
 // compareSortKeys is value.Compare with undefined (and so the empty
 // array's key) below null, as in MongoDB's canonical type order.
-func compareSortKeys(a, b bsoncore.Value) int {
+func compareSortKeys(a, b bsoncore.Value) int { return compareSortKeysWith(a, b, nil) }
+
+// compareSortKeysWith is compareSortKeys with strings ordered by coll.
+func compareSortKeysWith(a, b bsoncore.Value, coll *value.Collator) int {
 	au, bu := a.Type == bsoncore.TypeUndefined, b.Type == bsoncore.TypeUndefined
 	switch {
 	case au && bu:
@@ -206,7 +232,7 @@ func compareSortKeys(a, b bsoncore.Value) int {
 		}
 		return 1
 	}
-	return value.Compare(a, b)
+	return value.CompareWith(a, b, coll)
 }
 
 // sortValues calls fn with every key value path yields in doc, as
@@ -276,3 +302,9 @@ func sortValuesOf(v bsoncore.Value, rest []string, fn func(bsoncore.Value)) {
 // CompareValues orders two values as sort keys (and index keys) are
 // ordered: BSON order, with undefined below null.
 func CompareValues(a, b bsoncore.Value) int { return compareSortKeys(a, b) }
+
+// CompareValuesWith is CompareValues with strings ordered by the
+// collation coll (nil: simple).
+func CompareValuesWith(a, b bsoncore.Value, coll *value.Collator) int {
+	return compareSortKeysWith(a, b, coll)
+}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/parsecdb/parsec/engine/kv"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -42,6 +43,10 @@ type Index struct {
 	Hidden             bool     `bson:"hidden,omitempty"`
 	ExpireAfterSeconds *int64   `bson:"expireAfterSeconds,omitempty"`
 	Partial            bson.Raw `bson:"partial,omitempty"`
+	// Collation is the index's collation, every option set (as
+	// listIndexes shows it); empty: the simple collation. Keys encode
+	// strings by its sort keys (value.EncodeKeyWith).
+	Collation bson.Raw `bson:"collation,omitempty"`
 	// Building is set while the entries of existing documents are being
 	// written: writers maintain the index, readers do not use it yet.
 	Building bool `bson:"building,omitempty"`
@@ -62,7 +67,11 @@ type Index struct {
 	Wildcard     bool         `bson:"-"` // $** or <path>.$**
 	WildcardRoot string       `bson:"-"`
 	partialMatch func(doc []byte) (bool, error)
+	coll         *value.Collator
 }
+
+// Collator is the index's collation; nil: simple.
+func (ix *Index) Collator() *value.Collator { return ix.coll }
 
 // Matcher compiles a partial filter expression into a document test; the
 // command layer installs it (SetMatcher) since store has no query language.
@@ -109,6 +118,17 @@ func (ix *Index) finish(m Matcher) error {
 }
 
 func (ix *Index) compile(m Matcher) error {
+	if len(ix.Collation) > 0 && ix.coll == nil {
+		spec, ok := value.CollationOfDocument(ix.Collation)
+		if !ok {
+			return fmt.Errorf("index %s: unreadable collation %s", ix.Name, ix.Collation)
+		}
+		c, err := value.NewCollator(spec)
+		if err != nil {
+			return fmt.Errorf("index %s: collation: %w", ix.Name, err)
+		}
+		ix.coll = c
+	}
 	if len(ix.Partial) == 0 || m == nil {
 		return nil
 	}

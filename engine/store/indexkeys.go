@@ -114,7 +114,7 @@ func containsKey(keys [][]byte, k []byte) bool {
 func (ix *Index) encode(dst []byte, vals []bsoncore.Value) []byte {
 	for i, v := range vals {
 		start := len(dst)
-		dst = value.EncodeKey(dst, v)
+		dst = value.EncodeKeyWith(dst, v, ix.coll)
 		if ix.Fields[i].Desc {
 			invert(dst[start:])
 		}
@@ -125,7 +125,7 @@ func (ix *Index) encode(dst []byte, vals []bsoncore.Value) []byte {
 // EncodeField appends the encoding of v as field i of ix stores it.
 func (ix *Index) EncodeField(dst []byte, i int, v bsoncore.Value) []byte {
 	start := len(dst)
-	dst = value.EncodeKey(dst, v)
+	dst = value.EncodeKeyWith(dst, v, ix.coll)
 	if i < len(ix.Fields) && ix.Fields[i].Desc {
 		invert(dst[start:])
 	}
@@ -201,7 +201,7 @@ func (ix *Index) wildcardKeys(doc []byte) ([][]byte, bool, error) {
 	multikey := false
 	add := func(path string, v bsoncore.Value) {
 		k := value.EncodeKey(nil, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, path)})
-		k = value.EncodeKey(k, v)
+		k = value.EncodeKeyWith(k, v, ix.coll)
 		if !containsKey(keys, k) {
 			keys = append(keys, k)
 		}

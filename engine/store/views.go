@@ -24,6 +24,9 @@ type ViewDefinition struct {
 	// documents), as given and already validated by the caller.
 	Pipeline bson.RawArray
 	Created  time.Time
+	// Collation is the view's default collation, every option set;
+	// empty: simple. It is fixed when the view is created.
+	Collation bson.Raw
 }
 
 // storedView is a ViewDefinition as the catalog stores it (its pipeline
@@ -34,6 +37,8 @@ type storedView struct {
 	ViewOn   string        `bson:"viewOn"`
 	Pipeline bson.RawValue `bson:"pipeline"`
 	Created  time.Time     `bson:"created"`
+
+	Collation bson.Raw `bson:"collation,omitempty"` // empty: simple
 }
 
 // Namespace is "db.name".
@@ -82,7 +87,7 @@ func (s *Store) ModifyView(v ViewDefinition) (*ViewDefinition, error) {
 	if old == nil {
 		return nil, fmt.Errorf("view %s: %w", v.Namespace(), ErrNotFound)
 	}
-	v.Created = old.Created
+	v.Created, v.Collation = old.Created, old.Collation
 	return s.putViewLocked(&v)
 }
 
@@ -91,7 +96,7 @@ func (s *Store) putViewLocked(v *ViewDefinition) (*ViewDefinition, error) {
 		v.Pipeline = bson.RawArray{5, 0, 0, 0, 0} // []
 	}
 	raw, err := bson.Marshal(storedView{DB: v.DB, Name: v.Name, ViewOn: v.ViewOn, Created: v.Created,
-		Pipeline: bson.RawValue{Type: bson.TypeArray, Value: v.Pipeline}})
+		Pipeline: bson.RawValue{Type: bson.TypeArray, Value: v.Pipeline}, Collation: v.Collation})
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +149,8 @@ func (s *Store) loadView(k, raw []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: view entry %q: pipeline is a %v", ErrCorrupted, k, sv.Pipeline.Type)
 	}
-	v := &ViewDefinition{DB: sv.DB, Name: sv.Name, ViewOn: sv.ViewOn, Pipeline: bytes.Clone(pipeline), Created: sv.Created}
+	v := &ViewDefinition{DB: sv.DB, Name: sv.Name, ViewOn: sv.ViewOn, Pipeline: bytes.Clone(pipeline), Created: sv.Created,
+		Collation: bytes.Clone(sv.Collation)}
 	s.views[v.Namespace()] = v
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/parsecdb/parsec/engine/query"
+	"github.com/parsecdb/parsec/engine/value"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -26,7 +27,7 @@ func findFilter(fs []arrayFilter, name string) (arrayFilter, bool) {
 
 // parseArrayFilters compiles arrayFilters, checking that each filter uses
 // exactly one identifier and no identifier has two filters.
-func parseArrayFilters(docs []bsoncore.Document) ([]arrayFilter, error) {
+func parseArrayFilters(docs []bsoncore.Document, coll *value.Collator) ([]arrayFilter, error) {
 	var out []arrayFilter
 	for _, d := range docs {
 		name, err := filterIdentifier(d)
@@ -42,7 +43,7 @@ func parseArrayFilters(docs []bsoncore.Document) ([]arrayFilter, error) {
 		if _, dup := findFilter(out, name); dup {
 			return nil, errorf(ErrFailedToParse, "Found multiple array filters with the same top-level field name %s", name)
 		}
-		f, err := query.Compile(d)
+		f, err := query.CompileWith(d, query.Options{Collation: coll})
 		if err != nil {
 			return nil, fromQueryError(err, "Error parsing array filter :: caused by :: ")
 		}

@@ -103,7 +103,7 @@ func (o pushOp) apply(c *applyCtx, cur *node, f target) (*node, bool, error) {
 	out = append(out, added...)
 	out = append(out, elems[pos:]...)
 	if o.sort != nil {
-		o.sort.sort(out)
+		o.sort.sort(out, c.u.coll)
 	}
 	if o.slice != nil {
 		n := *o.slice
@@ -169,13 +169,13 @@ func parseElemSort(v bsoncore.Value) (*elemSort, error) {
 
 var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}
 
-func (s *elemSort) sort(elems []*node) {
+func (s *elemSort) sort(elems []*node, coll *value.Collator) {
 	if !s.pattern {
 		vals := make([]bsoncore.Value, len(elems))
 		for i, e := range elems {
 			vals[i] = e.value()
 		}
-		idx := sortedIndexes(len(elems), func(a, b int) int { return s.dir * value.Compare(vals[a], vals[b]) })
+		idx := sortedIndexes(len(elems), func(a, b int) int { return s.dir * value.CompareWith(vals[a], vals[b], coll) })
 		permute(elems, idx)
 		return
 	}
@@ -194,7 +194,7 @@ func (s *elemSort) sort(elems []*node) {
 	}
 	idx := sortedIndexes(len(elems), func(a, b int) int {
 		for j := range s.fields {
-			if c := value.Compare(keys[a][j], keys[b][j]); c != 0 {
+			if c := value.CompareWith(keys[a][j], keys[b][j], coll); c != 0 {
 				return c * s.dirs[j]
 			}
 		}
@@ -241,16 +241,16 @@ func parseAddToSet(v bsoncore.Value, e bsoncore.Element) (op, error) {
 	vals, _ := arr.Values()
 	var o addToSetOp
 	for _, x := range vals {
-		if !containsValue(o.each, x) {
+		if !containsValue(o.each, x, nil) {
 			o.each = append(o.each, x)
 		}
 	}
 	return o, nil
 }
 
-func containsValue(vals []bsoncore.Value, v bsoncore.Value) bool {
+func containsValue(vals []bsoncore.Value, v bsoncore.Value, coll *value.Collator) bool {
 	for _, x := range vals {
-		if value.Compare(x, v) == 0 {
+		if value.CompareWith(x, v, coll) == 0 {
 			return true
 		}
 	}
@@ -275,7 +275,7 @@ func (o addToSetOp) apply(c *applyCtx, cur *node, f target) (*node, bool, error)
 	}
 	var added []*node
 	for _, v := range o.each {
-		if !containsValue(present, v) {
+		if !containsValue(present, v, c.u.coll) {
 			added = append(added, rawNode(v))
 		}
 	}
@@ -336,7 +336,12 @@ var queryTopLevel = map[string]bool{
 
 const pullElemField = "v"
 
-func parsePull(v bsoncore.Value, e bsoncore.Element) (op, error) {
+func parsePull(v bsoncore.Value, e bsoncore.Element) (op, error) { return parsePullWith(v, nil) }
+
+// parsePullWith is parsePull with its conditions comparing strings by the
+// collation coll.
+func parsePullWith(v bsoncore.Value, coll *value.Collator) (op, error) {
+	opts := query.Options{Collation: coll}
 	d, ok := v.DocumentOK()
 	if !ok {
 		return pullOp{name: "$pull", values: []bsoncore.Value{v}}, nil
@@ -346,13 +351,13 @@ func parsePull(v bsoncore.Value, e bsoncore.Element) (op, error) {
 		start, b := bsoncore.AppendDocumentStart(nil)
 		b = bsoncore.AppendDocumentElement(b, pullElemField, d)
 		b, _ = bsoncore.AppendDocumentEnd(b, start)
-		f, err := query.Compile(b)
+		f, err := query.CompileWith(b, opts)
 		if err != nil {
 			return nil, fromQueryError(err, "")
 		}
 		return pullOp{name: "$pull", elem: f}, nil
 	}
-	f, err := query.Compile(d)
+	f, err := query.CompileWith(d, opts)
 	if err != nil {
 		return nil, fromQueryError(err, "")
 	}
@@ -380,7 +385,7 @@ func (o pullOp) matches(c *applyCtx, n *node) bool {
 		v := n.value()
 		return v.Type == bsoncore.TypeEmbeddedDocument && o.object.Match(v.Document())
 	}
-	return containsValue(o.values, n.value())
+	return containsValue(o.values, n.value(), c.u.coll)
 }
 
 func (o pullOp) apply(c *applyCtx, cur *node, f target) (*node, bool, error) {

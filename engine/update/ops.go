@@ -73,8 +73,8 @@ type minMaxOp struct {
 	sign int
 }
 
-func (o minMaxOp) apply(_ *applyCtx, cur *node, _ target) (*node, bool, error) {
-	if cur == nil || value.Compare(o.v, cur.value())*o.sign > 0 {
+func (o minMaxOp) apply(c *applyCtx, cur *node, _ target) (*node, bool, error) {
+	if cur == nil || value.CompareWith(o.v, cur.value(), c.u.coll)*o.sign > 0 {
 		return rawNode(o.v), false, nil
 	}
 	return nil, false, nil

@@ -30,11 +30,15 @@ type Options struct {
 	Immutable []string
 	// Let holds variables for pipeline updates ($$name).
 	Let bsoncore.Document
+	// Collation compares strings in $pull, $pullAll, $addToSet, $push's
+	// $sort, $min and $max; nil is the simple collation.
+	Collation *value.Collator
 }
 
 // Update is a compiled update specification. It is immutable.
 type Update struct {
 	kind        Kind
+	coll        *value.Collator   // Options.Collation
 	root        *tree             // Operators
 	replacement bsoncore.Document // Replacement
 	pipeline    *pipeline         // Pipeline
@@ -127,7 +131,7 @@ func Parse(spec bsoncore.Value, opts Options) (*Update, error) {
 	}
 	if u.kind != Operators && len(opts.ArrayFilters) > 0 {
 		// Replacements use no identifiers: every filter is unused.
-		ids, err := parseArrayFilters(opts.ArrayFilters)
+		ids, err := parseArrayFilters(opts.ArrayFilters, opts.Collation)
 		if err != nil {
 			return nil, err
 		}
@@ -156,12 +160,12 @@ func parseReplacement(d bsoncore.Document) (*Update, error) {
 
 // parseOperators compiles {$op: {path: arg, ...}, ...}.
 func parseOperators(d bsoncore.Document, opts Options) (*Update, error) {
-	u := &Update{kind: Operators, root: &tree{}}
+	u := &Update{kind: Operators, root: &tree{}, coll: opts.Collation}
 	elems, err := d.Elements()
 	if err != nil {
 		return nil, errorf(ErrFailedToParse, "invalid update document: %v", err)
 	}
-	ids, err := parseArrayFilters(opts.ArrayFilters)
+	ids, err := parseArrayFilters(opts.ArrayFilters, opts.Collation)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +203,9 @@ func parseOperators(d bsoncore.Document, opts Options) (*Update, error) {
 				}
 			}
 			o, err := parse(f.Value(), f)
+			if err == nil && name == "$pull" && opts.Collation != nil {
+				o, err = parsePullWith(f.Value(), opts.Collation)
+			}
 			if err != nil {
 				return nil, err
 			}

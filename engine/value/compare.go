@@ -13,7 +13,12 @@ import (
 // Compare orders a and b as MongoDB does: first by TypeRank, then within
 // the type. Numbers compare by value across int32, int64, double and
 // decimal128, with NaN below every other number and equal to itself.
-func Compare(a, b bsoncore.Value) int {
+func Compare(a, b bsoncore.Value) int { return CompareWith(a, b, nil) }
+
+// CompareWith is Compare with strings and symbols, also those nested in
+// documents and arrays, ordered by the collation coll (nil: by their
+// bytes, the simple collation).
+func CompareWith(a, b bsoncore.Value, coll *Collator) int {
 	ra, rb := TypeRank(a.Type), TypeRank(b.Type)
 	if ra != rb {
 		return cmpInt(int64(ra), int64(rb))
@@ -24,9 +29,12 @@ func Compare(a, b bsoncore.Value) int {
 	case 10:
 		return compareNumbers(a, b)
 	case 15:
+		if coll != nil {
+			return coll.CompareStrings(stringBytes(a), stringBytes(b))
+		}
 		return bytes.Compare(stringBytes(a), stringBytes(b))
 	case 20, 25:
-		return compareDocs(a.Data, b.Data, ra == 20)
+		return compareDocs(a.Data, b.Data, ra == 20, coll)
 	case 30:
 		sa, da := binaryParts(a)
 		sb, db := binaryParts(b)
@@ -76,7 +84,7 @@ func Compare(a, b bsoncore.Value) int {
 		if c := strings.Compare(ca, cb); c != 0 {
 			return c
 		}
-		return compareDocs(sa, sb, true)
+		return compareDocs(sa, sb, true, nil)
 	}
 	return bytes.Compare(a.Data, b.Data)
 }
@@ -95,6 +103,9 @@ func binaryParts(v bsoncore.Value) (byte, []byte) {
 	}
 	return v.Data[4], data
 }
+
+// EqualWith reports whether CompareWith(a, b, coll) == 0.
+func EqualWith(a, b bsoncore.Value, coll *Collator) bool { return CompareWith(a, b, coll) == 0 }
 
 // Equal reports whether Compare(a, b) == 0.
 func Equal(a, b bsoncore.Value) bool { return Compare(a, b) == 0 }
@@ -149,7 +160,7 @@ func (it *Elements) Next() (bsoncore.Element, bool) {
 	return e, true
 }
 
-func compareDocs(a, b []byte, withNames bool) int {
+func compareDocs(a, b []byte, withNames bool, coll *Collator) int {
 	ia, ib := ElementsOf(a), ElementsOf(b)
 	for {
 		ea, okA := ia.Next()
@@ -166,7 +177,7 @@ func compareDocs(a, b []byte, withNames bool) int {
 				return c
 			}
 		}
-		if c := Compare(va, vb); c != 0 {
+		if c := CompareWith(va, vb, coll); c != 0 {
 			return c
 		}
 	}

@@ -88,6 +88,18 @@
 //	0.1 (double) 0a 05 80 00 0b 01 01 01 01 01 01 01 06 38 0c 10 0d 20 1a 4f 1c 0b 00
 //	Infinity     0a 06
 //
+// # Collations
+//
+// A Collator (collation.go, on golang.org/x/text/collate) orders strings
+// by a MongoDB collation; a nil *Collator is the simple collation (UTF-8
+// bytes). CompareWith(a, b, c) is Compare with strings and symbols, also
+// those inside documents and arrays, ordered by c; EncodeKeyWith(v, c) is
+// EncodeKey with each such string's bytes replaced by its collation sort
+// key (then escaped as above), so bytes.Compare of two encodings has the
+// sign of CompareWith and strings c holds equal encode alike. Sort keys
+// cannot be turned back into strings: an index with a collation provides
+// order and equality, never the values.
+//
 // # Long values
 //
 // An encoding longer than 1883 bytes is cut to MaxKeyLen (1900) bytes:

@@ -19,7 +19,7 @@ func checkKeyOrder(a, b bsoncore.Value) error {
 	ea, eb := enc(a), enc(b)
 	pa, ca := CutPrefix(ea)
 	pb, cb := CutPrefix(eb)
-	wa, wb := encodeValue(nil, a), encodeValue(nil, b)
+	wa, wb := encodeValue(nil, a, nil), encodeValue(nil, b, nil)
 	if ca != (len(wa) > cutPrefixLen) || cb != (len(wb) > cutPrefixLen) {
 		return fmt.Errorf("cut %v, %v for whole encodings of %d and %d bytes", ca, cb, len(wa), len(wb))
 	}

@@ -76,9 +76,15 @@ const (
 // exception to the order is two values whose encodings are both cut and
 // share their prefix (CutPrefix): they order by hash. The format is in
 // the package comment.
-func EncodeKey(dst []byte, v bsoncore.Value) []byte {
+func EncodeKey(dst []byte, v bsoncore.Value) []byte { return EncodeKeyWith(dst, v, nil) }
+
+// EncodeKeyWith is EncodeKey under the collation coll: strings and symbols,
+// also nested ones, are encoded by their collation sort keys, so encodings
+// order as CompareWith(a, b, coll) does and strings the collation holds
+// equal encode alike. A nil coll is EncodeKey.
+func EncodeKeyWith(dst []byte, v bsoncore.Value, coll *Collator) []byte {
 	start := len(dst)
-	dst = encodeValue(dst, v)
+	dst = encodeValue(dst, v, coll)
 	if len(dst)-start <= cutPrefixLen {
 		return dst
 	}
@@ -103,12 +109,17 @@ func CutPrefix(enc []byte) ([]byte, bool) {
 
 // encodeValue is EncodeKey without the cut: elements of documents and
 // arrays are encoded whole, only the outermost value is cut.
-func encodeValue(dst []byte, v bsoncore.Value) []byte {
+func encodeValue(dst []byte, v bsoncore.Value, coll *Collator) []byte {
 	dst = append(dst, TypeRank(v.Type))
 	switch v.Type {
 	case bsoncore.TypeDouble, bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDecimal128:
 		return appendNumber(dst, v)
-	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
+	case bsoncore.TypeString, bsoncore.TypeSymbol:
+		if coll != nil {
+			return appendEscaped(dst, coll.AppendKey(nil, stringBytes(v)))
+		}
+		return appendEscaped(dst, stringBytes(v))
+	case bsoncore.TypeJavaScript:
 		return appendEscaped(dst, stringBytes(v))
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
 		it := ElementsOf(v.Data)
@@ -119,7 +130,7 @@ func encodeValue(dst []byte, v bsoncore.Value) []byte {
 			if v.Type == bsoncore.TypeEmbeddedDocument {
 				dst = appendEscaped(dst, e.KeyBytes())
 			}
-			dst = encodeValue(dst, ev)
+			dst = encodeValue(dst, ev, coll)
 		}
 		return append(dst, endOfDoc)
 	case bsoncore.TypeBinary:
@@ -156,7 +167,7 @@ func encodeValue(dst []byte, v bsoncore.Value) []byte {
 			return appendEscaped(dst, v.Data)
 		}
 		dst = appendEscaped(dst, []byte(code))
-		return encodeValue(dst, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: scope})
+		return encodeValue(dst, bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: scope}, nil)
 	}
 	return dst // MinKey, MaxKey, null, undefined: the rank says it all
 }
