@@ -33,6 +33,8 @@
 //	s/h<lsid:16>                       -> retryable writes: a session's head (sessions.go)
 //	s/r<lsid:16><stmtId:4>             -> retryable writes: one statement's outcome (sessions.go)
 //	r/a<shardID:8>                     -> reserved for cluster/: a replicated group's applied index, written with its data (cluster/doc.go)
+//	l/e<ts:8><index:4>                 -> change event (BSON) of the commit at cluster time ts, index-th of it (changes.go)
+//	l/h                                -> change-log horizon (uint64 BE): events before it may be trimmed
 //
 // collID is a uint32, big endian, never reused, so a dropped collection's
 // leftovers can never be mistaken for a new one's. point is the document's

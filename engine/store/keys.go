@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 )
 
@@ -139,4 +140,26 @@ func sessionStmtsPrefix(lsid []byte) []byte {
 
 func sessionStmtKey(lsid []byte, id int32) []byte {
 	return binary.BigEndian.AppendUint32(sessionStmtsPrefix(lsid), uint32(id))
+}
+
+// Change log: l/e<ts:8><index:4> and l/h (changes.go).
+
+var (
+	changeEventPrefix = []byte("l/e")
+	changeHorizonKey  = []byte("l/h")
+)
+
+func changeKey(p ChangePos) []byte {
+	k := make([]byte, 0, len(changeEventPrefix)+12)
+	k = append(k, changeEventPrefix...)
+	k = binary.BigEndian.AppendUint64(k, p.TS)
+	return binary.BigEndian.AppendUint32(k, p.Index)
+}
+
+func parseChangeKey(k []byte) (ChangePos, bool) {
+	if len(k) != len(changeEventPrefix)+12 || !bytes.HasPrefix(k, changeEventPrefix) {
+		return ChangePos{}, false
+	}
+	k = k[len(changeEventPrefix):]
+	return ChangePos{TS: binary.BigEndian.Uint64(k), Index: binary.BigEndian.Uint32(k[8:])}, true
 }
