@@ -43,6 +43,8 @@ type serveOptions struct {
 	partitionMaxRUs          int
 	partitionMaxBytes        byteSize
 	logicalPartitionMaxBytes byteSize
+	changeRetention          time.Duration
+	changeRetentionBytes     byteSize
 	defaultThroughput        int
 	maxThroughput            int
 
@@ -109,6 +111,8 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.IntVar(&o.partitionMaxRUs, "partition-max-rus", engine.DefaultPartitionMaxRUs, "most RU/s one physical partition serves: raising throughput past partitions x this splits partitions")
 	f.Var(&o.partitionMaxBytes, "partition-max-bytes", "a physical partition bigger than this splits (units B, KiB, MiB, GiB, TiB; KB etc. are the same)")
 	f.Var(&o.logicalPartitionMaxBytes, "logical-partition-max-bytes", "writes that would grow one shard-key value's documents past this fail")
+	f.DurationVar(&o.changeRetention, "change-retention", 24*time.Hour, "how long the change log keeps events for change streams (0: for ever)")
+	f.Var(&o.changeRetentionBytes, "change-retention-bytes", "trim the change log's oldest events past this size (0: no size bound)")
 	f.IntVar(&o.defaultThroughput, "default-throughput", engine.DefaultThroughputRUs, "RU/s of a collection created without throughput (manual)")
 	f.IntVar(&o.maxThroughput, "max-throughput", engine.DefaultMaxThroughput, "most RU/s (manual, or autoscale's maximum) a collection or database may be given")
 	f.BoolVar(&o.rateLimiting, "rate-limiting", false, "refuse requests over their partition's RU budget with 16500 TooManyRequests (request units are charged and reported either way)")
@@ -221,13 +225,15 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		warnings = append(warnings, "Parsec is running with --in-memory: data is lost when the server stops")
 	}
 	eng := engine.New(engine.Config{
-		Store:              storage.Local(st),
-		Logger:             logger,
-		CursorTimeout:      o.cursorTimeout,
-		TTLInterval:        o.ttlInterval,
-		ConnStats:          func() wire.Stats { return srv.Stats() },
-		MaxConnections:     o.maxConnections,
-		EnableTestCommands: o.testCommands,
+		Store:                storage.Local(st),
+		Logger:               logger,
+		CursorTimeout:        o.cursorTimeout,
+		ChangeRetention:      changeRetentionOf(o.changeRetention),
+		ChangeRetentionBytes: int64(o.changeRetentionBytes),
+		TTLInterval:          o.ttlInterval,
+		ConnStats:            func() wire.Stats { return srv.Stats() },
+		MaxConnections:       o.maxConnections,
+		EnableTestCommands:   o.testCommands,
 		Partitions: engine.PartitionLimits{
 			MaxRUs:            o.partitionMaxRUs,
 			MaxBytes:          int64(o.partitionMaxBytes),
@@ -296,16 +302,17 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 
 func (o *serveOptions) asMap() map[string]any {
 	return map[string]any{
-		"listen":         o.listen,
-		"dataDir":        o.dataDir,
-		"inMemory":       o.inMemory,
-		"logLevel":       o.logLevel,
-		"logFormat":      o.logFormat,
-		"http":           o.httpAddr,
-		"maxConnections": int64(o.maxConnections),
-		"cursorTimeout":  o.cursorTimeout.String(),
-		"ttlInterval":    o.ttlInterval.String(),
-		"memoryLimit":    int64(o.memoryLimit),
+		"listen":          o.listen,
+		"dataDir":         o.dataDir,
+		"inMemory":        o.inMemory,
+		"logLevel":        o.logLevel,
+		"logFormat":       o.logFormat,
+		"http":            o.httpAddr,
+		"maxConnections":  int64(o.maxConnections),
+		"cursorTimeout":   o.cursorTimeout.String(),
+		"changeRetention": o.changeRetention.String(),
+		"ttlInterval":     o.ttlInterval.String(),
+		"memoryLimit":     int64(o.memoryLimit),
 
 		"partitionMaxRUs":          int64(o.partitionMaxRUs),
 		"partitionMaxBytes":        int64(o.partitionMaxBytes),
@@ -337,4 +344,13 @@ func redactArgv(argv []string) []string {
 		}
 	}
 	return out
+}
+
+// changeRetentionOf is --change-retention as the engine takes it: 0
+// there means the default, so "keep for ever" is negative.
+func changeRetentionOf(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -136,7 +136,10 @@ func createOptions(req *request, name string) (bson.Raw, error) {
 		case "encryptedFields":
 			return nil, errorf(ErrCommandNotSupported, "queryable encryption is not supported by Parsec")
 		case "changeStreamPreAndPostImages":
-			return nil, errorf(ErrCommandNotSupported, "change stream pre- and post-images are not supported by Parsec")
+			if err := imagesOption(req.name, v); err != nil {
+				return nil, err
+			}
+			validation[k] = v
 		case "flags", "temp", "recordPreImages":
 			// accepted and meaningless here, as in recent MongoDB versions
 		default:
@@ -146,7 +149,7 @@ func createOptions(req *request, name string) (bson.Raw, error) {
 		}
 	}
 	// Kept in the order MongoDB lists them, whatever the order given.
-	for _, k := range []string{"validator", "validationLevel", "validationAction"} {
+	for _, k := range []string{"validator", "validationLevel", "validationAction", "changeStreamPreAndPostImages"} {
 		if v, ok := validation[k]; ok {
 			b.AppendValue(k, v)
 		}

@@ -60,6 +60,11 @@ type Config struct {
 	Options map[string]any
 	// StartupWarnings appear in getLog: "startupWarnings".
 	StartupWarnings []string
+	// ChangeRetention and ChangeRetentionBytes bound the change log
+	// change streams read, by age and by size (0 age: 24 hours; 0 bytes:
+	// no size bound; a negative age keeps events for ever).
+	ChangeRetention      time.Duration
+	ChangeRetentionBytes int64
 	// EnableTestCommands registers configureFailPoint, the hook drivers'
 	// specification tests use (MongoDB's enableTestCommands).
 	EnableTestCommands bool
@@ -128,6 +133,7 @@ type Engine struct {
 	snapshots  *sessions.Snapshots   // snapshot reads' snapshots (snapshots.go)
 	analyzer   queryAnalyzer         // sampled queries (queryanalyzer.go)
 	clock      sessions.ClusterClock // operationTime and snapshots' cluster times (clustertime.go)
+	streams    sync.Map              // ids of change streams' cursors (changestreams.go)
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64
@@ -208,6 +214,7 @@ func New(cfg Config) *Engine {
 	if e.store != nil {
 		e.store.SetLimits(e.limits.storeLimits())
 		e.store.SetMatcher(partialMatcher)
+		e.startChangeLog()
 	}
 	if cfg.RootUser != "" && e.store != nil {
 		if err := e.ensureRootUser(cfg.RootUser, cfg.RootPassword); err != nil {
