@@ -347,6 +347,7 @@ func (cs *changeStream) compile(args *aggArgs) error {
 		return nil
 	}
 	ab := bsoncore.NewArrayBuilder()
+	var names []string
 	for _, v := range vals[1:] {
 		d, ok := v.DocumentOK()
 		if !ok {
@@ -356,19 +357,22 @@ func (cs *changeStream) compile(args *aggArgs) error {
 		if err != nil {
 			return errorf(ErrFailedToParse, "A pipeline stage specification object must contain exactly one field.")
 		}
-		if !changeStreamStages[el.Key()] {
-			return errorf(ErrIllegalOperation, "%s is not permitted in a $changeStream pipeline", el.Key())
-		}
 		if el.Key() == "$changeStreamSplitLargeEvent" {
 			continue
 		}
 		ab.AppendDocument(d)
+		names = append(names, el.Key())
 	}
 	rest := *args
 	rest.pipeline = bsoncore.Document(ab.Build())
 	p, err := cs.e.parsePipeline(cs.db, cs.coll, &rest)
 	if err != nil {
-		return err
+		return err // an unknown stage is refused as in any pipeline
+	}
+	for _, n := range names {
+		if !changeStreamStages[n] {
+			return errorf(ErrIllegalOperation, "%s is not permitted in a $changeStream pipeline", n)
+		}
 	}
 	cs.pipeline = p
 	return nil
@@ -716,6 +720,15 @@ func (e *Engine) changeStreamGetMore(ctx context.Context, req *request, cur *cur
 	if waitMS > 0 {
 		wait = time.Duration(waitMS) * time.Millisecond
 	}
+	if a, ok := e.getMoreFailPoint.trigger("getMore", ""); ok && a.data.hasErrorCode {
+		e.cursors.Release(cur, false)
+		ce := errorf(Code(a.data.errorCode), "Failing command via 'failGetMoreAfterCursorCheckout' failpoint")
+		if a.data.hasErrorLabels {
+			ce.Extra = bson.D{{Key: "errorLabels", Value: a.data.errorLabels}}
+			return nil, ce
+		}
+		return nil, withLabel(ce, "ResumableChangeStreamError", resumableStreamError)
+	}
 	if err := e.admitRead(ctx, req, &cs.bill); err != nil {
 		e.cursors.Release(cur, false)
 		return nil, err
@@ -724,6 +737,9 @@ func (e *Engine) changeStreamGetMore(ctx context.Context, req *request, cur *cur
 	e.chargeRead(req, &cs.bill, len(docs))
 	e.cursors.Release(cur, cs.done || err != nil)
 	if err != nil {
+		if ce := toCommandError(err); ce.Code == ErrChangeStreamFatal || ce.Code == ErrChangeStreamHistoryLost {
+			return nil, withLabel(ce, "NonResumableChangeStreamError", func(Code) bool { return true })
+		}
 		return nil, withLabel(err, "ResumableChangeStreamError", resumableStreamError)
 	}
 	if cs.done {

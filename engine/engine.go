@@ -116,6 +116,8 @@ type Engine struct {
 
 	commands   map[string]command
 	failPoint  failCommand
+	// getMoreFailPoint is failGetMoreAfterCursorCheckout (changestreams.go).
+	getMoreFailPoint failCommand
 	cursors    *cursorRegistry
 	ops        opCounters
 	logs       *logRing
