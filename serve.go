@@ -225,15 +225,14 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		warnings = append(warnings, "Parsec is running with --in-memory: data is lost when the server stops")
 	}
 	eng := engine.New(engine.Config{
-		Store:                storage.Local(st),
-		Logger:               logger,
-		CursorTimeout:        o.cursorTimeout,
-		ChangeRetention:      changeRetentionOf(o.changeRetention),
-		ChangeRetentionBytes: int64(o.changeRetentionBytes),
-		TTLInterval:          o.ttlInterval,
-		ConnStats:            func() wire.Stats { return srv.Stats() },
-		MaxConnections:       o.maxConnections,
-		EnableTestCommands:   o.testCommands,
+		Store:              storage.Local(st),
+		Logger:             logger,
+		CursorTimeout:      o.cursorTimeout,
+		ChangeLog:          engine.ChangeLogLimits{Retention: changeRetentionOf(o.changeRetention), Bytes: int64(o.changeRetentionBytes)},
+		TTLInterval:        o.ttlInterval,
+		ConnStats:          func() wire.Stats { return srv.Stats() },
+		MaxConnections:     o.maxConnections,
+		EnableTestCommands: o.testCommands,
 		Partitions: engine.PartitionLimits{
 			MaxRUs:            o.partitionMaxRUs,
 			MaxBytes:          int64(o.partitionMaxBytes),
@@ -302,17 +301,16 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 
 func (o *serveOptions) asMap() map[string]any {
 	return map[string]any{
-		"listen":          o.listen,
-		"dataDir":         o.dataDir,
-		"inMemory":        o.inMemory,
-		"logLevel":        o.logLevel,
-		"logFormat":       o.logFormat,
-		"http":            o.httpAddr,
-		"maxConnections":  int64(o.maxConnections),
-		"cursorTimeout":   o.cursorTimeout.String(),
-		"changeRetention": o.changeRetention.String(),
-		"ttlInterval":     o.ttlInterval.String(),
-		"memoryLimit":     int64(o.memoryLimit),
+		"listen":         o.listen,
+		"dataDir":        o.dataDir,
+		"inMemory":       o.inMemory,
+		"logLevel":       o.logLevel,
+		"logFormat":      o.logFormat,
+		"http":           o.httpAddr,
+		"maxConnections": int64(o.maxConnections),
+		"cursorTimeout":  o.cursorTimeout.String(),
+		"ttlInterval":    o.ttlInterval.String(),
+		"memoryLimit":    int64(o.memoryLimit),
 
 		"partitionMaxRUs":          int64(o.partitionMaxRUs),
 		"partitionMaxBytes":        int64(o.partitionMaxBytes),

@@ -758,6 +758,13 @@ func resumableStreamError(code Code) bool {
 	return false
 }
 
+// ChangeLogLimits bound the change log by age (0: 24 hours; negative:
+// for ever) and by size (0: no bound).
+type ChangeLogLimits struct {
+	Retention time.Duration
+	Bytes     int64
+}
+
 // defaultChangeRetention is how long the change log keeps events.
 const defaultChangeRetention = 24 * time.Hour
 
@@ -767,14 +774,14 @@ const defaultChangeRetention = 24 * time.Hour
 func (e *Engine) startChangeLog() {
 	e.clock.After(e.now(), e.store.LastChangeTime())
 	e.store.SetChangeClock(func(after uint64) uint64 { return e.clock.After(e.now(), after) })
-	age := e.cfg.ChangeRetention
+	age := e.cfg.ChangeLog.Retention
 	switch {
 	case age == 0:
 		age = defaultChangeRetention
 	case age < 0:
 		age = 0
 	}
-	e.store.SetChangeRetention(age, max(e.cfg.ChangeRetentionBytes, 0))
+	e.store.SetChangeRetention(age, max(e.cfg.ChangeLog.Bytes, 0))
 }
 
 // close forgets the stream's cursor when it goes.

@@ -60,11 +60,8 @@ type Config struct {
 	Options map[string]any
 	// StartupWarnings appear in getLog: "startupWarnings".
 	StartupWarnings []string
-	// ChangeRetention and ChangeRetentionBytes bound the change log
-	// change streams read, by age and by size (0 age: 24 hours; 0 bytes:
-	// no size bound; a negative age keeps events for ever).
-	ChangeRetention      time.Duration
-	ChangeRetentionBytes int64
+	// ChangeLog bounds the change log change streams read.
+	ChangeLog ChangeLogLimits
 	// EnableTestCommands registers configureFailPoint, the hook drivers'
 	// specification tests use (MongoDB's enableTestCommands).
 	EnableTestCommands bool
@@ -116,8 +113,6 @@ type Engine struct {
 
 	commands   map[string]command
 	failPoint  failCommand
-	// getMoreFailPoint is failGetMoreAfterCursorCheckout (changestreams.go).
-	getMoreFailPoint failCommand
 	cursors    *cursorRegistry
 	ops        opCounters
 	logs       *logRing
@@ -135,7 +130,12 @@ type Engine struct {
 	snapshots  *sessions.Snapshots   // snapshot reads' snapshots (snapshots.go)
 	analyzer   queryAnalyzer         // sampled queries (queryanalyzer.go)
 	clock      sessions.ClusterClock // operationTime and snapshots' cluster times (clustertime.go)
-	streams    sync.Map              // ids of change streams' cursors (changestreams.go)
+
+	// Change streams (changestreams.go): their cursors' ids, and the
+	// failGetMoreAfterCursorCheckout fail point.
+	streams          sync.Map
+	getMoreFailPoint failCommand
+
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64

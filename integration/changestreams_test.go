@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parsecdb/parsec/engine"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -333,7 +334,7 @@ func TestChangeStreamResumeAfterRestart(t *testing.T) {
 }
 
 func TestChangeStreamHistoryLost(t *testing.T) {
-	s := StartServer(t, ServerOptions{Dir: t.TempDir(), ChangeRetentionBytes: 2048})
+	s := StartServer(t, ServerOptions{Dir: t.TempDir(), ChangeLog: engine.ChangeLogLimits{Bytes: 2048}})
 	c := newTestClient(t, s)
 	ctx := context.Background()
 	coll := c.Database("lost").Collection("l")

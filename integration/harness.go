@@ -64,11 +64,9 @@ type ServerOptions struct {
 	// AuthBackoff slows addresses that keep failing to authenticate
 	// (zero fields: the defaults).
 	AuthBackoff auth.BackoffLimits
-	// ChangeRetention and ChangeRetentionBytes bound the change log (as
-	// --change-retention and --change-retention-bytes do; zero: 24 h, no
-	// size bound).
-	ChangeRetention      time.Duration
-	ChangeRetentionBytes int64
+	// ChangeLog bounds the change log (as --change-retention and
+	// --change-retention-bytes do; zero: 24 h, no size bound).
+	ChangeLog engine.ChangeLogLimits
 	// Clock is the server's clock (nil: real time): request-unit buckets
 	// and statistics, cursor timeouts and every other time the engine
 	// keeps are read from it, and server-side retry waits by it.
@@ -219,29 +217,28 @@ func Launch(opts ServerOptions) (*Server, error) {
 		now, wait = opts.Clock.Now, opts.Clock.Wait
 	}
 	s.eng = engine.New(engine.Config{
-		Store:                storage.Local(st),
-		Logger:               logger,
-		Now:                  now,
-		Wait:                 wait,
-		CursorTimeout:        opts.CursorTimeout,
-		TTLInterval:          opts.TTLInterval,
-		TransactionLifetime:  opts.TransactionLifetime,
-		ConnStats:            func() wire.Stats { return s.srv.Stats() },
-		MaxConnections:       opts.MaxConnections,
-		EnableTestCommands:   opts.EnableTestCommands,
-		Partitions:           opts.Partitions,
-		AggMemoryLimit:       opts.AggMemoryLimit,
-		RequestUnits:         opts.RequestUnits,
-		Port:                 ln.Addr().(*net.TCPAddr).Port,
-		Auth:                 opts.Auth,
-		RootUser:             opts.RootUser,
-		RootPassword:         opts.RootPassword,
-		ReplicaSet:           opts.ReplicaSet,
-		AuthBackoff:          opts.AuthBackoff,
-		ChangeRetention:      opts.ChangeRetention,
-		ChangeRetentionBytes: opts.ChangeRetentionBytes,
-		Argv:                 []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
-		Options:              map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
+		Store:               storage.Local(st),
+		Logger:              logger,
+		Now:                 now,
+		Wait:                wait,
+		CursorTimeout:       opts.CursorTimeout,
+		TTLInterval:         opts.TTLInterval,
+		TransactionLifetime: opts.TransactionLifetime,
+		ConnStats:           func() wire.Stats { return s.srv.Stats() },
+		MaxConnections:      opts.MaxConnections,
+		EnableTestCommands:  opts.EnableTestCommands,
+		Partitions:          opts.Partitions,
+		AggMemoryLimit:      opts.AggMemoryLimit,
+		RequestUnits:        opts.RequestUnits,
+		Port:                ln.Addr().(*net.TCPAddr).Port,
+		Auth:                opts.Auth,
+		RootUser:            opts.RootUser,
+		RootPassword:        opts.RootPassword,
+		ReplicaSet:          opts.ReplicaSet,
+		AuthBackoff:         opts.AuthBackoff,
+		ChangeLog:           opts.ChangeLog,
+		Argv:                []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
+		Options:             map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
 	})
 	s.srv = wire.NewServer(s.eng, logger, opts.MaxConnections)
 	go func() { s.done <- s.srv.Serve(ln) }()
