@@ -129,7 +129,6 @@
 //     (ErrIsView for a view target) check both maps under the catalog
 //     lock, and DropDatabase drops the database's views with its
 //     collections.
-//
 //  9. Every transaction that changes a document or the catalog writes
 //     its change events (l/e, changes.go) in the same Badger transaction,
 //     at a commit time taken just before Badger commits and greater than
