@@ -289,8 +289,6 @@ func (e *Engine) openChangeStream(ctx context.Context, req *request, coll string
 	id := int64(0)
 	if !cs.done {
 		id = e.cursors.open(ns, req.c.wc.ID(), requestSession(req.body), cs, cursorOptions{owner: req.c.cursorOwner()})
-		cs.id = id
-		e.streams.Store(id, struct{}{})
 	}
 	return changeStreamReply(id, ns, "firstBatch", batchArray(docs), cs.postBatchToken()), nil
 }
@@ -325,7 +323,6 @@ type changeStream struct {
 	minPoint, maxPoint uint64
 	bill               readBill
 	examined, read     int64
-	id                 int64 // the cursor's id (0: none)
 }
 
 func (cs *changeStream) tally(i int) planStats {
@@ -624,7 +621,7 @@ func (cs *changeStream) render(ctx context.Context, ev *store.ChangeEvent) ([]by
 		b.AppendDocument("documentKey", ev.DocumentKey)
 	}
 	if ev.Op == store.ChangeUpdate {
-		b.AppendDocument("updateDescription", ev.UpdateDescription)
+		b.AppendDocument("updateDescription", cs.updateDescription(ev.UpdateDescription))
 	}
 	if ev.Op == store.ChangeUpdate || ev.Op == store.ChangeReplace || ev.Op == store.ChangeDelete {
 		switch cs.spec.fullDocumentBefore {
@@ -784,13 +781,6 @@ func (e *Engine) startChangeLog() {
 	e.store.SetChangeRetention(age, max(e.cfg.ChangeLog.Bytes, 0))
 }
 
-// close forgets the stream's cursor when it goes.
-func (cs *changeStream) close() {
-	if cs.id != 0 {
-		cs.e.streams.Delete(cs.id)
-	}
-}
-
 // withLabel is err as a command error, labelled when pred holds for its
 // code.
 func withLabel(err error, label string, pred func(Code) bool) error {
@@ -848,4 +838,19 @@ func imagesOption(cmd string, v bsoncore.Value) error {
 		return missingField("changeStreamPreAndPostImages", "enabled")
 	}
 	return nil
+}
+
+// updateDescription is an update's description as the stream shows it:
+// disambiguatedPaths only with showExpandedEvents, as MongoDB.
+func (cs *changeStream) updateDescription(d bsoncore.Document) bsoncore.Document {
+	if cs.spec.expanded {
+		return d
+	}
+	b := bsoncore.NewDocumentBuilder()
+	for el := range value.All(d) {
+		if el.Key() != "disambiguatedPaths" {
+			b.AppendValue(el.Key(), el.Value())
+		}
+	}
+	return b.Build()
 }

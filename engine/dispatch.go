@@ -277,11 +277,6 @@ func (d *dispatchState) applyFailPoint() ([]byte, bool) {
 		return nil, false
 	}
 	d.fail = a
-	if d.name == "getMore" {
-		if id, ok := d.req.body.Index(0).Value().Int64OK(); ok {
-			_, a.changeStream = c.e.streams.Load(id)
-		}
-	}
 	out, done := a.before(d.ctx, d.req, func() { d.wr.CloseConnection = true })
 	if done && d.stmt != nil {
 		d.stmt.injected = true

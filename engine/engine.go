@@ -131,9 +131,7 @@ type Engine struct {
 	analyzer   queryAnalyzer         // sampled queries (queryanalyzer.go)
 	clock      sessions.ClusterClock // operationTime and snapshots' cluster times (clustertime.go)
 
-	// Change streams (changestreams.go): their cursors' ids, and the
-	// failGetMoreAfterCursorCheckout fail point.
-	streams          sync.Map
+	// getMoreFailPoint is failGetMoreAfterCursorCheckout (changestreams.go).
 	getMoreFailPoint failCommand
 
 	// usersVersion changes with every change to users: connections then

@@ -35,9 +35,6 @@ type failCommandData struct {
 // failAction is what the fail point does to one command.
 type failAction struct {
 	data failCommandData
-	// changeStream: the command is a getMore of a change stream, whose
-	// resumable failures carry ResumableChangeStreamError.
-	changeStream bool
 }
 
 // trigger reports whether the fail point fires for cmd from a client with
@@ -86,9 +83,6 @@ var retryableWrites = map[string]bool{
 func (a *failAction) labels(cmd string, body bsoncore.Document, code int32) []string {
 	if a.data.hasErrorLabels {
 		return a.data.errorLabels
-	}
-	if a.changeStream && resumableStreamError(Code(code)) {
-		return []string{"ResumableChangeStreamError"}
 	}
 	if _, err := body.LookupErr("txnNumber"); err == nil && retryableWrites[cmd] && retryableCodes[code] {
 		if _, inTxn := body.LookupErr("autocommit"); inTxn != nil {
