@@ -103,6 +103,12 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 		if dryRun {
 			return nil, errorf(ErrInvalidOptions, "dryRun requires an index modification with 'unique: true'")
 		}
+		if validation == nil {
+			// Nothing to change: change streams still see the collMod.
+			if err := e.store.LogModify(c); err != nil {
+				return nil, err
+			}
+		}
 		return okReply()
 	}
 	var ixName string

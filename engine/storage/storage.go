@@ -237,6 +237,8 @@ type ChangeFeed interface {
 	SetChangeClock(next func(after uint64) uint64)
 	// SetChangeRetention bounds the log by age and size (0: unbounded).
 	SetChangeRetention(age time.Duration, size int64)
+	// LogModify records a collMod that changed nothing in the catalog.
+	LogModify(c *store.Collection) error
 }
 
 // Node is this process's own storage: durability, disk, statistics and

@@ -695,3 +695,17 @@ func renameDescription(toDB, to string, dropped *Collection) bsoncore.Document {
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	return b
 }
+
+func viewDescription(v *ViewDefinition) bsoncore.Document {
+	b := bsoncore.NewDocumentBuilder().AppendString("viewOn", v.ViewOn)
+	if len(v.Pipeline) > 0 {
+		b.AppendArray("pipeline", bsoncore.Array(v.Pipeline))
+	}
+	return b.Build()
+}
+
+// LogModify logs a modify event of c for a collMod that changed nothing
+// in the catalog (MongoDB reports every collMod).
+func (s *Store) LogModify(c *Collection) error {
+	return s.update(func(*badger.Txn) error { return nil }, catalogEvent(ChangeModify, c, createDescription(c)))
+}
