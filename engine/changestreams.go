@@ -770,7 +770,7 @@ const defaultChangeRetention = 24 * time.Hour
 // operation times and event times stay on one scale) and sets retention.
 func (e *Engine) startChangeLog() {
 	e.clock.After(e.now(), e.store.LastChangeTime())
-	e.store.SetChangeClock(func(after uint64) uint64 { return e.clock.After(e.now(), after) })
+	e.store.SetChangeClock(func(after uint64) uint64 { return e.clock.After(e.now(), after) }, e.now)
 	age := e.cfg.ChangeLog.Retention
 	switch {
 	case age == 0:

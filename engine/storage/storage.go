@@ -233,8 +233,9 @@ type ChangeFeed interface {
 	ChangeHorizon() uint64
 	// LastChangeTime is the latest commit time handed out.
 	LastChangeTime() uint64
-	// SetChangeClock sets where commit times come from (the cluster clock).
-	SetChangeClock(next func(after uint64) uint64)
+	// SetChangeClock sets where commit times come from (the cluster
+	// clock) and the clock retention measures ages by.
+	SetChangeClock(next func(after uint64) uint64, now func() time.Time)
 	// SetChangeRetention bounds the log by age and size (0: unbounded).
 	SetChangeRetention(age time.Duration, size int64)
 	// LogModify records a collMod that changed nothing in the catalog.

@@ -175,6 +175,7 @@ func decodeChangeEvent(raw []byte, pos ChangePos) (*ChangeEvent, error) {
 type changeClock struct {
 	mu       sync.Mutex
 	next     func(after uint64) uint64
+	now      func() time.Time
 	last     uint64
 	inflight map[uint64]int
 	wake     chan struct{}
@@ -184,6 +185,7 @@ func (c *changeClock) init(last uint64) {
 	c.last = last
 	c.inflight = map[uint64]int{}
 	c.wake = make(chan struct{})
+	c.now = time.Now
 	c.next = func(after uint64) uint64 {
 		t := uint64(time.Now().Unix()) << 32
 		if t <= after {
@@ -238,6 +240,7 @@ type changeState struct {
 	trimKick     chan struct{}
 	changeBytes  atomic.Int64 // estimate of the log's size, for the size bound
 	trimInterval time.Duration
+	newLog       bool // no horizon stored yet (set by SetChangeClock)
 }
 
 // openChangeLog reads the last commit time and the horizon; a store
@@ -245,7 +248,6 @@ type changeState struct {
 // was logged.
 func (s *Store) openChangeLog() error {
 	var last, horizon uint64
-	var size int64
 	found := false
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(changeHorizonKey)
@@ -263,12 +265,13 @@ func (s *Store) openChangeLog() error {
 		case !errors.Is(err, badger.ErrKeyNotFound):
 			return err
 		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: changeEventPrefix})
+		// The last event, by one reverse seek: the log may be large.
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: changeEventPrefix, Reverse: true})
 		defer it.Close()
-		for it.Seek(changeEventPrefix); it.Valid(); it.Next() {
-			size += it.Item().EstimatedSize()
+		for it.Seek(append(bytes.Clone(changeEventPrefix), 0xff)); it.Valid(); it.Next() {
 			if p, ok := parseChangeKey(it.Item().Key()); ok {
 				last = p.TS
+				break
 			}
 		}
 		return nil
@@ -276,17 +279,12 @@ func (s *Store) openChangeLog() error {
 	if err != nil {
 		return fmt.Errorf("open change log: %w", err)
 	}
-	if !found {
-		horizon = uint64(time.Now().Unix()) << 32
-		if err := s.update(func(txn *badger.Txn) error {
-			return (&Txn{s: s, t: txn}).set(changeHorizonKey, binary.BigEndian.AppendUint64(nil, horizon))
-		}); err != nil {
-			return fmt.Errorf("open change log: %w", err)
-		}
-	}
+	// A store without a horizon starts its log now, by the clock
+	// SetChangeClock gives: nothing before is in it.
+	s.newLog = !found
 	s.changes.init(max(last, horizon))
 	s.horizon.Store(horizon)
-	s.changeBytes.Store(size)
+	s.changeBytes.Store(-1) // not known until the first trim with a size bound reads it
 	s.trimKick = make(chan struct{}, 1)
 	return nil
 }
@@ -294,10 +292,25 @@ func (s *Store) openChangeLog() error {
 // SetChangeClock sets the clock commits take their times from: next
 // returns a time later than after (the cluster clock, so that events
 // and operation times are on one scale).
-func (s *Store) SetChangeClock(next func(after uint64) uint64) {
+//
+// now is the clock retention measures ages by (the same scale).
+func (s *Store) SetChangeClock(next func(after uint64) uint64, now func() time.Time) {
 	s.changes.mu.Lock()
 	s.changes.next = next
+	s.changes.now = now
 	s.changes.mu.Unlock()
+	if s.newLog {
+		s.newLog = false
+		h := uint64(now().Unix()) << 32
+		err := s.update(func(txn *badger.Txn) error {
+			return (&Txn{s: s, t: txn}).set(changeHorizonKey, binary.BigEndian.AppendUint64(nil, h))
+		})
+		if err != nil {
+			s.logger.Warn("starting the change log", "err", err)
+			return
+		}
+		s.horizon.Store(h)
+	}
 }
 
 // LastChangeTime is the latest commit time handed out (or the horizon).
@@ -360,7 +373,9 @@ func (t *Txn) putChanges(ts uint64, evs []*ChangeEvent) error {
 		if err := t.set(changeKey(ChangePos{TS: ts, Index: uint32(i)}), raw); err != nil {
 			return err
 		}
-		t.s.changeBytes.Add(int64(len(raw)) + 17 + entryOverhead)
+		if t.s.changeBytes.Load() >= 0 { // -1: not read yet
+			t.s.changeBytes.Add(int64(len(raw)) + 17 + entryOverhead)
+		}
 	}
 	return nil
 }
@@ -548,7 +563,10 @@ func (s *Store) trimLoop() {
 		case <-t.C:
 		case <-s.trimKick:
 		}
-		if err := s.TrimChanges(time.Now()); err != nil && !errors.Is(err, ErrClosed) {
+		s.changes.mu.Lock()
+		now := s.changes.now
+		s.changes.mu.Unlock()
+		if err := s.TrimChanges(now()); err != nil && !errors.Is(err, ErrClosed) {
 			s.logger.Warn("trimming the change log", "err", err)
 		}
 	}
@@ -563,6 +581,13 @@ func (s *Store) TrimChanges(now time.Time) error {
 		if t := uint64(now.Add(-age).Unix()) << 32; t > cut {
 			cut = t
 		}
+	}
+	if limit > 0 && s.changeBytes.Load() < 0 {
+		size, err := s.changeLogSize()
+		if err != nil {
+			return err
+		}
+		s.changeBytes.Store(size)
 	}
 	if limit > 0 && s.changeBytes.Load() > limit {
 		t, size, err := s.sizeCut(limit)
@@ -708,4 +733,18 @@ func viewDescription(v *ViewDefinition) bsoncore.Document {
 // in the catalog (MongoDB reports every collMod).
 func (s *Store) LogModify(c *Collection) error {
 	return s.update(func(*badger.Txn) error { return nil }, catalogEvent(ChangeModify, c, createDescription(c)))
+}
+
+// changeLogSize reads the size of the change log.
+func (s *Store) changeLogSize() (int64, error) {
+	var size int64
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: changeEventPrefix})
+		defer it.Close()
+		for it.Seek(changeEventPrefix); it.Valid(); it.Next() {
+			size += it.Item().EstimatedSize() + entryOverhead
+		}
+		return nil
+	})
+	return size, err
 }
