@@ -475,3 +475,74 @@ func asM(v any) bson.M {
 	}
 	return nil
 }
+
+// The per-partition feeds of a collection with four physical partitions
+// together hold every event exactly once.
+func TestChangeStreamPartitionFeeds(t *testing.T) {
+	s := startTestServer(t)
+	c := newTestClient(t, s)
+	ctx := context.Background()
+	db := c.Database("feeds")
+	if err := db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "f"},
+		{Key: "shardKey", Value: "k"}, {Key: "offerThroughput", Value: 40_000}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var stats struct {
+		Partitions []struct {
+			ID string `bson:"partitionKeyRangeId"`
+		} `bson:"partitions"`
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "collection", Value: "f"}}).Decode(&stats); err != nil {
+		t.Fatal(err)
+	}
+	if len(stats.Partitions) < 2 {
+		t.Fatalf("want several partitions, got %d", len(stats.Partitions))
+	}
+	// One feed per partition, opened with aggregate as a Cosmos DB
+	// change-feed client reads one partition key range.
+	coll := db.Collection("f")
+	const n = 200
+	var cursors []int64
+	for _, p := range stats.Partitions {
+		var res struct {
+			Cursor struct {
+				ID int64 `bson:"id"`
+			} `bson:"cursor"`
+		}
+		if err := db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "f"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$changeStream", Value: bson.D{{Key: "partitionKeyRangeId", Value: p.ID}}}}}}, {Key: "cursor", Value: bson.D{}}}).Decode(&res); err != nil {
+			t.Fatal(err)
+		}
+		cursors = append(cursors, res.Cursor.ID)
+	}
+	for i := range n {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int32]int{}
+	busy := 0
+	for _, id := range cursors {
+		var res struct {
+			Cursor struct {
+				NextBatch []bson.M `bson:"nextBatch"`
+			} `bson:"cursor"`
+		}
+		if err := db.RunCommand(ctx, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "f"}, {Key: "maxTimeMS", Value: 100}}).Decode(&res); err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Cursor.NextBatch) > 0 {
+			busy++
+		}
+		for _, ev := range res.Cursor.NextBatch {
+			seen[asM(ev["documentKey"])["_id"].(int32)]++
+		}
+	}
+	if len(seen) != n || busy < 2 {
+		t.Fatalf("%d documents over %d busy feeds, want %d over several", len(seen), busy, n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Fatalf("_id %d seen %d times", id, k)
+		}
+	}
+}
