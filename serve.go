@@ -43,6 +43,8 @@ type serveOptions struct {
 	partitionMaxRUs          int
 	partitionMaxBytes        byteSize
 	logicalPartitionMaxBytes byteSize
+	changeRetention          time.Duration
+	changeRetentionBytes     byteSize
 	defaultThroughput        int
 	maxThroughput            int
 
@@ -112,6 +114,8 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.IntVar(&o.partitionMaxRUs, "partition-max-rus", engine.DefaultPartitionMaxRUs, "most RU/s one physical partition serves: raising throughput past partitions x this splits partitions")
 	f.Var(&o.partitionMaxBytes, "partition-max-bytes", "a physical partition bigger than this splits (units B, KiB, MiB, GiB, TiB; KB etc. are the same)")
 	f.Var(&o.logicalPartitionMaxBytes, "logical-partition-max-bytes", "writes that would grow one shard-key value's documents past this fail")
+	f.DurationVar(&o.changeRetention, "change-retention", 24*time.Hour, "how long the change log keeps events for change streams (0: for ever)")
+	f.Var(&o.changeRetentionBytes, "change-retention-bytes", "trim the change log's oldest events past this size (0: no size bound)")
 	f.IntVar(&o.defaultThroughput, "default-throughput", engine.DefaultThroughputRUs, "RU/s of a collection created without throughput (manual)")
 	f.IntVar(&o.maxThroughput, "max-throughput", engine.DefaultMaxThroughput, "most RU/s (manual, or autoscale's maximum) a collection or database may be given")
 	f.BoolVar(&o.rateLimiting, "rate-limiting", false, "refuse requests over their partition's RU budget with 16500 TooManyRequests (request units are charged and reported either way)")
@@ -283,6 +287,7 @@ func (o *serveOptions) engineConfig(st storage.Storage, logger *slog.Logger, con
 		Store:              st,
 		Logger:             logger,
 		CursorTimeout:      o.cursorTimeout,
+		ChangeLog:          engine.ChangeLogLimits{Retention: changeRetentionOf(o.changeRetention), Bytes: int64(o.changeRetentionBytes)},
 		TTLInterval:        o.ttlInterval,
 		ConnStats:          conns,
 		MaxConnections:     o.maxConnections,
@@ -355,4 +360,13 @@ func redactArgv(argv []string) []string {
 		}
 	}
 	return out
+}
+
+// changeRetentionOf is --change-retention as the engine takes it: 0
+// there means the default, so "keep for ever" is negative.
+func changeRetentionOf(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

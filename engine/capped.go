@@ -136,8 +136,9 @@ type tailSource struct {
 	wait      time.Duration // how long an empty batch waits (getMore's maxTimeMS)
 }
 
-// defaultAwait is how long a getMore of an awaitData cursor waits when
-// it does not say (MongoDB's one second).
+// defaultAwait is how long a getMore of an awaitData cursor (a tailable
+// one, or a change stream's) waits when it does not say (MongoDB's one
+// second).
 const defaultAwait = time.Second
 
 func (t *tailSource) nextBatch(ctx context.Context, max, maxBytes int) ([][]byte, bool, error) {

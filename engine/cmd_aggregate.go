@@ -56,6 +56,11 @@ func (e *Engine) cmdAggregate(ctx context.Context, req *request) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	if spec, ok, err := changeStreamStage(args.pipeline); err != nil {
+		return nil, err
+	} else if ok {
+		return e.openChangeStream(ctx, req, coll, dbLevel, args, spec)
+	}
 	view := coll // a view's cursor reports the view's namespace
 	if !dbLevel {
 		if coll, err = e.resolveAggregateView(req.db, coll, args); err != nil {

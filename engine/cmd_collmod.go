@@ -55,8 +55,15 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 				return nil, err
 			}
 			validation = append(validation, el)
-		case "expireAfterSeconds",
-			"changeStreamPreAndPostImages", "cappedSize", "cappedMax", "timeseries", "recordPreImages", "clusteredIndex":
+		case "changeStreamPreAndPostImages":
+			if isView {
+				return nil, errorf(ErrInvalidOptions, "option not supported on a view: %s", k)
+			}
+			if err := imagesOption(req.name, v); err != nil {
+				return nil, err
+			}
+			validation = append(validation, el)
+		case "expireAfterSeconds", "cappedSize", "cappedMax", "timeseries", "recordPreImages", "clusteredIndex":
 			if isView {
 				return nil, errorf(ErrInvalidOptions, "option not supported on a view: %s", k)
 			}
@@ -95,6 +102,12 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 	if index == nil {
 		if dryRun {
 			return nil, errorf(ErrInvalidOptions, "dryRun requires an index modification with 'unique: true'")
+		}
+		if validation == nil {
+			// Nothing to change: change streams still see the collMod.
+			if err := e.store.LogModify(c); err != nil {
+				return nil, err
+			}
 		}
 		return okReply()
 	}
@@ -294,7 +307,7 @@ func withValidation(options bson.Raw, set []bsoncore.Element) bson.Raw {
 	elems, _ := bsoncore.Document(options).Elements()
 	for _, el := range elems {
 		switch k := el.Key(); k {
-		case "validator", "validationLevel", "validationAction":
+		case "validator", "validationLevel", "validationAction", "changeStreamPreAndPostImages":
 			vals[k] = el.Value()
 		default:
 			b.AppendValue(k, el.Value())
@@ -303,7 +316,7 @@ func withValidation(options bson.Raw, set []bsoncore.Element) bson.Raw {
 	for _, el := range set {
 		vals[el.Key()] = el.Value()
 	}
-	for _, k := range []string{"validator", "validationLevel", "validationAction"} {
+	for _, k := range []string{"validator", "validationLevel", "validationAction", "changeStreamPreAndPostImages"} {
 		v, ok := vals[k]
 		if !ok || (k == "validator" && len(v.Data) <= 5) {
 			continue

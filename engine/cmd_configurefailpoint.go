@@ -18,8 +18,8 @@ func (e *Engine) cmdConfigureFailPoint(_ context.Context, req *request) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	if name != "failCommand" && name != "onPrimaryTransactionalWrite" {
-		return nil, errorf(ErrBadValue, "unknown fail point: %s (Parsec has failCommand and onPrimaryTransactionalWrite only)", name)
+	if name != "failCommand" && name != "onPrimaryTransactionalWrite" && name != "failGetMoreAfterCursorCheckout" {
+		return nil, errorf(ErrBadValue, "unknown fail point: %s (Parsec has failCommand, onPrimaryTransactionalWrite and failGetMoreAfterCursorCheckout only)", name)
 	}
 	active, times, skip := false, int64(-1), int64(0)
 	modeV, err := req.body.LookupErr("mode")
@@ -81,6 +81,12 @@ func (e *Engine) cmdConfigureFailPoint(_ context.Context, req *request) ([]byte,
 		}
 	}
 	f := &e.failPoint
+	if name == "failGetMoreAfterCursorCheckout" {
+		// getMore fails with errorCode once it has its cursor
+		// (changestreams.go).
+		f = &e.getMoreFailPoint
+		data.commands = map[string]bool{"getMore": true}
+	}
 	f.mu.Lock()
 	f.active, f.times, f.skip, f.data = active, times, skip, data
 	f.mu.Unlock()

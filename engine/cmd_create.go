@@ -143,7 +143,10 @@ func createOptions(req *request, name string) (bson.Raw, *cappedSpec, error) {
 		case "encryptedFields":
 			return nil, nil, errorf(ErrCommandNotSupported, "queryable encryption is not supported by Parsec")
 		case "changeStreamPreAndPostImages":
-			return nil, nil, errorf(ErrCommandNotSupported, "change stream pre- and post-images are not supported by Parsec")
+			if err := imagesOption(req.name, v); err != nil {
+				return nil, nil, err
+			}
+			validation[k] = v
 		case "flags", "temp", "recordPreImages":
 			// accepted and meaningless here, as in recent MongoDB versions
 		default:
@@ -157,7 +160,7 @@ func createOptions(req *request, name string) (bson.Raw, *cappedSpec, error) {
 	}
 	// Kept in the order MongoDB lists them, whatever the order given.
 	capped.options(b)
-	for _, k := range []string{"validator", "validationLevel", "validationAction"} {
+	for _, k := range []string{"validator", "validationLevel", "validationAction", "changeStreamPreAndPostImages"} {
 		if v, ok := validation[k]; ok {
 			b.AppendValue(k, v)
 		}

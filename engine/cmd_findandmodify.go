@@ -287,6 +287,7 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 		}
 		res.wrote = true
 		ixEntries, ixBytes := billing.IndexWork(tx)
+		markReplacement(tx, sp.upd.Kind() == update.Replacement)
 		if err := tx.Replace(coll, key, out, len(doc)); err != nil {
 			return err
 		}

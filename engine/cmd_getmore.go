@@ -80,6 +80,9 @@ func (e *Engine) cmdGetMore(ctx context.Context, req *request) ([]byte, error) {
 	}
 	// The find's maxTimeMS covers all of its cursor's work; the
 	// getMore's own maxTimeMS bounds this batch.
+	if cs, ok := cur.Source.src.(*changeStream); ok {
+		return e.changeStreamGetMore(ctx, req, cur, cs, ns, id, int(batchSize), getMoreMS)
+	}
 	if cur.Options.Budget > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cur.Options.Budget)

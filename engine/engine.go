@@ -60,6 +60,8 @@ type Config struct {
 	Options map[string]any
 	// StartupWarnings appear in getLog: "startupWarnings".
 	StartupWarnings []string
+	// ChangeLog bounds the change log change streams read.
+	ChangeLog ChangeLogLimits
 	// EnableTestCommands registers configureFailPoint, the hook drivers'
 	// specification tests use (MongoDB's enableTestCommands).
 	EnableTestCommands bool
@@ -135,6 +137,10 @@ type Engine struct {
 	snapshots  *sessions.Snapshots   // snapshot reads' snapshots (snapshots.go)
 	analyzer   queryAnalyzer         // sampled queries (queryanalyzer.go)
 	clock      sessions.ClusterClock // operationTime and snapshots' cluster times (clustertime.go)
+
+	// getMoreFailPoint is failGetMoreAfterCursorCheckout (changestreams.go).
+	getMoreFailPoint failCommand
+
 	// usersVersion changes with every change to users: connections then
 	// re-read their user's roles (cmd_auth.go).
 	usersVersion atomic.Uint64
@@ -215,6 +221,7 @@ func New(cfg Config) *Engine {
 	if e.store != nil {
 		e.store.SetLimits(e.limits.storeLimits())
 		e.store.SetMatcher(partialMatcher)
+		e.startChangeLog()
 	}
 	if cfg.RootUser != "" && e.store != nil {
 		if err := e.ensureRootUser(cfg.RootUser, cfg.RootPassword); err != nil {

@@ -152,6 +152,17 @@ const (
 	errRetryWantsPre  Code = 40612
 )
 
+// Codes of change streams (changestreams.go).
+const (
+	ErrNoMatchingDocument      Code = 47
+	ErrInvalidResumeToken      Code = 260
+	ErrChangeStreamFatal       Code = 280
+	ErrChangeStreamHistoryLost Code = 286
+	errChangeStreamNotFirst    Code = 40602 // $changeStream later in a pipeline
+	errBothResumeOptions       Code = 50865 // resumeAfter and startAfter
+	errManyResumeOptions       Code = 40674 // a token and startAtOperationTime
+)
+
 // Codes of views (views.go).
 const (
 	ErrGraphContainsCycle        Code = 5
@@ -248,6 +259,8 @@ var codeNames = map[Code]string{
 	ErrInvalidLength:             "InvalidLength",
 	ErrOperationFailed:           "OperationFailed",
 	ErrInvalidPipelineOperator:   "InvalidPipelineOperator",
+	ErrNoMatchingDocument:        "NoMatchingDocument",
+	ErrInvalidResumeToken:        "InvalidResumeToken",
 	ErrNoQueryExecutionPlans:     "NoQueryExecutionPlans",
 	ErrConversionFailure:         "ConversionFailure",
 	ErrQueryMemoryLimit:          "QueryExceededMemoryLimitNoDiskUseAllowed",

@@ -283,6 +283,9 @@ func (s *txnStatement) enter(ctx context.Context, start bool) (context.Context, 
 		return ctx, s.sessionError(err)
 	}
 	s.txn = t
+	if start {
+		tagChanges(t.Storage(), s.lsid, s.n)
+	}
 	if !start {
 		if s.cmd == "commitTransaction" || s.cmd == "abortTransaction" {
 			return ctx, nil // their handlers look at the state

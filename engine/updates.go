@@ -311,6 +311,7 @@ func (u *updater) fillChunk(tx storage.Txn) error {
 func (u *updater) updatePoint(tx storage.Txn) error {
 	var out []byte
 	ixEntries, ixBytes := billing.IndexWork(tx)
+	markReplacement(tx, u.sp.upd.Kind() == update.Replacement)
 	err := tx.Modify(u.coll, u.point, func(doc []byte) ([]byte, error) {
 		u.tally.Read = int64(len(doc))
 		out = u.apply(doc)
@@ -391,6 +392,7 @@ func (u *updater) write(tx storage.Txn) error {
 	c := &u.chunk
 	for i, w := range c.writes {
 		ixEntries, ixBytes := billing.IndexWork(tx)
+		markReplacement(tx, u.sp.upd.Kind() == update.Replacement)
 		if err := tx.Replace(u.coll, w.key, w.doc, w.oldSize); err != nil {
 			if !isIndexDup(err) && !errors.Is(err, store.ErrParallelArrays) {
 				return err

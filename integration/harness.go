@@ -64,6 +64,9 @@ type ServerOptions struct {
 	// AuthBackoff slows addresses that keep failing to authenticate
 	// (zero fields: the defaults).
 	AuthBackoff auth.BackoffLimits
+	// ChangeLog bounds the change log (as --change-retention and
+	// --change-retention-bytes do; zero: 24 h, no size bound).
+	ChangeLog engine.ChangeLogLimits
 	// Clock is the server's clock (nil: real time): request-unit buckets
 	// and statistics, cursor timeouts and every other time the engine
 	// keeps are read from it, and server-side retry waits by it.
@@ -233,6 +236,7 @@ func Launch(opts ServerOptions) (*Server, error) {
 		RootPassword:        opts.RootPassword,
 		ReplicaSet:          opts.ReplicaSet,
 		AuthBackoff:         opts.AuthBackoff,
+		ChangeLog:           opts.ChangeLog,
 		Argv:                []string{"parsec", "serve", "--listen", "127.0.0.1:0"},
 		Options:             map[string]any{"listen": "127.0.0.1:0", "dataDir": dir},
 	})

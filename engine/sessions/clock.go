@@ -37,4 +37,22 @@ func (c *ClusterClock) Latest(now time.Time) bson.Timestamp {
 	return c.Next(now)
 }
 
+// After is a new cluster time later than both now's second and after
+// (a time on the same scale, as a uint64: seconds << 32 | counter).
+func (c *ClusterClock) After(now time.Time, after uint64) uint64 {
+	for {
+		last := c.last.Load()
+		t := uint64(now.Unix()) << 32
+		if t <= last {
+			t = last + 1
+		}
+		if t <= after {
+			t = after + 1
+		}
+		if c.last.CompareAndSwap(last, t) {
+			return t
+		}
+	}
+}
+
 func tsKey(ts bson.Timestamp) uint64 { return uint64(ts.T)<<32 | uint64(ts.I) }

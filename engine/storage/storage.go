@@ -73,6 +73,7 @@ type Storage interface {
 	SessionRecords
 	Users
 	Node
+	ChangeFeed
 }
 
 // Catalog is databases, collections, their indexes, shard keys,
@@ -219,6 +220,27 @@ type Users interface {
 	PutUser(db, name string, doc []byte, create bool) error
 	DeleteUsers(db, name string) (int, error)
 	HasUsers() (bool, error)
+}
+
+// ChangeFeed is the change log: every committed write's events, in the
+// transaction of the write, ordered by commit time (store/changes.go).
+type ChangeFeed interface {
+	// ChangesVisible is the commit time up to which every event is
+	// committed, and a channel closed when it may have moved.
+	ChangesVisible() (uint64, <-chan struct{})
+	// ReadChanges visits the events from `from` up to time upTo.
+	ReadChanges(from store.ChangePos, upTo uint64, fn func(*store.ChangeEvent) (bool, error)) error
+	// ChangeHorizon is the time before which events may be trimmed.
+	ChangeHorizon() uint64
+	// LastChangeTime is the latest commit time handed out.
+	LastChangeTime() uint64
+	// SetChangeClock sets where commit times come from (the cluster
+	// clock) and the clock retention measures ages by.
+	SetChangeClock(next func(after uint64) uint64, now func() time.Time)
+	// SetChangeRetention bounds the log by age and size (0: unbounded).
+	SetChangeRetention(age time.Duration, size int64)
+	// LogModify records a collMod that changed nothing in the catalog.
+	LogModify(c *store.Collection) error
 }
 
 // Node is this process's own storage: durability, disk, statistics and

@@ -363,12 +363,16 @@ func (s *Store) createLocked(db, name string, nc NewCollection) (*Collection, er
 	if err != nil {
 		return nil, err
 	}
+	evs := []*ChangeEvent{catalogEvent(ChangeCreate, c, createDescription(c))}
+	if c.Sharded() {
+		evs = append(evs, catalogEvent(ChangeShard, c, shardDescription(c)))
+	}
 	err = s.update(func(txn kv.Txn) error {
 		if err := txn.Set(seqKey, binary.BigEndian.AppendUint32(nil, c.ID)); err != nil {
 			return err
 		}
 		return txn.Set(collKey(db, name), raw)
-	})
+	}, evs...)
 	if err != nil {
 		return nil, fmt.Errorf("create collection %s.%s: %w", db, name, err)
 	}
@@ -408,7 +412,7 @@ func (s *Store) dropFenced(c *Collection) (bool, error) {
 		s.catMu.Unlock()
 		return false, nil
 	}
-	err := s.update(func(txn kv.Txn) error { return txn.Delete(collKey(c.DB, c.Name)) })
+	err := s.update(func(txn kv.Txn) error { return txn.Delete(collKey(c.DB, c.Name)) }, catalogEvent(ChangeDrop, c, nil))
 	if err == nil {
 		delete(s.colls, c.Namespace())
 	}
@@ -431,10 +435,12 @@ func (s *Store) DropDatabase(db string) error {
 	}
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
+	ev := &ChangeEvent{Op: ChangeDropDatabase, DB: db}
 	if s.dbs[db] == nil {
-		return nil
+		// No entry to delete: the event is the whole change.
+		return s.update(func(kv.Txn) error { return nil }, ev)
 	}
-	if err := s.update(func(txn kv.Txn) error { return txn.Delete(dbKey(db)) }); err != nil {
+	if err := s.update(func(txn kv.Txn) error { return txn.Delete(dbKey(db)) }, ev); err != nil {
 		return fmt.Errorf("drop database %s: %w", db, err)
 	}
 	delete(s.dbs, db)
@@ -485,12 +491,19 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 		s.catMu.Unlock()
 		return err
 	}
+	evs := []*ChangeEvent{}
+	if dst != nil {
+		evs = append(evs, catalogEvent(ChangeDrop, dst, nil))
+	}
+	rename := catalogEvent(ChangeRename, src, renameDescription(toDB, to, dst))
+	rename.ToDB, rename.ToColl = toDB, to
+	evs = append(evs, rename)
 	err = s.update(func(txn kv.Txn) error {
 		if err := txn.Delete(collKey(fromDB, from)); err != nil {
 			return err
 		}
 		return txn.Set(collKey(toDB, to), raw)
-	})
+	}, evs...)
 	if err == nil {
 		delete(s.colls, src.Namespace())
 		s.colls[moved.Namespace()] = &moved

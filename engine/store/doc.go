@@ -42,6 +42,8 @@
 //	s/h<lsid:16>                       -> retryable writes: a session's head (sessions.go)
 //	s/r<lsid:16><stmtId:4>             -> retryable writes: one statement's outcome (sessions.go)
 //	r/a<shardID:8>                     -> reserved for cluster/: a replicated group's applied index, written with its data (cluster/doc.go)
+//	l/e<ts:8><index:4>                 -> change event (BSON) of the commit at cluster time ts, index-th of it (changes.go)
+//	l/h                                -> change-log horizon (uint64 BE): events before it may be trimmed
 //
 // collID is a uint32, big endian, never reused, so a dropped collection's
 // leftovers can never be mistaken for a new one's. point is the document's
@@ -140,6 +142,29 @@
 //     (ErrIsView for a view target) check both maps under the catalog
 //     lock, and DropDatabase drops the database's views with its
 //     collections.
+//  9. Every transaction that changes a document or the catalog writes
+//     its change events (l/e, changes.go) in the same Badger transaction,
+//     at a commit time taken just before Badger commits and greater than
+//     every commit time taken before it. A reader reads only up to
+//     ChangesVisible, the time below every commit still in flight, so it
+//     never passes an event that commits later with a smaller time. The
+//     horizon l/h is moved forward before events are trimmed: everything
+//     before it may be gone, everything after it is still there.
+//
+// # Change log
+//
+// The change log is what change streams read (Cosmos DB's change feed).
+// An event is a BSON document: op, db, coll, the collection's uuid, the
+// document's point (pt, for per-partition feeds), documentKey (dk), the
+// document after (doc: inserts, replaces, updates of collections keeping
+// images), the document before (pre, when images are kept), the update
+// description (ud), a rename's target (tdb, tcoll), a catalog change's
+// description (desc), the lsid and txnNumber of a multi-statement
+// transaction, and the wall time. Commit times are the cluster clock's
+// (SetChangeClock), so they are the clusterTime of the events and compare
+// with operation times; at open the clock moves past the last time
+// logged. Retention (SetChangeRetention) trims whole commits, oldest
+// first, by age and by size.
 //
 // # Durability
 //

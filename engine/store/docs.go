@@ -34,6 +34,11 @@ type Txn struct {
 	// set wrote something (diskspace.go).
 	added int64
 	grows bool
+	// changes are the change events of the writes so far, written to
+	// the change log at commit (changes.go); replacing makes the next
+	// Replace or Modify a replacement.
+	changes   []*ChangeEvent
+	replacing bool
 }
 
 // lpDelta is what a transaction changes in one logical partition.
@@ -109,6 +114,13 @@ func (s *Store) View(fn func(*Txn) error) error {
 }
 
 func (t *Txn) commit() error {
+	if len(t.changes) > 0 {
+		ts := t.s.changes.reserve()
+		defer t.s.changes.release(ts)
+		if err := t.putChanges(ts, t.changes); err != nil {
+			return err
+		}
+	}
 	if t.added > 0 {
 		if err := t.s.disk.admit(t.added, t.grows); err != nil {
 			return err
@@ -330,6 +342,7 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
 	}
+	t.logDocChange(c, key, nil, doc)
 	if err := t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))}); err != nil || !c.Capped {
 		return err
 	}
@@ -373,16 +386,14 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 		return err
 	}
 	var changes []ixChange
+	old, err := t.current(key)
+	if err != nil {
+		return err
+	}
 	if len(c.Indexes) > 0 {
-		old, err := t.current(key)
-		if err != nil {
-			return err
-		}
 		if changes, err = t.indexChanges(c, key, old, doc); err != nil {
 			return err
 		}
-	} else if err := t.exists(key); err != nil {
-		return err
 	}
 	if err := t.checkGrowth(c, key, int64(len(doc)-oldSize)); err != nil {
 		return err
@@ -393,6 +404,8 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
 	}
+	t.logDocChange(c, key, old, doc)
+	t.replacing = false
 	return t.account(c, key, Counts{Bytes: int64(len(doc) - oldSize)})
 }
 
@@ -408,11 +421,11 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 	if err := t.lockKey(key); err != nil {
 		return err
 	}
+	old, err := t.current(key)
+	if err != nil {
+		return err
+	}
 	if len(c.Indexes) > 0 {
-		old, err := t.current(key)
-		if err != nil {
-			return err
-		}
 		changes, err := t.indexChanges(c, key, old, nil)
 		if err != nil {
 			return err
@@ -420,9 +433,8 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 		if err := t.applyIndexChanges(c, key, changes); err != nil {
 			return err
 		}
-	} else if err := t.exists(key); err != nil {
-		return err
 	}
+	t.logDocChange(c, key, old, nil)
 	if err := t.del(key); err != nil {
 		return mapKVErr(err)
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -142,6 +143,28 @@ func sessionStmtKey(lsid []byte, id int32) []byte {
 	return binary.BigEndian.AppendUint32(sessionStmtsPrefix(lsid), uint32(id))
 }
 
+// Change log: l/e<ts:8><index:4> and l/h (changes.go).
+
+var (
+	changeEventPrefix = []byte("l/e")
+	changeHorizonKey  = []byte("l/h")
+)
+
+func changeKey(p ChangePos) []byte {
+	k := make([]byte, 0, len(changeEventPrefix)+12)
+	k = append(k, changeEventPrefix...)
+	k = binary.BigEndian.AppendUint64(k, p.TS)
+	return binary.BigEndian.AppendUint32(k, p.Index)
+}
+
+func parseChangeKey(k []byte) (ChangePos, bool) {
+	if len(k) != len(changeEventPrefix)+12 || !bytes.HasPrefix(k, changeEventPrefix) {
+		return ChangePos{}, false
+	}
+	k = k[len(changeEventPrefix):]
+	return ChangePos{TS: binary.BigEndian.Uint64(k), Index: binary.BigEndian.Uint32(k[8:])}, true
+}
+
 // Scope is the part of the data a key belongs to: what a store that keeps
 // physical partitions apart (a consensus group each) keeps it with.
 type Scope uint8
@@ -190,7 +213,7 @@ func OwnerOf(key []byte) (Owner, error) {
 			return Owner{Scope: ScopePartition, Coll: u32(key[2:]), Point: binary.BigEndian.Uint64(key[7:])}, nil
 		}
 		return Owner{Scope: ScopeFollows}, nil
-	case 'x', 'u', 's':
+	case 'x', 'u', 's', 'l':
 		return Owner{Scope: ScopeFollows}, nil
 	}
 	return Owner{}, fmt.Errorf("%w: key %x has an unknown space tag", ErrCorrupted, key)

@@ -39,7 +39,7 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 	if err := item.Value(func(v []byte) error {
 		oldSize = len(v)
 		out, fnErr = fn(v)
-		if out != nil && len(c.Indexes) > 0 {
+		if out != nil {
 			old = append([]byte(nil), v...)
 		}
 		return nil
@@ -50,7 +50,7 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 		return fnErr
 	}
 	var changes []ixChange
-	if old != nil {
+	if len(c.Indexes) > 0 {
 		if changes, err = t.indexChanges(c, key, old, out); err != nil {
 			return err
 		}
@@ -67,5 +67,7 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
 	}
+	t.logDocChange(c, key, old, out)
+	t.replacing = false
 	return t.account(c, key, Counts{Bytes: int64(len(out) - oldSize)})
 }

@@ -497,7 +497,7 @@ func (s *Store) changeEntry(c *Collection, change func(*Collection) error) (*Col
 	if err != nil {
 		return nil, err
 	}
-	if err := s.update(func(txn kv.Txn) error { return txn.Set(collKey(next.DB, next.Name), raw) }); err != nil {
+	if err := s.update(func(txn kv.Txn) error { return txn.Set(collKey(next.DB, next.Name), raw) }, catalogChanges(cur, &next)...); err != nil {
 		return nil, fmt.Errorf("change catalog entry of %s: %w", c.Namespace(), err)
 	}
 	s.colls[next.Namespace()] = &next
@@ -609,7 +609,7 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 		s.purgeLogged(target.ID, ns)
 		return nil, fmt.Errorf("shard %s: %w", ns, ErrCollectionChanged)
 	}
-	err = s.update(func(txn kv.Txn) error { return txn.Set(collKey(db, name), raw) })
+	err = s.update(func(txn kv.Txn) error { return txn.Set(collKey(db, name), raw) }, catalogEvent(ChangeShard, target, shardDescription(target)))
 	if err == nil {
 		s.colls[ns] = target
 	}

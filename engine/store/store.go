@@ -79,6 +79,7 @@ type Store struct {
 	closed atomic.Bool
 
 	partitionState // limits, size trackers, splits, re-placement (partitions.go)
+	changeState    // the change log's clock, horizon and retention (changes.go)
 
 	commits commitSignals // waiters for commits to a collection (capped.go)
 
@@ -129,6 +130,10 @@ func Open(opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if err := s.openChangeLog(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	if err := s.withdrawOrphans(s.orphans); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -147,9 +152,10 @@ func Open(opts Options) (*Store, error) {
 		guard.compaction = s.largestLevel
 	}
 	s.disk = guard
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.gcLoop()
 	go s.splitLoop()
+	go s.trimLoop()
 	s.buildIDIndexes()
 	return s, nil
 }
@@ -261,8 +267,9 @@ func (s *Store) Size() int64 {
 	return lsm + vlog
 }
 
-// update runs fn in a read-write transaction, retrying on conflicts.
-func (s *Store) update(fn func(txn kv.Txn) error) error {
+// update runs fn in a read-write transaction, retrying on conflicts;
+// the change events evs are logged in the same transaction (changes.go).
+func (s *Store) update(fn func(txn kv.Txn) error, evs ...*ChangeEvent) error {
 	for attempt := 0; ; attempt++ {
 		txn := s.db.NewTransaction(true)
 		err := fn(txn)
@@ -270,8 +277,16 @@ func (s *Store) update(fn func(txn kv.Txn) error) error {
 			// Catalog changes are small: they need the reserve only.
 			err = s.disk.admit(1<<10, false)
 		}
+		var ts uint64
+		if err == nil && len(evs) > 0 {
+			ts = s.changes.reserve()
+			err = (&Txn{s: s, t: txn}).putChanges(ts, evs)
+		}
 		if err == nil {
 			err = txn.Commit()
+		}
+		if ts != 0 {
+			s.changes.release(ts)
 		}
 		txn.Discard()
 		if errors.Is(err, kv.ErrConflict) && attempt < 100 {

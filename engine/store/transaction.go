@@ -54,6 +54,9 @@ type Transaction struct {
 	ended bool
 	keys  []string      // keys locked in the store's table
 	done  chan struct{} // closed when the transaction ends
+	// lsid and txnNumber tag its change events (TagChanges).
+	lsid      []byte
+	txnNumber int64
 }
 
 // Begin starts a transaction.

@@ -100,7 +100,11 @@ func (s *Store) putViewLocked(v *ViewDefinition) (*ViewDefinition, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.update(func(txn kv.Txn) error { return txn.Set(viewKey(v.DB, v.Name), raw) }); err != nil {
+	ev := &ChangeEvent{Op: ChangeCreate, DB: v.DB, Coll: v.Name, Description: viewDescription(v)}
+	if s.views[v.Namespace()] != nil {
+		ev.Op = ChangeModify
+	}
+	if err := s.update(func(txn kv.Txn) error { return txn.Set(viewKey(v.DB, v.Name), raw) }, ev); err != nil {
 		return nil, fmt.Errorf("define view %s: %w", v.Namespace(), err)
 	}
 	s.views[v.Namespace()] = v
@@ -118,7 +122,8 @@ func (s *Store) DropView(db, name string) error {
 }
 
 func (s *Store) dropViewLocked(db, name string) error {
-	if err := s.update(func(txn kv.Txn) error { return txn.Delete(viewKey(db, name)) }); err != nil {
+	ev := &ChangeEvent{Op: ChangeDrop, DB: db, Coll: name}
+	if err := s.update(func(txn kv.Txn) error { return txn.Delete(viewKey(db, name)) }, ev); err != nil {
 		return fmt.Errorf("drop view %s.%s: %w", db, name, err)
 	}
 	delete(s.views, db+"."+name)

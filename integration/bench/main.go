@@ -136,6 +136,8 @@ type report struct {
 	Metrics *metricsReport `json:"metrics,omitempty"`
 	// Memory is the memory section's runs (memory.go).
 	Memory []*memoryRun `json:"memory,omitempty"`
+	// Changes is the change-stream section's latencies (changes.go).
+	Changes *changesReport `json:"changes,omitempty"`
 }
 
 func main() {
@@ -300,6 +302,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The change-stream phase (changes.go): inserts with and without an
+	// open change stream, and write-ack-to-event latency.
+	if ctx.Err() == nil && slices.ContainsFunc(changesWorkloads, want) {
+		if err := changesPhase(ctx, cfg, rep, want); err != nil {
+			return nil, err
+		}
+	}
 	// The memory phase (memory.go): sustained inserts with and without
 	// --memory-limit, resident memory sampled.
 	if ctx.Err() == nil && want(memoryWorkload) {
@@ -314,7 +323,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	for i, n := range append(append(append(append([]string(nil), scanWorkloads...), aggWorkloads...), partitionWorkloads...), ruWorkloads...) {
 		order[n] = len(server) + len(baseline) + i
 	}
-	for _, n := range append(append(slices.Clone(indexWorkloads), growthWorkloads(cfg)...), metricsWorkloads...) {
+	for _, n := range append(append(append(slices.Clone(indexWorkloads), growthWorkloads(cfg)...), metricsWorkloads...), changesWorkloads...) {
 		order[n] = len(order)
 	}
 	slices.SortStableFunc(rep.Results, func(a, b result) int {
