@@ -344,6 +344,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 	}
 	cfg := h.o.engineConfig(storage.Local(st), h.logger, h.conns, h.argv, nil, h.port)
 	cfg.ReplicaSet, cfg.Advertise, cfg.Members, cfg.ElectionTerm = h.setName, h.clients[h.self], h.hosts, term
+	cfg.ReadBarrier = func(ctx context.Context) error { return h.node.Barrier(ctx, dataGroup) }
 	w.eng, w.st = engine.New(cfg), st
 	h.cur.Store(w)
 	h.logger.Info("this node is the cluster's writer", "term", term, "took", time.Since(start).Round(time.Millisecond))

@@ -62,7 +62,8 @@ type serveOptions struct {
 	advertise     string
 
 	// a node of a cluster (clusterserve.go)
-	cluster clusterOptions
+	cluster            clusterOptions
+	defaultConsistency string
 
 	// access control
 	auth         bool
@@ -131,6 +132,7 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.Uint64Var(&o.cluster.nodeID, "node-id", 0, "with --initial-members: this node's id among them")
 	f.StringVar(&o.cluster.raftAddress, "raft-address", "", "with --initial-members: the host:port this node's replicas talk Raft on (default: its address in --initial-members, which it must equal)")
 	f.StringVar(&o.cluster.initialMembers, "initial-members", "", "run as a node of a cluster of these members, \"1=host:port,2=host:port,3=host:port\" (node ids and Raft addresses); every node listens for clients on the same port, at its Raft host")
+	f.StringVar(&o.defaultConsistency, "default-consistency", "session", "Cosmos DB consistency level of reads that give no readConcern: strong (confirmed with a majority of the cluster, charged twice), bounded (charged twice), session, prefix or eventual")
 	f.BoolVar(&o.auth, "auth", false, "access control: every command but the handshake needs an authenticated user (SCRAM-SHA-1/256) whose built-in roles allow it; while no user exists, a client on localhost may create the first one in admin")
 	f.StringVar(&o.rootUser, "root-user", "", "make sure admin.<name> exists with role root and --root-password (reset at every start); implies --auth")
 	f.StringVar(&o.rootPassword, "root-password", "", "password of --root-user (prefer the PARSEC_ROOT_PASSWORD variable: flags show in the process list)")
@@ -159,6 +161,8 @@ func (o *serveOptions) validate() error {
 		return fmt.Errorf("--tls-self-signed and --tls-cert-file exclude each other")
 	case o.advertise != "" && o.replicaSet == "":
 		return fmt.Errorf("--advertise needs --replica-set")
+	case engine.ValidConsistency(o.defaultConsistency) != nil:
+		return fmt.Errorf("--default-consistency: %v", engine.ValidConsistency(o.defaultConsistency))
 	case (o.rootUser == "") != (o.rootPassword == ""):
 		return fmt.Errorf("--root-user and --root-password go together")
 	case strings.IndexByte(o.rootUser, 0) >= 0:
@@ -314,6 +318,8 @@ func (o *serveOptions) engineConfig(st storage.Storage, logger *slog.Logger, con
 		Advertise:       o.advertise,
 		RootUser:        o.rootUser,
 		RootPassword:    o.rootPassword,
+
+		DefaultConsistency: o.defaultConsistency,
 	}
 }
 
@@ -345,6 +351,10 @@ func (o *serveOptions) asMap() map[string]any {
 		"rootUser":   o.rootUser,
 		"tls":        o.tlsCertFile != "" || o.tlsSelfSigned,
 		"replicaSet": o.replicaSet,
+
+		"defaultConsistency": o.defaultConsistency,
+		"nodeId":             int64(o.cluster.nodeID),
+		"initialMembers":     o.cluster.initialMembers,
 	}
 }
 

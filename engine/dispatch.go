@@ -35,19 +35,24 @@ import (
 //  8. applyFailPoint an active failCommand blocks it, fails it or drops the
 //                    connection (failpoints.go)
 //  9. takeSnapshot   a snapshot read gets its snapshot (snapshots.go)
-// 10. execute        it is counted and its handler runs, unless killOp or
+// 10. confirmRead    a strong read (readConcern linearizable or majority,
+//                    or every read under --default-consistency strong) on
+//                    a cluster's writer first confirms with the cluster
+//                    that the writer has everything committed
+//                    (consistency.go)
+// 11. execute        it is counted and its handler runs, unless killOp or
 //                    maxTimeMS ended it meanwhile
-// 11. decorate       the fail point's writeConcernError, a snapshot read's
+// 12. decorate       the fail point's writeConcernError, a snapshot read's
 //                    atClusterTime
-// 12. finish         the deadline is released, a transaction's statement
+// 13. finish         the deadline is released, a transaction's statement
 //                    ends (transactions.go), the command leaves currentOp
 //
 // then run, for every readable request:
 //
-// 13. stampReply     an unmet write concern's writeConcernError, then
+// 14. stampReply     an unmet write concern's writeConcernError, then
 //                    $clusterTime and operationTime (writes.go,
 //                    clustertime.go)
-// 14. requestCharge  the request charge (requestunits.go)
+// 15. requestCharge  the request charge (requestunits.go)
 //
 // A panic in any step of dispatch becomes an InternalError reply, after
 // finish.
@@ -84,6 +89,7 @@ var dispatchSteps = []func(*dispatchState) (reply []byte, done bool){
 	(*dispatchState).setDeadline,
 	(*dispatchState).applyFailPoint,
 	(*dispatchState).takeSnapshot,
+	(*dispatchState).confirmRead,
 }
 
 // run runs one command and returns its reply, its name and its request
@@ -291,6 +297,23 @@ func (d *dispatchState) takeSnapshot() ([]byte, bool) {
 		return refuse(ce)
 	}
 	d.ctx, d.snapshotTS = ctx, ts
+	return nil, false
+}
+
+// confirmRead makes a strong read wait for the cluster's confirmation
+// (Config.ReadBarrier) that this node, the writer, has applied
+// everything committed when the read began.
+func (d *dispatchState) confirmRead() ([]byte, bool) {
+	e := d.c.e
+	if e.cfg.ReadBarrier == nil || !readCommands[d.cmd.name] || !e.strongRead(d.req.body) {
+		return nil, false
+	}
+	if err := e.cfg.ReadBarrier(d.ctx); err != nil {
+		if d.ctx.Err() != nil {
+			return refuse(toCommandError(d.ctx.Err()))
+		}
+		return refuse(errorf(ErrNotPrimaryNoSecondaryOk, "could not confirm with the cluster that this node is its writer and up to date: %v", err))
+	}
 	return nil, false
 }
 

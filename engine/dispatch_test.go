@@ -566,3 +566,29 @@ func TestDispatchOrder(t *testing.T) {
 		t.Fatalf("a command that panicked is still running: %+v", ops)
 	}
 }
+
+// TestConfirmRead: a strong read waits for the cluster's confirmation
+// and is refused with 13435 when it cannot be had; other reads and
+// writes do not ask for it.
+func TestConfirmRead(t *testing.T) {
+	calls := 0
+	var fail error
+	e := newDispatchEngine(t, Config{ReadBarrier: func(context.Context) error { calls++; return fail }})
+	c := newConn(e)
+	run := func(cmd bson.D) []byte {
+		reply, _, _ := c.run(context.Background(), opMsg(t, append(cmd, bson.E{Key: "$db", Value: "d"})))
+		return reply
+	}
+	run(bson.D{{Key: "find", Value: "c"}})
+	run(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}})
+	if calls != 0 {
+		t.Fatalf("a session read and a write asked for confirmation %d times", calls)
+	}
+	run(bson.D{{Key: "find", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}}})
+	if calls != 1 {
+		t.Fatalf("a linearizable read asked %d times, want once", calls)
+	}
+	fail = errors.New("no quorum")
+	reply := run(bson.D{{Key: "count", Value: "c"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}}})
+	wantRefusal(t, reply, true, ErrNotPrimaryNoSecondaryOk, "could not confirm")
+}

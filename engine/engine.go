@@ -96,6 +96,14 @@ type Config struct {
 	// newer (0: the server's start time).
 	Members      []string
 	ElectionTerm uint64
+	// ReadBarrier, when set, returns once this node has applied
+	// everything its cluster committed before the call (a Raft ReadIndex
+	// round): strong reads wait for it (consistency.go).
+	ReadBarrier func(ctx context.Context) error
+	// DefaultConsistency is the Cosmos DB consistency level of reads that
+	// give no readConcern: "strong", "bounded", "session" (""), "prefix"
+	// or "eventual" (consistency.go).
+	DefaultConsistency string
 	// RootUser and RootPassword, when set, make sure admin.RootUser exists
 	// with role root and this password (the password is reset at every
 	// start), so a fresh server with Auth can be used at once.

@@ -31,7 +31,7 @@ type readBill struct {
 // nothing (a missing or virtual collection) have no partitions.
 func (e *Engine) newReadBill(req *request, c *store.Collection, spans []partitionSpan, point []byte, filter bsoncore.Document, src tallySource) readBill {
 	b := readBill{src: src}
-	b.Consistency, b.Point = billing.ReadConsistency(req.body), point != nil
+	b.Consistency, b.Point = e.readConsistency(req.body), point != nil
 	if c == nil {
 		return b
 	}

@@ -6,24 +6,7 @@ import (
 
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/ru"
-	"go.mongodb.org/mongo-driver/v2/bson"
 )
-
-func TestReadConsistency(t *testing.T) {
-	for level, want := range map[string]ru.Consistency{
-		"": ru.ConsistencySession, "local": ru.ConsistencySession,
-		"majority": ru.ConsistencyStrong, "linearizable": ru.ConsistencyStrong,
-	} {
-		cmd := bson.D{{Key: "find", Value: "c"}}
-		if level != "" {
-			cmd = append(cmd, bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: level}}})
-		}
-		body, _ := bson.Marshal(cmd)
-		if got := ReadConsistency(body); got != want {
-			t.Errorf("readConcern %q: %v, want %v", level, got, want)
-		}
-	}
-}
 
 // A point read pays a small item at admission and the rest of its price
 // once it knows what it read.

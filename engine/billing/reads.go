@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/parsecdb/parsec/ru"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // Charging reads (find, count, distinct, aggregate and their getMores):
@@ -34,20 +33,6 @@ type ReadBill struct {
 	paid   float64 // paid at admission, not yet set against a batch
 	billed []Tally // per partition: what earlier batches paid for
 	first  Tally   // billed[0] without allocating for one partition
-}
-
-// ReadConsistency is the consistency a read asked for: strong for
-// readConcern "majority" or "linearizable" (strong or bounded staleness,
-// which Cosmos DB charges twice), session otherwise.
-func ReadConsistency(body bsoncore.Document) ru.Consistency {
-	v, err := body.LookupErr("readConcern", "level")
-	if err != nil {
-		return ru.ConsistencySession
-	}
-	if s, _ := v.StringValueOK(); s == "majority" || s == "linearizable" {
-		return ru.ConsistencyStrong
-	}
-	return ru.ConsistencySession
 }
 
 // AdmitRead admits the next batch of a read: a point read pays for a
