@@ -9,7 +9,7 @@ LDFLAGS  := -X github.com/parsecdb/parsec/engine.Version=$(VERSION)
 PKGS     := ./...
 CLIENTS  := integration/clients
 
-.PHONY: all build run test clients debian-clients bench fuzz lint clean conformance conformance-baseline
+.PHONY: all build run cluster test clients debian-clients bench fuzz lint clean conformance conformance-baseline
 
 all: build
 
@@ -19,6 +19,12 @@ build:
 ## run: build and start the server on 127.0.0.1:27017 with data in ./parsec-data
 run: build
 	./$(BIN) serve --listen 127.0.0.1:27017 --data-dir ./parsec-data
+
+## cluster: build and start a local three-node cluster on 127.0.0.1-3
+## (clients on port 27017, Raft on 7001, data under ./parsec-cluster);
+## Ctrl-C stops it
+cluster: build
+	./$(BIN) cluster up --nodes 3 --dir ./parsec-cluster
 
 ## test: install the client packages (mongosh, Node.js driver, pymongo, tmux), lint, then
 ## every Go test (unit, integration, client scenarios) with the race detector

@@ -35,7 +35,7 @@ environment variable PARSEC_<FLAG> (for example PARSEC_LISTEN=127.0.0.1:27018).`
 		Version: engine.Version,
 	}
 	root.SetVersionTemplate(versionLine())
-	root.AddCommand(newServeCommand(), newStatsCommand(), newAdviseCommand(), newTopCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newClusterCommand(), newStatsCommand(), newAdviseCommand(), newTopCommand(), newVersionCommand())
 	return root
 }
 

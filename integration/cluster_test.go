@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"sort"
 	"strconv"
@@ -355,5 +356,66 @@ func TestClusterAnyNode(t *testing.T) {
 	n, err := coll.CountDocuments(ctx, bson.D{{Key: "n", Value: 1}})
 	if err != nil || n != 3 {
 		t.Errorf("documents written through the three nodes, read preferring secondaries: %d, %v", n, err)
+	}
+}
+
+// TestClusterUp: `parsec cluster up` starts three nodes, prints a
+// connection string that works, and stops them all on SIGINT.
+func TestClusterUp(t *testing.T) {
+	port, raft := freePort(t), freePort(t)
+	dir := t.TempDir()
+	cmd := exec.Command(parsecBinary(t), "cluster", "up", "--nodes", "3", "--dir", dir, "--port", strconv.Itoa(port), "--raft-port", strconv.Itoa(raft))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	uri := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if s, ok := strings.CutPrefix(sc.Text(), "connection string: "); ok {
+				uri <- s
+			}
+		}
+	}()
+	var u string
+	select {
+	case u = <-uri:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no connection string printed")
+	}
+	want := fmt.Sprintf("mongodb://127.0.0.1:%d,127.0.0.2:%d,127.0.0.3:%d/?replicaSet=parsec", port, port, port)
+	if u != want {
+		t.Fatalf("connection string %q, want %q", u, want)
+	}
+	cl, err := mongo.Connect(options.Client().ApplyURI(u).SetTimeout(30 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Disconnect(context.Background())
+	if _, err := cl.Database("up").Collection("c").InsertOne(testCtx(t), bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatalf("insert through the printed connection string: %v", err)
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("cluster up after SIGINT: %v", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("cluster up did not stop its nodes on SIGINT")
+	}
+	for i := 1; i <= 3; i++ {
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.%d:%d", i, port), time.Second); err == nil {
+			c.Close()
+			t.Errorf("node %d still listens after cluster up stopped", i)
+		}
 	}
 }
