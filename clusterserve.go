@@ -23,6 +23,8 @@ import (
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/wire"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // A cluster of Parsec nodes. Today every node holds a replica of one
@@ -216,7 +218,7 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 		setName = "parsec"
 	}
 	h := &clusterHandler{
-		o: o, logger: logger, node: node, self: o.cluster.nodeID, clients: clients,
+		o: o, logger: logger, node: node, self: o.cluster.nodeID, clients: clients, raft: members,
 		standby: engine.Standby{SetName: setName, Me: clients[o.cluster.nodeID], Members: hosts},
 		argv:    argv, port: port, setName: setName, hosts: hosts,
 	}
@@ -270,6 +272,7 @@ type clusterHandler struct {
 	node    *cluster.Node
 	self    uint64
 	clients map[uint64]string // member id -> client address
+	raft    map[uint64]string // member id -> Raft address
 	argv    []string
 	port    int
 	setName string
@@ -345,10 +348,64 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 	cfg := h.o.engineConfig(storage.Local(st), h.logger, h.conns, h.argv, nil, h.port)
 	cfg.ReplicaSet, cfg.Advertise, cfg.Members, cfg.ElectionTerm = h.setName, h.clients[h.self], h.hosts, term
 	cfg.ReadBarrier = func(ctx context.Context) error { return h.node.Barrier(ctx, dataGroup) }
+	cfg.Cluster = func(ctx context.Context) engine.ClusterStatus { return h.status(ctx, term) }
 	w.eng, w.st = engine.New(cfg), st
 	h.cur.Store(w)
 	h.logger.Info("this node is the cluster's writer", "term", term, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// status is the cluster as this node, the writer, sees it: its own
+// replica's applied index, and each other node's from a hello over its
+// client port (a node that does not answer is reported unhealthy).
+func (h *clusterHandler) status(ctx context.Context, term uint64) engine.ClusterStatus {
+	st := engine.ClusterStatus{NodeID: h.self, Term: term, Group: dataGroup}
+	ids := slices.Sorted(maps.Keys(h.clients))
+	st.Members = make([]engine.MemberStatus, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		m := &st.Members[i]
+		*m = engine.MemberStatus{ID: id, Host: h.clients[id], RaftAddress: h.raft[id], Self: id == h.self, Writer: id == h.self}
+		if m.Self {
+			m.Healthy, m.Applied = true, h.node.Applied(dataGroup)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			applied, err := helloApplied(ctx, m.Host)
+			if err != nil {
+				m.Err = err.Error()
+				return
+			}
+			m.Healthy, m.Applied = true, applied
+		}()
+	}
+	wg.Wait()
+	return st
+}
+
+// helloApplied asks a standby for its replica's applied index.
+func helloApplied(ctx context.Context, addr string) (uint64, error) {
+	up, err := dialUpstream(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	defer up.close()
+	body, err := bson.Marshal(bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"}})
+	if err != nil {
+		return 0, err
+	}
+	reply, err := up.roundTrip(ctx, &wire.Request{OpCode: wire.OpMsg, Body: body})
+	if err != nil {
+		return 0, err
+	}
+	v, err := bsoncore.Document(reply).LookupErr("raftAppliedIndex")
+	if err != nil {
+		return 0, fmt.Errorf("%s did not say what it applied", addr)
+	}
+	n, _ := v.AsInt64OK()
+	return uint64(n), nil
 }
 
 // depose stops serving through w at once (its commits are fenced off);
@@ -436,6 +493,7 @@ func (cc *clusterConn) standby(ctx context.Context, req *wire.Request) []byte {
 	if p := cc.h.primary.Load(); p != nil {
 		s.Primary = *p
 	}
+	s.Applied = cc.h.node.Applied(dataGroup)
 	if s.Primary == "" || s.Primary == s.Me || req.OpCode != wire.OpMsg || req.Err != nil || engine.StandbyAnswers(req.Body) {
 		return engine.StandbyReply(req.Body, s, cc.c.ID())
 	}

@@ -55,6 +55,7 @@ func (e *Engine) getPartitionStats(ctx context.Context, db string, a *customActi
 		if err != nil {
 			return nil, err
 		}
+		e.addReplicas(ctx, d)
 		return okReply(d...)
 	}
 	var colls []*store.Collection
@@ -71,6 +72,7 @@ func (e *Engine) getPartitionStats(ctx context.Context, db string, a *customActi
 		if err != nil {
 			return nil, err
 		}
+		e.addReplicas(ctx, d)
 		all = append(all, d)
 	}
 	if db == "admin" {
@@ -78,6 +80,26 @@ func (e *Engine) getPartitionStats(ctx context.Context, db string, a *customActi
 		return okReply(bson.E{Key: "collections", Value: all}, bson.E{Key: "requestUnits", Value: e.serverRUStats(e.now())})
 	}
 	return okReply(bson.E{Key: "collections", Value: all})
+}
+
+// addReplicas gives each partition of a collection's statistics its
+// replicas, on a cluster: the nodes, which one leads, what each applied.
+func (e *Engine) addReplicas(ctx context.Context, d bson.D) {
+	st, ok := e.clusterStatus(ctx)
+	if !ok {
+		return
+	}
+	for i := range d {
+		parts, isParts := d[i].Value.(bson.A)
+		if d[i].Key != "partitions" || !isParts {
+			continue
+		}
+		for j, p := range parts {
+			if pd, ok := p.(bson.D); ok {
+				parts[j] = append(pd, bson.E{Key: "replicas", Value: replicaDocs(st)}, bson.E{Key: "raftGroup", Value: int64(st.Group)})
+			}
+		}
+	}
 }
 
 // collectionPartitionStats is one collection's part of GetPartitionStats.

@@ -3,11 +3,12 @@ package engine
 import (
 	"context"
 	"os"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
+func (e *Engine) cmdServerStatus(ctx context.Context, _ *request) ([]byte, error) {
 	now := e.now()
 	up := now.Sub(e.started)
 	var conns bson.D
@@ -57,9 +58,36 @@ func (e *Engine) cmdServerStatus(context.Context, *request) ([]byte, error) {
 		}},
 		// Parsec's own section: request units of the whole server
 		// (engine/billing/stats.go).
-		bson.E{Key: "parsec", Value: bson.D{
-			{Key: "requestUnits", Value: e.serverRUStats(now)},
-			{Key: "disk", Value: diskSection(e.store.DiskStatus())},
-		}},
+		bson.E{Key: "parsec", Value: e.parsecSection(ctx, now)},
 	)
+}
+
+// parsecSection is serverStatus' Parsec section: request units of the
+// whole server (engine/billing/stats.go), the disk, and on a cluster the
+// node's role and its Raft group.
+func (e *Engine) parsecSection(ctx context.Context, now time.Time) bson.D {
+	d := bson.D{
+		{Key: "requestUnits", Value: e.serverRUStats(now)},
+		{Key: "disk", Value: diskSection(e.store.DiskStatus())},
+	}
+	if st, ok := e.clusterStatus(ctx); ok {
+		var applied uint64
+		for _, m := range st.Members {
+			if m.Self {
+				applied = m.Applied
+			}
+		}
+		d = append(d, bson.E{Key: "cluster", Value: bson.D{
+			{Key: "nodeId", Value: int64(st.NodeID)},
+			{Key: "role", Value: "writer"},
+			{Key: "term", Value: int64(st.Term)},
+			{Key: "groups", Value: bson.A{bson.D{
+				{Key: "group", Value: int64(st.Group)},
+				{Key: "leader", Value: true},
+				{Key: "appliedIndex", Value: int64(applied)},
+				{Key: "replicas", Value: replicaDocs(st)},
+			}}},
+		}})
+	}
+	return d
 }

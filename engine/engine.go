@@ -100,6 +100,10 @@ type Config struct {
 	// everything its cluster committed before the call (a Raft ReadIndex
 	// round): strong reads wait for it (consistency.go).
 	ReadBarrier func(ctx context.Context) error
+	// Cluster, when set, reports the cluster's nodes as this node (its
+	// writer) sees them: replSetGetStatus, serverStatus and
+	// GetPartitionStats show them (clusterstatus.go).
+	Cluster func(ctx context.Context) ClusterStatus
 	// DefaultConsistency is the Cosmos DB consistency level of reads that
 	// give no readConcern: "strong", "bounded", "session" (""), "prefix"
 	// or "eventual" (consistency.go).

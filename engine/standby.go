@@ -17,6 +17,7 @@ type Standby struct {
 	Me      string   // this node's client address
 	Members []string // every node's client address
 	Primary string   // the writer's client address ("": none known)
+	Applied uint64   // the Raft index this node's replica has applied
 }
 
 // standbyCommands are what a standby answers itself: the handshake and
@@ -94,6 +95,7 @@ func StandbyReply(body []byte, s Standby, connID int64) []byte {
 			bson.E{Key: "minWireVersion", Value: int32(minWireVersion)},
 			bson.E{Key: "maxWireVersion", Value: int32(maxWireVersion)},
 			bson.E{Key: "readOnly", Value: false},
+			bson.E{Key: "raftAppliedIndex", Value: int64(s.Applied)},
 		)
 		if _, err := doc.LookupErr("helloOk"); err == nil {
 			d = append(d, bson.E{Key: "helloOk", Value: true})

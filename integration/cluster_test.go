@@ -419,3 +419,100 @@ func TestClusterUp(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterStatus: replSetGetStatus, serverStatus and GetPartitionStats
+// show the nodes, the writer, what each replica applied, and a node
+// that is down as down.
+func TestClusterStatus(t *testing.T) {
+	c := startTestCluster(t)
+	cl := c.connect()
+	ctx := testCtx(t)
+	writer := c.primary(cl)
+	db := cl.Database("st")
+	runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "c"}, {Key: "shardKey", Value: "k"}})
+	if _, err := db.Collection("c").InsertMany(ctx, []any{bson.D{{Key: "k", Value: 1}}, bson.D{{Key: "k", Value: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	type member struct {
+		ID      int32   `bson:"_id"`
+		Name    string  `bson:"name"`
+		Health  float64 `bson:"health"`
+		State   int32   `bson:"state"`
+		Applied int64   `bson:"raftAppliedIndex"`
+	}
+	status := func() []member {
+		var st struct {
+			Members []member `bson:"members"`
+		}
+		if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Members
+	}
+	// Every replica applies the writes soon after they commit (a majority
+	// acknowledged them; the third may lag a little).
+	var ms []member
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ms = status()
+		caught := len(ms) == 3
+		for _, m := range ms {
+			caught = caught && m.Applied > 0
+		}
+		if caught || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(ms) != 3 {
+		t.Fatalf("members: %+v", ms)
+	}
+	for _, m := range ms {
+		wantState := int32(2)
+		if m.Name == writer.client {
+			wantState = 1
+		}
+		if m.Health != 1 || m.State != wantState || m.Applied <= 0 {
+			t.Errorf("member %+v: want healthy, state %d, an applied index", m, wantState)
+		}
+	}
+	var ss bson.Raw
+	if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&ss); err != nil {
+		t.Fatal(err)
+	}
+	if role := mustLookup(t, ss, "parsec", "cluster", "role").StringValue(); role != "writer" {
+		t.Errorf("serverStatus' cluster role %q", role)
+	}
+	stats := runOK(t, db, bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "collection", Value: "c"}})
+	parts, _ := mustLookup(t, stats, "partitions").Array().Values()
+	if len(parts) == 0 {
+		t.Fatal("no partitions")
+	}
+	for _, p := range parts {
+		reps, _ := p.Document().Lookup("replicas").Array().Values()
+		leaders := 0
+		for _, r := range reps {
+			if r.Document().Lookup("leader").Boolean() {
+				leaders++
+				if r.Document().Lookup("host").StringValue() != writer.client {
+					t.Errorf("the leader replica is on %s, the writer is %s", r.Document().Lookup("host").StringValue(), writer.client)
+				}
+			}
+		}
+		if len(reps) != 3 || leaders != 1 {
+			t.Errorf("partition replicas: %v", p)
+		}
+	}
+	// A standby killed shows down.
+	var victim *clusterNode
+	for _, n := range c.nodes {
+		if n != writer {
+			victim = n
+			break
+		}
+	}
+	c.kill(victim)
+	for _, m := range status() {
+		if m.Name == victim.client && (m.Health != 0 || m.State != 8) {
+			t.Errorf("the killed node: %+v, want health 0, state 8", m)
+		}
+	}
+}
