@@ -174,6 +174,7 @@ type inserter struct {
 	rw      *retryableWrite
 
 	next     int // the first document no committed chunk handled
+	maxDocs  int // documents per chunk after a commit too large for one transaction (0: chunkDocs)
 	inserted int64
 	errs     []writeError
 	// paid holds each document's admission (nil: request units are
@@ -234,6 +235,13 @@ func (ins *inserter) run() error {
 			return err
 		}
 		err := ins.commitChunk()
+		if tried := ins.chunk.end - ins.next; errors.Is(err, store.ErrTooLarge) && tried > 1 {
+			// The commit did not fit one storage transaction (what it
+			// writes beside the documents, the change log's copies,
+			// counted too): the chunk is tried again with half as many.
+			ins.maxDocs = tried / 2
+			continue
+		}
 		if errors.Is(err, store.ErrCollectionChanged) {
 			// dropped or renamed under us: insert into the collection now under this name
 			if ins.coll, _, err = ins.e.ensureCollection(ins.ctx, ins.coll.DB, ins.coll.Name); err != nil {
@@ -271,7 +279,11 @@ func (ins *inserter) fillChunk(tx storage.Txn) error {
 	c.n, c.errs, c.bytes, c.logged, c.stop, c.wait = 0, nil, 0, nil, false, 0
 	c.extra.Reset()
 	j := ins.next
-	for ; j < len(ins.docs) && j-ins.next < chunkDocs && c.bytes < chunkBytes; j++ {
+	limit := chunkDocs
+	if ins.maxDocs > 0 {
+		limit = ins.maxDocs
+	}
+	for ; j < len(ins.docs) && j-ins.next < limit && c.bytes < chunkBytes; j++ {
 		step, err := ins.writeDoc(tx, j)
 		if err != nil {
 			return err

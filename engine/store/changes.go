@@ -370,7 +370,7 @@ func (t *Txn) putChanges(ts uint64, evs []*ChangeEvent) error {
 			ev.LSID, ev.TxnNumber = t.owner.lsid, t.owner.txnNumber
 		}
 		raw := ev.encode()
-		if err := t.set(changeKey(ChangePos{TS: ts, Index: uint32(i)}), raw); err != nil {
+		if err := t.setRecord(changeKey(ChangePos{TS: ts, Index: uint32(i)}), raw); err != nil {
 			return err
 		}
 		if t.s.changeBytes.Load() >= 0 { // -1: not read yet

@@ -148,6 +148,16 @@ func (t *Txn) set(key, val []byte) error {
 	return t.t.Set(key, val)
 }
 
+// setRecord writes what a transaction records about its own writes (a
+// change-log event): counted in the bytes it adds, but not as growth, so
+// a delete on a full disk, which logs its event, is still taken.
+func (t *Txn) setRecord(key, val []byte) error {
+	grows := t.grows
+	err := t.set(key, val)
+	t.grows = grows
+	return err
+}
+
 // del deletes key, as set writes it.
 func (t *Txn) del(key []byte) error {
 	if t.owner != nil {

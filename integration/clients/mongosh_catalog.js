@@ -77,7 +77,8 @@ assert.strictEqual(Number(stKB.scaleFactor), 1024);
 db.createCollection('log', { capped: true, size: 4096, max: 2 });
 assert.ok(db.log.isCapped(), 'log is not capped');
 db.log.insertMany([{ _id: 3 }, { _id: 1 }, { _id: 2 }]);
-assert.deepStrictEqual(db.log.find().toArray().map((d) => d._id), [1, 2]);
+const kept = JSON.stringify(db.log.find().toArray().map((d) => Number(d._id)));
+assert.strictEqual(kept, '[1,2]', 'capped log keeps the newest two in insertion order: ' + kept);
 
 // What Parsec refuses, refused readably.
 let badName = null;

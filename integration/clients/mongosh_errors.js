@@ -65,7 +65,7 @@ fails('admin-only command elsewhere', () => d.runCommand({ getLog: 'global' }), 
 fails('$where', () => c.find({ $where: 'true' }).toArray(), { code: 238, codeName: 'NotImplemented', message: /\$where is not supported by Parsec/ });
 fails('$text without index', () => c.find({ $text: { $search: 'x' } }).toArray(), { code: 27, codeName: 'IndexNotFound' });
 fails('$near without index', () => c.find({ loc: { $near: [0, 0] } }).toArray(), { code: 291, message: /unable to find index for \$geoNear query/ });
-fails('collation', () => c.find({}).collation({ locale: 'fr' }).toArray(), { code: 238, message: /collation is not supported by Parsec/ });
+fails('bad collation locale', () => c.find({}).collation({ locale: 'fr_fr' }).toArray(), { code: 2, codeName: 'BadValue', message: /Did you mean 'fr_FR'\?/ });
 
 // Multi-document transactions: the session's reads see its own writes,
 // other connections see nothing until commitTransaction, abortTransaction
