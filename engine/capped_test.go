@@ -52,18 +52,18 @@ func TestCappedSpec(t *testing.T) {
 	}
 }
 
-func TestSplitRecordIDMeta(t *testing.T) {
-	raw, _ := bson.Marshal(bson.D{{Key: "a", Value: 1}, {Key: "r", Value: bson.D{{Key: "$meta", Value: "recordId"}}}, {Key: "s", Value: bson.D{{Key: "$meta", Value: "textScore"}}}})
-	rest, names := splitRecordIDMeta(raw)
-	if len(names) != 1 || names[0] != "r" {
-		t.Fatalf("names %v", names)
+func TestSplitMetaFields(t *testing.T) {
+	raw, _ := bson.Marshal(bson.D{{Key: "a", Value: 1}, {Key: "r", Value: bson.D{{Key: "$meta", Value: "recordId"}}}, {Key: "k", Value: bson.D{{Key: "$meta", Value: "indexKey"}}}, {Key: "s", Value: bson.D{{Key: "$meta", Value: "textScore"}}}})
+	rest, names, keys := splitMetaFields(raw)
+	if len(names) != 1 || names[0] != "r" || len(keys) != 1 || keys[0] != "k" {
+		t.Fatalf("record id fields %v, index key fields %v", names, keys)
 	}
 	want, _ := bson.Marshal(bson.D{{Key: "a", Value: 1}, {Key: "s", Value: bson.D{{Key: "$meta", Value: "textScore"}}}})
 	if bson.Raw(rest).String() != bson.Raw(want).String() {
 		t.Fatalf("rest %v, want %v", bson.Raw(rest), bson.Raw(want))
 	}
 	plain, _ := bson.Marshal(bson.D{{Key: "a", Value: 1}})
-	if rest, names := splitRecordIDMeta(plain); names != nil || len(rest) != len(plain) {
+	if rest, names, keys := splitMetaFields(plain); names != nil || keys != nil || len(rest) != len(plain) {
 		t.Fatalf("a projection without recordId changed: %v %v", bson.Raw(rest), names)
 	}
 }

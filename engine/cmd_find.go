@@ -248,7 +248,7 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 			p.Natural = dir
 		}
 	}
-	projection, metaFields := splitRecordIDMeta(a.projection)
+	projection, metaFields, keyFields := splitMetaFields(a.projection)
 	if p.Proj, err = query.CompileProjection(projection, filter, opts); err != nil {
 		return nil, queryError(err)
 	}
@@ -256,6 +256,7 @@ func (e *Engine) planFind(db, name string, a *findArgs) (*readPlan, error) {
 		p.RecordIDFields = append(p.RecordIDFields, "$recordId")
 	}
 	p.RecordIDFields = append(p.RecordIDFields, metaFields...)
+	p.IndexKeyFields = keyFields
 	if err := e.applyHint(p, a.hint, a.min, a.max); err != nil {
 		return nil, err
 	}
@@ -392,27 +393,34 @@ func isOne(v bsoncore.Value) bool {
 	return ok && f == 1
 }
 
-// splitRecordIDMeta takes the {<name>: {$meta: "recordId"}} fields out of
-// a find's projection: the read adds the record id under those names
-// after projecting the rest (plan.Read.RecordIDFields). A projection of
-// such fields only projects nothing, as in MongoDB.
-func splitRecordIDMeta(projection bsoncore.Document) (bsoncore.Document, []string) {
+// splitMetaFields takes the {<name>: {$meta: "recordId"}} and
+// {<name>: {$meta: "indexKey"}} fields out of a find's projection: the
+// read adds the record id, or the key of the index it used, under those
+// names after projecting the rest (plan.Read.RecordIDFields,
+// IndexKeyFields). A projection of such fields only projects nothing, as
+// in MongoDB.
+func splitMetaFields(projection bsoncore.Document) (rest bsoncore.Document, recordIDs, indexKeys []string) {
 	if len(projection) <= 5 {
-		return projection, nil
+		return projection, nil, nil
 	}
-	var names []string
 	b := bsoncore.NewDocumentBuilder()
 	for _, el := range mustElements(projection) {
 		if d, ok := el.Value().DocumentOK(); ok {
-			if inner := mustElements(d); len(inner) == 1 && inner[0].Key() == "$meta" && stringOf(inner[0].Value()) == "recordId" {
-				names = append(names, el.Key())
-				continue
+			if inner := mustElements(d); len(inner) == 1 && inner[0].Key() == "$meta" {
+				switch stringOf(inner[0].Value()) {
+				case "recordId":
+					recordIDs = append(recordIDs, el.Key())
+					continue
+				case "indexKey":
+					indexKeys = append(indexKeys, el.Key())
+					continue
+				}
 			}
 		}
 		b.AppendValue(el.Key(), el.Value())
 	}
-	if names == nil {
-		return projection, nil
+	if recordIDs == nil && indexKeys == nil {
+		return projection, nil, nil
 	}
-	return b.Build(), names
+	return b.Build(), recordIDs, indexKeys
 }

@@ -55,6 +55,10 @@ type Read struct {
 	// record id (store.RecordID) in, after the projection: "$recordId"
 	// for showRecordId, and those of {$meta: "recordId"} projections.
 	RecordIDFields []string
+	// IndexKeyFields are the fields each result gets the key of the
+	// index the read used in ({$meta: "indexKey"} projections), after
+	// the projection; a read of no index leaves them out.
+	IndexKeyFields []string
 	// Collation is the read's collation (nil: simple): routing uses only
 	// conditions that compare no strings, and indexes of another collation
 	// are bounded without them and provide no sort (collation.go).
@@ -241,7 +245,7 @@ const ContextCheckEvery = 32
 // carry their record id in a trailing $recordId: tagRecordID).
 func (s *Scan) shape(key, doc []byte) ([]byte, error) {
 	p := s.plan
-	if len(p.RecordIDFields) == 0 {
+	if len(p.RecordIDFields) == 0 && len(p.IndexKeyFields) == 0 {
 		return s.shapeDoc(doc)
 	}
 	var rid int64
@@ -257,7 +261,37 @@ func (s *Scan) shape(key, doc []byte) ([]byte, error) {
 	for _, f := range p.RecordIDFields {
 		out = appendInt64Field(out, f, rid)
 	}
+	if len(p.IndexKeyFields) > 0 {
+		if kd, ok := s.indexKey(doc); ok {
+			for _, f := range p.IndexKeyFields {
+				out = appendDocField(out, f, kd)
+			}
+		}
+	}
 	return out, nil
+}
+
+// indexKey is the key of doc in the index the read uses (returnKey's
+// answer); ok is false for a read of no index.
+func (s *Scan) indexKey(doc []byte) ([]byte, bool) {
+	p := s.plan
+	if p.Index != nil && p.Index.Branches == nil && !p.Index.Ix.Wildcard {
+		return p.Index.Ix.KeyDocument(doc), true
+	}
+	if p.Point == nil && !p.UseIDIndex {
+		return nil, false
+	}
+	id, _ := bsoncore.Document(doc).LookupErr("_id")
+	return bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build(), true
+}
+
+// appendDocField appends {name: sub} to the document doc.
+func appendDocField(doc []byte, name string, sub []byte) []byte {
+	out := append(make([]byte, 0, len(doc)+len(name)+2+len(sub)), doc[:len(doc)-1]...)
+	out = bsoncore.AppendDocumentElement(out, name, sub)
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
 }
 
 // recordIDTag is the field a blocking sort's documents carry their record
@@ -303,14 +337,10 @@ func untagRecordID(doc []byte) (rest []byte, rid int64, ok bool) {
 func (s *Scan) shapeDoc(doc []byte) ([]byte, error) {
 	p := s.plan
 	if p.ReturnKey {
-		if p.Index != nil && p.Index.Branches == nil && !p.Index.Ix.Wildcard {
-			return p.Index.Ix.KeyDocument(doc), nil
+		if kd, ok := s.indexKey(doc); ok {
+			return kd, nil
 		}
-		if p.Point == nil && !p.UseIDIndex {
-			return emptyDocument, nil
-		}
-		id, _ := bsoncore.Document(doc).LookupErr("_id")
-		return bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build(), nil
+		return emptyDocument, nil
 	}
 	if p.Proj.IsEmpty() {
 		return append([]byte(nil), doc...), nil
@@ -332,7 +362,7 @@ var errSortMemory = errors.New("sort exceeded the memory limit, but did not opt 
 // read's copy, a sorted batch's): without a projection it is the result
 // as it is, with no second copy.
 func (s *Scan) shapeOwned(key, doc []byte) ([]byte, error) {
-	if !s.plan.ReturnKey && s.plan.Proj.IsEmpty() && (len(s.plan.RecordIDFields) == 0 || (key == nil && onlyShowRecordID(s.plan))) {
+	if !s.plan.ReturnKey && s.plan.Proj.IsEmpty() && len(s.plan.IndexKeyFields) == 0 && (len(s.plan.RecordIDFields) == 0 || (key == nil && onlyShowRecordID(s.plan))) {
 		return doc, nil // a blocking sort's document already ends with its $recordId
 	}
 	return s.shape(key, doc)
