@@ -39,12 +39,6 @@ import (
 // transaction then deletes the oldest documents while the collection
 // holds more than CappedSize data bytes or CappedMax documents.
 
-// cappedSeqTag follows c/<collID> in the key of a capped collection's
-// sequence; it sorts after the logical-partition counters' tag.
-const cappedSeqTag = 's'
-
-func cappedSeqKey(id uint32) []byte { return append(counterPrefix(id), cappedSeqTag) }
-
 // ErrCappedDocTooLarge refuses a document larger than its capped
 // collection's size.
 var ErrCappedDocTooLarge = errors.New("object to insert exceeds cappedMaxSize")

@@ -108,6 +108,12 @@ func (s *Store) lpDeltaKey(id uint32, lp []byte) []byte {
 	return binary.BigEndian.AppendUint64(k, s.deltaSeq.Add(1))
 }
 
+// cappedSeqTag follows c/<collID> in the key of a capped collection's
+// sequence; it sorts after the logical-partition counters' tag.
+const cappedSeqTag = 's'
+
+func cappedSeqKey(id uint32) []byte { return append(counterPrefix(id), cappedSeqTag) }
+
 // Index entries x/<collID:4><ixID:4> ... and unique guards u/ ... (indexes.go, uniqueconv.go).
 
 // IndexPrefix is the key prefix of index ix of collection coll.
