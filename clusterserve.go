@@ -231,20 +231,11 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); h.watch(wctx) }()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	}
+	err = serveUntil(ctx, srv, ln, logger)
 	stopWatch()
 	<-watched
-	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
+	_, cancel := shutdownWire(srv, o.shutdownGrace, logger)
 	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil {
-		logger.Warn("shutdown did not finish in time; open connections were closed", "err", serr)
-	}
 	h.stepDown("shutting down")
 	node.Close()
 	if cerr := db.Close(); cerr != nil && err == nil {

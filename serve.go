@@ -258,18 +258,9 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	}
 	logger.Info("parsec started", "version", engine.Version, "address", ln.Addr().String(), "data_dir", where)
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
+	err = serveUntil(ctx, srv, ln, logger)
+	sctx, cancel := shutdownWire(srv, o.shutdownGrace, logger)
 	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil {
-		logger.Warn("shutdown did not finish in time; open connections were closed", "err", serr)
-	}
 	web.stop(sctx, logger)
 	eng.Close()
 	if cerr := st.Close(); cerr != nil {
@@ -283,6 +274,31 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	}
 	logger.Info("parsec stopped")
 	return err
+}
+
+// serveUntil serves clients on ln until ctx is done or the listener
+// fails (its error).
+func serveUntil(ctx context.Context, srv *wire.Server, ln net.Listener, logger *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		return nil
+	}
+}
+
+// shutdownWire stops taking connections and lets requests in flight
+// finish for up to grace; the context it returns bounds the rest of the
+// shutdown by the same grace.
+func shutdownWire(srv *wire.Server, grace time.Duration, logger *slog.Logger) (context.Context, context.CancelFunc) {
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("shutdown did not finish in time; open connections were closed", "err", err)
+	}
+	return sctx, cancel
 }
 
 // engineConfig is the engine's configuration from the flags.

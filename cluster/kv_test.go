@@ -29,23 +29,33 @@ func (c closingKV) Close() error { return c.close() }
 func TestReplicatedKVInvariants(t *testing.T) {
 	addrs := map[string]string{}
 	kvtest.Run(t, func(t *testing.T, dir string) kv.DB {
-		addr, ok := addrs[dir]
-		if !ok {
-			addr = freeAddr(t, "127.0.0.1")
-			addrs[dir] = addr
-		}
-		tn := &testNode{t: t, addr: addr, dir: dir}
-		tn.start()
-		if err := tn.node.StartGroup(GroupConfig{ShardID: 1, ReplicaID: 1, Members: map[uint64]string{1: addr}, Spans: allSpans}); err != nil {
-			tn.stop()
-			t.Fatal(err)
-		}
-		r, err := tn.node.KV(1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tn, r := oneReplica(t, addrs, dir)
 		return closingKV{r, func() error { tn.stop(); return nil }}
 	})
+}
+
+// oneReplica starts a node on dir (on the address it had there before,
+// kept in addrs) with a one-replica group over every key, and returns its
+// store.
+func oneReplica(t *testing.T, addrs map[string]string, dir string) (*testNode, *Replicated) {
+	t.Helper()
+	addr, ok := addrs[dir]
+	if !ok {
+		addr = freeAddr(t, "127.0.0.1")
+		addrs[dir] = addr
+	}
+	tn := &testNode{t: t, addr: addr, dir: dir}
+	tn.start()
+	if err := tn.node.StartGroup(GroupConfig{ShardID: 1, ReplicaID: 1, Members: map[uint64]string{1: addr}, Spans: allSpans}); err != nil {
+		tn.stop()
+		t.Fatal(err)
+	}
+	r, err := tn.node.KV(1)
+	if err != nil {
+		tn.stop()
+		t.Fatal(err)
+	}
+	return tn, r
 }
 
 // TestReplicatedKVAcrossNodes: a commit through one node's store is on

@@ -16,21 +16,7 @@ import (
 func TestStorageOnAGroup(t *testing.T) {
 	addrs := map[string]string{}
 	storagetest.Run(t, func(t *testing.T, dir string) (storage.Storage, func() error) {
-		addr, ok := addrs[dir]
-		if !ok {
-			addr = freeAddr(t, "127.0.0.1")
-			addrs[dir] = addr
-		}
-		tn := &testNode{t: t, addr: addr, dir: dir}
-		tn.start()
-		if err := tn.node.StartGroup(GroupConfig{ShardID: 1, ReplicaID: 1, Members: map[uint64]string{1: addr}, Spans: allSpans}); err != nil {
-			tn.stop()
-			t.Fatal(err)
-		}
-		r, err := tn.node.KV(1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tn, r := oneReplica(t, addrs, dir)
 		s, err := store.Open(store.Options{KV: r, SyncInterval: -1})
 		if err != nil {
 			tn.stop()

@@ -136,17 +136,9 @@ func (t *Txn) placeCapped(c *Collection, idKey []byte, docLen int) ([]byte, erro
 // it holds more than its size or document limit, as this transaction
 // sees it; newest, the document just inserted, stays.
 func (t *Txn) evictCapped(c *Collection, newest []byte) error {
-	stored := t.stored[c.ID]
-	if stored == nil {
-		counts, _, err := readCounts(t.t, c.ID)
-		if err != nil {
-			return err
-		}
-		if t.stored == nil {
-			t.stored = map[uint32]*Counts{}
-		}
-		stored = &counts
-		t.stored[c.ID] = stored
+	stored, err := t.storedCounts(c)
+	if err != nil {
+		return err
 	}
 	now := *stored
 	if d := t.deltas[c.ID]; d != nil {

@@ -246,15 +246,10 @@ func (t *Txn) checkGrowth(c *Collection, key []byte, growth int64) error {
 			if est, ok := t.s.estimate(c, 0); ok && est+pendingColl <= limit {
 				return nil
 			}
-			counts, _, err := readCounts(t.t, c.ID)
-			if err != nil {
+			var err error
+			if stored, err = t.storedCounts(c); err != nil {
 				return err
 			}
-			if t.stored == nil {
-				t.stored = map[uint32]*Counts{}
-			}
-			stored = &counts
-			t.stored[c.ID] = stored
 		}
 		if size := stored.size() + pendingColl; size > limit {
 			return &LogicalPartitionFullError{Limit: limit, Size: size}
@@ -282,6 +277,23 @@ func (t *Txn) checkGrowth(c *Collection, key []byte, growth int64) error {
 		return &LogicalPartitionFullError{Limit: limit, Size: size}
 	}
 	return nil
+}
+
+// storedCounts are c's committed counters as this transaction read them
+// (read once, then kept in t.stored).
+func (t *Txn) storedCounts(c *Collection) (*Counts, error) {
+	if stored := t.stored[c.ID]; stored != nil {
+		return stored, nil
+	}
+	counts, _, err := readCounts(t.t, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	if t.stored == nil {
+		t.stored = map[uint32]*Counts{}
+	}
+	t.stored[c.ID] = &counts
+	return &counts, nil
 }
 
 // lpFoldThreshold is how many deltas of one logical partition make its
