@@ -42,6 +42,7 @@ type testCluster struct {
 	nodes   []*clusterNode
 	members string
 	port    int
+	extra   []string // more flags for every node
 }
 
 // freePort is a port free on 127.0.0.1, .2 and .3 at once.
@@ -75,9 +76,9 @@ func freePort(t *testing.T) int {
 	return 0
 }
 
-func startTestCluster(t *testing.T) *testCluster {
+func startTestCluster(t *testing.T, extra ...string) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, port: freePort(t)}
+	c := &testCluster{t: t, port: freePort(t), extra: extra}
 	raft := freePort(t)
 	var members []string
 	for i := 1; i <= 3; i++ {
@@ -99,8 +100,8 @@ func startTestCluster(t *testing.T) *testCluster {
 // start runs node n and waits for its start-up line.
 func (c *testCluster) start(n *clusterNode) {
 	c.t.Helper()
-	cmd := exec.Command(parsecBinary(c.t), "serve", "--node-id", strconv.Itoa(n.id), "--initial-members", c.members,
-		"--listen", n.client, "--data-dir", n.dir, "--http", "", "--log-level", "info")
+	cmd := exec.Command(parsecBinary(c.t), append([]string{"serve", "--node-id", strconv.Itoa(n.id), "--initial-members", c.members,
+		"--listen", n.client, "--data-dir", n.dir, "--http", "", "--log-level", "info"}, c.extra...)...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		c.t.Fatal(err)
@@ -514,5 +515,92 @@ func TestClusterStatus(t *testing.T) {
 		if m.Name == victim.client && (m.Health != 0 || m.State != 8) {
 			t.Errorf("the killed node: %+v, want health 0, state 8", m)
 		}
+	}
+}
+
+// TestClusterSplitsAcrossFailover: a sharded collection splits by size
+// while writers insert and the writer is killed with SIGKILL: afterwards
+// every acknowledged document is there exactly once, and the partition
+// map and its statistics agree with a scan (each split is one entry of
+// the log: applied whole or not at all).
+func TestClusterSplitsAcrossFailover(t *testing.T) {
+	c := startTestCluster(t, "--partition-max-bytes", "64KiB")
+	cl := c.connect()
+	ctx := testCtx(t)
+	db := cl.Database("splits")
+	runOK(t, cl.Database("admin"), bson.D{{Key: "shardCollection", Value: "splits.c"}, {Key: "key", Value: bson.D{{Key: "tenant", Value: "hashed"}}}})
+	coll := db.Collection("c")
+	var mu sync.Mutex
+	acked := map[int]bool{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	pad := strings.Repeat("p", 400)
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 20_000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := w*100_000 + i
+				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				_, err := coll.InsertOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: fmt.Sprintf("t%03d", id%97)}, {Key: "pad", Value: pad}})
+				cancel()
+				if err == nil {
+					mu.Lock()
+					acked[id] = true
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	waitFor := func(n int) {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			mu.Lock()
+			got := len(acked)
+			mu.Unlock()
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d inserts acknowledged, waiting for %d", got, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor(600)
+	c.kill(c.primary(cl))
+	waitFor(1500)
+	close(stop)
+	wg.Wait()
+
+	stats := checkStatsAgainstScan(t, coll, "tenant")
+	mu.Lock()
+	defer mu.Unlock()
+	if stats.PartitionCount < 2 {
+		t.Errorf("%d partitions: the collection never split", stats.PartitionCount)
+	}
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	for cur.Next(ctx) {
+		id, _ := cur.Current.Lookup("_id").AsInt64OK()
+		seen[int(id)]++
+	}
+	missing := 0
+	for id := range acked {
+		if seen[id] != 1 {
+			missing++
+		}
+	}
+	t.Logf("%d inserts acknowledged, %d documents in %d partitions", len(acked), len(seen), stats.PartitionCount)
+	if missing > 0 {
+		t.Errorf("%d acknowledged documents missing or stored twice", missing)
 	}
 }
