@@ -203,6 +203,32 @@ type partStat struct {
 	Largest         []lpStat `bson:"largestLogicalPartitions" json:"largestLogicalPartitions"`
 	RUFigures       `bson:",inline"`
 	Hot             []hotStat `bson:"hotLogicalPartitions" json:"hotLogicalPartitions"`
+	// Replicas are the partition's copies on a cluster's nodes.
+	Replicas []replicaStat `bson:"replicas" json:"replicas,omitempty"`
+}
+
+// replicaStat is one copy of a partition on a cluster node.
+type replicaStat struct {
+	Node         int64  `bson:"node" json:"node"`
+	Host         string `bson:"host" json:"host"`
+	Leader       bool   `bson:"leader" json:"leader"`
+	Healthy      bool   `bson:"healthy" json:"healthy"`
+	AppliedIndex int64  `bson:"appliedIndex" json:"appliedIndex"`
+}
+
+// nodeColumn is the partition's node column on a cluster: the leader's
+// node, then how many replicas answer ("node 2, 3/3 replicas").
+func (p partStat) nodeColumn() string {
+	leader, up := "?", 0
+	for _, r := range p.Replicas {
+		if r.Leader {
+			leader = fmt.Sprint(r.Node)
+		}
+		if r.Healthy {
+			up++
+		}
+	}
+	return fmt.Sprintf("node %s, %d/%d replicas", leader, up, len(p.Replicas))
 }
 
 // hotStat is one of a partition's hottest logical partitions.
@@ -388,7 +414,12 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 		if !c.RateLimiting {
 			over = "would be throttled"
 		}
-		fmt.Fprintln(tw, "  partition\trange\tdocuments\tstorage\tlogical\t\tRU/s\tRU last min\tnormalized\t"+over+"\t")
+		clustered := len(c.Partitions) > 0 && len(c.Partitions[0].Replicas) > 0
+		nodeHead := ""
+		if clustered {
+			nodeHead = "leader\t"
+		}
+		fmt.Fprintln(tw, "  partition\trange\tdocuments\tstorage\tlogical\t\tRU/s\tRU last min\tnormalized\t"+over+"\t"+nodeHead)
 		for _, p := range c.Partitions {
 			bar := ""
 			if maxStorage > 0 {
@@ -407,8 +438,12 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			if hi == "FF" {
 				hi = "end"
 			}
-			fmt.Fprintf(tw, "  %s\t%s..%s\t%d\t%s\t%d\t%s %4.1f%%\t%s/%.0f\t%s\t%.0f%%\t%d\t\n", p.ID, lo, hi, p.DocumentCount, sizeString(p.StorageBytes), p.LogicalCount, bar, share,
-				ruString(p.RULastSecond), p.ThroughputShare, ruString(p.RULastMinute), p.Normalized, p.overBudgetCount(c.RateLimiting))
+			node := ""
+			if clustered {
+				node = p.nodeColumn() + "\t"
+			}
+			fmt.Fprintf(tw, "  %s\t%s..%s\t%d\t%s\t%d\t%s %4.1f%%\t%s/%.0f\t%s\t%.0f%%\t%d\t%s\n", p.ID, lo, hi, p.DocumentCount, sizeString(p.StorageBytes), p.LogicalCount, bar, share,
+				ruString(p.RULastSecond), p.ThroughputShare, ruString(p.RULastMinute), p.Normalized, p.overBudgetCount(c.RateLimiting), node)
 		}
 		_ = tw.Flush()
 

@@ -502,6 +502,11 @@ func TestClusterStatus(t *testing.T) {
 			t.Errorf("partition replicas: %v", p)
 		}
 	}
+	// parsec stats names the leader's node of each partition.
+	out, err := exec.Command(parsecBinary(t), "stats", "--uri", c.uri(), "--db", "st", "--collection", "c").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("node %d, 3/3 replicas", writer.id)) || !strings.Contains(string(out), "leader") {
+		t.Errorf("parsec stats on the cluster: %v\n%s", err, out)
+	}
 	// A standby killed shows down.
 	var victim *clusterNode
 	for _, n := range c.nodes {
