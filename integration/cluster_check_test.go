@@ -206,7 +206,10 @@ func TestClusterLinearizable(t *testing.T) {
 				return
 			}
 			defer sess.EndSession(context.Background())
-			var txn int64
+			// The driver hands out pooled server sessions: this one's id
+			// may have carried the driver's own transaction numbers
+			// before, so ours start far above them.
+			txn := int64(1) << 40
 			seen := make([]int64, keys) // the last value this client saw per key
 			seq := int64(0)
 			for n := 0; n < maxOps && time.Now().Before(hardStop); n++ {
@@ -272,10 +275,11 @@ func TestClusterLinearizable(t *testing.T) {
 						{Key: "q", Value: bson.D{{Key: "_id", Value: ci}}},
 						{Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(1)}}}}},
 					}}}, {Key: "txnNumber", Value: txn}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}}}}
-					if incrementOnce(mongo.NewSessionContext(context.Background(), sess), db, cmd, hardStop) {
+					if ok, err := incrementOnce(mongo.NewSessionContext(context.Background(), sess), db, cmd, hardStop); ok {
 						r.incAcked++
 					} else {
 						r.incUncertain++
+						t.Logf("client %d: increment %d not acknowledged: %v", ci, txn, err)
 					}
 				}
 				cancel()
@@ -398,7 +402,8 @@ func TestClusterLinearizable(t *testing.T) {
 // incrementOnce runs cmd (a write carrying txnNumber) in ctx's session
 // until the server acknowledges it or until deadline; a retried write with
 // the same session and transaction number applies once.
-func incrementOnce(ctx context.Context, db *mongo.Database, cmd bson.D, deadline time.Time) bool {
+func incrementOnce(ctx context.Context, db *mongo.Database, cmd bson.D, deadline time.Time) (bool, error) {
+	var last error
 	for attempt := 0; attempt < 100 && time.Now().Before(deadline); attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		var reply struct {
@@ -409,11 +414,15 @@ func incrementOnce(ctx context.Context, db *mongo.Database, cmd bson.D, deadline
 		err := db.RunCommand(actx, cmd).Decode(&reply)
 		cancel()
 		if err == nil && len(reply.WriteErrors) == 0 && reply.N == 1 {
-			return true
+			return true, nil
+		}
+		last = err
+		if err == nil {
+			last = fmt.Errorf("reply: n %d, writeErrors %v", reply.N, reply.WriteErrors)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return false
+	return false, last
 }
 
 // TestClusterFailoverGaps: the writer (the node hello names primary) is
@@ -442,10 +451,15 @@ func TestClusterFailoverGaps(t *testing.T) {
 }
 
 // measureFailovers kills the writer rounds times while four goroutines
-// insert into coll, and returns each kill's gap in acknowledgements.
+// insert into coll, and returns each kill's gap: from the last write
+// acknowledged before the kill to the first acknowledged of those sent
+// after the killed process was gone (a reply already on its way when the
+// writer died may still arrive after the kill; it says nothing of the new
+// writer).
 func measureFailovers(c *testCluster, cl *mongo.Client, coll *mongo.Collection, rounds int, logf func(string, ...any)) ([]time.Duration, error) {
+	type ack struct{ call, at time.Time }
 	var mu sync.Mutex
-	var stamps []time.Time
+	var acks []ack
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var next int64
@@ -464,37 +478,41 @@ func measureFailovers(c *testCluster, cl *mongo.Client, coll *mongo.Collection, 
 				id := next
 				mu.Unlock()
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				call := time.Now()
 				_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}})
 				cancel()
 				if err == nil {
 					mu.Lock()
-					stamps = append(stamps, time.Now())
+					acks = append(acks, ack{call, time.Now()})
 					mu.Unlock()
 				}
 			}
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
-	acksSince := func(at time.Time) (int, time.Time, time.Time) {
+	// around is how many writes sent after gone were acknowledged, the
+	// last acknowledged before killed and the first sent after gone.
+	around := func(killed, gone time.Time) (int, time.Time, time.Time) {
 		mu.Lock()
 		defer mu.Unlock()
 		n, last, first := 0, time.Time{}, time.Time{}
-		for _, s := range stamps {
-			if s.Before(at) {
-				last = maxTime(last, s)
-				continue
+		for _, a := range acks {
+			if a.at.Before(killed) && a.at.After(last) {
+				last = a.at
 			}
-			n++
-			if first.IsZero() || s.Before(first) {
-				first = s
+			if a.call.After(gone) {
+				n++
+				if first.IsZero() || a.at.Before(first) {
+					first = a.at
+				}
 			}
 		}
 		return n, last, first
 	}
-	waitAcks := func(since time.Time, n int) error {
+	waitAcks := func(killed, gone time.Time, n int) error {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			if got, _, _ := acksSince(since); got >= n {
+			if got, _, _ := around(killed, gone); got >= n {
 				return nil
 			}
 			if time.Now().After(deadline) {
@@ -503,7 +521,7 @@ func measureFailovers(c *testCluster, cl *mongo.Client, coll *mongo.Collection, 
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if err := waitAcks(time.Time{}, 100); err != nil {
+	if err := waitAcks(time.Time{}, time.Time{}, 100); err != nil {
 		return nil, err
 	}
 	var gaps []time.Duration
@@ -511,10 +529,11 @@ func measureFailovers(c *testCluster, cl *mongo.Client, coll *mongo.Collection, 
 		victim := c.primary(cl)
 		killed := time.Now()
 		c.kill(victim)
-		if err := waitAcks(killed, 50); err != nil {
+		gone := time.Now()
+		if err := waitAcks(killed, gone, 50); err != nil {
 			return gaps, fmt.Errorf("round %d: %w", round+1, err)
 		}
-		_, last, first := acksSince(killed)
+		_, last, first := around(killed, gone)
 		gap := first.Sub(last)
 		gaps = append(gaps, gap)
 		logf("round %d: killed node %d (the writer): %v from the last acknowledged write before to the first after", round+1, victim.id, gap.Round(time.Millisecond))
@@ -522,11 +541,4 @@ func measureFailovers(c *testCluster, cl *mongo.Client, coll *mongo.Collection, 
 		time.Sleep(time.Second) // let it catch up before the next kill
 	}
 	return gaps, nil
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
