@@ -526,7 +526,7 @@ func measureFailovers(c *testCluster, cl *mongo.Client, coll *mongo.Collection, 
 	}
 	var gaps []time.Duration
 	for round := 0; round < rounds; round++ {
-		victim := c.primary(cl)
+		victim := writerNode(c.t, c, cl)
 		killed := time.Now()
 		c.kill(victim)
 		gone := time.Now()

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 )
 
@@ -190,17 +192,17 @@ func TestClusterWipedNodeRejoins(t *testing.T) {
 		if round == 12 {
 			t.Fatalf("node %d did not become the writer in %d failovers:\n%s", victim.id, round, victim.logText())
 		}
-		w := c.primary(cl)
+		w := writerNode(t, c, cl)
 		if w == victim {
 			t.Logf("node %d is the writer after %d failovers", victim.id, round)
 			break
 		}
 		c.kill(w)
-		c.primary(cl) // a writer again
+		writerNode(t, c, cl) // a writer again
 		c.start(w)
 		time.Sleep(500 * time.Millisecond)
 	}
-	if w := c.primary(cl); w != victim {
+	if w := writerNode(t, c, cl); w != victim {
 		t.Fatalf("node %d is no longer the writer", victim.id)
 	}
 
@@ -229,7 +231,7 @@ func TestClusterWipedNodeRejoins(t *testing.T) {
 	if missing > 0 {
 		t.Errorf("%d acknowledged documents missing on the rebuilt node", missing)
 	}
-	if w := c.primary(cl); w != victim {
+	if w := writerNode(t, c, cl); w != victim {
 		t.Errorf("the count was not served by node %d: node %d took over meanwhile", victim.id, w.id)
 	}
 	var snapshots []string
@@ -240,4 +242,30 @@ func TestClusterWipedNodeRejoins(t *testing.T) {
 		return nil
 	})
 	t.Logf("snapshots on the rebuilt node: %v", snapshots)
+}
+
+// writerNode is the node hello names as primary, asked again for up to
+// 30 s while a failover closes connections or no writer is known yet.
+func writerNode(t *testing.T, c *testCluster, cl *mongo.Client) *clusterNode {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var hello struct {
+			Primary string `bson:"primary"`
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}, options.RunCmd().SetReadPreference(readpref.Primary())).Decode(&hello)
+		cancel()
+		if err == nil {
+			for _, n := range c.nodes {
+				if n.client == hello.Primary {
+					return n
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no writer known after 30 s: hello names %q, %v", hello.Primary, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -138,6 +138,9 @@ type report struct {
 	Memory []*memoryRun `json:"memory,omitempty"`
 	// Changes is the change-stream section's latencies (changes.go).
 	Changes *changesReport `json:"changes,omitempty"`
+	// Cluster is the cluster section's CPU times and failover gaps
+	// (cluster.go).
+	Cluster *clusterReport `json:"cluster,omitempty"`
 }
 
 func main() {
@@ -309,6 +312,12 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The cluster phase (cluster.go): three nodes against one server.
+	if ctx.Err() == nil && slices.ContainsFunc(clusterWorkloads, want) {
+		if err := clusterPhase(ctx, cfg, rep, want, tmpl); err != nil {
+			return nil, err
+		}
+	}
 	// The memory phase (memory.go): sustained inserts with and without
 	// --memory-limit, resident memory sampled.
 	if ctx.Err() == nil && want(memoryWorkload) {
@@ -323,7 +332,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	for i, n := range append(append(append(append([]string(nil), scanWorkloads...), aggWorkloads...), partitionWorkloads...), ruWorkloads...) {
 		order[n] = len(server) + len(baseline) + i
 	}
-	for _, n := range append(append(append(slices.Clone(indexWorkloads), growthWorkloads(cfg)...), metricsWorkloads...), changesWorkloads...) {
+	for _, n := range append(append(append(append(slices.Clone(indexWorkloads), growthWorkloads(cfg)...), metricsWorkloads...), changesWorkloads...), clusterWorkloads...) {
 		order[n] = len(order)
 	}
 	slices.SortStableFunc(rep.Results, func(a, b result) int {
@@ -345,6 +354,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	metricsGoals(rep)
 	growthGoals(rep)
 	memoryGoals(rep)
+	clusterGoalsJudge(rep, rep.Config.Clients)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)
 	printScanSummary(os.Stdout, rep)
@@ -354,6 +364,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	printRUSummary(os.Stdout, rep)
 	printMetricsSummary(os.Stdout, rep)
 	printGrowthSummary(os.Stdout, rep)
+	printClusterSummary(os.Stdout, rep)
 	if cfg.Out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
