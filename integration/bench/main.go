@@ -691,8 +691,10 @@ func printTable(w io.Writer, rep *report) {
 		side = "client only: the server runs elsewhere"
 	}
 	fmt.Fprintf(w, "\nops/s and ratios over all rounds; cpu/op: this process's CPU time per operation (%s); faults/op: its minor page faults per operation\n", side)
-	if split {
+	if split && rep.Config.ServerPID != 0 {
 		fmt.Fprintf(w, "server cpu/op: the server process's CPU time per operation (-server-pid %d)\n", rep.Config.ServerPID)
+	} else if split {
+		fmt.Fprintln(w, "server cpu/op: the server processes' CPU time per operation (the cluster section's, all nodes together)")
 	}
 	fmt.Fprintf(w, "%s, GOMAXPROCS %d, client mode %s, %s in %d rounds + %s warmup per workload, load avg %s -> %s\n",
 		rep.GoVersion, rep.GOMAXPROCS, rep.Config.ClientMode, rep.Config.DurationS, rep.Config.Rounds, rep.Config.WarmupS, rep.LoadBefore, rep.LoadAfter)
