@@ -138,6 +138,9 @@ type report struct {
 	Memory []*memoryRun `json:"memory,omitempty"`
 	// Changes is the change-stream section's latencies (changes.go).
 	Changes *changesReport `json:"changes,omitempty"`
+	// Cluster is the cluster section's CPU times and failover gaps
+	// (cluster.go).
+	Cluster *clusterReport `json:"cluster,omitempty"`
 }
 
 func main() {
@@ -309,6 +312,12 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The cluster phase (cluster.go): three nodes against one server.
+	if ctx.Err() == nil && slices.ContainsFunc(clusterWorkloads, want) {
+		if err := clusterPhase(ctx, cfg, rep, want, tmpl); err != nil {
+			return nil, err
+		}
+	}
 	// The memory phase (memory.go): sustained inserts with and without
 	// --memory-limit, resident memory sampled.
 	if ctx.Err() == nil && want(memoryWorkload) {
@@ -323,7 +332,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	for i, n := range append(append(append(append([]string(nil), scanWorkloads...), aggWorkloads...), partitionWorkloads...), ruWorkloads...) {
 		order[n] = len(server) + len(baseline) + i
 	}
-	for _, n := range append(append(append(slices.Clone(indexWorkloads), growthWorkloads(cfg)...), metricsWorkloads...), changesWorkloads...) {
+	for _, n := range append(append(append(append(slices.Clone(indexWorkloads), growthWorkloads(cfg)...), metricsWorkloads...), changesWorkloads...), clusterWorkloads...) {
 		order[n] = len(order)
 	}
 	slices.SortStableFunc(rep.Results, func(a, b result) int {
@@ -345,6 +354,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	metricsGoals(rep)
 	growthGoals(rep)
 	memoryGoals(rep)
+	clusterGoalsJudge(rep, rep.Config.Clients)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)
 	printScanSummary(os.Stdout, rep)
@@ -354,6 +364,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	printRUSummary(os.Stdout, rep)
 	printMetricsSummary(os.Stdout, rep)
 	printGrowthSummary(os.Stdout, rep)
+	printClusterSummary(os.Stdout, rep)
 	if cfg.Out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -680,8 +691,10 @@ func printTable(w io.Writer, rep *report) {
 		side = "client only: the server runs elsewhere"
 	}
 	fmt.Fprintf(w, "\nops/s and ratios over all rounds; cpu/op: this process's CPU time per operation (%s); faults/op: its minor page faults per operation\n", side)
-	if split {
+	if split && rep.Config.ServerPID != 0 {
 		fmt.Fprintf(w, "server cpu/op: the server process's CPU time per operation (-server-pid %d)\n", rep.Config.ServerPID)
+	} else if split {
+		fmt.Fprintln(w, "server cpu/op: the server processes' CPU time per operation (the cluster section's, all nodes together)")
 	}
 	fmt.Fprintf(w, "%s, GOMAXPROCS %d, client mode %s, %s in %d rounds + %s warmup per workload, load avg %s -> %s\n",
 		rep.GoVersion, rep.GOMAXPROCS, rep.Config.ClientMode, rep.Config.DurationS, rep.Config.Rounds, rep.Config.WarmupS, rep.LoadBefore, rep.LoadAfter)
