@@ -331,9 +331,17 @@ func TestClusterAnyNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cl.Disconnect(context.Background())
+		// A standby learns who leads from the group's heartbeats: soon
+		// after the writer took over, not necessarily before.
 		var hello bson.M
-		if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
-			t.Fatal(err)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			hello = nil
+			if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+				t.Fatal(err)
+			}
+			if hello["primary"] != nil || time.Now().After(deadline) {
+				break
+			}
 		}
 		isWriter := n == writer
 		if hello["isWritablePrimary"] != isWriter || hello["primary"] != writer.client || hello["setName"] != "parsec" {
