@@ -12,8 +12,9 @@
 // entries and the state (no clock, no randomness). cluster imports
 // nothing of Parsec but engine/kv, the seam it implements (Replicated,
 // kv.go: engine/store's document layer runs on a group through it), and
-// badgerkv's view of a Badger transaction. It is not yet wired into
-// `parsec serve`.
+// badgerkv's view of a Badger transaction. `parsec serve --initial-members`
+// (clusterserve.go) runs one group over all of a node's data through it;
+// groups per physical partition are the next step.
 //
 // # Entries
 //
