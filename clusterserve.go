@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/cluster"
+	"github.com/parsecdb/parsec/console"
 	"github.com/parsecdb/parsec/engine"
 	"github.com/parsecdb/parsec/engine/kv/badgerkv"
 	"github.com/parsecdb/parsec/engine/storage"
@@ -99,6 +101,8 @@ func (o *serveOptions) validateCluster() (map[uint64]string, error) {
 		return nil, errors.New("--in-memory cannot be used with --initial-members: a cluster node keeps its replicas on disk")
 	case o.auth || o.rootUser != "":
 		return nil, errors.New("--auth and --root-user are not yet available with --initial-members")
+	case o.tlsCertFile != "" || o.tlsSelfSigned:
+		return nil, errors.New("TLS (--tls-cert-file, --tls-self-signed) is not yet available with --initial-members")
 	}
 	return members, nil
 }
@@ -222,6 +226,20 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 		standby: engine.Standby{SetName: setName, Me: clients[o.cluster.nodeID], Members: hosts},
 		argv:    argv, port: port, setName: setName, hosts: hosts,
 	}
+	var web *http.Server
+	if addr := clusterHTTPAddr(o, ln); addr != "" {
+		hl, err := net.Listen("tcp", addr)
+		if err != nil {
+			node.Close()
+			_ = db.Close()
+			_ = ln.Close()
+			return fmt.Errorf("--http: listen on %s: %w", addr, err)
+		}
+		h.web = true
+		web = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = web.Serve(hl) }()
+		logger.Info("console and metrics (served by the writer; a standby answers 503 naming it)", "url", "http://"+hl.Addr().String()+"/")
+	}
 	var srv *wire.Server
 	h.conns = func() wire.Stats { return srv.Stats() }
 	srv = wire.NewServer(h, logger, o.maxConnections)
@@ -234,8 +252,11 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	err = serveUntil(ctx, srv, ln, logger)
 	stopWatch()
 	<-watched
-	_, cancel := shutdownWire(srv, o.shutdownGrace, logger)
+	sctx, cancel := shutdownWire(srv, o.shutdownGrace, logger)
 	defer cancel()
+	if web != nil {
+		_ = web.Shutdown(sctx)
+	}
 	h.stepDown("shutting down")
 	node.Close()
 	if cerr := db.Close(); cerr != nil && err == nil {
@@ -250,9 +271,10 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 
 // writer is this node's engine while it is the group's writer.
 type writer struct {
-	eng  *engine.Engine
-	st   *store.Store
-	term uint64
+	eng     *engine.Engine
+	st      *store.Store
+	console *console.Server // the writer's metrics and console (nil without --http)
+	term    uint64
 }
 
 // clusterHandler serves a node's clients: through the engine while the
@@ -269,6 +291,7 @@ type clusterHandler struct {
 	setName string
 	hosts   []string
 	conns   func() wire.Stats
+	web     bool // --http: the writer serves metrics and the console
 
 	cur     atomic.Pointer[writer]
 	standby engine.Standby
@@ -341,6 +364,9 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 	cfg.ReadBarrier = func(ctx context.Context) error { return h.node.Barrier(ctx, dataGroup) }
 	cfg.Cluster = func(ctx context.Context) engine.ClusterStatus { return h.status(ctx, term) }
 	w.eng, w.st = engine.New(cfg), st
+	if h.web {
+		w.console = console.New(w.eng, console.Options{Logger: h.logger})
+	}
 	h.cur.Store(w)
 	h.logger.Info("this node is the cluster's writer", "term", term, "took", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -428,6 +454,11 @@ func (h *clusterHandler) closeRetired() {
 	h.retired = nil
 	h.mu.Unlock()
 	for _, w := range ws {
+		if w.console != nil {
+			if err := w.console.Close(context.Background()); err != nil {
+				h.logger.Debug("closing a deposed writer's console", "err", err)
+			}
+		}
 		w.eng.Close()
 		if err := w.st.Close(); err != nil {
 			h.logger.Debug("closing a deposed writer's store", "err", err)
@@ -436,6 +467,32 @@ func (h *clusterHandler) closeRetired() {
 }
 
 func (h *clusterHandler) Connect(c *wire.Conn) wire.ConnHandler { return &clusterConn{h: h, c: c} }
+
+// clusterHTTPAddr is the node's --http address: the one given, or port
+// 8080 at the host this node listens on for clients (so that nodes
+// sharing a machine on 127.0.0.N do not collide).
+func clusterHTTPAddr(o *serveOptions, ln net.Listener) string {
+	if o.httpExplicit {
+		return o.httpAddr
+	}
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	return net.JoinHostPort(host, "8080")
+}
+
+// ServeHTTP serves metrics and the console of this node while it is the
+// writer; a standby answers 503 naming the writer.
+func (h *clusterHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if w := h.cur.Load(); w != nil && w.console != nil {
+		w.console.Handler().ServeHTTP(rw, r)
+		return
+	}
+	writer := "not known yet"
+	if p := h.primary.Load(); p != nil && *p != "" {
+		writer = *p
+	}
+	rw.Header().Set("Retry-After", "1")
+	http.Error(rw, "this Parsec node is a standby of its cluster: metrics and the console are served by the writer (its clients' address: "+writer+")", http.StatusServiceUnavailable)
+}
 
 // clusterConn is one client connection. A connection is served by the
 // writer current at its first request, or as a standby; when that

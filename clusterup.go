@@ -34,6 +34,7 @@ type clusterUpOptions struct {
 	dir      string
 	port     int
 	raftPort int
+	httpPort int
 	extra    []string
 }
 
@@ -66,6 +67,7 @@ Extra flags for every node's "parsec serve" go after --, for example
 	f.StringVar(&o.dir, "dir", "./parsec-cluster", "directory holding each node's data directory (nodeN)")
 	f.IntVar(&o.port, "port", 27017, "client port of every node")
 	f.IntVar(&o.raftPort, "raft-port", 7001, "Raft port of every node")
+	f.IntVar(&o.httpPort, "http-port", 8080, "port of every node's metrics and console, at its own address (0: none); the writer serves them, standbys answer 503 naming it")
 	return cmd
 }
 
@@ -92,8 +94,12 @@ func clusterUp(ctx context.Context, o *clusterUpOptions, stdout, stderr io.Write
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
+		web := ""
+		if o.httpPort > 0 {
+			web = fmt.Sprintf("127.0.0.%d:%d", i, o.httpPort)
+		}
 		args := append([]string{"serve", "--node-id", strconv.Itoa(i), "--initial-members", strings.Join(members, ","),
-			"--listen", hosts[i-1], "--data-dir", dir, "--http", ""}, o.extra...)
+			"--listen", hosts[i-1], "--data-dir", dir, "--http", web}, o.extra...)
 		c := exec.Command(self, args...)
 		c.Env = os.Environ()
 		pipe, err := c.StderrPipe()
@@ -102,7 +108,10 @@ func clusterUp(ctx context.Context, o *clusterUpOptions, stdout, stderr io.Write
 		}
 		c.Stdout = c.Stderr
 		if err := c.Start(); err != nil {
-			stopNodes(cmds)
+			for _, started := range cmds {
+				_ = started.Process.Kill()
+			}
+			wg.Wait()
 			return fmt.Errorf("start node %d: %w", i, err)
 		}
 		cmds = append(cmds, c)
@@ -125,7 +134,7 @@ func clusterUp(ctx context.Context, o *clusterUpOptions, stdout, stderr io.Write
 	for running > 0 {
 		select {
 		case <-ctx.Done():
-			stopNodes(cmds)
+			stopNodes(cmds, exited, running)
 			wg.Wait()
 			return nil
 		case i := <-exited:
@@ -139,20 +148,23 @@ func clusterUp(ctx context.Context, o *clusterUpOptions, stdout, stderr io.Write
 	return errors.New("every node exited")
 }
 
-// stopNodes asks each node to stop (SIGTERM) and kills the ones still
-// running after 30 s.
-func stopNodes(cmds []*exec.Cmd) {
+// stopNodes asks each node to stop (SIGTERM), waits for the running
+// ones to exit (each reports on exited) and kills those still running
+// after 30 s.
+func stopNodes(cmds []*exec.Cmd, exited <-chan int, running int) {
 	for _, c := range cmds {
 		_ = c.Process.Signal(syscall.SIGTERM)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for _, c := range cmds {
-		for c.ProcessState == nil && time.Now().Before(deadline) {
-			if err := c.Process.Signal(syscall.Signal(0)); err != nil {
-				break
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for ; running > 0; running-- {
+		select {
+		case <-exited:
+		case <-deadline.C:
+			for _, c := range cmds {
+				_ = c.Process.Kill()
 			}
-			time.Sleep(50 * time.Millisecond)
+			return
 		}
-		_ = c.Process.Kill()
 	}
 }

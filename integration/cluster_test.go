@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -371,9 +372,9 @@ func TestClusterAnyNode(t *testing.T) {
 // TestClusterUp: `parsec cluster up` starts three nodes, prints a
 // connection string that works, and stops them all on SIGINT.
 func TestClusterUp(t *testing.T) {
-	port, raft := freePort(t), freePort(t)
+	port, raft, web := freePort(t), freePort(t), freePort(t)
 	dir := t.TempDir()
-	cmd := exec.Command(parsecBinary(t), "cluster", "up", "--nodes", "3", "--dir", dir, "--port", strconv.Itoa(port), "--raft-port", strconv.Itoa(raft))
+	cmd := exec.Command(parsecBinary(t), "cluster", "up", "--nodes", "3", "--dir", dir, "--port", strconv.Itoa(port), "--raft-port", strconv.Itoa(raft), "--http-port", strconv.Itoa(web))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -410,6 +411,40 @@ func TestClusterUp(t *testing.T) {
 	if _, err := cl.Database("up").Collection("c").InsertOne(testCtx(t), bson.D{{Key: "_id", Value: 1}}); err != nil {
 		t.Fatalf("insert through the printed connection string: %v", err)
 	}
+	// The writer serves metrics and the console; a standby answers 503
+	// naming the writer.
+	var hello struct {
+		Primary string `bson:"primary"`
+	}
+	if err := cl.Database("admin").RunCommand(testCtx(t), bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+		t.Fatal(err)
+	}
+	writerHost, _, _ := net.SplitHostPort(hello.Primary)
+	for i := 1; i <= 3; i++ {
+		host := fmt.Sprintf("127.0.0.%d", i)
+		var status int
+		var body string
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			resp, err := http.Get(fmt.Sprintf("http://%s:%d/metrics", host, web))
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				status, body = resp.StatusCode, string(b)
+			}
+			if (host == writerHost && status == 200) || (host != writerHost && status == 503 && strings.Contains(body, hello.Primary)) || time.Now().After(deadline) {
+				break
+			}
+		}
+		switch {
+		case host == writerHost && (status != 200 || !strings.Contains(body, "parsec_")):
+			t.Errorf("the writer's /metrics: %d %.200s", status, body)
+		case host != writerHost && (status != 503 || !strings.Contains(body, hello.Primary)):
+			t.Errorf("standby %s's /metrics: %d %.200s", host, status, body)
+		}
+	}
+	// Disconnect first: a client whose servers are all gone waits for one
+	// to end its sessions.
+	_ = cl.Disconnect(context.Background())
 	_ = cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
