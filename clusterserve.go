@@ -99,8 +99,6 @@ func (o *serveOptions) validateCluster() (map[uint64]string, error) {
 		return nil, fmt.Errorf("--raft-address %s, but --initial-members gives node %d the address %s", o.cluster.raftAddress, o.cluster.nodeID, own)
 	case o.inMemory:
 		return nil, errors.New("--in-memory cannot be used with --initial-members: a cluster node keeps its replicas on disk")
-	case o.auth || o.rootUser != "":
-		return nil, errors.New("--auth and --root-user are not yet available with --initial-members")
 	case o.tlsCertFile != "" || o.tlsSelfSigned:
 		return nil, errors.New("TLS (--tls-cert-file, --tls-self-signed) is not yet available with --initial-members")
 	}
@@ -365,7 +363,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 	cfg.Cluster = func(ctx context.Context) engine.ClusterStatus { return h.status(ctx, term) }
 	w.eng, w.st = engine.New(cfg), st
 	if h.web {
-		w.console = console.New(w.eng, console.Options{Logger: h.logger})
+		w.console = console.New(w.eng, console.Options{Logger: h.logger, Auth: h.o.auth || h.o.rootUser != ""})
 	}
 	h.cur.Store(w)
 	h.logger.Info("this node is the cluster's writer", "term", term, "took", time.Since(start).Round(time.Millisecond))

@@ -652,3 +652,55 @@ func TestClusterSplitsAcrossFailover(t *testing.T) {
 		t.Errorf("%d acknowledged documents missing or stored twice", missing)
 	}
 }
+
+// TestClusterAuth: with --root-user on every node, the writer makes the
+// user, and a client authenticates through the replica set or through a
+// standby alone (which forwards the SASL conversation to the writer over
+// the client's own connection); without credentials it is refused.
+func TestClusterAuth(t *testing.T) {
+	c := startTestCluster(t, "--root-user", "root", "--root-password", "s3cret-cluster")
+	ctx := testCtx(t)
+	hosts := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		hosts[i] = n.client
+	}
+	uri := "mongodb://root:s3cret-cluster@" + strings.Join(hosts, ",") + "/?replicaSet=parsec&authSource=admin"
+	set, err := mongo.Connect(options.Client().ApplyURI(uri).SetTimeout(30 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Disconnect(context.Background())
+	if _, err := set.Database("secure").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatalf("insert as root through the replica set: %v", err)
+	}
+	writer := c.primary(set)
+	for _, n := range c.nodes {
+		if n == writer {
+			continue
+		}
+		direct, err := mongo.Connect(options.Client().ApplyURI("mongodb://root:s3cret-cluster@" + n.client + "/?directConnection=true&authSource=admin").SetTimeout(20 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer direct.Disconnect(context.Background())
+		var got bson.M
+		if err := direct.Database("secure").Collection("c").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil {
+			t.Errorf("read as root through standby node %d: %v", n.id, err)
+		}
+		anon, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + n.client + "/?directConnection=true").SetTimeout(20 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer anon.Disconnect(context.Background())
+		err = anon.Database("secure").Collection("c").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err()
+		wantCode(t, err, 13, "Unauthorized")
+		wrong, err := mongo.Connect(options.Client().ApplyURI("mongodb://root:wrong@" + n.client + "/?directConnection=true&authSource=admin").SetTimeout(20 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wrong.Disconnect(context.Background())
+		if err := wrong.Ping(ctx, nil); err == nil {
+			t.Errorf("a wrong password through standby node %d was accepted", n.id)
+		}
+	}
+}
