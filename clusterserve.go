@@ -21,6 +21,7 @@ import (
 	"github.com/parsecdb/parsec/cluster"
 	"github.com/parsecdb/parsec/console"
 	"github.com/parsecdb/parsec/engine"
+	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/engine/kv/badgerkv"
 	"github.com/parsecdb/parsec/engine/storage"
 	"github.com/parsecdb/parsec/engine/store"
@@ -51,10 +52,13 @@ type clusterOptions struct {
 	nodeID         uint64
 	raftAddress    string
 	initialMembers string
+	join           string // a node's client address: join its running cluster
 }
 
 // clustered is whether serve runs as a node of a cluster.
-func (o *serveOptions) clustered() bool { return o.cluster.initialMembers != "" }
+func (o *serveOptions) clustered() bool {
+	return o.cluster.initialMembers != "" || o.cluster.join != ""
+}
 
 // parseMembers reads "1=host:port,2=host:port,...".
 func parseMembers(s string) (map[uint64]string, error) {
@@ -85,6 +89,25 @@ func parseMembers(s string) (map[uint64]string, error) {
 // validateCluster checks the cluster flags against each other and the
 // rest of serve's; it returns the members.
 func (o *serveOptions) validateCluster() (map[uint64]string, error) {
+	if o.cluster.join != "" {
+		switch {
+		case o.cluster.initialMembers != "":
+			return nil, errors.New("--join and --initial-members exclude each other: a new cluster's nodes get --initial-members, a node added to a running one --join")
+		case o.cluster.nodeID == 0 || o.cluster.raftAddress == "":
+			return nil, errors.New("--join needs --node-id (an id no member has) and --raft-address (where the others reach this node)")
+		case o.inMemory:
+			return nil, errors.New("--in-memory cannot be used with --join: a cluster node keeps its replicas on disk")
+		case o.tlsCertFile != "" || o.tlsSelfSigned:
+			return nil, errors.New("TLS (--tls-cert-file, --tls-self-signed) is not yet available on cluster nodes")
+		}
+		if _, _, err := net.SplitHostPort(o.cluster.join); err != nil {
+			return nil, fmt.Errorf("--join: %q is not host:port", o.cluster.join)
+		}
+		if _, _, err := net.SplitHostPort(o.cluster.raftAddress); err != nil {
+			return nil, fmt.Errorf("--raft-address: %q is not host:port", o.cluster.raftAddress)
+		}
+		return map[uint64]string{o.cluster.nodeID: o.cluster.raftAddress}, nil
+	}
 	members, err := parseMembers(o.cluster.initialMembers)
 	if err != nil {
 		return nil, err
@@ -176,6 +199,8 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
+	_, statErr := os.Stat(filepath.Join(dataDir, "raft"))
+	restarted := statErr == nil
 	if err := checkIdentity(dataDir, o.cluster.nodeID, members); err != nil {
 		return err
 	}
@@ -184,10 +209,6 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	clients := map[uint64]string{}
-	for id, addr := range members {
-		clients[id] = clientAddress(addr, port)
-	}
 	db, err := badgerkv.Open(badgerkv.Options{Dir: filepath.Join(dataDir, "data"), Logger: logger, MemoryLimit: int64(o.memoryLimit)})
 	if err != nil {
 		_ = ln.Close()
@@ -197,33 +218,42 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 		return err
 	}
 	cluster.QuietLogs()
+
 	node, err := cluster.NewNode(cluster.NodeConfig{RaftAddress: members[o.cluster.nodeID], Dir: dataDir, DB: db.Badger()})
 	if err != nil {
 		_ = ln.Close()
 		_ = db.Close()
 		return err
 	}
-	err = node.StartGroup(cluster.GroupConfig{ShardID: dataGroup, ReplicaID: o.cluster.nodeID, Members: members, Spans: cluster.DataSpans})
+	group := cluster.GroupConfig{ShardID: dataGroup, ReplicaID: o.cluster.nodeID, Members: members, Spans: cluster.DataSpans}
+	if o.cluster.join != "" {
+		// A node that joined restarts from its own state; the first time
+		// it asks the cluster to add it, then starts as a new member.
+		group.Members = nil
+		if !restarted {
+			if err = askToJoin(ctx, o.cluster.join, o.cluster.nodeID, o.cluster.raftAddress); err == nil {
+				group.Join = true
+			}
+		}
+	}
+	if err == nil {
+		err = node.StartGroup(group)
+	}
 	if err != nil {
 		node.Close()
 		_ = db.Close()
 		_ = ln.Close()
 		return err
 	}
-	ids := slices.Sorted(maps.Keys(clients))
-	hosts := make([]string, len(ids))
-	for i, id := range ids {
-		hosts[i] = clients[id]
-	}
 	setName := o.replicaSet
 	if setName == "" {
 		setName = "parsec"
 	}
 	h := &clusterHandler{
-		o: o, logger: logger, node: node, self: o.cluster.nodeID, clients: clients, raft: members,
-		standby: engine.Standby{SetName: setName, Me: clients[o.cluster.nodeID], Members: hosts},
-		argv:    argv, port: port, setName: setName, hosts: hosts,
+		o: o, logger: logger, node: node, self: o.cluster.nodeID,
+		argv: argv, port: port, setName: setName,
 	}
+	h.view.Store(newMemberView(members, port))
 	var web *http.Server
 	if addr := clusterHTTPAddr(o, ln); addr != "" {
 		hl, err := net.Listen("tcp", addr)
@@ -269,6 +299,7 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 
 // writer is this node's engine while it is the group's writer.
 type writer struct {
+	kv      *cluster.Replicated
 	eng     *engine.Engine
 	st      *store.Store
 	console *console.Server // the writer's metrics and console (nil without --http)
@@ -282,17 +313,14 @@ type clusterHandler struct {
 	logger  *slog.Logger
 	node    *cluster.Node
 	self    uint64
-	clients map[uint64]string // member id -> client address
-	raft    map[uint64]string // member id -> Raft address
+	view    atomic.Pointer[memberView] // the members, as this node last read them
 	argv    []string
 	port    int
 	setName string
-	hosts   []string
 	conns   func() wire.Stats
 	web     bool // --http: the writer serves metrics and the console
 
 	cur     atomic.Pointer[writer]
-	standby engine.Standby
 	primary atomic.Pointer[string] // the writer's client address, as last seen
 
 	mu      sync.Mutex // serializes takeOver and stepDown
@@ -308,9 +336,10 @@ func (h *clusterHandler) watch(ctx context.Context) {
 		leader, term, ok := h.node.LeaderTerm(dataGroup)
 		primary := ""
 		if ok {
-			primary = h.clients[leader]
+			primary = h.view.Load().clients[leader]
 		}
 		h.primary.Store(&primary)
+		h.refreshMembers()
 		w := h.cur.Load()
 		switch mine := ok && leader == h.self; {
 		case mine && (w == nil || w.term != term):
@@ -358,7 +387,13 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 		return fmt.Errorf("opening the store: %w", err)
 	}
 	cfg := h.o.engineConfig(storage.Local(st), h.logger, h.conns, h.argv, nil, h.port)
-	cfg.ReplicaSet, cfg.Advertise, cfg.Members, cfg.ElectionTerm = h.setName, h.clients[h.self], h.hosts, term
+	if err := h.recordMembers(kvs); err != nil {
+		return fmt.Errorf("recording the members: %w", err)
+	}
+	w.kv = kvs
+	cfg.ReplicaSet, cfg.Advertise, cfg.ElectionTerm = h.setName, h.view.Load().clients[h.self], term
+	cfg.Members = func() []string { return h.view.Load().hosts }
+	cfg.AddNode, cfg.RemoveNode = h.addNode, h.removeNode
 	cfg.ReadBarrier = func(ctx context.Context) error { return h.node.Barrier(ctx, dataGroup) }
 	cfg.Cluster = func(ctx context.Context) engine.ClusterStatus { return h.status(ctx, term) }
 	w.eng, w.st = engine.New(cfg), st
@@ -375,12 +410,13 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 // client port (a node that does not answer is reported unhealthy).
 func (h *clusterHandler) status(ctx context.Context, term uint64) engine.ClusterStatus {
 	st := engine.ClusterStatus{NodeID: h.self, Term: term, Group: dataGroup}
-	ids := slices.Sorted(maps.Keys(h.clients))
+	v := h.view.Load()
+	ids := slices.Sorted(maps.Keys(v.clients))
 	st.Members = make([]engine.MemberStatus, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		m := &st.Members[i]
-		*m = engine.MemberStatus{ID: id, Host: h.clients[id], RaftAddress: h.raft[id], Self: id == h.self, Writer: id == h.self}
+		*m = engine.MemberStatus{ID: id, Host: v.clients[id], RaftAddress: v.raft[id], Self: id == h.self, Writer: id == h.self}
 		if m.Self {
 			m.Healthy, m.Applied = true, h.node.Applied(dataGroup)
 			continue
@@ -535,11 +571,17 @@ func (cc *clusterConn) Handle(ctx context.Context, req *wire.Request) []byte {
 // forwards every other command to the writer; with no writer known, it
 // answers MongoDB's not-primary errors.
 func (cc *clusterConn) standby(ctx context.Context, req *wire.Request) []byte {
-	s := cc.h.standby
+	v := cc.h.view.Load()
+	s := engine.Standby{SetName: cc.h.setName, Me: v.clients[cc.h.self], Members: v.hosts}
 	if p := cc.h.primary.Load(); p != nil {
 		s.Primary = *p
 	}
 	s.Applied = cc.h.node.Applied(dataGroup)
+	if s.Primary == "" && req.OpCode == wire.OpMsg && req.Err == nil && !engine.StandbyAnswers(req.Body) {
+		// No writer known yet (an election, or this node just started):
+		// wait a little for one rather than fail the command at once.
+		s.Primary = cc.h.awaitPrimary(ctx, 5*time.Second)
+	}
 	if s.Primary == "" || s.Primary == s.Me || req.OpCode != wire.OpMsg || req.Err != nil || engine.StandbyAnswers(req.Body) {
 		return engine.StandbyReply(req.Body, s, cc.c.ID())
 	}
@@ -566,6 +608,27 @@ func (cc *clusterConn) standby(ctx context.Context, req *wire.Request) []byte {
 	return reply
 }
 
+// awaitPrimary waits up to d (and ctx) for a writer to be known and
+// returns its client address ("" when none came).
+func (h *clusterHandler) awaitPrimary(ctx context.Context, d time.Duration) string {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if p := h.primary.Load(); p != nil && *p != "" {
+			return *p
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-deadline.C:
+			return ""
+		case <-tick.C:
+		}
+	}
+}
+
 func (cc *clusterConn) Close() {
 	if cc.ch != nil {
 		cc.ch.Close()
@@ -573,4 +636,168 @@ func (cc *clusterConn) Close() {
 	if cc.up != nil {
 		cc.up.close()
 	}
+}
+
+// membersKey holds the cluster's members in the group (a catalog key):
+// JSON of node id -> Raft address. The first writer records the initial
+// members; addNode adds to it; every node reads it from its replica.
+var membersKey = []byte("m/members")
+
+// memberView is the members as a node knows them, with their client
+// addresses (each member's Raft host at the client port every node uses).
+type memberView struct {
+	raft    map[uint64]string
+	clients map[uint64]string
+	hosts   []string // client addresses, by node id
+}
+
+func newMemberView(raft map[uint64]string, port int) *memberView {
+	v := &memberView{raft: raft, clients: map[uint64]string{}}
+	for _, id := range slices.Sorted(maps.Keys(raft)) {
+		v.clients[id] = clientAddress(raft[id], port)
+		v.hosts = append(v.hosts, v.clients[id])
+	}
+	return v
+}
+
+// refreshMembers reads the members from this node's replica.
+func (h *clusterHandler) refreshMembers() {
+	kvs, err := h.node.KV(dataGroup)
+	if err != nil {
+		return
+	}
+	var raft map[uint64]string
+	_ = kvs.View(func(t kv.Txn) error {
+		item, err := t.Get(membersKey)
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error { return json.Unmarshal(v, &raft) })
+	})
+	if len(raft) > 0 && !maps.Equal(raft, h.view.Load().raft) {
+		h.view.Store(newMemberView(raft, h.port))
+	}
+}
+
+// recordMembers writes the members this writer knows when the group has
+// none recorded yet (the first writer of a new cluster).
+func (h *clusterHandler) recordMembers(kvs *cluster.Replicated) error {
+	tx := kvs.NewTransaction(true)
+	defer tx.Discard()
+	if _, err := tx.Get(membersKey); !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	raw, err := json.Marshal(h.view.Load().raft)
+	if err != nil {
+		return err
+	}
+	if err := tx.Set(membersKey, raw); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// addNode adds a node to the group (dragonboat's membership change) and
+// to the recorded members; adding a member again with the same address
+// is a no-op.
+func (h *clusterHandler) addNode(ctx context.Context, id uint64, addr string) error {
+	w := h.cur.Load()
+	if w == nil {
+		return fmt.Errorf("this node is no longer the cluster's writer")
+	}
+	v := h.view.Load()
+	if have, ok := v.raft[id]; ok {
+		if have == addr {
+			return nil
+		}
+		return fmt.Errorf("node %d is already a member, at %s", id, have)
+	}
+	for other, a := range v.raft {
+		if a == addr {
+			return fmt.Errorf("%s is already node %d's Raft address", addr, other)
+		}
+	}
+	if err := h.node.AddReplica(ctx, dataGroup, id, addr); err != nil {
+		return err
+	}
+	raft := maps.Clone(v.raft)
+	raft[id] = addr
+	raw, err := json.Marshal(raft)
+	if err != nil {
+		return err
+	}
+	tx := w.kv.NewTransaction(true)
+	defer tx.Discard()
+	if err := tx.Set(membersKey, raw); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	h.view.Store(newMemberView(raft, h.port))
+	h.logger.Info("node added to the cluster", "node", id, "raft_address", addr)
+	return nil
+}
+
+// removeNode removes a member from the group and the recorded members.
+func (h *clusterHandler) removeNode(ctx context.Context, id uint64) error {
+	w := h.cur.Load()
+	if w == nil {
+		return fmt.Errorf("this node is no longer the cluster's writer")
+	}
+	if id == h.self {
+		return engine.BadValue("node %d is the writer: it cannot remove itself (stop it, and remove it from the new writer)", id)
+	}
+	v := h.view.Load()
+	if _, ok := v.raft[id]; !ok {
+		return engine.BadValue("node %d is not a member (members: %s)", id, formatMembers(v.raft))
+	}
+	if len(v.raft) <= 2 {
+		return engine.BadValue("removing node %d would leave %d member: a cluster keeps at least two (three to survive a failure)", id, len(v.raft)-1)
+	}
+	if err := h.node.RemoveReplica(ctx, dataGroup, id); err != nil {
+		return err
+	}
+	raft := maps.Clone(v.raft)
+	delete(raft, id)
+	raw, err := json.Marshal(raft)
+	if err != nil {
+		return err
+	}
+	tx := w.kv.NewTransaction(true)
+	defer tx.Discard()
+	if err := tx.Set(membersKey, raw); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	h.view.Store(newMemberView(raft, h.port))
+	h.logger.Info("node removed from the cluster", "node", id)
+	return nil
+}
+
+// askToJoin asks the cluster, through any of its nodes' client address,
+// to add this node (addNode; a standby forwards it to the writer).
+func askToJoin(ctx context.Context, addr string, id uint64, raftAddr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	up, err := dialUpstream(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("--join %s: %w", addr, err)
+	}
+	defer up.close()
+	body, err := bson.Marshal(bson.D{{Key: "addNode", Value: raftAddr}, {Key: "nodeId", Value: int64(id)}, {Key: "$db", Value: "admin"}})
+	if err != nil {
+		return err
+	}
+	reply, err := up.roundTrip(ctx, &wire.Request{OpCode: wire.OpMsg, Body: body})
+	if err != nil {
+		return fmt.Errorf("--join %s: %w", addr, err)
+	}
+	if ok, _ := bsoncore.Document(reply).Lookup("ok").AsFloat64OK(); ok != 1 {
+		msg, _ := bsoncore.Document(reply).Lookup("errmsg").StringValueOK()
+		return fmt.Errorf("--join %s: the cluster refused to add node %d at %s: %s", addr, id, raftAddr, msg)
+	}
+	return nil
 }

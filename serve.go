@@ -131,6 +131,7 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.StringVar(&o.advertise, "advertise", "", "with --replica-set, the host:port the server names itself by (default: the address each client connected to)")
 	f.Uint64Var(&o.cluster.nodeID, "node-id", 0, "with --initial-members: this node's id among them")
 	f.StringVar(&o.cluster.raftAddress, "raft-address", "", "with --initial-members: the host:port this node's replicas talk Raft on (default: its address in --initial-members, which it must equal)")
+	f.StringVar(&o.cluster.join, "join", "", "join a running cluster as a new node, through any of its nodes' client address (host:port), with --node-id (an id no member has) and --raft-address; it catches up from the others")
 	f.StringVar(&o.cluster.initialMembers, "initial-members", "", "run as a node of a cluster of these members, \"1=host:port,2=host:port,3=host:port\" (node ids and Raft addresses); every node listens for clients on the same port, at its Raft host")
 	f.StringVar(&o.defaultConsistency, "default-consistency", "session", "Cosmos DB consistency level of reads that give no readConcern: strong (confirmed with a majority of the cluster, charged twice), bounded (charged twice), session, prefix or eventual")
 	f.BoolVar(&o.auth, "auth", false, "access control: every command but the handshake needs an authenticated user (SCRAM-SHA-1/256) whose built-in roles allow it; while no user exists, a client on localhost may create the first one in admin")
@@ -203,7 +204,7 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		return serveCluster(ctx, o, argv, logger)
 	}
 	if o.cluster.nodeID != 0 || o.cluster.raftAddress != "" {
-		return fmt.Errorf("--node-id and --raft-address need --initial-members")
+		return fmt.Errorf("--node-id and --raft-address need --initial-members or --join")
 	}
 	dataDir := o.dataDir
 	if o.inMemory {
@@ -371,6 +372,7 @@ func (o *serveOptions) asMap() map[string]any {
 		"defaultConsistency": o.defaultConsistency,
 		"nodeId":             int64(o.cluster.nodeID),
 		"initialMembers":     o.cluster.initialMembers,
+		"join":               o.cluster.join,
 	}
 }
 

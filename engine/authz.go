@@ -55,7 +55,7 @@ var commandClasses = map[string]auth.Class{
 	"replSetGetConfig": auth.ClassClusterMonitor, "getDefaultRWConcern": auth.ClassClusterMonitor,
 	"listShards": auth.ClassClusterMonitor, "balancerStatus": auth.ClassClusterMonitor, "currentOp": auth.ClassClusterMonitor,
 	"profile": auth.ClassDBAdmin,
-	"fsync":   auth.ClassClusterAdmin, "fsyncUnlock": auth.ClassClusterAdmin, "killOp": auth.ClassClusterAdmin,
+	"fsync":   auth.ClassClusterAdmin, "fsyncUnlock": auth.ClassClusterAdmin, "killOp": auth.ClassClusterAdmin, "addNode": auth.ClassClusterAdmin, "removeNode": auth.ClassClusterAdmin,
 
 	"shardCollection": auth.ClassClusterAdmin, "enableSharding": auth.ClassClusterAdmin,
 	"analyzeShardKey": auth.ClassClusterAdmin, "configureQueryAnalyzer": auth.ClassClusterAdmin,

@@ -46,6 +46,8 @@ func newCommandTable() map[string]command {
 		{name: "listShards", help: "the one shard (partitions are inside it)", adminOnly: true, run: (*Engine).cmdListShards},
 		{name: "balancerStatus", help: "the balancer: idle, partitions split in place", adminOnly: true, run: (*Engine).cmdBalancerStatus},
 		{name: "replSetGetStatus", help: "replica set status (with --replica-set: this server, the primary)", adminOnly: true, run: (*Engine).cmdReplSetGetStatus},
+		{name: "removeNode", help: "remove a node from the cluster: {removeNode: <id>} (a node that lost its data, replaced by one that joined)", adminOnly: true, run: (*Engine).cmdRemoveNode},
+		{name: "addNode", help: "add a node to the cluster: {addNode: <raft address>, nodeId: <id>} (what parsec serve --join sends)", adminOnly: true, run: (*Engine).cmdAddNode},
 		{name: "replSetGetConfig", help: "replica set configuration (with --replica-set)", adminOnly: true, run: (*Engine).cmdReplSetGetConfig},
 
 		// authentication and users (cmd_auth.go, cmd_users.go)

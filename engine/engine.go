@@ -94,12 +94,17 @@ type Config struct {
 	// one is the primary. ElectionTerm is the term it became primary in:
 	// hello's electionId carries it, so drivers see a later primary's as
 	// newer (0: the server's start time).
-	Members      []string
+	Members      func() []string
 	ElectionTerm uint64
 	// ReadBarrier, when set, returns once this node has applied
 	// everything its cluster committed before the call (a Raft ReadIndex
 	// round): strong reads wait for it (consistency.go).
 	ReadBarrier func(ctx context.Context) error
+	// AddNode, when set, adds a node to the cluster (addNode): its id and
+	// Raft address.
+	AddNode func(ctx context.Context, id uint64, raftAddress string) error
+	// RemoveNode, when set, takes a node out of the cluster (removeNode).
+	RemoveNode func(ctx context.Context, id uint64) error
 	// Cluster, when set, reports the cluster's nodes as this node (its
 	// writer) sees them: replSetGetStatus, serverStatus and
 	// GetPartitionStats show them (clusterstatus.go).

@@ -375,6 +375,12 @@ func errorf(code Code, format string, args ...any) *CommandError {
 	return &CommandError{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
+// BadValue is a 2 BadValue error for the client, for code outside the
+// engine that serves a command (a cluster node's membership changes).
+func BadValue(format string, args ...any) error {
+	return errorf(ErrBadValue, format, args...)
+}
+
 // toCommandError turns any error into what the client sees: command errors
 // pass through, storage errors map to their codes, anything else is an
 // InternalError.

@@ -26,11 +26,15 @@ func (e *Engine) self(c *conn) string {
 
 // members are the replica set's hosts: Config.Members, or this server.
 func (e *Engine) members(me string) bson.A {
-	if len(e.cfg.Members) == 0 {
+	var members []string
+	if e.cfg.Members != nil {
+		members = e.cfg.Members()
+	}
+	if len(members) == 0 {
 		return bson.A{me}
 	}
-	hosts := make(bson.A, len(e.cfg.Members))
-	for i, m := range e.cfg.Members {
+	hosts := make(bson.A, len(members))
+	for i, m := range members {
 		hosts[i] = m
 	}
 	return hosts

@@ -129,10 +129,13 @@ func TestClusterStartRefusals(t *testing.T) {
 	}
 }
 
-// TestClusterWipedNodeRejoins: a node whose data directory is deleted
-// while it is down starts again with the same flags, is rebuilt from the
-// others (the log it missed is compacted away, so by a Raft snapshot),
-// and once it is the writer serves every acknowledged document.
+// TestClusterWipedNodeRejoins: a node whose data directory is lost
+// rejoins as a new member — started on an empty directory with --join
+// and a new id — and is rebuilt from the others (the log it missed is
+// compacted away, so by a Raft snapshot); its old id is removed with
+// removeNode; once it is the writer it serves every acknowledged
+// document. (Raft does not allow a member to come back under its old id
+// with an empty log: its peers remember what it had.)
 func TestClusterWipedNodeRejoins(t *testing.T) {
 	c := startTestCluster(t)
 	cl := c.connect()
@@ -172,22 +175,30 @@ func TestClusterWipedNodeRejoins(t *testing.T) {
 	insert(0, 12_000)
 	t.Logf("%d inserts acknowledged in %v", count.Load(), time.Since(start).Round(time.Millisecond))
 
-	// Wipe a standby (so the cluster keeps its writer) and start it again.
+	// A standby loses its data directory; it comes back as node 4, on an
+	// empty directory, joining through the writer.
 	writer := c.primary(cl)
-	victim := c.nodes[0]
-	if victim == writer {
-		victim = c.nodes[1]
+	lost := c.nodes[0]
+	if lost == writer {
+		lost = c.nodes[1]
 	}
-	c.kill(victim)
-	if err := os.RemoveAll(victim.dir); err != nil {
+	c.kill(lost)
+	if err := os.RemoveAll(lost.dir); err != nil {
 		t.Fatal(err)
 	}
 	insert(12_000, 12_500) // while it is gone
+	// The lost member goes first (so that the two left are a majority of
+	// the membership), then the new one joins.
+	runOK(t, cl.Database("admin"), bson.D{{Key: "removeNode", Value: lost.id}})
+	c.nodes = slices.DeleteFunc(c.nodes, func(n *clusterNode) bool { return n == lost })
+	victim := &clusterNode{id: 4, dir: t.TempDir(), client: fmt.Sprintf("127.0.0.4:%d", c.port)}
+	victim.args = []string{"--join", writer.client, "--raft-address", fmt.Sprintf("127.0.0.4:%d", c.raft)}
+	c.nodes = append(c.nodes, victim)
 	c.start(victim)
 	insert(12_500, 13_000) // while it catches up
-	t.Logf("node %d wiped and started again; %d inserts acknowledged", victim.id, count.Load())
+	t.Logf("node %d lost its data and came back as node %d; %d inserts acknowledged", lost.id, victim.id, count.Load())
 
-	// Kill the others in turn until the wiped node is the writer.
+	// Kill the others in turn until the new node is the writer.
 	for round := 0; ; round++ {
 		if round == 12 {
 			t.Fatalf("node %d did not become the writer in %d failovers:\n%s", victim.id, round, victim.logText())

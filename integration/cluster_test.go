@@ -27,6 +27,7 @@ import (
 // 127.0.0.1-3.
 type clusterNode struct {
 	id      int
+	args    []string // serve's flags when not the initial members' (a node that joins)
 	dir     string
 	client  string // host:port for clients
 	mu      sync.Mutex
@@ -43,6 +44,7 @@ type testCluster struct {
 	nodes   []*clusterNode
 	members string
 	port    int
+	raft    int      // every node's Raft port
 	extra   []string // more flags for every node
 }
 
@@ -81,6 +83,7 @@ func startTestCluster(t *testing.T, extra ...string) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, port: freePort(t), extra: extra}
 	raft := freePort(t)
+	c.raft = raft
 	var members []string
 	for i := 1; i <= 3; i++ {
 		members = append(members, fmt.Sprintf("%d=127.0.0.%d:%d", i, i, raft))
@@ -101,8 +104,12 @@ func startTestCluster(t *testing.T, extra ...string) *testCluster {
 // start runs node n and waits for its start-up line.
 func (c *testCluster) start(n *clusterNode) {
 	c.t.Helper()
-	cmd := exec.Command(parsecBinary(c.t), append([]string{"serve", "--node-id", strconv.Itoa(n.id), "--initial-members", c.members,
-		"--listen", n.client, "--data-dir", n.dir, "--http", "", "--log-level", "info"}, c.extra...)...)
+	args := n.args
+	if args == nil {
+		args = []string{"--initial-members", c.members}
+	}
+	cmd := exec.Command(parsecBinary(c.t), append(append([]string{"serve", "--node-id", strconv.Itoa(n.id),
+		"--listen", n.client, "--data-dir", n.dir, "--http", "", "--log-level", "info"}, args...), c.extra...)...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		c.t.Fatal(err)
@@ -702,5 +709,109 @@ func TestClusterAuth(t *testing.T) {
 		if err := wrong.Ping(ctx, nil); err == nil {
 			t.Errorf("a wrong password through standby node %d was accepted", n.id)
 		}
+	}
+}
+
+// TestClusterJoin: a fourth node joins a running cluster with --join
+// (through a standby, which forwards addNode to the writer), catches up,
+// shows in every node's hello and in replSetGetStatus, and counts in the
+// quorum: with the writer killed, the cluster still takes writes; the
+// joined node restarts from its own state.
+func TestClusterJoin(t *testing.T) {
+	c := startTestCluster(t)
+	cl := c.connect()
+	ctx := testCtx(t)
+	coll := cl.Database("join").Collection("c")
+	docs := make([]any, 200)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	writer := c.primary(cl)
+	var via *clusterNode
+	for _, n := range c.nodes {
+		if n != writer {
+			via = n
+			break
+		}
+	}
+	n4 := &clusterNode{id: 4, dir: t.TempDir(), client: fmt.Sprintf("127.0.0.4:%d", c.port)}
+	n4.args = []string{"--join", via.client, "--raft-address", fmt.Sprintf("127.0.0.4:%d", c.raft)}
+	c.nodes = append(c.nodes, n4)
+	c.start(n4)
+
+	type member struct {
+		Name    string  `bson:"name"`
+		Health  float64 `bson:"health"`
+		Applied int64   `bson:"raftAppliedIndex"`
+	}
+	var members []member
+	caughtUp := func() bool {
+		var st struct {
+			Members []member `bson:"members"`
+		}
+		if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Decode(&st); err != nil {
+			return false
+		}
+		members = st.Members
+		var writerApplied, joined int64 = 0, -1
+		for _, m := range st.Members {
+			if m.Name == writer.client {
+				writerApplied = m.Applied
+			}
+			if m.Name == n4.client && m.Health == 1 {
+				joined = m.Applied
+			}
+		}
+		return len(st.Members) == 4 && joined > 0 && joined+5 >= writerApplied
+	}
+	for deadline := time.Now().Add(30 * time.Second); !caughtUp(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 4 did not join and catch up: %+v\n%s", members, n4.logText())
+		}
+	}
+	// Every node names four hosts.
+	for _, n := range c.nodes {
+		direct, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + n.client + "/?directConnection=true").SetTimeout(20 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hello struct {
+			Hosts []string `bson:"hosts"`
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if err := direct.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+				t.Fatal(err)
+			}
+			if len(hello.Hosts) == 4 || time.Now().After(deadline) {
+				break
+			}
+		}
+		_ = direct.Disconnect(context.Background())
+		if len(hello.Hosts) != 4 {
+			t.Errorf("node %d's hello lists %v", n.id, hello.Hosts)
+		}
+	}
+	// A fourth member counts: the writer killed, three of four elect a
+	// new writer, which takes writes.
+	c.kill(writer)
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "after"}}); err != nil {
+		t.Fatalf("insert after the writer died, with four members: %v", err)
+	}
+	// The joined node restarts from its own state.
+	c.kill(n4)
+	c.start(n4)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if n, err := coll.CountDocuments(ctx, bson.D{}); err == nil && n == 201 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the documents are not all there after node 4 restarted")
+		}
+	}
+	if strings.Contains(n4.logText(), "refused") {
+		t.Errorf("node 4's restart log:\n%s", n4.logText())
 	}
 }
