@@ -120,3 +120,65 @@ var (
 	ErrSplitSeparator = errors.New("$split separator is not a string")
 	ErrSplitEmpty     = errors.New("$split with an empty separator")
 )
+
+// Argument checks of the string operators that MongoDB makes each with
+// its own assertion.
+var (
+	// ErrConcatType: $concat of something other than strings.
+	ErrConcatType = errors.New("$concat of a non-string")
+	// ErrToStringType: $toLower, $toUpper or $strcasecmp of a value
+	// that has no string form (an array, a document, ...).
+	ErrToStringType = errors.New("value has no string form")
+	// ErrStrLenCPType and ErrStrLenBytesType: $strLenCP and
+	// $strLenBytes of a non-string.
+	ErrStrLenCPType    = errors.New("$strLenCP of a non-string")
+	ErrStrLenBytesType = errors.New("$strLenBytes of a non-string")
+	// ErrSubstrStartType, ErrSubstrLengthType, ErrSubstrStartContinuation
+	// and ErrSubstrEndMidChar: $substrBytes (and $substr) with a
+	// non-numeric index or length, or a range that cuts a UTF-8
+	// character.
+	ErrSubstrStartType         = errors.New("$substrBytes index is not a number")
+	ErrSubstrLengthType        = errors.New("$substrBytes length is not a number")
+	ErrSubstrStartContinuation = errors.New("$substrBytes starts inside a character")
+	ErrSubstrEndMidChar        = errors.New("$substrBytes ends inside a character")
+	// ErrSubstrCPStartType, ErrSubstrCPStartInt, ErrSubstrCPLengthType,
+	// ErrSubstrCPLengthInt, ErrSubstrCPLengthNegative and
+	// ErrSubstrCPStartNegative: $substrCP's index and length not
+	// numbers, not 32-bit integers, or negative.
+	ErrSubstrCPStartType      = errors.New("$substrCP index is not a number")
+	ErrSubstrCPStartInt       = errors.New("$substrCP index is not a 32-bit integer")
+	ErrSubstrCPLengthType     = errors.New("$substrCP length is not a number")
+	ErrSubstrCPLengthInt      = errors.New("$substrCP length is not a 32-bit integer")
+	ErrSubstrCPLengthNegative = errors.New("$substrCP length is negative")
+	ErrSubstrCPStartNegative  = errors.New("$substrCP index is negative")
+	// ErrIndexOfBytesInput, ErrIndexOfBytesToken, ErrIndexOfCPInput and
+	// ErrIndexOfCPToken: $indexOfBytes' and $indexOfCP's string or
+	// substring not a string; ErrIndexOfArrayInput: $indexOfArray's
+	// array not an array; ErrIndexOfIntegral and ErrIndexOfNegative:
+	// a starting or ending index (of these and $indexOfArray) that is not
+	// an integer, or is negative.
+	ErrIndexOfBytesInput = errors.New("$indexOfBytes input is not a string")
+	ErrIndexOfBytesToken = errors.New("$indexOfBytes substring is not a string")
+	ErrIndexOfCPInput    = errors.New("$indexOfCP input is not a string")
+	ErrIndexOfCPToken    = errors.New("$indexOfCP substring is not a string")
+	ErrIndexOfArrayInput = errors.New("$indexOfArray input is not an array")
+	ErrIndexOfIntegral   = errors.New("index is not an integer")
+	ErrIndexOfNegative   = errors.New("index is negative")
+	// ErrTrimInput and ErrTrimChars: $trim's (and $ltrim's, $rtrim's)
+	// input or chars not a string.
+	ErrTrimInput = errors.New("$trim input is not a string")
+	ErrTrimChars = errors.New("$trim chars is not a string")
+	// ErrRegexInput, ErrRegexPattern, ErrRegexOptions and
+	// ErrRegexOptionsTwice: $regexMatch's (and $regexFind's,
+	// $regexFindAll's) input, regex or options of the wrong type, or
+	// options given both in the regex and apart.
+	ErrRegexInput        = errors.New("regex input is not a string")
+	ErrRegexPattern      = errors.New("regex is not a string or regex")
+	ErrRegexOptions      = errors.New("regex options are not a string")
+	ErrRegexOptionsTwice = errors.New("regex options given twice")
+	// ErrReplaceInput, ErrReplaceFind and ErrReplaceReplacement:
+	// $replaceOne's and $replaceAll's arguments not strings.
+	ErrReplaceInput       = errors.New("$replace input is not a string")
+	ErrReplaceFind        = errors.New("$replace find is not a string")
+	ErrReplaceReplacement = errors.New("$replace replacement is not a string")
+)

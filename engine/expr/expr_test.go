@@ -107,6 +107,17 @@ func category(err error) string {
 		{ErrMapInput, "MapInput"}, {ErrReduceInput, "ReduceInput"}, {ErrFilterLimitInt, "FilterLimitInt"},
 		{ErrFilterLimitPositive, "FilterLimitPositive"}, {ErrSplitInput, "SplitInput"},
 		{ErrSplitSeparator, "SplitSeparator"}, {ErrSplitEmpty, "SplitEmpty"},
+		{ErrConcatType, "ConcatType"}, {ErrToStringType, "ToStringType"}, {ErrStrLenCPType, "StrLenCPType"},
+		{ErrStrLenBytesType, "StrLenBytesType"}, {ErrSubstrStartType, "SubstrStartType"}, {ErrSubstrLengthType, "SubstrLengthType"},
+		{ErrSubstrStartContinuation, "SubstrStartContinuation"}, {ErrSubstrEndMidChar, "SubstrEndMidChar"},
+		{ErrSubstrCPStartType, "SubstrCPStartType"}, {ErrSubstrCPStartInt, "SubstrCPStartInt"}, {ErrSubstrCPLengthType, "SubstrCPLengthType"},
+		{ErrSubstrCPLengthInt, "SubstrCPLengthInt"}, {ErrSubstrCPLengthNegative, "SubstrCPLengthNegative"},
+		{ErrSubstrCPStartNegative, "SubstrCPStartNegative"}, {ErrIndexOfArrayInput, "IndexOfArrayInput"},
+		{ErrIndexOfBytesInput, "IndexOfBytesInput"}, {ErrIndexOfBytesToken, "IndexOfBytesToken"}, {ErrIndexOfCPInput, "IndexOfCPInput"},
+		{ErrIndexOfCPToken, "IndexOfCPToken"}, {ErrIndexOfIntegral, "IndexOfIntegral"}, {ErrIndexOfNegative, "IndexOfNegative"},
+		{ErrTrimInput, "TrimInput"}, {ErrTrimChars, "TrimChars"}, {ErrRegexInput, "RegexInput"}, {ErrRegexPattern, "RegexPattern"},
+		{ErrRegexOptions, "RegexOptions"}, {ErrRegexOptionsTwice, "RegexOptionsTwice"}, {ErrReplaceInput, "ReplaceInput"},
+		{ErrReplaceFind, "ReplaceFind"}, {ErrReplaceReplacement, "ReplaceReplacement"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name

@@ -214,21 +214,21 @@ func indexOfArrayEval(a []bsoncore.Value, coll *value.Collator) (bsoncore.Value,
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("$indexOfArray requires an array as a first argument, found: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrIndexOfArrayInput, "$indexOfArray requires an array as a first argument, found: %s", TypeName(a[0]))
 	}
 	arr := Elements(a[0])
 	start, end := int64(0), int64(len(arr))
 	if len(a) > 2 {
-		s, ok := exactInt(a[2])
-		if !ok || s < 0 {
-			return Missing, langerr.BadValue("$indexOfArray requires a starting index that is a non-negative integral value, found: %s", value.Render(a[2]))
+		s, err := indexArg("$indexOfArray", "starting", a[2])
+		if err != nil {
+			return Missing, err
 		}
 		start = s
 	}
 	if len(a) > 3 {
-		e, ok := exactInt(a[3])
-		if !ok || e < 0 {
-			return Missing, langerr.BadValue("$indexOfArray requires an ending index that is a non-negative integral value, found: %s", value.Render(a[3]))
+		e, err := indexArg("$indexOfArray", "ending", a[3])
+		if err != nil {
+			return Missing, err
 		}
 		end = min(e, end)
 	}
