@@ -182,3 +182,35 @@ var (
 	ErrReplaceFind        = errors.New("$replace find is not a string")
 	ErrReplaceReplacement = errors.New("$replace replacement is not a string")
 )
+
+// Argument checks of the set operators and operator arities that MongoDB
+// makes each with its own assertion.
+var (
+	// ErrSetUnionType and ErrSetIntersectionType: an operand of
+	// $setUnion or $setIntersection that is neither an array nor null.
+	ErrSetUnionType        = errors.New("$setUnion of a non-array")
+	ErrSetIntersectionType = errors.New("$setIntersection of a non-array")
+	// ErrSetDifferenceFirst, ErrSetDifferenceSecond, ErrSetIsSubsetFirst
+	// and ErrSetIsSubsetSecond: $setDifference's or $setIsSubset's first
+	// or second operand not an array.
+	ErrSetDifferenceFirst  = errors.New("$setDifference of a non-array first operand")
+	ErrSetDifferenceSecond = errors.New("$setDifference of a non-array second operand")
+	ErrSetIsSubsetFirst    = errors.New("$setIsSubset of a non-array first operand")
+	ErrSetIsSubsetSecond   = errors.New("$setIsSubset of a non-array second operand")
+	// ErrSetEqualsType and ErrSetEqualsArity: $setEquals of a non-array
+	// (null included), or of fewer than two operands.
+	ErrSetEqualsType  = errors.New("$setEquals of a non-array")
+	ErrSetEqualsArity = errors.New("$setEquals of fewer than two operands")
+	// ErrAllElementsTrueType and ErrAnyElementTrueType:
+	// $allElementsTrue's and $anyElementTrue's argument not an array.
+	ErrAllElementsTrueType = errors.New("$allElementsTrue of a non-array")
+	ErrAnyElementTrueType  = errors.New("$anyElementTrue of a non-array")
+	// ErrRangedArity: an operator that takes a range of arguments
+	// ($indexOfBytes, $slice, $round, ...) given too few or too many.
+	ErrRangedArity = errors.New("argument count out of range")
+	// ErrIfNullArity: $ifNull of fewer than two arguments.
+	ErrIfNullArity = errors.New("$ifNull of fewer than two arguments")
+	// ErrSingleArgument: a conversion shorthand ($toInt, ...) given an
+	// array of other than one argument.
+	ErrSingleArgument = errors.New("conversion of other than one argument")
+)

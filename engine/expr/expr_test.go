@@ -118,6 +118,12 @@ func category(err error) string {
 		{ErrTrimInput, "TrimInput"}, {ErrTrimChars, "TrimChars"}, {ErrRegexInput, "RegexInput"}, {ErrRegexPattern, "RegexPattern"},
 		{ErrRegexOptions, "RegexOptions"}, {ErrRegexOptionsTwice, "RegexOptionsTwice"}, {ErrReplaceInput, "ReplaceInput"},
 		{ErrReplaceFind, "ReplaceFind"}, {ErrReplaceReplacement, "ReplaceReplacement"},
+		{ErrSetUnionType, "SetUnionType"}, {ErrSetIntersectionType, "SetIntersectionType"},
+		{ErrSetDifferenceFirst, "SetDifferenceFirst"}, {ErrSetDifferenceSecond, "SetDifferenceSecond"},
+		{ErrSetIsSubsetFirst, "SetIsSubsetFirst"}, {ErrSetIsSubsetSecond, "SetIsSubsetSecond"},
+		{ErrSetEqualsType, "SetEqualsType"}, {ErrSetEqualsArity, "SetEqualsArity"},
+		{ErrAllElementsTrueType, "AllElementsTrueType"}, {ErrAnyElementTrueType, "AnyElementTrueType"},
+		{ErrRangedArity, "RangedArity"}, {ErrIfNullArity, "IfNullArity"}, {ErrSingleArgument, "SingleArgument"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name
