@@ -214,3 +214,57 @@ var (
 	// array of other than one argument.
 	ErrSingleArgument = errors.New("conversion of other than one argument")
 )
+
+// Argument checks of the date operators that MongoDB makes each with its
+// own assertion.
+var (
+	// ErrToDateType: a date operator's date that is not a date, a
+	// timestamp or an ObjectId.
+	ErrToDateType = errors.New("value is not a date")
+	// ErrTimezoneType: a timezone that is not a string.
+	ErrTimezoneType = errors.New("timezone is not a string")
+	// ErrFormatUnmatched and ErrFormatCharacter: a date format ending in
+	// a lone '%', or with an unknown '%' specifier.
+	ErrFormatUnmatched = errors.New("unmatched '%' in a date format")
+	ErrFormatCharacter = errors.New("unknown specifier in a date format")
+	// ErrDateToStringFormat and ErrDateFromStringFormat: $dateToString's
+	// or $dateFromString's format not a string.
+	ErrDateToStringFormat   = errors.New("$dateToString format is not a string")
+	ErrDateFromStringFormat = errors.New("$dateFromString format is not a string")
+	// ErrDateToStringRange: $dateToString of a date whose year a
+	// four-digit format cannot hold.
+	ErrDateToStringRange = errors.New("date outside the years 0 to 9999")
+	// ErrISO8601Type: $dateToParts' iso8601 not a bool.
+	ErrISO8601Type = errors.New("iso8601 is not a bool")
+	// ErrDatePartsMixed and ErrDatePartsNoYear: $dateFromParts mixing
+	// calendar and ISO week parts, or with neither year.
+	ErrDatePartsMixed  = errors.New("$dateFromParts mixes calendar and ISO parts")
+	ErrDatePartsNoYear = errors.New("$dateFromParts without a year")
+	// ErrDatePartType, ErrDatePartYear, ErrDatePartISOYear and
+	// ErrDatePartRange: a $dateFromParts part that is not an integer,
+	// a year or isoWeekYear out of range, another part out of range.
+	ErrDatePartType    = errors.New("date part is not an integer")
+	ErrDatePartYear    = errors.New("year out of range")
+	ErrDatePartISOYear = errors.New("isoWeekYear out of range")
+	ErrDatePartRange   = errors.New("date part out of range")
+	// ErrDateArithStart, ErrDateArithUnitType and ErrDateArithAmount:
+	// $dateAdd's or $dateSubtract's startDate not a date, unit not a
+	// string, amount not an integer.
+	ErrDateArithStart    = errors.New("startDate is not a date")
+	ErrDateArithUnitType = errors.New("$dateAdd unit is not a string")
+	ErrDateArithAmount   = errors.New("amount is not an integer")
+	// ErrDateDiffDate: $dateDiff's startDate or endDate not a date.
+	ErrDateDiffDate = errors.New("$dateDiff of a non-date")
+	// ErrDateUnitType and ErrDateUnitValue: $dateDiff's or $dateTrunc's
+	// unit not a string, or not a time unit.
+	ErrDateUnitType  = errors.New("unit is not a string")
+	ErrDateUnitValue = errors.New("unknown time unit")
+	// ErrStartOfWeekType and ErrStartOfWeekValue: startOfWeek not a
+	// string, or not a day of the week.
+	ErrStartOfWeekType  = errors.New("startOfWeek is not a string")
+	ErrStartOfWeekValue = errors.New("startOfWeek is not a day")
+	// ErrBinSizeType and ErrBinSizePositive: $dateTrunc's binSize not a
+	// 64-bit integer, or not positive.
+	ErrBinSizeType     = errors.New("binSize is not an integer")
+	ErrBinSizePositive = errors.New("binSize is not positive")
+)

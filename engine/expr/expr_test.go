@@ -124,6 +124,15 @@ func category(err error) string {
 		{ErrSetEqualsType, "SetEqualsType"}, {ErrSetEqualsArity, "SetEqualsArity"},
 		{ErrAllElementsTrueType, "AllElementsTrueType"}, {ErrAnyElementTrueType, "AnyElementTrueType"},
 		{ErrRangedArity, "RangedArity"}, {ErrIfNullArity, "IfNullArity"}, {ErrSingleArgument, "SingleArgument"},
+		{ErrToDateType, "ToDateType"}, {ErrTimezoneType, "TimezoneType"}, {ErrFormatUnmatched, "FormatUnmatched"},
+		{ErrFormatCharacter, "FormatCharacter"}, {ErrDateToStringFormat, "DateToStringFormat"},
+		{ErrDateFromStringFormat, "DateFromStringFormat"}, {ErrDateToStringRange, "DateToStringRange"},
+		{ErrISO8601Type, "ISO8601Type"}, {ErrDatePartsMixed, "DatePartsMixed"}, {ErrDatePartsNoYear, "DatePartsNoYear"},
+		{ErrDatePartType, "DatePartType"}, {ErrDatePartYear, "DatePartYear"}, {ErrDatePartISOYear, "DatePartISOYear"},
+		{ErrDatePartRange, "DatePartRange"}, {ErrDateArithStart, "DateArithStart"}, {ErrDateArithUnitType, "DateArithUnitType"},
+		{ErrDateArithAmount, "DateArithAmount"}, {ErrDateDiffDate, "DateDiffDate"}, {ErrDateUnitType, "DateUnitType"},
+		{ErrDateUnitValue, "DateUnitValue"}, {ErrStartOfWeekType, "StartOfWeekType"}, {ErrStartOfWeekValue, "StartOfWeekValue"},
+		{ErrBinSizeType, "BinSizeType"}, {ErrBinSizePositive, "BinSizePositive"},
 	} {
 		if errors.Is(err, c.err) {
 			return c.name
