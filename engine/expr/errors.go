@@ -120,3 +120,151 @@ var (
 	ErrSplitSeparator = errors.New("$split separator is not a string")
 	ErrSplitEmpty     = errors.New("$split with an empty separator")
 )
+
+// Argument checks of the string operators that MongoDB makes each with
+// its own assertion.
+var (
+	// ErrConcatType: $concat of something other than strings.
+	ErrConcatType = errors.New("$concat of a non-string")
+	// ErrToStringType: $toLower, $toUpper or $strcasecmp of a value
+	// that has no string form (an array, a document, ...).
+	ErrToStringType = errors.New("value has no string form")
+	// ErrStrLenCPType and ErrStrLenBytesType: $strLenCP and
+	// $strLenBytes of a non-string.
+	ErrStrLenCPType    = errors.New("$strLenCP of a non-string")
+	ErrStrLenBytesType = errors.New("$strLenBytes of a non-string")
+	// ErrSubstrStartType, ErrSubstrLengthType, ErrSubstrStartContinuation
+	// and ErrSubstrEndMidChar: $substrBytes (and $substr) with a
+	// non-numeric index or length, or a range that cuts a UTF-8
+	// character.
+	ErrSubstrStartType         = errors.New("$substrBytes index is not a number")
+	ErrSubstrLengthType        = errors.New("$substrBytes length is not a number")
+	ErrSubstrStartContinuation = errors.New("$substrBytes starts inside a character")
+	ErrSubstrEndMidChar        = errors.New("$substrBytes ends inside a character")
+	// ErrSubstrCPStartType, ErrSubstrCPStartInt, ErrSubstrCPLengthType,
+	// ErrSubstrCPLengthInt, ErrSubstrCPLengthNegative and
+	// ErrSubstrCPStartNegative: $substrCP's index and length not
+	// numbers, not 32-bit integers, or negative.
+	ErrSubstrCPStartType      = errors.New("$substrCP index is not a number")
+	ErrSubstrCPStartInt       = errors.New("$substrCP index is not a 32-bit integer")
+	ErrSubstrCPLengthType     = errors.New("$substrCP length is not a number")
+	ErrSubstrCPLengthInt      = errors.New("$substrCP length is not a 32-bit integer")
+	ErrSubstrCPLengthNegative = errors.New("$substrCP length is negative")
+	ErrSubstrCPStartNegative  = errors.New("$substrCP index is negative")
+	// ErrIndexOfBytesInput, ErrIndexOfBytesToken, ErrIndexOfCPInput and
+	// ErrIndexOfCPToken: $indexOfBytes' and $indexOfCP's string or
+	// substring not a string; ErrIndexOfArrayInput: $indexOfArray's
+	// array not an array; ErrIndexOfIntegral and ErrIndexOfNegative:
+	// a starting or ending index (of these and $indexOfArray) that is not
+	// an integer, or is negative.
+	ErrIndexOfBytesInput = errors.New("$indexOfBytes input is not a string")
+	ErrIndexOfBytesToken = errors.New("$indexOfBytes substring is not a string")
+	ErrIndexOfCPInput    = errors.New("$indexOfCP input is not a string")
+	ErrIndexOfCPToken    = errors.New("$indexOfCP substring is not a string")
+	ErrIndexOfArrayInput = errors.New("$indexOfArray input is not an array")
+	ErrIndexOfIntegral   = errors.New("index is not an integer")
+	ErrIndexOfNegative   = errors.New("index is negative")
+	// ErrTrimInput and ErrTrimChars: $trim's (and $ltrim's, $rtrim's)
+	// input or chars not a string.
+	ErrTrimInput = errors.New("$trim input is not a string")
+	ErrTrimChars = errors.New("$trim chars is not a string")
+	// ErrRegexInput, ErrRegexPattern, ErrRegexOptions and
+	// ErrRegexOptionsTwice: $regexMatch's (and $regexFind's,
+	// $regexFindAll's) input, regex or options of the wrong type, or
+	// options given both in the regex and apart.
+	ErrRegexInput        = errors.New("regex input is not a string")
+	ErrRegexPattern      = errors.New("regex is not a string or regex")
+	ErrRegexOptions      = errors.New("regex options are not a string")
+	ErrRegexOptionsTwice = errors.New("regex options given twice")
+	// ErrReplaceInput, ErrReplaceFind and ErrReplaceReplacement:
+	// $replaceOne's and $replaceAll's arguments not strings.
+	ErrReplaceInput       = errors.New("$replace input is not a string")
+	ErrReplaceFind        = errors.New("$replace find is not a string")
+	ErrReplaceReplacement = errors.New("$replace replacement is not a string")
+)
+
+// Argument checks of the set operators and operator arities that MongoDB
+// makes each with its own assertion.
+var (
+	// ErrSetUnionType and ErrSetIntersectionType: an operand of
+	// $setUnion or $setIntersection that is neither an array nor null.
+	ErrSetUnionType        = errors.New("$setUnion of a non-array")
+	ErrSetIntersectionType = errors.New("$setIntersection of a non-array")
+	// ErrSetDifferenceFirst, ErrSetDifferenceSecond, ErrSetIsSubsetFirst
+	// and ErrSetIsSubsetSecond: $setDifference's or $setIsSubset's first
+	// or second operand not an array.
+	ErrSetDifferenceFirst  = errors.New("$setDifference of a non-array first operand")
+	ErrSetDifferenceSecond = errors.New("$setDifference of a non-array second operand")
+	ErrSetIsSubsetFirst    = errors.New("$setIsSubset of a non-array first operand")
+	ErrSetIsSubsetSecond   = errors.New("$setIsSubset of a non-array second operand")
+	// ErrSetEqualsType and ErrSetEqualsArity: $setEquals of a non-array
+	// (null included), or of fewer than two operands.
+	ErrSetEqualsType  = errors.New("$setEquals of a non-array")
+	ErrSetEqualsArity = errors.New("$setEquals of fewer than two operands")
+	// ErrAllElementsTrueType and ErrAnyElementTrueType:
+	// $allElementsTrue's and $anyElementTrue's argument not an array.
+	ErrAllElementsTrueType = errors.New("$allElementsTrue of a non-array")
+	ErrAnyElementTrueType  = errors.New("$anyElementTrue of a non-array")
+	// ErrRangedArity: an operator that takes a range of arguments
+	// ($indexOfBytes, $slice, $round, ...) given too few or too many.
+	ErrRangedArity = errors.New("argument count out of range")
+	// ErrIfNullArity: $ifNull of fewer than two arguments.
+	ErrIfNullArity = errors.New("$ifNull of fewer than two arguments")
+	// ErrSingleArgument: a conversion shorthand ($toInt, ...) given an
+	// array of other than one argument.
+	ErrSingleArgument = errors.New("conversion of other than one argument")
+)
+
+// Argument checks of the date operators that MongoDB makes each with its
+// own assertion.
+var (
+	// ErrToDateType: a date operator's date that is not a date, a
+	// timestamp or an ObjectId.
+	ErrToDateType = errors.New("value is not a date")
+	// ErrTimezoneType: a timezone that is not a string.
+	ErrTimezoneType = errors.New("timezone is not a string")
+	// ErrFormatUnmatched and ErrFormatCharacter: a date format ending in
+	// a lone '%', or with an unknown '%' specifier.
+	ErrFormatUnmatched = errors.New("unmatched '%' in a date format")
+	ErrFormatCharacter = errors.New("unknown specifier in a date format")
+	// ErrDateToStringFormat and ErrDateFromStringFormat: $dateToString's
+	// or $dateFromString's format not a string.
+	ErrDateToStringFormat   = errors.New("$dateToString format is not a string")
+	ErrDateFromStringFormat = errors.New("$dateFromString format is not a string")
+	// ErrDateToStringRange: $dateToString of a date whose year a
+	// four-digit format cannot hold.
+	ErrDateToStringRange = errors.New("date outside the years 0 to 9999")
+	// ErrISO8601Type: $dateToParts' iso8601 not a bool.
+	ErrISO8601Type = errors.New("iso8601 is not a bool")
+	// ErrDatePartsMixed and ErrDatePartsNoYear: $dateFromParts mixing
+	// calendar and ISO week parts, or with neither year.
+	ErrDatePartsMixed  = errors.New("$dateFromParts mixes calendar and ISO parts")
+	ErrDatePartsNoYear = errors.New("$dateFromParts without a year")
+	// ErrDatePartType, ErrDatePartYear, ErrDatePartISOYear and
+	// ErrDatePartRange: a $dateFromParts part that is not an integer,
+	// a year or isoWeekYear out of range, another part out of range.
+	ErrDatePartType    = errors.New("date part is not an integer")
+	ErrDatePartYear    = errors.New("year out of range")
+	ErrDatePartISOYear = errors.New("isoWeekYear out of range")
+	ErrDatePartRange   = errors.New("date part out of range")
+	// ErrDateArithStart, ErrDateArithUnitType and ErrDateArithAmount:
+	// $dateAdd's or $dateSubtract's startDate not a date, unit not a
+	// string, amount not an integer.
+	ErrDateArithStart    = errors.New("startDate is not a date")
+	ErrDateArithUnitType = errors.New("$dateAdd unit is not a string")
+	ErrDateArithAmount   = errors.New("amount is not an integer")
+	// ErrDateDiffDate: $dateDiff's startDate or endDate not a date.
+	ErrDateDiffDate = errors.New("$dateDiff of a non-date")
+	// ErrDateUnitType and ErrDateUnitValue: $dateDiff's or $dateTrunc's
+	// unit not a string, or not a time unit.
+	ErrDateUnitType  = errors.New("unit is not a string")
+	ErrDateUnitValue = errors.New("unknown time unit")
+	// ErrStartOfWeekType and ErrStartOfWeekValue: startOfWeek not a
+	// string, or not a day of the week.
+	ErrStartOfWeekType  = errors.New("startOfWeek is not a string")
+	ErrStartOfWeekValue = errors.New("startOfWeek is not a day")
+	// ErrBinSizeType and ErrBinSizePositive: $dateTrunc's binSize not a
+	// 64-bit integer, or not positive.
+	ErrBinSizeType     = errors.New("binSize is not an integer")
+	ErrBinSizePositive = errors.New("binSize is not positive")
+)

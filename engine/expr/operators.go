@@ -38,7 +38,7 @@ func init() {
 		"$indexOfArray": collated(func(coll *value.Collator) opCompiler { return ranged(2, 4, indexOfArrayFn(coll)) }), "$arrayToObject": fixed(1, arrayToObjectFn),
 		"$objectToArray": fixed(1, objectToArrayFn), "$filter": filterOp, "$map": mapOp, "$reduce": reduceOp,
 		"$setUnion": variadic(setUnionFn), "$setIntersection": variadic(setIntersectionFn),
-		"$setDifference": fixed(2, setDifferenceFn), "$setEquals": ranged(2, 1<<30, setEqualsFn),
+		"$setDifference": fixed(2, setDifferenceFn), "$setEquals": setEqualsOp,
 		"$setIsSubset": fixed(2, setIsSubsetFn), "$anyElementTrue": fixed(1, anyElementTrueFn),
 		"$allElementsTrue": fixed(1, allElementsTrueFn),
 		// strings
@@ -52,9 +52,9 @@ func init() {
 		"$replaceOne": replaceOp, "$replaceAll": replaceOp,
 		// types
 		"$type": fixed(1, typeFn), "$isNumber": fixed(1, isNumberFn), "$convert": convertOp,
-		"$toString": fixed(1, toFn("string")), "$toInt": fixed(1, toFn("int")), "$toLong": fixed(1, toFn("long")),
-		"$toDouble": fixed(1, toFn("double")), "$toDecimal": fixed(1, toFn("decimal")), "$toBool": fixed(1, toFn("bool")),
-		"$toDate": fixed(1, toFn("date")), "$toObjectId": fixed(1, toFn("objectId")),
+		"$toString": single(toFn("string")), "$toInt": single(toFn("int")), "$toLong": single(toFn("long")),
+		"$toDouble": single(toFn("double")), "$toDecimal": single(toFn("decimal")), "$toBool": single(toFn("bool")),
+		"$toDate": single(toFn("date")), "$toObjectId": single(toFn("objectId")),
 		// objects
 		"$mergeObjects": variadic(mergeObjectsFn), "$getField": getFieldOp,
 		"$setField": setFieldOp, "$unsetField": setFieldOp, "$bsonSize": fixed(1, bsonSizeFn), "$binarySize": fixed(1, binarySizeFn),
@@ -149,10 +149,23 @@ func ranged(lo, hi int, fn evalFn) opCompiler {
 	return func(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 		ops := operands(arg)
 		if len(ops) < lo || len(ops) > hi {
-			if hi == 1<<30 {
-				return nil, langerr.New(ErrArity, "Expression %s takes at least %d arguments. %d were passed in.", name, lo, len(ops))
-			}
-			return nil, langerr.New(ErrArity, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, lo, hi, len(ops))
+			return nil, langerr.New(ErrRangedArity, "Expression %s takes at least %d arguments, and at most %d, but %d were passed in.", name, lo, hi, len(ops))
+		}
+		args, err := c.compileAll(ops)
+		if err != nil {
+			return nil, err
+		}
+		return &callExpr{name: name, args: args, fn: fn}, nil
+	}
+}
+
+// single is a conversion shorthand ($toInt, ...): one argument, given
+// alone or as a one-element array.
+func single(fn evalFn) opCompiler {
+	return func(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+		ops := operands(arg)
+		if len(ops) != 1 {
+			return nil, langerr.New(ErrSingleArgument, "%s requires a single argument, got %d", name, len(ops))
 		}
 		args, err := c.compileAll(ops)
 		if err != nil {

@@ -214,21 +214,21 @@ func indexOfArrayEval(a []bsoncore.Value, coll *value.Collator) (bsoncore.Value,
 		return Null, nil
 	}
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("$indexOfArray requires an array as a first argument, found: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrIndexOfArrayInput, "$indexOfArray requires an array as a first argument, found: %s", TypeName(a[0]))
 	}
 	arr := Elements(a[0])
 	start, end := int64(0), int64(len(arr))
 	if len(a) > 2 {
-		s, ok := exactInt(a[2])
-		if !ok || s < 0 {
-			return Missing, langerr.BadValue("$indexOfArray requires a starting index that is a non-negative integral value, found: %s", value.Render(a[2]))
+		s, err := indexArg("$indexOfArray", "starting", a[2])
+		if err != nil {
+			return Missing, err
 		}
 		start = s
 	}
 	if len(a) > 3 {
-		e, ok := exactInt(a[3])
-		if !ok || e < 0 {
-			return Missing, langerr.BadValue("$indexOfArray requires an ending index that is a non-negative integral value, found: %s", value.Render(a[3]))
+		e, err := indexArg("$indexOfArray", "ending", a[3])
+		if err != nil {
+			return Missing, err
 		}
 		end = min(e, end)
 	}
@@ -470,14 +470,22 @@ func reduceOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) 
 
 // Set operators treat arrays as sets of distinct values.
 
+// setArgs reads the operands of $setUnion, $setIntersection and
+// $setDifference: arrays, or a null that makes the result null.
 func setArgs(name string, args []bsoncore.Value) ([][]bsoncore.Value, bool, error) {
 	var out [][]bsoncore.Value
-	for _, a := range args {
+	for i, a := range args {
 		if isNullish(a) {
 			return nil, true, nil
 		}
 		if a.Type != bsoncore.TypeArray {
-			return nil, false, langerr.BadValue("All operands of %s must be arrays. One argument is of type: %s", name, TypeName(a))
+			switch name {
+			case "$setDifference":
+				return nil, false, setPairError(name, i, a, ErrSetDifferenceFirst, ErrSetDifferenceSecond)
+			case "$setIntersection":
+				return nil, false, langerr.New(ErrSetIntersectionType, "All operands of %s must be arrays. One argument is of type: %s", name, TypeName(a))
+			}
+			return nil, false, langerr.New(ErrSetUnionType, "All operands of %s must be arrays. One argument is of type: %s", name, TypeName(a))
 		}
 		out = append(out, Elements(a))
 	}
@@ -550,13 +558,35 @@ func setDifferenceFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.V
 	return Array(out), nil
 }
 
-func setEqualsFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
-	sets, null, err := setArgs(name, args)
-	if null {
-		return Missing, langerr.BadValue("All operands of $setEquals must be arrays. One argument is of type: null")
+// setPairError is the error of $setDifference's or $setIsSubset's
+// operand i (0 or 1), a non-array: MongoDB gives each position its code.
+func setPairError(name string, i int, a bsoncore.Value, first, second error) error {
+	if i == 0 {
+		return langerr.New(first, "both operands of %s must be arrays. First argument is of type: %s", name, TypeName(a))
 	}
+	return langerr.New(second, "both operands of %s must be arrays. Second argument is of type: %s", name, TypeName(a))
+}
+
+func setEqualsOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
+	ops := operands(arg)
+	if len(ops) < 2 {
+		return nil, langerr.New(ErrSetEqualsArity, "$setEquals needs at least two arguments had: %d", len(ops))
+	}
+	args, err := c.compileAll(ops)
 	if err != nil {
-		return Missing, err
+		return nil, err
+	}
+	return &callExpr{name: name, args: args, fn: setEqualsFn}, nil
+}
+
+// setEqualsFn refuses a null operand, unlike the other set operators.
+func setEqualsFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	var sets [][]bsoncore.Value
+	for i, a := range args {
+		if a.Type != bsoncore.TypeArray {
+			return Missing, langerr.New(ErrSetEqualsType, "All operands of $setEquals must be arrays. %d-th argument is of type: %s", i+1, TypeName(a))
+		}
+		sets = append(sets, Elements(a))
 	}
 	for _, s := range sets[1:] {
 		for _, v := range s {
@@ -576,11 +606,7 @@ func setEqualsFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value
 func setIsSubsetFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	for i, a := range args {
 		if a.Type != bsoncore.TypeArray {
-			which := "first"
-			if i == 1 {
-				which = "second"
-			}
-			return Missing, langerr.BadValue("both operands of $setIsSubset must be arrays. %s argument is of type: %s", which, TypeName(a))
+			return Missing, setPairError(name, i, a, ErrSetIsSubsetFirst, ErrSetIsSubsetSecond)
 		}
 	}
 	sub, super := Elements(args[0]), Elements(args[1])
@@ -594,7 +620,7 @@ func setIsSubsetFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Val
 
 func anyElementTrueFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("%s's argument must be an array, but is %s", name, TypeName(a[0]))
+		return Missing, langerr.New(ErrAnyElementTrueType, "%s's argument must be an array, but is %s", name, TypeName(a[0]))
 	}
 	for _, v := range Elements(a[0]) {
 		if Truthy(v) {
@@ -606,7 +632,7 @@ func anyElementTrueFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Val
 
 func allElementsTrueFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if a[0].Type != bsoncore.TypeArray {
-		return Missing, langerr.BadValue("%s's argument must be an array, but is %s", name, TypeName(a[0]))
+		return Missing, langerr.New(ErrAllElementsTrueType, "%s's argument must be an array, but is %s", name, TypeName(a[0]))
 	}
 	for _, v := range Elements(a[0]) {
 		if !Truthy(v) {

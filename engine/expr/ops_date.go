@@ -95,7 +95,7 @@ func (z zoneArg) eval(ctx *Context) (*time.Location, error) {
 		return nil, nil
 	}
 	if !isString(v) {
-		return nil, langerr.BadValue("timezone must evaluate to a string, found %s", TypeName(v))
+		return nil, langerr.New(ErrTimezoneType, "timezone must evaluate to a string, found %s", TypeName(v))
 	}
 	return ParseTimezone(stringOf(v))
 }
@@ -112,7 +112,7 @@ func asTime(name string, v bsoncore.Value) (time.Time, error) {
 		d, _ := convertTo(v, "date")
 		return time.UnixMilli(d.DateTime()).UTC(), nil
 	}
-	return time.Time{}, langerr.BadValue("can't convert from BSON type %s to Date", TypeName(v))
+	return time.Time{}, langerr.New(ErrToDateType, "can't convert from BSON type %s to Date", TypeName(v))
 }
 
 // dateExpr is $year, $month, ... $isoWeek: one part of a date.
@@ -269,11 +269,11 @@ func checkFormat(f string) error {
 			continue
 		}
 		if i+1 == len(f) {
-			return langerr.BadValue("Unmatched '%%' at end of format string")
+			return langerr.New(ErrFormatUnmatched, "Unmatched '%%' at end of format string")
 		}
 		i++
 		if !strings.ContainsRune("dGHjLmMSuUVwYzZbB%", rune(f[i])) {
-			return langerr.BadValue("Invalid format character '%%%c' in format string", f[i])
+			return langerr.New(ErrFormatCharacter, "Invalid format character '%%%c' in format string", f[i])
 		}
 	}
 	return nil
@@ -315,7 +315,7 @@ func (e *dateToStringExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if !isString(f) {
-			return Missing, langerr.BadValue("$dateToString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
+			return Missing, langerr.New(ErrDateToStringFormat, "$dateToString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
 		}
 		format = stringOf(f)
 		if err := checkFormat(format); err != nil {
@@ -352,7 +352,7 @@ func FormatDate(t time.Time, format string) (string, error) {
 		switch format[i] {
 		case 'Y':
 			if t.Year() < 0 || t.Year() > 9999 {
-				return "", langerr.BadValue("$dateToString is only defined on year 0 to 9999, found %d", t.Year())
+				return "", langerr.New(ErrDateToStringRange, "Could not convert date to string: date component was outside the supported range of 0-9999: %d", t.Year())
 			}
 			b.WriteString(pad(t.Year(), 4))
 		case 'G':
@@ -399,7 +399,7 @@ func FormatDate(t time.Time, format string) (string, error) {
 		case '%':
 			b.WriteByte('%')
 		default:
-			return "", langerr.BadValue("Invalid format character '%%%c' in format string", format[i])
+			return "", langerr.New(ErrFormatCharacter, "Invalid format character '%%%c' in format string", format[i])
 		}
 	}
 	return b.String(), nil
@@ -455,7 +455,7 @@ func (e *dateFromStringExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if !isString(f) {
-			return Missing, langerr.BadValue("$dateFromString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
+			return Missing, langerr.New(ErrDateFromStringFormat, "$dateFromString requires that 'format' be a string, found: %s with value %s", TypeName(f), value.Render(f))
 		}
 		format = stringOf(f)
 		if err := checkFormat(format); err != nil {
@@ -742,7 +742,7 @@ func (p *dateParser) formatted(format string) error {
 				return p.fail()
 			}
 		default:
-			return langerr.BadValue("Invalid format character '%%%c' in format string", format[i])
+			return langerr.New(ErrFormatCharacter, "Invalid format character '%%%c' in format string", format[i])
 		}
 		if err != nil {
 			return err
@@ -811,7 +811,7 @@ func (e *dateToPartsExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if v.Type != bsoncore.TypeBoolean {
-			return Missing, langerr.BadValue("iso8601 must evaluate to a bool, found %s", TypeName(v))
+			return Missing, langerr.New(ErrISO8601Type, "iso8601 must evaluate to a bool, found %s", TypeName(v))
 		}
 		iso = v.Boolean()
 	}
@@ -862,9 +862,9 @@ func dateFromPartsOp(c *compiler, name string, arg bsoncore.Value) (Expression, 
 	}
 	switch {
 	case natural && isoAny:
-		return nil, langerr.FailedToParse("$dateFromParts does not allow mixing natural dates with ISO dates")
+		return nil, langerr.New(ErrDatePartsMixed, "$dateFromParts does not allow mixing natural dates with ISO dates")
 	case !hasYear && !hasISO:
-		return nil, langerr.FailedToParse("$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
+		return nil, langerr.New(ErrDatePartsNoYear, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
 	}
 	e.iso = hasISO
 	e.names = naturalParts
@@ -907,14 +907,18 @@ func (e *dateFromPartsExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		}
 		n, ok := exactInt(v)
 		if !isNumber(v) || !ok {
-			return Missing, langerr.BadValue("'%s' must evaluate to an integer, found %s with value %s", e.names[i], TypeName(v), value.Render(v))
+			return Missing, langerr.New(ErrDatePartType, "'%s' must evaluate to an integer, found %s with value %s", e.names[i], TypeName(v), value.Render(v))
 		}
 		if i == 0 {
 			if n < 1 || n > 9999 {
-				return Missing, langerr.BadValue("'%s' must evaluate to an integer in the range 1 to 9999, found %d", e.names[i], n)
+				cat := ErrDatePartYear
+				if e.names[i] == "isoWeekYear" {
+					cat = ErrDatePartISOYear
+				}
+				return Missing, langerr.New(cat, "'%s' must evaluate to an integer in the range 1 to 9999, found %d", e.names[i], n)
 			}
 		} else if n < -32768 || n > 32767 {
-			return Missing, langerr.BadValue("'%s' must evaluate to a value in the range [-32768, 32767]; value %d is not in range", e.names[i], n)
+			return Missing, langerr.New(ErrDatePartRange, "'%s' must evaluate to a value in the range [-32768, 32767]; value %d is not in range", e.names[i], n)
 		}
 		vals[i] = int(n)
 	}
@@ -942,16 +946,26 @@ var unitMillis = map[string]int64{
 	"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000,
 }
 
+// checkUnit reads the unit of $dateAdd, $dateSubtract, $dateDiff or
+// $dateTrunc; MongoDB checks it for the first two apart, with other
+// codes and words.
 func checkUnit(name string, v bsoncore.Value) (string, error) {
+	arith := name == "$dateAdd" || name == "$dateSubtract"
 	if !isString(v) {
-		return "", langerr.BadValue("%s requires 'unit' to be a string, but got %s", name, TypeName(v))
+		if arith {
+			return "", langerr.New(ErrDateArithUnitType, "%s requires 'unit' to be a string, but got %s", name, TypeName(v))
+		}
+		return "", langerr.New(ErrDateUnitType, "%s requires 'unit' to be a string, but got %s", name, TypeName(v))
 	}
 	u := stringOf(v)
 	switch u {
 	case "year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond":
 		return u, nil
 	}
-	return "", langerr.BadValue("%s parameter 'unit' value parsing failed :: caused by :: unknown time unit value: %s", name, u)
+	if arith {
+		return "", langerr.FailedToParse("%s parameter 'unit' value parsing failed :: caused by :: unknown time unit value: %s", name, u)
+	}
+	return "", langerr.New(ErrDateUnitValue, "%s parameter 'unit' value cannot be recognized as a time unit: %s", name, u)
 }
 
 var weekdays = map[string]time.Weekday{
@@ -962,11 +976,11 @@ var weekdays = map[string]time.Weekday{
 
 func checkStartOfWeek(name string, v bsoncore.Value) (time.Weekday, error) {
 	if !isString(v) {
-		return 0, langerr.BadValue("%s requires 'startOfWeek' to be a string, but got %s", name, TypeName(v))
+		return 0, langerr.New(ErrStartOfWeekType, "%s requires 'startOfWeek' to be a string, but got %s", name, TypeName(v))
 	}
 	d, ok := weekdays[strings.ToLower(stringOf(v))]
 	if !ok {
-		return 0, langerr.BadValue("%s parameter 'startOfWeek' value cannot be recognized as a day of a week: %s", name, stringOf(v))
+		return 0, langerr.New(ErrStartOfWeekValue, "%s parameter 'startOfWeek' value cannot be recognized as a day of a week: %s", name, stringOf(v))
 	}
 	return d, nil
 }
@@ -1054,6 +1068,12 @@ func (e *dateArithExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	}
 	t, err := asTime(e.name, vals["date"])
 	if err != nil {
+		switch e.name {
+		case "$dateAdd", "$dateSubtract":
+			return Missing, langerr.New(ErrDateArithStart, "%s requires startDate to be convertible to a date", e.name)
+		case "$dateDiff":
+			return Missing, langerr.New(ErrDateDiffDate, "%s requires '%s' to be a date, but got %s", e.name, dateName, TypeName(vals["date"]))
+		}
 		return Missing, langerr.BadValue("%s requires '%s' to be a date, but got %s", e.name, dateName, TypeName(vals["date"]))
 	}
 	unit, err := checkUnit(e.name, vals["unit"])
@@ -1071,7 +1091,7 @@ func (e *dateArithExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	case "$dateAdd", "$dateSubtract":
 		n, ok := exactInt(vals["amount"])
 		if !isNumber(vals["amount"]) || !ok {
-			return Missing, langerr.BadValue("%s expects integer amount of time units", e.name)
+			return Missing, langerr.New(ErrDateArithAmount, "%s expects integer amount of time units", e.name)
 		}
 		if e.name == "$dateSubtract" {
 			n = -n
@@ -1080,7 +1100,7 @@ func (e *dateArithExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	case "$dateDiff":
 		t2, err := asTime(e.name, vals["date2"])
 		if err != nil {
-			return Missing, langerr.BadValue("$dateDiff requires 'endDate' to be a date, but got %s", TypeName(vals["date2"]))
+			return Missing, langerr.New(ErrDateDiffDate, "$dateDiff requires 'endDate' to be a date, but got %s", TypeName(vals["date2"]))
 		}
 		return Int64(DateDiff(t, t2.In(loc), unit, sow)), nil
 	}
@@ -1088,10 +1108,10 @@ func (e *dateArithExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if v, ok := vals["amount"]; ok {
 		n, isInt := exactInt(v)
 		if !isNumber(v) || !isInt {
-			return Missing, langerr.BadValue("$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s", value.Render(v), TypeName(v))
+			return Missing, langerr.New(ErrBinSizeType, "$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s", value.Render(v), TypeName(v))
 		}
 		if n <= 0 {
-			return Missing, langerr.BadValue("$dateTrunc requires 'binSize' to be greater than 0, but got value %d", n)
+			return Missing, langerr.New(ErrBinSizePositive, "$dateTrunc requires 'binSize' to be greater than 0, but got value %d", n)
 		}
 		bin = n
 	}

@@ -124,7 +124,7 @@ func (e ifNullExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 func ifNullOp(c *compiler, _ string, arg bsoncore.Value) (Expression, error) {
 	ops := operands(arg)
 	if len(ops) < 2 {
-		return nil, langerr.New(ErrArity, "$ifNull needs at least two arguments, had: %d", len(ops))
+		return nil, langerr.New(ErrIfNullArity, "$ifNull needs at least two arguments, had: %d", len(ops))
 	}
 	e, err := c.compileAll(ops)
 	return ifNullExpr(e), err

@@ -16,7 +16,7 @@ func concatFn(_ string, args []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 			return Null, nil
 		}
 		if !isString(a) {
-			return Missing, langerr.TypeMismatch("$concat only supports strings, not %s", TypeName(a))
+			return Missing, langerr.New(ErrConcatType, "$concat only supports strings, not %s", TypeName(a))
 		}
 		b.WriteString(stringOf(a))
 	}
@@ -38,7 +38,7 @@ func coerceToString(name string, v bsoncore.Value) (string, error) {
 		}
 		return stringOf(s), nil
 	}
-	return "", langerr.TypeMismatch("can't convert from BSON type %s to String", TypeName(v))
+	return "", langerr.New(ErrToStringType, "can't convert from BSON type %s to String", TypeName(v))
 }
 
 func toLowerFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
@@ -64,28 +64,31 @@ func asciiMap(s string, lo, hi byte, delta int) string {
 
 func strLenCPFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if !isString(a[0]) {
-		return Missing, langerr.BadValue("$strLenCP requires a string argument, found: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrStrLenCPType, "$strLenCP requires a string argument, found: %s", TypeName(a[0]))
 	}
 	return Int32(int32(utf8.RuneCountInString(stringOf(a[0])))), nil
 }
 
 func strLenBytesFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 	if !isString(a[0]) {
-		return Missing, langerr.BadValue("$strLenBytes requires a string argument, found: %s", TypeName(a[0]))
+		return Missing, langerr.New(ErrStrLenBytesType, "$strLenBytes requires a string argument, found: %s", TypeName(a[0]))
 	}
 	return Int32(int32(len(stringOf(a[0])))), nil
 }
 
-func substrBytesFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+// substrBytesFn is $substrBytes and its older name $substr, which
+// MongoDB's messages call $substrBytes too.
+func substrBytesFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
+	const name = "$substrBytes"
 	s, err := coerceToString(name, a[0])
 	if err != nil {
 		return Missing, err
 	}
 	if !isNumber(a[1]) {
-		return Missing, langerr.BadValue("%s: starting index must be a numeric type (is BSON type %s)", name, TypeName(a[1]))
+		return Missing, langerr.New(ErrSubstrStartType, "%s:  starting index must be a numeric type (is BSON type %s)", name, TypeName(a[1]))
 	}
 	if !isNumber(a[2]) {
-		return Missing, langerr.BadValue("%s: length must be a numeric type (is BSON type %s)", name, TypeName(a[2]))
+		return Missing, langerr.New(ErrSubstrLengthType, "%s:  length must be a numeric type (is BSON type %s)", name, TypeName(a[2]))
 	}
 	start, _ := exactInt(a[1])
 	n, _ := exactInt(a[2])
@@ -97,10 +100,10 @@ func substrBytesFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value,
 		end = start + n
 	}
 	if !utf8.RuneStart(s[start]) {
-		return Missing, langerr.BadValue("%s: Invalid range, starting index is a UTF-8 continuation byte.", name)
+		return Missing, langerr.New(ErrSubstrStartContinuation, "%s:  Invalid range, starting index is a UTF-8 continuation byte.", name)
 	}
 	if end < int64(len(s)) && !utf8.RuneStart(s[end]) {
-		return Missing, langerr.BadValue("%s: Invalid range, ending index is in the middle of a UTF-8 character.", name)
+		return Missing, langerr.New(ErrSubstrEndMidChar, "%s:  Invalid range, ending index is in the middle of a UTF-8 character.", name)
 	}
 	return String(s[start:end]), nil
 }
@@ -110,19 +113,25 @@ func substrCPFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, er
 	if err != nil {
 		return Missing, err
 	}
-	start, ok1 := exactInt(a[1])
-	n, ok2 := exactInt(a[2])
-	if !isNumber(a[1]) || !ok1 {
-		return Missing, langerr.BadValue("$substrCP: starting index must be a numeric type (is BSON type %s)", TypeName(a[1]))
+	if !isNumber(a[1]) {
+		return Missing, langerr.New(ErrSubstrCPStartType, "$substrCP: starting index must be a numeric type (is BSON type %s)", TypeName(a[1]))
 	}
-	if !isNumber(a[2]) || !ok2 {
-		return Missing, langerr.BadValue("$substrCP: length must be a numeric type (is BSON type %s)", TypeName(a[2]))
+	start, ok := exactInt(a[1])
+	if !ok || start != int64(int32(start)) {
+		return Missing, langerr.New(ErrSubstrCPStartInt, "$substrCP: starting index cannot be represented as a 32-bit integral value: %s", value.Render(a[1]))
 	}
-	if start < 0 {
-		return Missing, langerr.BadValue("$substrCP: starting index must be non-negative (got: %d)", start)
+	if !isNumber(a[2]) {
+		return Missing, langerr.New(ErrSubstrCPLengthType, "$substrCP: length must be a numeric type (is BSON type %s)", TypeName(a[2]))
+	}
+	n, ok := exactInt(a[2])
+	if !ok || n != int64(int32(n)) {
+		return Missing, langerr.New(ErrSubstrCPLengthInt, "$substrCP: length cannot be represented as a 32-bit integral value: %s", value.Render(a[2]))
 	}
 	if n < 0 {
-		return Missing, langerr.BadValue("$substrCP: length must be a nonnegative integer.")
+		return Missing, langerr.New(ErrSubstrCPLengthNegative, "$substrCP: length must be a nonnegative integer.")
+	}
+	if start < 0 {
+		return Missing, langerr.New(ErrSubstrCPStartNegative, "$substrCP: the starting index must be nonnegative integer.")
 	}
 	r := []rune(s)
 	if start >= int64(len(r)) {
@@ -176,11 +185,15 @@ func indexOfString(name string, a []bsoncore.Value, cp bool) (bsoncore.Value, er
 	if isNullish(a[0]) {
 		return Null, nil
 	}
+	inputErr, tokenErr := ErrIndexOfBytesInput, ErrIndexOfBytesToken
+	if cp {
+		inputErr, tokenErr = ErrIndexOfCPInput, ErrIndexOfCPToken
+	}
 	if !isString(a[0]) {
-		return Missing, langerr.BadValue("%s requires a string as the first argument, found: %s", name, TypeName(a[0]))
+		return Missing, langerr.New(inputErr, "%s requires a string as the first argument, found: %s", name, TypeName(a[0]))
 	}
 	if !isString(a[1]) {
-		return Missing, langerr.BadValue("%s requires a string as the second argument, found: %s", name, TypeName(a[1]))
+		return Missing, langerr.New(tokenErr, "%s requires a string as the second argument, found: %s", name, TypeName(a[1]))
 	}
 	s, sub := stringOf(a[0]), stringOf(a[1])
 	// offsets[i] is the byte offset of unit i (a byte or a code point).
@@ -202,16 +215,16 @@ func indexOfString(name string, a []bsoncore.Value, cp bool) (bsoncore.Value, er
 	}
 	start, end := int64(0), n
 	if len(a) > 2 {
-		v, ok := exactInt(a[2])
-		if !ok || v < 0 {
-			return Missing, langerr.BadValue("%s starting index must be a positive integral value: %s", name, value.Render(a[2]))
+		v, err := indexArg(name, "starting", a[2])
+		if err != nil {
+			return Missing, err
 		}
 		start = v
 	}
 	if len(a) > 3 {
-		v, ok := exactInt(a[3])
-		if !ok || v < 0 {
-			return Missing, langerr.BadValue("%s ending index must be a positive integral value: %s", name, value.Render(a[3]))
+		v, err := indexArg(name, "ending", a[3])
+		if err != nil {
+			return Missing, err
 		}
 		end = min(v, end)
 	}
@@ -243,7 +256,7 @@ func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if !isString(in) {
-		return Missing, langerr.BadValue("%s requires its input to be a string, got %s (of type %s) instead.", e.name, value.Render(in), TypeName(in))
+		return Missing, langerr.New(ErrTrimInput, "%s requires its input to be a string, got %s (of type %s) instead.", e.name, value.Render(in), TypeName(in))
 	}
 	cut := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 	if e.chars != nil {
@@ -255,7 +268,7 @@ func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Null, nil
 		}
 		if !isString(c) {
-			return Missing, langerr.BadValue("%s requires 'chars' to be a string, got %s (of type %s) instead.", e.name, value.Render(c), TypeName(c))
+			return Missing, langerr.New(ErrTrimChars, "%s requires 'chars' to be a string, got %s (of type %s) instead.", e.name, value.Render(c), TypeName(c))
 		}
 		cut = stringOf(c)
 	}
@@ -343,7 +356,7 @@ func (e *regexExpr) compileRegex(ctx *Context) (*Regex, bool, error) {
 	case isString(rv):
 		pattern = stringOf(rv)
 	default:
-		return nil, false, langerr.BadValue("%s needs 'regex' to be of type string or regex", e.name)
+		return nil, false, langerr.New(ErrRegexPattern, "%s needs 'regex' to be of type string or regex", e.name)
 	}
 	if e.options != nil {
 		ov, err := e.options.Eval(ctx)
@@ -352,10 +365,10 @@ func (e *regexExpr) compileRegex(ctx *Context) (*Regex, bool, error) {
 		}
 		if !isNullish(ov) {
 			if !isString(ov) {
-				return nil, false, langerr.BadValue("%s needs 'options' to be of type string", e.name)
+				return nil, false, langerr.New(ErrRegexOptions, "%s needs 'options' to be of type string", e.name)
 			}
 			if opts != "" && stringOf(ov) != "" {
-				return nil, false, langerr.BadValue("%s found regex option(s) specified in both 'regex' and 'option' fields", e.name)
+				return nil, false, langerr.New(ErrRegexOptionsTwice, "%s: found regex option(s) specified in both 'regex' and 'option' fields", e.name)
 			}
 			opts += stringOf(ov)
 		}
@@ -374,7 +387,7 @@ func (e *regexExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Missing, err
 	}
 	if !isNullish(in) && !isString(in) {
-		return Missing, langerr.BadValue("%s needs 'input' to be of type string", e.name)
+		return Missing, langerr.New(ErrRegexInput, "%s needs 'input' to be of type string", e.name)
 	}
 	if null || isNullish(in) {
 		switch e.name {
@@ -451,7 +464,8 @@ func (e *replaceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		}
 		if !isNullish(v) && !isString(v) {
 			what := []string{"input", "find", "replacement"}[i]
-			return Missing, langerr.BadValue("%s requires that '%s' be a string, found: %s", e.name, what, value.Render(v))
+			cat := []error{ErrReplaceInput, ErrReplaceFind, ErrReplaceReplacement}[i]
+			return Missing, langerr.New(cat, "%s requires that '%s' be a string, found: %s", e.name, what, value.Render(v))
 		}
 		vals[i] = v
 	}
@@ -465,4 +479,17 @@ func (e *replaceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		n = 1
 	}
 	return String(strings.Replace(stringOf(vals[0]), stringOf(vals[1]), stringOf(vals[2]), n)), nil
+}
+
+// indexArg reads the starting or ending index (which) of $indexOfBytes,
+// $indexOfCP or $indexOfArray: a non-negative integer.
+func indexArg(name, which string, v bsoncore.Value) (int64, error) {
+	i, ok := exactInt(v)
+	if !ok {
+		return 0, langerr.New(ErrIndexOfIntegral, "%s requires an integral %s index, found a value of type: %s, with value: %s", name, which, TypeName(v), value.Render(v))
+	}
+	if i < 0 {
+		return 0, langerr.New(ErrIndexOfNegative, "%s requires a nonnegative %s index, found: %d", name, which, i)
+	}
+	return i, nil
 }
