@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -124,7 +125,7 @@ func runStats(ctx context.Context, o *statsOptions, out io.Writer) error {
 type collStats struct {
 	Database    string `bson:"database" json:"database"`
 	Collection  string `bson:"collection" json:"collection"`
-	ShardKey    bson.M `bson:"shardKey" json:"shardKey"`
+	ShardKey    bson.D `bson:"shardKey" json:"shardKey"`
 	Provisioned int64  `bson:"provisionedThroughput" json:"provisionedThroughput,omitempty"`
 	AutoScale   *struct {
 		MaxThroughput int64 `bson:"maxThroughput" json:"maxThroughput"`
@@ -193,6 +194,10 @@ type partStat struct {
 	ID              string   `bson:"partitionKeyRangeId" json:"partitionKeyRangeId"`
 	MinInclusive    string   `bson:"minInclusive" json:"minInclusive"`
 	MaxExclusive    string   `bson:"maxExclusive" json:"maxExclusive"`
+	// Min and Max are the bounds as key values (MongoDB's chunk bounds);
+	// a ranged key's are shown instead of points.
+	Min bson.Raw `bson:"min" json:"-"`
+	Max bson.Raw `bson:"max" json:"-"`
 	Parents         []string `bson:"parents" json:"parents"`
 	DocumentCount   int64    `bson:"documentCount" json:"documentCount"`
 	DataBytes       int64    `bson:"dataBytes" json:"dataBytes"`
@@ -355,8 +360,12 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			fmt.Fprintln(w)
 		}
 		key := "unsharded"
-		for k, v := range c.ShardKey {
-			key = fmt.Sprintf("shard key {%s: %v}", k, v)
+		if len(c.ShardKey) > 0 {
+			fields := make([]string, len(c.ShardKey))
+			for i, f := range c.ShardKey {
+				fields[i] = fmt.Sprintf("%s: %v", f.Key, f.Value)
+			}
+			key = "shard key {" + strings.Join(fields, ", ") + "}"
 		}
 		tp := "shared throughput"
 		switch {
@@ -406,6 +415,9 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			hi := p.MaxExclusive
 			if hi == "FF" {
 				hi = "end"
+			}
+			if rangedKey(c.ShardKey) {
+				lo, hi = boundString(p.Min, "start"), boundString(p.Max, "end")
 			}
 			fmt.Fprintf(tw, "  %s\t%s..%s\t%d\t%s\t%d\t%s %4.1f%%\t%s/%.0f\t%s\t%.0f%%\t%d\t\n", p.ID, lo, hi, p.DocumentCount, sizeString(p.StorageBytes), p.LogicalCount, bar, share,
 				ruString(p.RULastSecond), p.ThroughputShare, ruString(p.RULastMinute), p.Normalized, p.overBudgetCount(c.RateLimiting))
@@ -524,4 +536,31 @@ func sizeString(n int64) string {
 		f /= 1024
 	}
 	return ""
+}
+
+// rangedKey reports whether a shard key places by value: its leading
+// field is 1, not "hashed".
+func rangedKey(key bson.D) bool {
+	if len(key) == 0 {
+		return false
+	}
+	_, hashed := key[0].Value.(string)
+	return !hashed
+}
+
+// boundString is a partition bound's leading value, or at (start, end)
+// for MinKey and MaxKey.
+func boundString(b bson.Raw, at string) string {
+	elems, err := b.Elements()
+	if err != nil || len(elems) == 0 {
+		return at
+	}
+	v := elems[0].Value()
+	switch v.Type {
+	case bson.TypeMinKey, bson.TypeMaxKey:
+		return at
+	case bson.TypeString:
+		return strconv.Quote(v.StringValue())
+	}
+	return v.String()
 }
