@@ -202,7 +202,7 @@ func renderKey(key bsoncore.Document) string {
 		if s, ok := v.StringValueOK(); ok {
 			b.WriteString(strconv.Quote(s))
 		} else {
-			b.WriteString(v.String())
+			b.WriteString(value.Render(v))
 		}
 	}
 	b.WriteString(" }")
