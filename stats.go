@@ -191,13 +191,13 @@ type statsLimits struct {
 }
 
 type partStat struct {
-	ID              string   `bson:"partitionKeyRangeId" json:"partitionKeyRangeId"`
-	MinInclusive    string   `bson:"minInclusive" json:"minInclusive"`
-	MaxExclusive    string   `bson:"maxExclusive" json:"maxExclusive"`
+	ID           string `bson:"partitionKeyRangeId" json:"partitionKeyRangeId"`
+	MinInclusive string `bson:"minInclusive" json:"minInclusive"`
+	MaxExclusive string `bson:"maxExclusive" json:"maxExclusive"`
 	// Min and Max are the bounds as key values (MongoDB's chunk bounds);
 	// a ranged key's are shown instead of points.
-	Min bson.Raw `bson:"min" json:"-"`
-	Max bson.Raw `bson:"max" json:"-"`
+	Min             bson.Raw `bson:"min" json:"-"`
+	Max             bson.Raw `bson:"max" json:"-"`
 	Parents         []string `bson:"parents" json:"parents"`
 	DocumentCount   int64    `bson:"documentCount" json:"documentCount"`
 	DataBytes       int64    `bson:"dataBytes" json:"dataBytes"`

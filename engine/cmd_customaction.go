@@ -77,8 +77,8 @@ type customActionArgs struct {
 	hasCollection bool
 	shardKey      string
 	hasShardKey   bool
-	hierarchical  bool     // shardKey was a list of paths
-	shardPaths    []string // its paths
+	hierarchical  bool          // shardKey was a list of paths
+	shardPaths    []string      // its paths
 	throughput    ru.Throughput // zero: none given
 	top           int
 }

@@ -25,6 +25,15 @@ func RangePoint(v bsoncore.Value) uint64 {
 	return prefixPoint(value.EncodeKey(buf[:0], v))
 }
 
+// rangePointExact is RangePoint(v) and whether v is the only value at
+// its point: its encoding fits the point, and as encodings are
+// prefix-free, every other value's differs from it within the point.
+func rangePointExact(v bsoncore.Value) (uint64, bool) {
+	var buf [48]byte
+	enc := value.EncodeKey(buf[:0], v)
+	return prefixPoint(enc), len(enc) <= 8
+}
+
 // prefixPoint is an encoding's first 8 bytes as a point.
 func prefixPoint(enc []byte) uint64 {
 	var b [8]byte
@@ -165,18 +174,26 @@ func operatorRanges(ops bsoncore.Document) ([]PointRange, bool) {
 			}
 			rs = normalize(rs)
 		case "$gt", "$gte":
-			if bounded(v) {
-				lo, hi := RangePoint(v), bracketEnd(v)
-				rs = []PointRange{{lo, hi}}
-			} else {
+			if !bounded(v) {
 				continue
 			}
-		case "$lt", "$lte":
-			if bounded(v) {
-				lo, hi := bracketStart(v), RangePoint(v)
+			lo, exact := rangePointExact(v)
+			if el.Key() == "$gt" && exact {
+				lo++ // every greater value is at a greater point
+			}
+			if hi := bracketEnd(v); lo <= hi {
 				rs = []PointRange{{lo, hi}}
-			} else {
+			}
+		case "$lt", "$lte":
+			if !bounded(v) {
 				continue
+			}
+			hi, exact := rangePointExact(v)
+			if el.Key() == "$lt" && exact {
+				hi-- // every smaller value is at a smaller point
+			}
+			if lo := bracketStart(v); lo <= hi {
+				rs = []PointRange{{lo, hi}}
 			}
 		default:
 			continue

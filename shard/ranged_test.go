@@ -120,7 +120,7 @@ func TestRangePointOrder(t *testing.T) {
 	spec := Spec{Path: "n", Ranged: true}
 	raw, _ := bson.Marshal(bson.D{{Key: "n", Value: bson.D{{Key: "$gte", Value: 100}, {Key: "$lt", Value: 200}}}})
 	rs, ok := spec.PointRanges(raw)
-	if !ok || len(rs) != 1 || rs[0].Lo != RangePoint(mkValue(t, int32(100))) || rs[0].Hi != RangePoint(mkValue(t, int32(200))) {
+	if !ok || len(rs) != 1 || rs[0].Lo != RangePoint(mkValue(t, int32(100))) || rs[0].Hi != RangePoint(mkValue(t, int32(200)))-1 {
 		t.Fatalf("PointRanges(%s) = %x, %v", bson.Raw(raw), rs, ok)
 	}
 	raw, _ = bson.Marshal(bson.D{{Key: "n", Value: bson.D{{Key: "$gt", Value: 5}, {Key: "$lt", Value: 3}}}})
