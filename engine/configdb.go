@@ -88,7 +88,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 				{Key: "timestamp", Value: collTimestamp(c)},
 				{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
 				{Key: "key", Value: plan.ShardKeyIndexKey(c)},
-				{Key: "unique", Value: false},
+				{Key: "unique", Value: c.Index(plan.ShardKeyIndexName(c)+"_unique") != nil}, // ensureUniqueShardKeyIndex
 				{Key: "noBalance", Value: true},
 			})
 		}
