@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -198,6 +199,35 @@ func TestRangedShardKey(t *testing.T) {
 		t.Fatal("an array shard key was inserted")
 	}
 	checkStatsAgainstScanSpec(t, c, spec, nil)
+
+	// raising throughput splits a ranged collection where its data is
+	runOK(t, admin, bson.D{{Key: "shardCollection", Value: "rk.t"}, {Key: "key", Value: bson.D{{Key: "day", Value: 1}}}})
+	tc := db.Collection("t")
+	var days []any
+	for i := range 1000 {
+		days = append(days, bson.D{{Key: "_id", Value: i}, {Key: "day", Value: bson.NewDateTimeFromTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i%100))}})
+	}
+	if _, err := tc.InsertMany(testCtx(t), days); err != nil {
+		t.Fatal(err)
+	}
+	runOK(t, db, bson.D{{Key: "customAction", Value: "UpdateCollection"}, {Key: "collection", Value: "t"}, {Key: "offerThroughput", Value: 40000}})
+	tps := checkStatsAgainstScanSpec(t, tc, shard.Spec{Path: "day", Ranged: true}, nil)
+	if tps.PartitionCount != 4 {
+		t.Fatalf("%d partitions at 40,000 RU/s", tps.PartitionCount)
+	}
+	for _, p := range tps.Partitions {
+		if p.DocumentCount < 150 {
+			t.Errorf("partition %s holds %d of 1000 documents: not split where the data is", p.ID, p.DocumentCount)
+		}
+	}
+	for _, ch := range configChunks(t, client, "rk.t")[1:] {
+		if ty := ch.Lookup("min", "day").Type; ty != bson.TypeDateTime {
+			t.Errorf("chunk bound %v is not a date", ch.Lookup("min"))
+		}
+	}
+	if ids := idsIn(t, tc, bson.D{}); len(ids) != 1000 {
+		t.Fatalf("%d documents after the split", len(ids))
+	}
 
 	// a unique ranged key: the key's values stay unique
 	runOK(t, admin, bson.D{{Key: "shardCollection", Value: "rk.u"}, {Key: "key", Value: bson.D{{Key: "email", Value: 1}}}, {Key: "unique", Value: true}})
