@@ -123,10 +123,10 @@ func runStats(ctx context.Context, o *statsOptions, out io.Writer) error {
 
 // collStats is one collection's GetPartitionStats document.
 type collStats struct {
-	Database    string `bson:"database" json:"database"`
-	Collection  string `bson:"collection" json:"collection"`
-	ShardKey    bson.D `bson:"shardKey" json:"shardKey"`
-	Provisioned int64  `bson:"provisionedThroughput" json:"provisionedThroughput,omitempty"`
+	Database    string     `bson:"database" json:"database"`
+	Collection  string     `bson:"collection" json:"collection"`
+	ShardKey    keyPattern `bson:"shardKey" json:"shardKey"`
+	Provisioned int64      `bson:"provisionedThroughput" json:"provisionedThroughput,omitempty"`
 	AutoScale   *struct {
 		MaxThroughput int64 `bson:"maxThroughput" json:"maxThroughput"`
 	} `bson:"autoScaleSettings" json:"autoScaleSettings,omitempty"`
@@ -540,7 +540,7 @@ func sizeString(n int64) string {
 
 // rangedKey reports whether a shard key places by value: its leading
 // field is 1, not "hashed".
-func rangedKey(key bson.D) bool {
+func rangedKey(key keyPattern) bool {
 	if len(key) == 0 {
 		return false
 	}
@@ -563,4 +563,65 @@ func boundString(b bson.Raw, at string) string {
 		return strconv.Quote(v.StringValue())
 	}
 	return v.String()
+}
+
+// keyPattern is a shard key's pattern, in its fields' order, which JSON
+// writes as an object ({"a": 1, "b": "hashed"}).
+type keyPattern bson.D
+
+// MarshalJSON writes the pattern as an object, fields in order.
+func (k keyPattern) MarshalJSON() ([]byte, error) {
+	if k == nil {
+		return []byte("null"), nil
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range k {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, err := json.Marshal(f.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, fields in order.
+func (k *keyPattern) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		*k = nil
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("shard key: want an object, got %v", tok)
+	}
+	out := keyPattern{}
+	for dec.More() {
+		name, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		out = append(out, bson.E{Key: fmt.Sprint(name), Value: v})
+	}
+	*k = out
+	return nil
 }
