@@ -229,6 +229,28 @@ func TestRangedShardKey(t *testing.T) {
 		t.Fatalf("%d documents after the split", len(ids))
 	}
 
+	// sharding a collection with documents by a ranged key places them by
+	// value, over as many partitions as its throughput needs, split where
+	// the data is
+	runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "old"}, {Key: "offerThroughput", Value: 10000}})
+	old := db.Collection("old")
+	var olds []any
+	for i := range 1000 {
+		olds = append(olds, bson.D{{Key: "_id", Value: i}, {Key: "name", Value: fmt.Sprintf("name%04d", 999-i)}})
+	}
+	if _, err := old.InsertMany(testCtx(t), olds); err != nil {
+		t.Fatal(err)
+	}
+	runOK(t, admin, bson.D{{Key: "shardCollection", Value: "rk.old"}, {Key: "key", Value: bson.D{{Key: "name", Value: 1}}}})
+	ops := checkStatsAgainstScanSpec(t, old, shard.Spec{Path: "name", Ranged: true}, nil)
+	if ops.PartitionCount != 2 || ops.Partitions[0].DocumentCount < 300 || ops.Partitions[1].DocumentCount < 300 {
+		t.Fatalf("sharded existing collection: %d partitions holding %d and %d documents", ops.PartitionCount, ops.Partitions[0].DocumentCount, ops.Partitions[len(ops.Partitions)-1].DocumentCount)
+	}
+	oc := configChunks(t, client, "rk.old")
+	if b := oc[1].Lookup("min", "name"); b.Type != bson.TypeString || !strings.HasPrefix(b.StringValue(), "name") {
+		t.Fatalf("chunk bound %v", b)
+	}
+
 	// a unique ranged key: the key's values stay unique
 	runOK(t, admin, bson.D{{Key: "shardCollection", Value: "rk.u"}, {Key: "key", Value: bson.D{{Key: "email", Value: 1}}}, {Key: "unique", Value: true}})
 	u := db.Collection("u")
