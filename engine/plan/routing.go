@@ -21,9 +21,13 @@ import (
 // Documents are keyed d/<coll><point><shard key><_id> (store/doc.go), so a
 // physical partition is one key range and each logical partition (one
 // shard-key value) a sub-range of it, in _id order. A filter that pins the
-// shard key (equality or $in on the whole key) reads just the ranges of
-// those logical partitions: this is the shard-key index, {<key>:
-// "hashed"} (shardkeyindex.go), read without any entries of its own.
+// shard key (equality or $in on every field of the key) reads just the
+// ranges of those logical partitions: this is the shard-key index
+// ({<key>: "hashed"}, {<a>: 1, <b>: 1}, ...: shardkeyindex.go), read
+// without any entries of its own. A filter that narrows the points of the
+// key's leading field (equality on it, or a range when it is ranged, whose
+// points keep the values' order) reads the runs of those points, in the
+// partitions that hold them.
 
 // Span is one physical partition as a read sees it: its
 // partitionKeyRangeId, the key range [Start, End) of its documents (End
