@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -122,10 +123,10 @@ func runStats(ctx context.Context, o *statsOptions, out io.Writer) error {
 
 // collStats is one collection's GetPartitionStats document.
 type collStats struct {
-	Database    string `bson:"database" json:"database"`
-	Collection  string `bson:"collection" json:"collection"`
-	ShardKey    bson.M `bson:"shardKey" json:"shardKey"`
-	Provisioned int64  `bson:"provisionedThroughput" json:"provisionedThroughput,omitempty"`
+	Database    string     `bson:"database" json:"database"`
+	Collection  string     `bson:"collection" json:"collection"`
+	ShardKey    keyPattern `bson:"shardKey" json:"shardKey"`
+	Provisioned int64      `bson:"provisionedThroughput" json:"provisionedThroughput,omitempty"`
 	AutoScale   *struct {
 		MaxThroughput int64 `bson:"maxThroughput" json:"maxThroughput"`
 	} `bson:"autoScaleSettings" json:"autoScaleSettings,omitempty"`
@@ -190,9 +191,13 @@ type statsLimits struct {
 }
 
 type partStat struct {
-	ID              string   `bson:"partitionKeyRangeId" json:"partitionKeyRangeId"`
-	MinInclusive    string   `bson:"minInclusive" json:"minInclusive"`
-	MaxExclusive    string   `bson:"maxExclusive" json:"maxExclusive"`
+	ID           string `bson:"partitionKeyRangeId" json:"partitionKeyRangeId"`
+	MinInclusive string `bson:"minInclusive" json:"minInclusive"`
+	MaxExclusive string `bson:"maxExclusive" json:"maxExclusive"`
+	// Min and Max are the bounds as key values (MongoDB's chunk bounds);
+	// a ranged key's are shown instead of points.
+	Min             bson.Raw `bson:"min" json:"-"`
+	Max             bson.Raw `bson:"max" json:"-"`
 	Parents         []string `bson:"parents" json:"parents"`
 	DocumentCount   int64    `bson:"documentCount" json:"documentCount"`
 	DataBytes       int64    `bson:"dataBytes" json:"dataBytes"`
@@ -381,8 +386,12 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			fmt.Fprintln(w)
 		}
 		key := "unsharded"
-		for k, v := range c.ShardKey {
-			key = fmt.Sprintf("shard key {%s: %v}", k, v)
+		if len(c.ShardKey) > 0 {
+			fields := make([]string, len(c.ShardKey))
+			for i, f := range c.ShardKey {
+				fields[i] = fmt.Sprintf("%s: %v", f.Key, f.Value)
+			}
+			key = "shard key {" + strings.Join(fields, ", ") + "}"
 		}
 		tp := "shared throughput"
 		switch {
@@ -437,6 +446,9 @@ func writeStatsTable(w io.Writer, colls []collStats) {
 			hi := p.MaxExclusive
 			if hi == "FF" {
 				hi = "end"
+			}
+			if rangedKey(c.ShardKey) {
+				lo, hi = boundString(p.Min, "start"), boundString(p.Max, "end")
 			}
 			node := ""
 			if clustered {
@@ -559,4 +571,92 @@ func sizeString(n int64) string {
 		f /= 1024
 	}
 	return ""
+}
+
+// rangedKey reports whether a shard key places by value: its leading
+// field is 1, not "hashed".
+func rangedKey(key keyPattern) bool {
+	if len(key) == 0 {
+		return false
+	}
+	_, hashed := key[0].Value.(string)
+	return !hashed
+}
+
+// boundString is a partition bound's leading value, or at (start, end)
+// for MinKey and MaxKey.
+func boundString(b bson.Raw, at string) string {
+	elems, err := b.Elements()
+	if err != nil || len(elems) == 0 {
+		return at
+	}
+	v := elems[0].Value()
+	switch v.Type {
+	case bson.TypeMinKey, bson.TypeMaxKey:
+		return at
+	case bson.TypeString:
+		return strconv.Quote(v.StringValue())
+	}
+	return v.String()
+}
+
+// keyPattern is a shard key's pattern, in its fields' order, which JSON
+// writes as an object ({"a": 1, "b": "hashed"}).
+type keyPattern bson.D
+
+// MarshalJSON writes the pattern as an object, fields in order.
+func (k keyPattern) MarshalJSON() ([]byte, error) {
+	if k == nil {
+		return []byte("null"), nil
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range k {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, err := json.Marshal(f.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, fields in order.
+func (k *keyPattern) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		*k = nil
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("shard key: want an object, got %v", tok)
+	}
+	out := keyPattern{}
+	for dec.More() {
+		name, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		out = append(out, bson.E{Key: fmt.Sprint(name), Value: v})
+	}
+	*k = out
+	return nil
 }

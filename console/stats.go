@@ -98,7 +98,14 @@ func (c *collectionStats) shardKeyPath() string {
 	if len(elems) == 0 {
 		return ""
 	}
-	return elems[0].Key()
+	if len(elems) == 1 {
+		return elems[0].Key()
+	}
+	paths := make([]string, len(elems)) // a compound key: its paths, in order
+	for i, el := range elems {
+		paths[i] = el.Key()
+	}
+	return strings.Join(paths, ", ")
 }
 
 // valueString renders a shard-key value for a label or a table: the

@@ -160,7 +160,7 @@ func (k candidateKey) point(kv bsoncore.Document) uint64 {
 // ceil(Tmax/10000)), and at least as many as dataBytes needs at the
 // physical-partition size limit, dividing the hash space evenly.
 func (e *Engine) layout(c *store.Collection, k candidateKey, t ru.Throughput, dataBytes int64) *shard.Map {
-	if path, ok := k.single(); ok && k.fields[0].hashed && c.Sharded() && c.ShardKey == path {
+	if path, ok := k.single(); ok && k.fields[0].hashed && c.Sharded() && c.Spec().Equal(shard.Spec{Path: path}) {
 		if cur, _ := e.effectiveThroughput(c); cur == t {
 			return c.Map()
 		}

@@ -199,8 +199,8 @@ func (e *Engine) cmdCollMod(_ context.Context, req *request) ([]byte, error) {
 		if ix.Building {
 			return nil, errorf(ErrInvalidOptions, "index %s is still being built: make it unique once the build is done", ix.Name)
 		}
-		if c.Sharded() && (len(ix.Fields) == 0 || ix.Fields[0].Path != c.ShardKey) {
-			return nil, errorf(ErrInvalidOptions, "cannot make index %s unique: on a sharded collection a unique index must start with the shard key %s", ix.Name, c.ShardKey)
+		if c.Sharded() && !uniqueKeeps(ix, c.Spec()) {
+			return nil, errorf(ErrInvalidOptions, "cannot make index %s unique: on a sharded collection a unique index must start with the shard key %s", ix.Name, c.Spec())
 		}
 		if ix.Wildcard {
 			return nil, errorf(ErrInvalidOptions, "cannot make wildcard index %s unique", ix.Name)

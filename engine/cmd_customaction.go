@@ -19,8 +19,9 @@ import (
 //	    (database-level throughput, shared by its collections that have
 //	    none of their own)
 //	CreateCollection, UpdateCollection, GetCollection
-//	    collection, shardKey ("a.b": a hashed key), offerThroughput,
-//	    autoScaleSettings, indexes
+//	    collection, shardKey ("a.b": a hashed key; ["/a", "/b", "/c"]: a
+//	    hierarchical key of up to three levels, the shard key {a:
+//	    "hashed", b: 1, c: 1}), offerThroughput, autoScaleSettings, indexes
 //	GetPartitionStats (Parsec's own; cmd_customaction_stats.go)
 //	    collection (optional: all of the database's, or every database's
 //	    on admin), top
@@ -76,6 +77,8 @@ type customActionArgs struct {
 	hasCollection bool
 	shardKey      string
 	hasShardKey   bool
+	hierarchical  bool          // shardKey was a list of paths
+	shardPaths    []string      // its paths
 	throughput    ru.Throughput // zero: none given
 	top           int
 }
@@ -94,7 +97,22 @@ func parseCustomAction(req *request) (*customActionArgs, error) {
 				err = validateCollName(req.db, a.collection)
 			}
 		case "shardKey":
-			if a.shardKey, err = stringArg(req.name, k, v); err == nil {
+			// A path, or Cosmos DB's hierarchical partition key: a list of
+			// up to three paths.
+			if arr, ok := v.ArrayOK(); ok {
+				vals, _ := arr.Values()
+				for _, x := range vals {
+					p, ok := x.StringValueOK()
+					if !ok {
+						err = wrongType(req.name, "shardKey", x, "string")
+						break
+					}
+					a.shardPaths = append(a.shardPaths, p)
+				}
+				if err == nil {
+					a.hasShardKey, a.hierarchical = true, true
+				}
+			} else if a.shardKey, err = stringArg(req.name, k, v); err == nil {
 				a.hasShardKey = true
 			}
 		case "offerThroughput":
@@ -275,10 +293,13 @@ func (e *Engine) createCollection(db string, a *customActionArgs) ([]byte, error
 	nc := store.NewCollection{Throughput: t, Partitions: 1}
 	if a.hasShardKey {
 		spec, err := shard.ParsePath(a.shardKey)
+		if a.hierarchical {
+			spec, err = shard.ParsePaths(a.shardPaths)
+		}
 		if err != nil {
 			return nil, shardKeyError(err)
 		}
-		nc.ShardKey = spec.Path
+		nc.Spec = spec
 		if !t.IsZero() {
 			nc.Partitions = e.initialPartitions(throughputOf(t))
 		}
@@ -350,7 +371,7 @@ func (e *Engine) getCollection(db string, a *customActionArgs) ([]byte, error) {
 	}
 	fields := []bson.E{{Key: "database", Value: db}, {Key: "collection", Value: c.Name}}
 	if c.Sharded() {
-		fields = append(fields, bson.E{Key: "shardKeyDefinition", Value: bson.D{{Key: c.ShardKey, Value: "hashed"}}})
+		fields = append(fields, bson.E{Key: "shardKeyDefinition", Value: bson.Raw(c.Spec().Doc())})
 	}
 	t, shared := e.effectiveThroughput(c)
 	if !shared {

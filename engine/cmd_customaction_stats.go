@@ -111,7 +111,7 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 	t, shared := e.effectiveThroughput(c)
 	d := bson.D{{Key: "database", Value: c.DB}, {Key: "collection", Value: c.Name}}
 	if c.Sharded() {
-		d = append(d, bson.E{Key: "shardKey", Value: bson.D{{Key: c.ShardKey, Value: "hashed"}}})
+		d = append(d, bson.E{Key: "shardKey", Value: bson.Raw(c.Spec().Doc())})
 	} else {
 		d = append(d, bson.E{Key: "shardKey", Value: nil})
 	}
@@ -151,11 +151,21 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 		}
 		minHashed, maxHashed := any(bson.MinKey{}), any(bson.MaxKey{})
 		minIncl, maxExcl := "", "FF"
+		spec := c.Spec()
+		minKey, maxKey := spec.BoundDoc(p.Min, false), spec.BoundDoc(0, true)
 		if p.Min != 0 {
 			minHashed, minIncl = shard.HashOf(p.Min), fmt.Sprintf("%016X", p.Min)
 		}
 		if next, ok := p.End(); ok {
 			maxHashed, maxExcl = shard.HashOf(next), fmt.Sprintf("%016X", next)
+			maxKey = spec.BoundDoc(next, false)
+		}
+		bounds := []bson.E{{Key: "minHashedKey", Value: minHashed}, {Key: "maxHashedKey", Value: maxHashed}}
+		if spec.Ranged { // placed by value: no hash bounds
+			bounds = nil
+		}
+		if c.Sharded() {
+			bounds = append(bounds, bson.E{Key: "min", Value: minKey}, bson.E{Key: "max", Value: maxKey})
 		}
 		largest := bson.A{}
 		for _, lp := range ps.Largest {
@@ -168,7 +178,9 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 				if ok {
 					entry = append(entry, bson.E{Key: "shardKey", Value: rawValue(v)})
 				}
-				entry = append(entry, bson.E{Key: "hashedKey", Value: shard.HashOf(lp.Point)})
+				if !spec.Ranged {
+					entry = append(entry, bson.E{Key: "hashedKey", Value: shard.HashOf(lp.Point)})
+				}
 			}
 			entry = append(entry,
 				bson.E{Key: "documentCount", Value: number(lp.Counts.Docs)},
@@ -177,12 +189,12 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 			)
 			largest = append(largest, entry)
 		}
-		parts = append(parts, append(bson.D{
+		entry := append(bson.D{
 			{Key: "partitionKeyRangeId", Value: p.IDString()},
 			{Key: "minInclusive", Value: minIncl},
 			{Key: "maxExclusive", Value: maxExcl},
-			{Key: "minHashedKey", Value: minHashed},
-			{Key: "maxHashedKey", Value: maxHashed},
+		}, bounds...)
+		entry = append(entry, bson.D{
 			{Key: "parents", Value: idStrings(p.Parents)},
 			{Key: "documentCount", Value: number(ps.Counts.Docs)},
 			{Key: "dataBytes", Value: number(ps.Counts.Bytes)},
@@ -191,7 +203,8 @@ func (e *Engine) collectionPartitionStats(c *store.Collection, top int) (bson.D,
 			{Key: "logicalPartitionCount", Value: number(ps.LogicalPartitions)},
 			{Key: "throughputShare", Value: share},
 			{Key: "largestLogicalPartitions", Value: largest},
-		}, ruFields...))
+		}...)
+		parts = append(parts, append(entry, ruFields...))
 	}
 	lim := e.store.Limits()
 	d = append(d,

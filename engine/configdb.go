@@ -88,7 +88,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 				{Key: "timestamp", Value: collTimestamp(c)},
 				{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
 				{Key: "key", Value: plan.ShardKeyIndexKey(c)},
-				{Key: "unique", Value: false},
+				{Key: "unique", Value: c.Index(plan.ShardKeyIndexName(c)+"_unique") != nil}, // ensureUniqueShardKeyIndex
 				{Key: "noBalance", Value: true},
 			})
 		}
@@ -97,20 +97,18 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 			ts := collTimestamp(c)
 			counts := e.chunkCounts(c)
 			for i, p := range c.Map().Partitions() {
-				var lo, hi any = bson.MinKey{}, bson.MaxKey{}
-				if p.Min != 0 {
-					lo = shard.HashOf(p.Min)
-				}
+				spec := c.Spec()
+				lo, hi := spec.BoundDoc(p.Min, false), spec.BoundDoc(0, true)
 				if next, ok := p.End(); ok {
-					hi = shard.HashOf(next)
+					hi = spec.BoundDoc(next, false)
 				}
 				version := bson.Timestamp{T: uint32(c.MapVersion) + 1, I: uint32(i)}
 				chunk := bson.D{
 					{Key: "_id", Value: chunkOID(c, p.ID)},
 					{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
 					{Key: "ns", Value: c.Namespace()},
-					{Key: "min", Value: bson.D{{Key: c.ShardKey, Value: lo}}},
-					{Key: "max", Value: bson.D{{Key: c.ShardKey, Value: hi}}},
+					{Key: "min", Value: lo},
+					{Key: "max", Value: hi},
 					{Key: "shard", Value: explainShardName},
 					{Key: "lastmod", Value: version},
 					{Key: "onCurrentShardSince", Value: ts},

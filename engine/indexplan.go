@@ -162,28 +162,52 @@ func indexStages(p *readPlan, filter bsoncore.Document, st planStats, withStats 
 // read of many values.
 const maxExplainedBounds = 1000
 
-// shardKeyBounds are explain's intervals of a read of the logical
-// partitions filter pins: MongoDB's hashed-index bounds, one [h, h] per
-// value, by hash.
-func shardKeyBounds(c *store.Collection, filter bsoncore.Document) bson.A {
-	vals, ok := c.Spec().Values(filter)
-	if !ok {
-		return bson.A{"[MinKey, MaxKey]"}
-	}
-	hashes := make([]int64, 0, len(vals))
-	for _, v := range vals {
-		hashes = append(hashes, shard.Hash(v))
-	}
-	slices.Sort(hashes)
-	hashes = slices.Compact(hashes)
-	out := bson.A{}
-	for i, h := range hashes {
-		if i == maxExplainedBounds {
-			out = append(out, "... "+strconv.Itoa(len(hashes)-i)+" more")
-			break
+// shardKeyBounds are explain's intervals, per field of the shard key, of
+// a read of the logical partitions filter pins: MongoDB's index bounds,
+// one [v, v] per distinct value of the field, by hash for a hashed field.
+func shardKeyBounds(c *store.Collection, filter bsoncore.Document) bson.D {
+	spec := c.Spec()
+	fields := spec.Fields()
+	out := make(bson.D, 0, len(fields))
+	vals, ok := spec.Values(filter)
+	for i, f := range fields {
+		if !ok {
+			out = append(out, bson.E{Key: f.Path, Value: bson.A{"[MinKey, MaxKey]"}})
+			continue
 		}
-		s := strconv.FormatInt(h, 10)
-		out = append(out, "["+s+", "+s+"]")
+		var bounds []string
+		var hashes []int64
+		seen := map[string]bool{}
+		for _, v := range vals {
+			if spec.Compound() {
+				v = v.Document().Index(uint(i)).Value()
+			}
+			if f.Hashed {
+				hashes = append(hashes, shard.Hash(v))
+				continue
+			}
+			if r := value.Render(v); !seen[r] {
+				seen[r] = true
+				bounds = append(bounds, "["+r+", "+r+"]")
+			}
+		}
+		if f.Hashed {
+			slices.Sort(hashes)
+			hashes = slices.Compact(hashes)
+			for _, h := range hashes {
+				s := strconv.FormatInt(h, 10)
+				bounds = append(bounds, "["+s+", "+s+"]")
+			}
+		}
+		list := bson.A{}
+		for j, b := range bounds {
+			if j == maxExplainedBounds {
+				list = append(list, "... "+strconv.Itoa(len(bounds)-j)+" more")
+				break
+			}
+			list = append(list, b)
+		}
+		out = append(out, bson.E{Key: f.Path, Value: list})
 	}
 	return out
 }
@@ -202,7 +226,7 @@ func shardKeyStages(c *store.Collection, filter bsoncore.Document, st planStats,
 		{Key: "isPartial", Value: false},
 		{Key: "indexVersion", Value: int32(2)},
 		{Key: "direction", Value: "forward"},
-		{Key: "indexBounds", Value: bson.D{{Key: c.ShardKey, Value: shardKeyBounds(c, filter)}}},
+		{Key: "indexBounds", Value: shardKeyBounds(c, filter)},
 	}, st.KeysExamined, bson.E{Key: "keysExamined", Value: st.KeysExamined})
 	fetch := bson.D{{Key: "stage", Value: "FETCH"}}
 	if len(filter) > 5 {

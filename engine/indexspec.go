@@ -193,8 +193,12 @@ func parseIndexSpec(raw bsoncore.Document, c *store.Collection) (indexSpec, erro
 		return is, errorf(ErrBadValue, "can't hide _id index")
 	}
 	if c != nil && c.Sharded() && is.ix.Unique && !isID {
-		if keyElems[0].Key() != c.ShardKey {
-			return is, errorf(ErrCannotCreateIndex, "cannot create unique index over %s with shard key pattern { %s: \"hashed\" }", shellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}), c.ShardKey)
+		paths := make([]string, len(keyElems))
+		for i, el := range keyElems {
+			paths[i] = el.Key()
+		}
+		if !keyPrefixCovers(paths, c.Spec()) {
+			return is, errorf(ErrCannotCreateIndex, "cannot create unique index over %s with shard key pattern %s", shellString(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: key}), c.Spec())
 		}
 	}
 	if !collationGiven {

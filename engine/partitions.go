@@ -88,8 +88,6 @@ func shardKeyError(err error) error {
 	switch {
 	case errors.Is(err, shard.ErrMissing):
 		return errorf(ErrShardKeyNotFound, "%s", ke.Error())
-	case errors.Is(err, shard.ErrRangeKey), errors.Is(err, shard.ErrCompoundKey):
-		return errorf(ErrCommandNotSupported, "%s", ke.Error())
 	}
 	return errorf(ErrBadValue, "%s", ke.Error())
 }
@@ -113,21 +111,27 @@ func checkShardKeyKept(c *store.Collection, before, after bsoncore.Document) err
 	if !c.Sharded() {
 		return nil
 	}
-	spec := c.Spec()
-	old, err := spec.Extract(before)
-	if err != nil {
-		return nil // stored before it had a valid key: cannot happen
-	}
-	now, err := spec.Extract(after)
-	if err != nil {
-		if errors.Is(err, shard.ErrMissing) {
-			return errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been removed.", spec.Path)
+	// Each field of the key is immutable: MongoDB names the first one
+	// that changed.
+	for _, f := range c.Spec().Fields() {
+		one := shard.Spec{Path: f.Path, Ranged: true}
+		old, err := one.Extract(before)
+		if err != nil {
+			continue // stored before it had a valid key: cannot happen
 		}
-		return errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been altered: %v", spec.Path, err)
-	}
-	if shard.Point(old) != shard.Point(now) || !bytes.Equal(value.EncodeKey(nil, old), value.EncodeKey(nil, now)) {
-		return errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been altered to %s: %s",
-			spec.Path, spec.Path, shellString(now))
+		now, err := one.Extract(after)
+		if err != nil {
+			if errors.Is(err, shard.ErrMissing) {
+				return errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been removed.", f.Path)
+			}
+			return errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been altered: %v", f.Path, err)
+		}
+		// Equal values of other types (1 and 1.0) keep the key, unless the
+		// field is hashed and they hash apart (1.5 and decimal 1.5).
+		if !bytes.Equal(value.EncodeKey(nil, old), value.EncodeKey(nil, now)) || (f.Hashed && shard.Point(old) != shard.Point(now)) {
+			return errorf(ErrImmutableField, "After applying the update, the (immutable) field '%s' was found to have been altered to %s: %s",
+				f.Path, f.Path, shellString(now))
+		}
 	}
 	return nil
 }

@@ -121,6 +121,13 @@ func checkStatsAgainstScan(t testing.TB, coll *mongo.Collection, path string) pa
 // and _id.
 func checkStatsAgainstScanWith(t testing.TB, coll *mongo.Collection, path string, entryBytes func(doc bson.Raw, sk, id []byte) int64) partStats {
 	t.Helper()
+	return checkStatsAgainstScanSpec(t, coll, shard.Spec{Path: path}, entryBytes)
+}
+
+// checkStatsAgainstScanSpec is checkStatsAgainstScanWith for a collection
+// sharded by spec.
+func checkStatsAgainstScanSpec(t testing.TB, coll *mongo.Collection, spec shard.Spec, entryBytes func(doc bson.Raw, sk, id []byte) int64) partStats {
+	t.Helper()
 	ps := getPartitionStats(t, coll.Database(), coll.Name())
 	checkTiling(t, ps)
 	cur, err := coll.Find(testCtx(t), bson.D{})
@@ -137,13 +144,12 @@ func checkStatsAgainstScanWith(t testing.TB, coll *mongo.Collection, path string
 	for i := range keys {
 		keys[i] = map[string]bool{}
 	}
-	spec := shard.Spec{Path: path}
 	for _, d := range docs {
 		sk, err := spec.Extract(bsoncore.Document(d))
 		if err != nil {
 			t.Fatalf("document %v: %v", d, err)
 		}
-		point := shard.Point(sk)
+		point := spec.Point(sk)
 		i := slices.IndexFunc(ps.Partitions, func(p partitionDoc) bool { lo, hi := p.bounds(t); return lo <= point && point <= hi })
 		skEnc := value.EncodeKey(nil, sk)
 		idEnc := value.EncodeKey(nil, bsoncore.Document(d).Lookup("_id"))
@@ -195,11 +201,11 @@ func TestShardingCommands(t *testing.T) {
 		// again with the same key: fine; with another: refused
 		runOK(t, admin, bson.D{{Key: "shardCollection", Value: db + ".people"}, {Key: "key", Value: bson.D{{Key: "region", Value: "hashed"}}}})
 		runFail(t, admin, bson.D{{Key: "shardCollection", Value: db + ".people"}, {Key: "key", Value: bson.D{{Key: "city", Value: "hashed"}}}}, 23, "AlreadyInitialized")
-		ce := runFail(t, admin, bson.D{{Key: "shardCollection", Value: db + ".ranged"}, {Key: "key", Value: bson.D{{Key: "region", Value: 1}}}}, 115, "CommandNotSupported")
-		if !strings.Contains(ce.Message, "range shard keys are not supported") {
-			t.Errorf("range key message: %s", ce.Message)
+		ce := runFail(t, admin, bson.D{{Key: "shardCollection", Value: db + ".ranged"}, {Key: "key", Value: bson.D{{Key: "region", Value: -1}}}}, 2, "BadValue")
+		if !strings.Contains(ce.Message, "numerical fields set to a value of 1") {
+			t.Errorf("descending key message: %s", ce.Message)
 		}
-		runFail(t, admin, bson.D{{Key: "shardCollection", Value: db + ".c"}, {Key: "key", Value: bson.D{{Key: "a", Value: "hashed"}, {Key: "b", Value: "hashed"}}}}, 115, "CommandNotSupported")
+		runFail(t, admin, bson.D{{Key: "shardCollection", Value: db + ".c"}, {Key: "key", Value: bson.D{{Key: "a", Value: "hashed"}, {Key: "b", Value: "hashed"}}}}, 2, "BadValue")
 		runFail(t, admin, bson.D{{Key: "shardCollection", Value: db + ".u"}, {Key: "key", Value: bson.D{{Key: "a", Value: "hashed"}}}, {Key: "unique", Value: true}}, 72, "InvalidOptions")
 		runFail(t, admin, bson.D{{Key: "shardCollection", Value: "nodot"}, {Key: "key", Value: bson.D{{Key: "a", Value: "hashed"}}}}, 73, "InvalidNamespace")
 		runFail(t, client.Database(db), bson.D{{Key: "shardCollection", Value: db + ".x"}, {Key: "key", Value: bson.D{{Key: "a", Value: "hashed"}}}}, 13, "Unauthorized")

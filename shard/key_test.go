@@ -10,26 +10,48 @@ import (
 func TestParseSpec(t *testing.T) {
 	for _, c := range []struct {
 		key  bson.D
-		path string
+		want Spec
 		err  error
 	}{
-		{bson.D{{Key: "region", Value: "hashed"}}, "region", nil},
-		{bson.D{{Key: "a.b.c", Value: "hashed"}}, "a.b.c", nil},
-		{bson.D{{Key: "_id", Value: "hashed"}}, "_id", nil},
-		{bson.D{{Key: "region", Value: 1}}, "", ErrRangeKey},
-		{bson.D{{Key: "region", Value: -1.0}}, "", ErrRangeKey},
-		{bson.D{{Key: "region", Value: "hashed"}, {Key: "b", Value: 1}}, "", ErrCompoundKey},
-		{bson.D{}, "", ErrBadSpec},
-		{bson.D{{Key: "region", Value: "text"}}, "", ErrBadSpec},
-		{bson.D{{Key: "region", Value: true}}, "", ErrBadSpec},
-		{bson.D{{Key: "a..b", Value: "hashed"}}, "", ErrBadSpec},
-		{bson.D{{Key: "$a", Value: "hashed"}}, "", ErrBadSpec},
+		{bson.D{{Key: "region", Value: "hashed"}}, Spec{Path: "region"}, nil},
+		{bson.D{{Key: "a.b.c", Value: "hashed"}}, Spec{Path: "a.b.c"}, nil},
+		{bson.D{{Key: "_id", Value: "hashed"}}, Spec{Path: "_id"}, nil},
+		{bson.D{{Key: "region", Value: 1}}, Spec{Path: "region", Ranged: true}, nil},
+		{bson.D{{Key: "region", Value: 1.0}}, Spec{Path: "region", Ranged: true}, nil},
+		{bson.D{{Key: "region", Value: int64(1)}}, Spec{Path: "region", Ranged: true}, nil},
+		{bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}, Spec{Path: "a", Ranged: true, Rest: []Field{{Path: "b"}}}, nil},
+		{bson.D{{Key: "a", Value: "hashed"}, {Key: "b", Value: 1}}, Spec{Path: "a", Rest: []Field{{Path: "b"}}}, nil},
+		{bson.D{{Key: "a", Value: 1}, {Key: "b", Value: "hashed"}, {Key: "c", Value: 1}}, Spec{Path: "a", Ranged: true, Rest: []Field{{Path: "b", Hashed: true}, {Path: "c"}}}, nil},
+		{bson.D{{Key: "region", Value: -1.0}}, Spec{}, ErrRangeKey},
+		{bson.D{{Key: "region", Value: 2}}, Spec{}, ErrRangeKey},
+		{bson.D{{Key: "a", Value: "hashed"}, {Key: "b", Value: "hashed"}}, Spec{}, ErrCompoundKey},
+		{bson.D{{Key: "a", Value: 1}, {Key: "a.b", Value: 1}}, Spec{}, ErrDuplicateField},
+		{bson.D{}, Spec{}, ErrBadSpec},
+		{bson.D{{Key: "region", Value: "text"}}, Spec{}, ErrBadSpec},
+		{bson.D{{Key: "region", Value: true}}, Spec{}, ErrBadSpec},
+		{bson.D{{Key: "a..b", Value: "hashed"}}, Spec{}, ErrBadSpec},
+		{bson.D{{Key: "$a", Value: "hashed"}}, Spec{}, ErrBadSpec},
 	} {
 		raw, _ := bson.Marshal(c.key)
 		spec, err := ParseSpec(raw)
-		if !errors.Is(err, c.err) || (err == nil && spec.Path != c.path) {
-			t.Errorf("ParseSpec(%v) = %+v, %v; want %q, %v", c.key, spec, err, c.path, c.err)
+		if !errors.Is(err, c.err) || (err == nil && !spec.Equal(c.want)) {
+			t.Errorf("ParseSpec(%v) = %#v, %v; want %#v, %v", c.key, spec, err, c.want, c.err)
 		}
+		if err == nil && string(spec.Doc()) != string(mustMarshal(t, normalKey(c.key))) {
+			t.Errorf("ParseSpec(%v).Doc() = %v", c.key, bson.Raw(spec.Doc()))
+		}
+	}
+	raw, _ := bson.Marshal(bson.D{{Key: "a", Value: "hashed"}, {Key: "b", Value: "hashed"}})
+	_, err := ParseSpec(raw)
+	if want := `Shard key { a: "hashed", b: "hashed" } can contain at most one 'hashed' field, and/or multiple numerical fields set to a value of 1. Failed to parse field b`; err == nil || err.Error() != want {
+		t.Errorf("two hashed fields: %v, want %s", err, want)
+	}
+	if s, err := ParsePaths([]string{"/tenant", "/user/id", "session"}); err != nil ||
+		!s.Equal(Spec{Path: "tenant", Rest: []Field{{Path: "user.id"}, {Path: "session"}}}) {
+		t.Errorf("ParsePaths = %#v, %v", s, err)
+	}
+	if _, err := ParsePaths([]string{"a", "b", "c", "d"}); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("four levels: %v", err)
 	}
 	if _, err := ParsePath(""); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("ParsePath(\"\"): %v", err)
@@ -37,6 +59,19 @@ func TestParseSpec(t *testing.T) {
 	if s, _ := ParsePath("a.b"); string(s.Doc()) != string(mustMarshal(t, bson.D{{Key: "a.b", Value: "hashed"}})) {
 		t.Errorf("Doc() = %v", bson.Raw(s.Doc()))
 	}
+}
+
+// normalKey is a key pattern as Doc writes it: 1 as an int32.
+func normalKey(d bson.D) bson.D {
+	out := bson.D{}
+	for _, e := range d {
+		if _, ok := e.Value.(string); ok {
+			out = append(out, e)
+		} else {
+			out = append(out, bson.E{Key: e.Key, Value: int32(1)})
+		}
+	}
+	return out
 }
 
 func mustMarshal(t *testing.T, d bson.D) []byte {

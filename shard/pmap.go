@@ -237,6 +237,33 @@ func (m *Map) SplitTo(n int) *Map {
 // when there are fewer than two points: one logical partition (or several
 // that share a hash) cannot be split.
 func SplitPoint(points []uint64, bytes []int64) (b uint64, ok bool) {
+	j, ok := splitIndex(points, bytes)
+	if !ok {
+		return 0, false
+	}
+	lo, hi := points[j-1], points[j]
+	return lo + (hi-lo)/2 + 1, true
+}
+
+// SplitPoint is where a partition of this key splits by size (see the
+// package SplitPoint): for a hashed leading field midway between the two
+// points that best halve the bytes; for a ranged one at the right point
+// itself, so that the boundary is the start of a value the data holds
+// (its chunk bound reads as that value) and the split falls between two
+// shard-key values, as MongoDB's ranged chunks split.
+func (s Spec) SplitPoint(points []uint64, bytes []int64) (uint64, bool) {
+	if !s.Ranged {
+		return SplitPoint(points, bytes)
+	}
+	j, ok := splitIndex(points, bytes)
+	if !ok {
+		return 0, false
+	}
+	return points[j], true
+}
+
+// splitIndex is the j for which points[:j] best halve the bytes.
+func splitIndex(points []uint64, bytes []int64) (int, bool) {
 	if len(points) < 2 || len(points) != len(bytes) {
 		return 0, false
 	}
@@ -256,8 +283,45 @@ func SplitPoint(points []uint64, bytes []int64) (b uint64, ok bool) {
 			bestJ, bestDiff = j, diff
 		}
 	}
-	lo, hi := points[bestJ-1], points[bestJ]
-	return lo + (hi-lo)/2 + 1, true
+	return bestJ, true
+}
+
+// SplitToData is SplitTo for a key placed by value (ranged): rather than
+// halving ranges of the space, most of which a ranged key leaves empty, it
+// splits the partition holding the most bytes where its data is best
+// halved (s.SplitPoint), given the points that hold data, ascending, and
+// the bytes at each; once no partition holds data at two points, the
+// widest are halved as SplitTo does.
+func (m *Map) SplitToData(s Spec, n int, points []uint64, bytes []int64) *Map {
+	out := m
+	for out.Len() < n {
+		best, bestBytes := -1, int64(-1)
+		var bestAt uint64
+		for i, p := range out.parts {
+			lo := sort.Search(len(points), func(k int) bool { return points[k] >= p.Min })
+			hi := sort.Search(len(points), func(k int) bool { return points[k] > p.Max })
+			at, ok := s.SplitPoint(points[lo:hi], bytes[lo:hi])
+			if !ok {
+				continue
+			}
+			var sum int64
+			for _, b := range bytes[lo:hi] {
+				sum += b
+			}
+			if sum > bestBytes {
+				best, bestBytes, bestAt = i, sum, at
+			}
+		}
+		if best < 0 {
+			return out.SplitTo(n)
+		}
+		next, err := out.Split(out.parts[best].ID, bestAt)
+		if err != nil {
+			return out.SplitTo(n)
+		}
+		out = next
+	}
+	return out
 }
 
 // InitialPartitions is the number of physical partitions a collection is

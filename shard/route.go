@@ -12,11 +12,11 @@ import (
 )
 
 // Values returns the shard-key values a filter pins the key to, when it
-// does: a document matches the filter only if its shard-key value equals
-// one of them. ok is false when the filter may match any value, and the
-// read must go to every partition.
+// does: a document matches the filter only if its shard-key value (as
+// Extract gives it) equals one of them. ok is false when the filter may
+// match any value, and the read must go to every partition.
 //
-// What pins the key (the filter's top level is an implicit $and):
+// What pins a field (the filter's top level is an implicit $and):
 //
 //	{k: v}                 v, unless v is a regular expression (which
 //	                       matches by pattern)
@@ -24,25 +24,65 @@ import (
 //	{k: {$in: [v, ...]}}   the listed values, unless one is a regular
 //	                       expression
 //	{$and: [f, ...]}       what any of the f pins (the intersection of all)
-//	{$or: [f, ...]}        the union, when every f pins the key
+//	{$or: [f, ...]}        the union, when every f pins the field
 //
-// Every other condition is ignored: a conjunct can only narrow a match, so
-// ignoring it keeps the answer a superset. A value whose equal values may
-// hash differently (a number that is not an exact integer in int64's
-// range, or a document or array holding one) pins nothing, because
-// MongoDB's hash truncates doubles but rounds decimals. null also pins
-// undefined, which compares equal to it.
+// A compound key is pinned when every field is, to every combination of
+// its fields' values (at most maxCombinations). Every other condition is
+// ignored: a conjunct can only narrow a match, so ignoring it keeps the
+// answer a superset. For a hashed leading field, which places documents
+// by hash, a value whose equal values may hash differently (a number that
+// is not an exact integer in int64's range, or a document or array
+// holding one) pins nothing, because MongoDB's hash truncates doubles but
+// rounds decimals; and null also pins undefined, which compares equal to
+// it but hashes apart. Other fields are placed by their key encoding,
+// which equal values share.
 //
-// The values alias filter.
+// The values of a single-field key alias filter.
 func (s Spec) Values(filter bsoncore.Document) ([]bsoncore.Value, bool) {
-	set, ok := s.constrain(filter, 0)
+	set, ok := constrain(filter, s.Path, !s.Ranged, 0)
 	if !ok {
 		return nil, false
 	}
-	return set.vals, true
+	if len(s.Rest) == 0 {
+		return set.vals, true
+	}
+	per := [][]bsoncore.Value{set.vals}
+	n := len(set.vals)
+	for _, f := range s.Rest {
+		fs, ok := constrain(filter, f.Path, false, 0)
+		if !ok {
+			return nil, false
+		}
+		if n *= len(fs.vals); n > maxCombinations {
+			return nil, false
+		}
+		per = append(per, fs.vals)
+	}
+	out := make([]bsoncore.Value, 0, n)
+	combo := make([]bsoncore.Value, len(per))
+	var walk func(i int)
+	walk = func(i int) {
+		if i == len(per) {
+			out = append(out, s.Compose(combo))
+			return
+		}
+		for _, v := range per[i] {
+			combo[i] = v
+			walk(i + 1)
+		}
+	}
+	if n > 0 {
+		walk(0)
+	}
+	return out, true
 }
 
-// Points is Values mapped to the hash space, ascending and distinct.
+// maxCombinations bounds the values a compound key's pinned fields
+// combine to; past it the filter pins nothing (it is still routed by its
+// leading field, PointRanges).
+const maxCombinations = 1000
+
+// Points is Values mapped to the point space, ascending and distinct.
 func (s Spec) Points(filter bsoncore.Document) ([]uint64, bool) {
 	vals, ok := s.Values(filter)
 	if !ok {
@@ -50,7 +90,7 @@ func (s Spec) Points(filter bsoncore.Document) ([]uint64, bool) {
 	}
 	points := make([]uint64, 0, len(vals))
 	for _, v := range vals {
-		points = append(points, Point(v))
+		points = append(points, s.Point(v))
 	}
 	slices.Sort(points)
 	return slices.Compact(points), true
@@ -133,8 +173,9 @@ func intersect(a, b valueSet) valueSet {
 	return out
 }
 
-// constrain returns the set a filter pins the key to, if it does.
-func (s Spec) constrain(filter bsoncore.Document, depth int) (valueSet, bool) {
+// constrain returns the set a filter pins the field at path to, if it
+// does; hashed: the field places by hash (equalTo).
+func constrain(filter bsoncore.Document, path string, hashed bool, depth int) (valueSet, bool) {
 	if depth > maxDepth {
 		return valueSet{}, false
 	}
@@ -153,13 +194,13 @@ func (s Spec) constrain(filter bsoncore.Document, depth int) (valueSet, bool) {
 	}
 	for _, el := range elems {
 		switch el.Key() {
-		case s.Path:
-			if set, ok := fieldConstraint(el.Value()); ok {
+		case path:
+			if set, ok := fieldConstraint(el.Value(), hashed); ok {
 				and(set)
 			}
 		case "$and":
 			for _, sub := range subFilters(el.Value()) {
-				if set, ok := s.constrain(sub, depth+1); ok {
+				if set, ok := constrain(sub, path, hashed, depth+1); ok {
 					and(set)
 				}
 			}
@@ -171,7 +212,7 @@ func (s Spec) constrain(filter bsoncore.Document, depth int) (valueSet, bool) {
 			var union valueSet
 			all := true
 			for _, sub := range subs {
-				set, ok := s.constrain(sub, depth+1)
+				set, ok := constrain(sub, path, hashed, depth+1)
 				if !ok {
 					all = false
 					break
@@ -209,7 +250,7 @@ func subFilters(v bsoncore.Value) []bsoncore.Document {
 }
 
 // fieldConstraint is what {k: v} pins k to.
-func fieldConstraint(v bsoncore.Value) (valueSet, bool) {
+func fieldConstraint(v bsoncore.Value, hashed bool) (valueSet, bool) {
 	var set valueSet
 	switch v.Type {
 	case bsoncore.TypeRegex:
@@ -218,14 +259,14 @@ func fieldConstraint(v bsoncore.Value) (valueSet, bool) {
 		doc := v.Document()
 		first, err := doc.IndexErr(0)
 		if err == nil && len(first.Key()) > 0 && first.Key()[0] == '$' {
-			return operatorConstraint(doc)
+			return operatorConstraint(doc, hashed)
 		}
 	}
-	return equalTo(v)
+	return equalTo(v, hashed)
 }
 
 // operatorConstraint is what {k: {$op: ..., ...}} pins k to.
-func operatorConstraint(ops bsoncore.Document) (valueSet, bool) {
+func operatorConstraint(ops bsoncore.Document, hashed bool) (valueSet, bool) {
 	elems, _ := ops.Elements()
 	var cur valueSet
 	have := false
@@ -234,9 +275,9 @@ func operatorConstraint(ops bsoncore.Document) (valueSet, bool) {
 		var ok bool
 		switch el.Key() {
 		case "$eq":
-			set, ok = equalTo(el.Value())
+			set, ok = equalTo(el.Value(), hashed)
 		case "$in":
-			set, ok = inConstraint(el.Value())
+			set, ok = inConstraint(el.Value(), hashed)
 		default:
 			continue
 		}
@@ -252,7 +293,7 @@ func operatorConstraint(ops bsoncore.Document) (valueSet, bool) {
 	return cur, have
 }
 
-func inConstraint(v bsoncore.Value) (valueSet, bool) {
+func inConstraint(v bsoncore.Value, hashed bool) (valueSet, bool) {
 	var set valueSet
 	arr, ok := v.ArrayOK()
 	if !ok {
@@ -268,11 +309,14 @@ func inConstraint(v bsoncore.Value) (valueSet, bool) {
 		set.seen = make(map[string]struct{}, len(vals))
 	}
 	for _, x := range vals {
-		if x.Type == bsoncore.TypeRegex || !hashStable(x, 0) {
+		if x.Type == bsoncore.TypeRegex || (hashed && !hashStable(x, 0)) {
 			return valueSet{}, false
 		}
+		if !hashed && x.Type == bsoncore.TypeUndefined {
+			x = bsoncore.Value{Type: bsoncore.TypeNull}
+		}
 		set.add(x) // as equalTo(x) would
-		if x.Type == bsoncore.TypeNull {
+		if hashed && x.Type == bsoncore.TypeNull {
 			set.add(undefinedValue)
 		}
 	}
@@ -285,14 +329,19 @@ var ten = big.NewInt(10)
 var undefinedValue = bsoncore.Value{Type: bsoncore.TypeUndefined}
 
 // equalTo is the set of values equal to v that a stored shard key can
-// hold, or false when equal values may hash apart.
-func equalTo(v bsoncore.Value) (valueSet, bool) {
+// hold, or false when equal values may hash apart (hashed: the field
+// places by hash). A field placed by its key encoding keeps undefined at
+// null's key, so null alone pins both.
+func equalTo(v bsoncore.Value, hashed bool) (valueSet, bool) {
 	var set valueSet
-	if !hashStable(v, 0) {
+	if hashed && !hashStable(v, 0) {
 		return set, false
 	}
+	if !hashed && v.Type == bsoncore.TypeUndefined {
+		v = bsoncore.Value{Type: bsoncore.TypeNull}
+	}
 	set.add(v)
-	if v.Type == bsoncore.TypeNull {
+	if hashed && v.Type == bsoncore.TypeNull {
 		set.add(undefinedValue)
 	}
 	return set, true

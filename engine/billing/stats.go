@@ -75,7 +75,9 @@ func (a *Accounts) PartitionFields(c *store.Collection, p *ru.Partition, now tim
 			if ok {
 				entry = append(entry, bson.E{Key: "shardKey", Value: rawValue(v)})
 			}
-			entry = append(entry, bson.E{Key: "hashedKey", Value: shard.HashOf(point)})
+			if !c.ShardKeyRanged { // a ranged key's point is no hash
+				entry = append(entry, bson.E{Key: "hashedKey", Value: shard.HashOf(point)})
+			}
 		}
 		entry = append(entry, bson.E{Key: "ru", Value: k.RU}, bson.E{Key: "maxError", Value: k.MaxError})
 		hot = append(hot, entry)

@@ -4,7 +4,6 @@ import (
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
-	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -37,7 +36,7 @@ func IDKey(c *store.Collection, id bsoncore.Value) []byte {
 // id in the sharded collection c.
 func ShardedKey(c *store.Collection, sk, id bsoncore.Value) []byte {
 	skEnc := value.EncodeKey(make([]byte, 0, 32), sk)
-	return store.DocKey(c.ID, shard.Point(sk), skEnc, value.EncodeKey(nil, id))
+	return store.DocKey(c.ID, c.Spec().Point(sk), skEnc, value.EncodeKey(nil, id))
 }
 
 // PointKey is the one key a filter can match, when it pins one: _id

@@ -21,9 +21,13 @@ import (
 // Documents are keyed d/<coll><point><shard key><_id> (store/doc.go), so a
 // physical partition is one key range and each logical partition (one
 // shard-key value) a sub-range of it, in _id order. A filter that pins the
-// shard key (equality or $in on the whole key) reads just the ranges of
-// those logical partitions: this is the shard-key index, {<key>:
-// "hashed"} (shardkeyindex.go), read without any entries of its own.
+// shard key (equality or $in on every field of the key) reads just the
+// ranges of those logical partitions: this is the shard-key index
+// ({<key>: "hashed"}, {<a>: 1, <b>: 1}, ...: shardkeyindex.go), read
+// without any entries of its own. A filter that narrows the points of the
+// key's leading field (equality on it, or a range when it is ranged, whose
+// points keep the values' order) reads the runs of those points, in the
+// partitions that hold them.
 
 // Span is one physical partition as a read sees it: its
 // partitionKeyRangeId, the key range [Start, End) of its documents (End
@@ -118,7 +122,7 @@ func LogicalPartitionCount(spans []Span) int {
 }
 
 // PartitionsOf lists the physical partitions of a collection: documents
-// are keyed by the hash of their shard key, so each partition's
+// are keyed by the point of their shard key, so each partition's
 // documents are one contiguous key range.
 func PartitionsOf(c *store.Collection) []Span {
 	prefix := store.DocPrefix(c.ID)
@@ -137,16 +141,59 @@ func PartitionsOf(c *store.Collection) []Span {
 // RoutePartitions narrows a collection's partitions to those a filter
 // can match: equality (or $in) on the whole shard key targets the
 // logical partitions of those values, in the partitions that own them;
-// anything else reads every partition whole.
+// a filter that narrows the leading field's points (equality on a
+// compound key's leading field, a range on a ranged key:
+// shard.Spec.PointRanges) reads the runs of those points in the
+// partitions that overlap them; anything else reads every partition
+// whole.
 func RoutePartitions(c *store.Collection, filter bsoncore.Document) []Span {
 	if len(filter) <= 5 || !c.Sharded() {
 		return PartitionsOf(c)
 	}
-	vals, ok := c.Spec().Values(filter)
-	if !ok {
-		return PartitionsOf(c)
+	spec := c.Spec()
+	if vals, ok := spec.Values(filter); ok {
+		return logicalSpans(c, vals)
 	}
-	return logicalSpans(c, vals)
+	if rs, ok := spec.PointRanges(filter); ok {
+		return pointSpans(c, rs)
+	}
+	return PartitionsOf(c)
+}
+
+// pointSpans are the partitions of c that overlap the point ranges rs
+// (ascending and disjoint), each narrowed to the points from the first
+// range's start in it to the last range's end in it: one key range per
+// partition, whose documents include every one at those points.
+func pointSpans(c *store.Collection, rs []shard.PointRange) []Span {
+	m := c.Map()
+	prefix := store.DocPrefix(c.ID)
+	var out []Span
+	for _, r := range rs {
+		for i := m.Lookup(r.Lo); i < m.Len(); i++ {
+			p := m.At(i)
+			if p.Min > r.Hi {
+				break
+			}
+			lo, hi := max(p.Min, r.Lo), min(p.Max, r.Hi)
+			if n := len(out); n > 0 && out[n-1].ID == p.IDString() {
+				out[n-1].End = pointEnd(prefix, hi)
+				continue
+			}
+			out = append(out, Span{ID: p.IDString(),
+				Start: binary.BigEndian.AppendUint64(bytes.Clone(prefix), lo),
+				End:   pointEnd(prefix, hi)})
+		}
+	}
+	return out
+}
+
+// pointEnd is the first document key after point hi (nil: the end of
+// the collection).
+func pointEnd(prefix []byte, hi uint64) []byte {
+	if hi == ^uint64(0) {
+		return nil
+	}
+	return binary.BigEndian.AppendUint64(bytes.Clone(prefix), hi+1)
 }
 
 // maxIDLookups is the most _id values a write looks up in the _id index;
@@ -217,9 +264,10 @@ func logicalSpans(c *store.Collection, vals []bsoncore.Value) []Span {
 	}
 	lps := make([]lp, 0, len(vals))
 	head := store.DocPrefix(c.ID)
+	spec := c.Spec()
 	var arena []byte // every range's bounds, in a few allocations
 	for _, v := range vals {
-		pt := shard.Point(v)
+		pt := spec.Point(v)
 		if cap(arena)-len(arena) < 256 {
 			arena = make([]byte, 0, 64<<10)
 		}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/parsecdb/parsec/engine/store"
 	"github.com/parsecdb/parsec/engine/value"
@@ -11,23 +12,46 @@ import (
 
 // The shard-key index. A sharded collection's documents are stored in
 // (point, shard key, _id) order (store/doc.go), so the document layout is
-// itself a hashed index on the shard key: every logical partition is one
-// contiguous key range. Catalog commands list it as MongoDB names it,
-// the planner reads logical partitions through it (routing.go), and it
-// cannot be dropped while the collection is sharded.
+// itself an index on the shard key: hashed for a hashed leading field,
+// in key order for a ranged one (whose point preserves order); every
+// logical partition is one contiguous key range. Catalog commands list
+// it as MongoDB names it, the planner reads logical partitions through it
+// (routing.go), and it cannot be dropped while the collection is sharded.
 
 // ShardKeyIndexName is the name of c's shard-key index ("" when c is not
-// sharded): MongoDB's <path>_hashed.
+// sharded): MongoDB's default name of its key pattern, <path>_hashed,
+// <path>_1, <a>_1_<b>_hashed, ...
 func ShardKeyIndexName(c *store.Collection) string {
 	if c == nil || !c.Sharded() {
 		return ""
 	}
-	return c.ShardKey + "_hashed"
+	var b strings.Builder
+	for i, f := range c.Spec().Fields() {
+		if i > 0 {
+			b.WriteByte('_')
+		}
+		b.WriteString(f.Path)
+		if f.Hashed {
+			b.WriteString("_hashed")
+		} else {
+			b.WriteString("_1")
+		}
+	}
+	return b.String()
 }
 
-// ShardKeyIndexKey is the key pattern of c's shard-key index: {<path>: "hashed"}.
+// ShardKeyIndexKey is the key pattern of c's shard-key index, the shard
+// key: {<path>: "hashed"}, {<a>: 1, <b>: 1}, ...
 func ShardKeyIndexKey(c *store.Collection) bson.D {
-	return bson.D{{Key: c.ShardKey, Value: "hashed"}}
+	var d bson.D
+	for _, f := range c.Spec().Fields() {
+		if f.Hashed {
+			d = append(d, bson.E{Key: f.Path, Value: "hashed"})
+		} else {
+			d = append(d, bson.E{Key: f.Path, Value: int32(1)})
+		}
+	}
+	return d
 }
 
 // shardKeyIndexSpec is c's shard-key index as listIndexes shows it.
@@ -47,7 +71,7 @@ func IsShardKeyIndexKey(c *store.Collection, key bsoncore.Document) bool {
 
 // ShardKeyIndexKeyRaw is ShardKeyIndexKey as BSON.
 func ShardKeyIndexKeyRaw(c *store.Collection) bson.Raw {
-	raw, _ := bson.Marshal(ShardKeyIndexKey(c)) // a string field and value: always marshals
+	raw, _ := bson.Marshal(ShardKeyIndexKey(c)) // strings and int32s: always marshals
 	return raw
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -50,8 +51,13 @@ type Collection struct {
 	// a collection that has documents is sharded): a writer holding an
 	// entry of another epoch fails with ErrCollectionChanged.
 	Epoch int64 `bson:"epoch,omitempty"`
-	// ShardKey is the hashed shard key's path; "" when unsharded.
-	ShardKey string `bson:"shardKey,omitempty"`
+	// ShardKey is the shard key's leading path; "" when unsharded.
+	// ShardKeyRanged says the leading field is ranged ({path: 1}), not
+	// hashed, and ShardKeyRest are a compound key's further fields (see
+	// shard.Spec); both empty for the single hashed key.
+	ShardKey       string        `bson:"shardKey,omitempty"`
+	ShardKeyRanged bool          `bson:"shardKeyRanged,omitempty"`
+	ShardKeyRest   []shard.Field `bson:"shardKeyRest,omitempty"`
 	// ShardedAt is when the collection was sharded.
 	ShardedAt time.Time `bson:"shardedAt,omitempty"`
 	// Partitions is the partition map of a sharded collection (empty when
@@ -106,7 +112,14 @@ func (c *Collection) Namespace() string { return c.DB + "." + c.Name }
 func (c *Collection) Sharded() bool { return c.ShardKey != "" }
 
 // Spec is the shard key (zero when unsharded).
-func (c *Collection) Spec() shard.Spec { return shard.Spec{Path: c.ShardKey} }
+func (c *Collection) Spec() shard.Spec {
+	return shard.Spec{Path: c.ShardKey, Ranged: c.ShardKeyRanged, Rest: c.ShardKeyRest}
+}
+
+// setSpec makes spec the collection's shard key.
+func (c *Collection) setSpec(spec shard.Spec) {
+	c.ShardKey, c.ShardKeyRanged, c.ShardKeyRest = spec.Path, spec.Ranged, slices.Clone(spec.Rest)
+}
 
 // single is the map of every unsharded collection.
 var single = shard.NewMap(1)
@@ -306,9 +319,11 @@ func (s *Store) CreateCollection(db, name string, options bson.Raw) (*Collection
 // NewCollection describes a collection to create.
 type NewCollection struct {
 	Options bson.Raw
-	// ShardKey is the hashed shard key's path ("": unsharded) and
-	// Partitions how many equal partitions it starts with (at least 1).
+	// ShardKey is the hashed shard key's path ("": unsharded), or Spec
+	// the shard key (when its Path is set, it wins), and Partitions how
+	// many equal partitions it starts with (at least 1).
 	ShardKey   string
+	Spec       shard.Spec
 	Partitions int
 	Throughput Throughput
 	// Capped, CappedSize and CappedMax make a capped collection
@@ -350,12 +365,16 @@ func (s *Store) EnsureCollection(db, name string) (c *Collection, created bool, 
 func (s *Store) createLocked(db, name string, nc NewCollection) (*Collection, error) {
 	c := &Collection{DB: db, Name: name, ID: s.lastCID + 1, UUID: newUUID(), Created: time.Now().UTC(),
 		Options: nc.Options, Throughput: nc.Throughput}
-	if nc.ShardKey != "" {
-		c.ShardKey, c.ShardedAt = nc.ShardKey, c.Created
+	if nc.Spec.Path == "" && nc.ShardKey != "" {
+		nc.Spec = shard.Spec{Path: nc.ShardKey}
+	}
+	if nc.Spec.Path != "" {
+		c.setSpec(nc.Spec)
+		c.ShardedAt = c.Created
 		c.setMap(shard.NewMap(nc.Partitions))
 		c.IDIndex = newIDIndex(false)
 	}
-	if nc.Capped && nc.ShardKey == "" {
+	if nc.Capped && nc.Spec.Path == "" {
 		c.Capped, c.CappedSize, c.CappedMax = true, nc.CappedSize, nc.CappedMax
 		c.IDIndex = newIDIndex(false) // documents are keyed by insertion order
 	}

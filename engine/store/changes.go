@@ -405,13 +405,18 @@ func imagesOn(c *Collection) bool {
 	return err == nil && v.Type == bsoncore.TypeBoolean && v.Boolean()
 }
 
-// documentKey is the shard-key field of a sharded collection and _id.
+// documentKey is the shard-key fields of a sharded collection and _id.
 func documentKey(c *Collection, doc []byte) bsoncore.Document {
 	d := bsoncore.Document(doc)
 	idx, b := bsoncore.AppendDocumentStart(nil)
-	if c.Sharded() && c.ShardKey != "_id" {
-		if v, err := d.LookupErr(splitPath(c.ShardKey)...); err == nil {
-			b = bsoncore.AppendValueElement(b, c.ShardKey, v)
+	if c.Sharded() {
+		for _, f := range c.Spec().Fields() {
+			if f.Path == "_id" {
+				continue
+			}
+			if v, err := d.LookupErr(splitPath(f.Path)...); err == nil {
+				b = bsoncore.AppendValueElement(b, f.Path, v)
+			}
 		}
 	}
 	if v, err := d.LookupErr("_id"); err == nil {
@@ -700,9 +705,7 @@ func createDescription(c *Collection) bsoncore.Document {
 
 func shardDescription(c *Collection) bsoncore.Document {
 	idx, b := bsoncore.AppendDocumentStart(nil)
-	kidx, b := bsoncore.AppendDocumentElementStart(b, "shardKey")
-	b = bsoncore.AppendStringElement(b, c.ShardKey, "hashed")
-	b, _ = bsoncore.AppendDocumentEnd(b, kidx)
+	b = bsoncore.AppendDocumentElement(b, "shardKey", c.Spec().Doc())
 	b = bsoncore.AppendBooleanElement(b, "unique", false)
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	return b

@@ -20,8 +20,8 @@
 // transaction):
 //
 //	m/db/<db>                          -> database metadata (BSON), incl. shared throughput
-//	m/coll/<db> 0x00 <coll>            -> collection metadata (BSON): id, epoch, shard key,
-//	                                      partition map, throughput
+//	m/coll/<db> 0x00 <coll>            -> collection metadata (BSON): id, epoch, shard key
+//	                                      (its fields), partition map, throughput
 //	m/view/<db> 0x00 <view>            -> a view (BSON): the namespace it reads and its pipeline;
 //	                                      no collection id, so no document, counter or index key (views.go)
 //	m/user/<db> 0x00 <name>            -> a user (BSON, opaque to the store: engine/auth defines it)
@@ -47,10 +47,15 @@
 //
 // collID is a uint32, big endian, never reused, so a dropped collection's
 // leftovers can never be mistaken for a new one's. point is the document's
-// place in the hash space (shard.Point of its shard-key value: MongoDB's
-// hashed-index hash with the sign bit flipped, big endian) and shardKey
-// the value itself; unsharded collections have point 0 and an empty
-// shardKey. shardKey and id are encoded by value.EncodeKey: order
+// place in the point space (shard.Spec.Point of its shard-key value, big
+// endian), computed from the key's leading field: MongoDB's hashed-index
+// hash with the sign bit flipped when that field is hashed, the first 8
+// bytes of its value's key encoding when it is ranged (order preserving:
+// the documents of a ranged key sort by it). shardKey is the whole value:
+// the field's value, or for a compound key the document of its fields'
+// values (shard.Spec.Extract), so that a compound key's logical
+// partitions stay apart, and sort by every field, within one point.
+// Unsharded collections have point 0 and an empty shardKey. shardKey and id are encoded by value.EncodeKey: order
 // preserving and self-delimiting (value.KeyLen finds where one ends), so
 // documents of a collection sort by (point, shard key, _id):
 //

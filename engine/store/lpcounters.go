@@ -344,8 +344,27 @@ func (s *Store) splitPointOf(c *Collection, p shard.Partition) (uint64, int64, b
 	if len(points) == 1 {
 		return points[0], total, false, nil
 	}
-	at, ok := shard.SplitPoint(points, sizes)
+	at, ok := c.Spec().SplitPoint(points, sizes)
 	return at, total, ok, nil
+}
+
+// dataPoints are the points of c that hold data, ascending, and the
+// bytes at each, from its logical partitions' counters.
+func (s *Store) dataPoints(c *Collection) ([]uint64, []int64, error) {
+	var points []uint64
+	var sizes []int64
+	err := s.db.View(func(txn kv.Txn) error {
+		_, err := scanLogical(txn, c.ID, 0, ^uint64(0), func(lp LogicalPartition) error {
+			if n := len(points); n > 0 && points[n-1] == lp.Point {
+				sizes[n-1] += lp.Counts.size()
+				return nil
+			}
+			points, sizes = append(points, lp.Point), append(sizes, lp.Counts.size())
+			return nil
+		})
+		return err
+	})
+	return points, sizes, err
 }
 
 // ShardKeyOf returns the shard-key value of logical partition lp of

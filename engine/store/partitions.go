@@ -460,12 +460,28 @@ func (s *Store) SplitPartition(c *Collection, id int, at uint64) (*Collection, e
 // splits its widest partitions until it has at least partitions of them
 // (never fewer than it has: lowering throughput never merges). One
 // catalog write.
+//
+// A ranged key's collection splits where its data is (shard.Map.SplitToData,
+// from its logical partitions' counters read first), not at the middle of
+// ranges of values it may never hold.
 func (s *Store) SetThroughput(c *Collection, t Throughput, partitions int) (*Collection, error) {
 	started := time.Now()
+	var points []uint64
+	var sizes []int64
+	if c.Sharded() && c.ShardKeyRanged && partitions > c.Map().Len() {
+		var err error
+		if points, sizes, err = s.dataPoints(c); err != nil {
+			return nil, err
+		}
+	}
 	next, err := s.changeEntry(c, func(e *Collection) error {
 		e.Throughput = t
 		if e.Sharded() && partitions > e.Map().Len() {
-			e.setMap(e.Map().SplitTo(partitions))
+			if e.ShardKeyRanged {
+				e.setMap(e.Map().SplitToData(e.Spec(), partitions, points, sizes))
+			} else {
+				e.setMap(e.Map().SplitTo(partitions))
+			}
 		}
 		return nil
 	})
@@ -544,7 +560,7 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 	switch {
 	case cur == nil:
 		defer s.catMu.Unlock()
-		return s.createLocked(db, name, NewCollection{ShardKey: spec.Path, Partitions: partitions, Throughput: t})
+		return s.createLocked(db, name, NewCollection{Spec: spec, Partitions: partitions, Throughput: t})
 	case cur.Sharded():
 		s.catMu.Unlock()
 		return cur, fmt.Errorf("%s: %w", ns, ErrAlreadySharded)
@@ -573,9 +589,10 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 	}
 	s.catMu.Lock()
 	target := &Collection{DB: db, Name: name, ID: s.lastCID + 1, UUID: fenced.UUID, Created: fenced.Created,
-		Options: fenced.Options, Epoch: fenced.Epoch + 1, ShardKey: spec.Path, ShardedAt: time.Now().UTC(),
+		Options: fenced.Options, Epoch: fenced.Epoch + 1, ShardedAt: time.Now().UTC(),
 		Throughput: fenced.Throughput, MapVersion: fenced.MapVersion,
 		Indexes: fenced.Indexes, NextIndexID: fenced.NextIndexID, IndexVersion: fenced.IndexVersion}
+	target.setSpec(spec)
 	target.cloneIndexes()
 	target.IDIndex = newIDIndex(false)
 	// The documents keep their _id keys: cut ones stay cut (cutkeys.go).
@@ -583,7 +600,11 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 	if target.Throughput.IsZero() {
 		target.Throughput = t
 	}
-	target.setMap(shard.NewMap(partitions))
+	if spec.Ranged {
+		target.setMap(shard.NewMap(1)) // split where the data is, once it is placed
+	} else {
+		target.setMap(shard.NewMap(partitions))
+	}
 	// Reserve the new id now, so that no other collection takes it.
 	err = s.update(func(txn kv.Txn) error { return txn.Set(seqKey, binary.BigEndian.AppendUint32(nil, target.ID)) })
 	if err == nil {
@@ -598,6 +619,14 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 			s.logger.Warn("cleaning up after a failed shardCollection", "collection", ns, "err", perr)
 		}
 		return nil, err
+	}
+	if spec.Ranged && partitions > 1 {
+		points, sizes, err := s.dataPoints(target)
+		if err != nil {
+			s.purgeLogged(target.ID, ns)
+			return nil, err
+		}
+		target.setMap(target.Map().SplitToData(spec, partitions, points, sizes))
 	}
 	raw, err := bson.Marshal(target)
 	if err != nil {
@@ -656,7 +685,7 @@ func (s *Store) replace(from, to *Collection, spec shard.Spec) error {
 					return false, fmt.Errorf("document with _id %s: %w", id, err)
 				}
 				idEnc := key[14:] // unsharded: d/<id:4><hash 0:8><_id>
-				k := DocKey(to.ID, shard.Point(sk), value.EncodeKey(nil, sk), idEnc)
+				k := DocKey(to.ID, spec.Point(sk), value.EncodeKey(nil, sk), idEnc)
 				batch = append(batch, moved{k, append([]byte(nil), doc...)})
 				return true, nil
 			})
