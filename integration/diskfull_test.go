@@ -165,7 +165,10 @@ func TestDiskFull(t *testing.T) {
 	// storage engine's flushes and compactions used.
 	lowest := watchFreeSpace(t, mnt)
 	dataDir := filepath.Join(mnt, "data")
-	args := []string{"--listen", "127.0.0.1:0", "--data-dir", dataDir}
+	// The change log keeps a copy of every inserted document (24 hours
+	// by default): on a disk this small it is bounded, as an operator of
+	// a small disk would bound it, so that the documents fill the disk.
+	args := []string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--change-retention-bytes", "1MiB"}
 	p := startProc(t, nil, args...)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -15,9 +15,11 @@ assert.strictEqual(sh.enableSharding(name).ok, 1);
 const sharded = sh.shardCollection(name + '.orders', { customer: 'hashed' });
 assert.strictEqual(sharded.collectionsharded, name + '.orders');
 assert.strictEqual(sharded._t, 'ShardCollectionResponse');
-let rangeErr = null;
-try { sh.shardCollection(name + '.ranged', { customer: 1 }); } catch (e) { rangeErr = e; }
-assert.ok(rangeErr && rangeErr.code === 115, 'range key: ' + rangeErr);
+// A ranged key, and a shard key MongoDB refuses (-1 is not a key kind).
+assert.strictEqual(sh.shardCollection(name + '.ranged', { customer: 1 }).collectionsharded, name + '.ranged');
+let badKey = null;
+try { sh.shardCollection(name + '.bad', { customer: -1 }); } catch (e) { badKey = e; }
+assert.ok(badKey && badKey.code === 2, 'shard key {customer: -1}: ' + badKey);
 
 // Cosmos DB's CreateCollection: 12,000 RU/s start 2 physical partitions
 assert.strictEqual(d.runCommand({ customAction: 'CreateCollection', collection: 'events', shardKey: 'device.id', offerThroughput: 12000 }).ok, 1);

@@ -202,11 +202,13 @@ def sharded(client, rec):
     assert client.admin.command("enableSharding", name)["ok"] == 1
     res = client.admin.command("shardCollection", name + ".orders", key={"customer": "hashed"})
     assert res["collectionsharded"] == name + ".orders", res
+    res = client.admin.command("shardCollection", name + ".ranged", key={"customer": 1})
+    assert res["collectionsharded"] == name + ".ranged", res
     try:
-        client.admin.command("shardCollection", name + ".ranged", key={"customer": 1})
-        raise AssertionError("range shard key accepted")
+        client.admin.command("shardCollection", name + ".bad", key={"customer": -1})
+        raise AssertionError("shard key {customer: -1} accepted")
     except OperationFailure as e:
-        assert e.code == 115, e
+        assert e.code == 2, e
     orders = db.orders
     res = orders.insert_many([{"_id": i, "customer": "c%d" % (i % 40), "total": i} for i in range(2000)])
     assert len(res.inserted_ids) == 2000
