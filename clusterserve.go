@@ -722,6 +722,16 @@ func (h *clusterHandler) addNode(ctx context.Context, id uint64, addr string) er
 	}
 	raft := maps.Clone(v.raft)
 	raft[id] = addr
+	if err := h.storeMembers(w, raft); err != nil {
+		return err
+	}
+	h.logger.Info("node added to the cluster", "node", id, "raft_address", addr)
+	return nil
+}
+
+// storeMembers records the members in the group (through the writer's
+// store, so fenced like its other writes) and uses them from now on.
+func (h *clusterHandler) storeMembers(w *writer, raft map[uint64]string) error {
 	raw, err := json.Marshal(raft)
 	if err != nil {
 		return err
@@ -735,7 +745,6 @@ func (h *clusterHandler) addNode(ctx context.Context, id uint64, addr string) er
 		return err
 	}
 	h.view.Store(newMemberView(raft, h.port))
-	h.logger.Info("node added to the cluster", "node", id, "raft_address", addr)
 	return nil
 }
 
@@ -760,19 +769,9 @@ func (h *clusterHandler) removeNode(ctx context.Context, id uint64) error {
 	}
 	raft := maps.Clone(v.raft)
 	delete(raft, id)
-	raw, err := json.Marshal(raft)
-	if err != nil {
+	if err := h.storeMembers(w, raft); err != nil {
 		return err
 	}
-	tx := w.kv.NewTransaction(true)
-	defer tx.Discard()
-	if err := tx.Set(membersKey, raw); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	h.view.Store(newMemberView(raft, h.port))
 	h.logger.Info("node removed from the cluster", "node", id)
 	return nil
 }

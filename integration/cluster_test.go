@@ -159,6 +159,25 @@ func (n *clusterNode) logText() string {
 	return n.log.String()
 }
 
+// waitCount waits until count (read under mu) reaches n, failing the
+// test after within: the writers of a cluster test acknowledging enough.
+func waitCount(t *testing.T, mu *sync.Mutex, count func() int, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		mu.Lock()
+		got := count()
+		mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes acknowledged, waiting for %d", got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // uri lists every node, as an application would.
 func (c *testCluster) uri() string {
 	hosts := make([]string, len(c.nodes))
@@ -237,21 +256,7 @@ func TestClusterFailover(t *testing.T) {
 			}
 		}(w)
 	}
-	waitAcked := func(n int) {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			mu.Lock()
-			got := len(acked)
-			mu.Unlock()
-			if got >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d writes acknowledged, waiting for %d", got, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitAcked := func(n int) { waitCount(t, &mu, func() int { return len(acked) }, n, 30*time.Second) }
 	// gapAfter is the longest pause between acknowledgements after at.
 	gapAfter := func(at time.Time) time.Duration {
 		mu.Lock()
@@ -612,21 +617,7 @@ func TestClusterSplitsAcrossFailover(t *testing.T) {
 			}
 		}(w)
 	}
-	waitFor := func(n int) {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			mu.Lock()
-			got := len(acked)
-			mu.Unlock()
-			if got >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d inserts acknowledged, waiting for %d", got, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitFor := func(n int) { waitCount(t, &mu, func() int { return len(acked) }, n, 60*time.Second) }
 	waitFor(600)
 	c.kill(c.primary(cl))
 	waitFor(1500)
