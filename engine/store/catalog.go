@@ -541,6 +541,9 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 // longer in the catalog.
 func (s *Store) purge(id uint32) error {
 	s.dropTracker(id)
+	if err := s.keepPurgedVersions(id); err != nil {
+		return fmt.Errorf("purge collection %d: %w", id, err)
+	}
 	for _, space := range []byte{'d', 'c', 'x'} {
 		prefix := []byte{space, '/', 0, 0, 0, 0}
 		binary.BigEndian.PutUint32(prefix[2:], id)

@@ -35,6 +35,20 @@ import (
 // background, whole commits at a time, and moves the horizon l/h
 // forward first: every event before the horizon may be gone, so a
 // stream that would resume before it has lost history.
+//
+// An insert or replace event does not copy the document it wrote when
+// that version is still the document's: the event names the document's
+// key (ref) and the commit writes a marker l/r<key> holding the event's
+// position. While the marker is there, the stored document is the
+// event's fullDocument. Whatever changes or removes the document later
+// (an update, replace or delete, a drop's purge) first moves that
+// version into the log as an image l/i<ts><index> and removes the
+// marker, in the same transaction; a reader in one snapshot finds the
+// version in exactly one of the two places. So a workload that inserts
+// and never rewrites what it inserted writes each document once, not
+// twice; one that rewrites pays the copy at the first rewrite, as it
+// would have at the insert. Trimming removes images and markers with
+// their events.
 
 // Change operation types, as change events name them.
 const (
@@ -91,6 +105,18 @@ type ChangeEvent struct {
 	Wall      time.Time
 	// Pos is where the event is in the log; set when it is read.
 	Pos ChangePos
+	// key is the changed document's key (document events); ref is it
+	// again when the event is stored by reference (see above).
+	key, ref []byte
+}
+
+// storedDocument is the fullDocument the event's record holds: none when
+// it is stored by reference.
+func (ev *ChangeEvent) storedDocument() bsoncore.Document {
+	if len(ev.ref) > 0 {
+		return nil
+	}
+	return ev.FullDocument
 }
 
 func (ev *ChangeEvent) encode() []byte {
@@ -109,10 +135,13 @@ func (ev *ChangeEvent) encode() []byte {
 	for _, d := range []struct {
 		k string
 		v bsoncore.Document
-	}{{"dk", ev.DocumentKey}, {"doc", ev.FullDocument}, {"pre", ev.PreImage}, {"ud", ev.UpdateDescription}, {"desc", ev.Description}, {"lsid", ev.LSID}} {
+	}{{"dk", ev.DocumentKey}, {"doc", ev.storedDocument()}, {"pre", ev.PreImage}, {"ud", ev.UpdateDescription}, {"desc", ev.Description}, {"lsid", ev.LSID}} {
 		if len(d.v) > 0 {
 			b = bsoncore.AppendDocumentElement(b, d.k, d.v)
 		}
+	}
+	if len(ev.ref) > 0 {
+		b = bsoncore.AppendBinaryElement(b, "ref", 0, ev.ref)
 	}
 	if ev.ToColl != "" {
 		b = bsoncore.AppendStringElement(b, "tdb", ev.ToDB)
@@ -150,6 +179,8 @@ func decodeChangeEvent(raw []byte, pos ChangePos) (*ChangeEvent, error) {
 			ev.DocumentKey = v.Document()
 		case "doc":
 			ev.FullDocument = v.Document()
+		case "ref":
+			_, ev.ref = v.Binary()
 		case "pre":
 			ev.PreImage = v.Document()
 		case "ud":
@@ -353,6 +384,11 @@ func (s *Store) ReadChanges(from ChangePos, upTo uint64, fn func(*ChangeEvent) (
 			if err != nil {
 				return err
 			}
+			if len(ev.ref) > 0 {
+				if ev.FullDocument, err = referencedVersion(txn, ev.ref, pos); err != nil {
+					return err
+				}
+			}
 			if more, err := fn(ev); err != nil || !more {
 				return err
 			}
@@ -364,13 +400,33 @@ func (s *Store) ReadChanges(from ChangePos, upTo uint64, fn func(*ChangeEvent) (
 // putChanges writes evs as the events of the commit at ts.
 func (t *Txn) putChanges(ts uint64, evs []*ChangeEvent) error {
 	wall := time.Now()
+	// A version written by reference must be the document's last in
+	// this commit: a later change of the same key in it would find no
+	// marker yet, so such a version is copied.
+	var last map[string]int
+	for i, ev := range evs {
+		if ev.key != nil {
+			if last == nil {
+				last = make(map[string]int, len(evs))
+			}
+			last[string(ev.key)] = i
+		}
+	}
 	for i, ev := range evs {
 		ev.Wall = wall
 		if t.owner != nil && t.owner.lsid != nil {
 			ev.LSID, ev.TxnNumber = t.owner.lsid, t.owner.txnNumber
 		}
+		pos := ChangePos{TS: ts, Index: uint32(i)}
+		ev.ref = nil
+		if (ev.Op == ChangeInsert || ev.Op == ChangeReplace) && ev.key != nil && last[string(ev.key)] == i {
+			ev.ref = ev.key
+			if err := t.setRecord(changeRefKey(ev.key), encodeChangePos(pos)); err != nil {
+				return err
+			}
+		}
 		raw := ev.encode()
-		if err := t.setRecord(changeKey(ChangePos{TS: ts, Index: uint32(i)}), raw); err != nil {
+		if err := t.setRecord(changeKey(pos), raw); err != nil {
 			return err
 		}
 		if t.s.changeBytes.Load() >= 0 { // -1: not read yet
@@ -447,8 +503,13 @@ func pointOf(key []byte) uint64 {
 
 // logDocChange records a document change of c at key: old is the
 // document before (nil for an insert), doc after (nil for a delete).
-func (t *Txn) logDocChange(c *Collection, key, old, doc []byte) {
-	ev := &ChangeEvent{DB: c.DB, Coll: c.Name, UUID: c.UUID, Point: pointOf(key)}
+func (t *Txn) logDocChange(c *Collection, key, old, doc []byte) error {
+	if old != nil {
+		if err := t.keepReferencedVersion(key, old); err != nil {
+			return err
+		}
+	}
+	ev := &ChangeEvent{DB: c.DB, Coll: c.Name, UUID: c.UUID, Point: pointOf(key), key: bytes.Clone(key)}
 	images := imagesOn(c)
 	switch {
 	case old == nil:
@@ -474,6 +535,57 @@ func (t *Txn) logDocChange(c *Collection, key, old, doc []byte) {
 		ev.PreImage = bytes.Clone(old)
 	}
 	t.logChange(ev)
+	return nil
+}
+
+// keepReferencedVersion moves old, the version of the document at key
+// about to be changed or removed, into the log as an image if an event
+// still names it by reference.
+func (t *Txn) keepReferencedVersion(key, old []byte) error {
+	mk := changeRefKey(key)
+	item, err := t.t.Get(mk)
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var pos ChangePos
+	var ok bool
+	if err := item.Value(func(v []byte) error { pos, ok = decodeChangePos(v); return nil }); err != nil {
+		return err
+	}
+	if ok && pos.TS >= t.s.horizon.Load() {
+		if err := t.setRecord(changeImageKey(pos), bytes.Clone(old)); err != nil {
+			return err
+		}
+	}
+	return t.del(mk)
+}
+
+// referencedVersion is the fullDocument of the event at pos stored by
+// reference to the document at key: the stored document while the
+// marker names pos, else the image kept when it changed. nil when
+// neither is there (the event's commit was trimmed meanwhile).
+func referencedVersion(txn kv.Txn, key []byte, pos ChangePos) (bsoncore.Document, error) {
+	get := func(k []byte) ([]byte, error) {
+		item, err := txn.Get(k)
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return item.ValueCopy(nil)
+	}
+	mark, err := get(changeRefKey(key))
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := decodeChangePos(mark); ok && p == pos {
+		return get(key)
+	}
+	return get(changeImageKey(pos))
 }
 
 // catalogEvent is a catalog change's event.
@@ -658,16 +770,89 @@ func (s *Store) sizeCut(limit int64) (uint64, int64, error) {
 }
 
 func (s *Store) deleteChangesBefore(cut uint64) error {
+	if err := s.deleteImagesBefore(cut); err != nil {
+		return err
+	}
 	for {
 		var keys [][]byte
 		err := s.db.View(func(txn kv.Txn) error {
 			it := txn.NewIterator(kv.IterOptions{Prefix: changeEventPrefix})
 			defer it.Close()
 			for it.Seek(changeEventPrefix); it.Valid() && len(keys) < 1000; it.Next() {
-				pos, ok := parseChangeKey(it.Item().Key())
+				item := it.Item()
+				pos, ok := parseChangeKey(item.Key())
 				if ok && pos.TS >= cut {
 					break
 				}
+				keys = append(keys, item.KeyCopy(nil))
+				// The event's marker goes with it, if it still names it.
+				mk, err := staleMarker(txn, item, pos)
+				if err != nil {
+					return err
+				}
+				if mk != nil {
+					keys = append(keys, mk)
+				}
+			}
+			return nil
+		})
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		if err := s.Update(func(tx *Txn) error {
+			for _, k := range keys {
+				if err := tx.del(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(keys) < 1000 {
+			return nil
+		}
+	}
+}
+
+// staleMarker is the key of the marker of the event item at pos, if the
+// event is stored by reference and the marker still names it.
+func staleMarker(txn kv.Txn, item kv.Item, pos ChangePos) ([]byte, error) {
+	var ref []byte
+	if err := item.Value(func(v []byte) error {
+		if r, err := bsoncore.Document(v).LookupErr("ref"); err == nil {
+			if _, b, ok := r.BinaryOK(); ok {
+				ref = bytes.Clone(b)
+			}
+		}
+		return nil
+	}); err != nil || ref == nil {
+		return nil, err
+	}
+	mk := changeRefKey(ref)
+	m, err := txn.Get(mk)
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var named bool
+	if err := m.Value(func(v []byte) error { p, ok := decodeChangePos(v); named = ok && p == pos; return nil }); err != nil || !named {
+		return nil, err
+	}
+	return mk, nil
+}
+
+// deleteImagesBefore deletes the kept images of events before cut.
+func (s *Store) deleteImagesBefore(cut uint64) error {
+	end := changeImageKey(ChangePos{TS: cut})
+	for {
+		var keys [][]byte
+		err := s.db.View(func(txn kv.Txn) error {
+			it := txn.NewIterator(kv.IterOptions{Prefix: changeImagePrefix})
+			defer it.Close()
+			for it.Seek(changeImagePrefix); it.Valid() && len(keys) < 1000 && bytes.Compare(it.Item().Key(), end) < 0; it.Next() {
 				keys = append(keys, it.Item().KeyCopy(nil))
 			}
 			return nil
@@ -688,6 +873,64 @@ func (s *Store) deleteChangesBefore(cut uint64) error {
 		if len(keys) < 1000 {
 			return nil
 		}
+	}
+}
+
+// keepPurgedVersions moves into the log the versions of collection id's
+// documents that events name by reference, before a purge deletes the
+// documents (a dropped collection's inserts still show their documents).
+func (s *Store) keepPurgedVersions(id uint32) error {
+	prefix := changeRefKey(DocPrefix(id))
+	from := prefix
+	for {
+		var n int
+		var last []byte
+		err := s.Update(func(tx *Txn) error {
+			n, last = 0, nil
+			horizon := s.horizon.Load()
+			it := tx.t.NewIterator(kv.IterOptions{Prefix: prefix})
+			type kept struct{ mk, doc []byte }
+			var todo []kept
+			for it.Seek(from); it.Valid() && len(todo) < 1000; it.Next() {
+				todo = append(todo, kept{mk: it.Item().KeyCopy(nil)})
+			}
+			it.Close()
+			for _, k := range todo {
+				n++
+				last = k.mk
+				item, err := tx.t.Get(k.mk)
+				if err != nil {
+					return err
+				}
+				var pos ChangePos
+				var ok bool
+				if err := item.Value(func(v []byte) error { pos, ok = decodeChangePos(v); return nil }); err != nil {
+					return err
+				}
+				if ok && pos.TS >= horizon {
+					doc, err := tx.t.Get(k.mk[len(changeRefPrefix):])
+					if err == nil {
+						v, err := doc.ValueCopy(nil)
+						if err != nil {
+							return err
+						}
+						if err := tx.setRecord(changeImageKey(pos), v); err != nil {
+							return err
+						}
+					} else if !errors.Is(err, kv.ErrNotFound) {
+						return err
+					}
+				}
+				if err := tx.del(k.mk); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil || n < 1000 {
+			return err
+		}
+		from = append(bytes.Clone(last), 0)
 	}
 }
 

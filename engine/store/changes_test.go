@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/parsecdb/parsec/engine/kv"
 	"testing"
 	"time"
 
@@ -128,5 +129,130 @@ func TestUpdateDescription(t *testing.T) {
 	}
 	if len(got.TruncatedArrays) != 1 || got.TruncatedArrays[0]["field"] != "arr" || got.TruncatedArrays[0]["newSize"] != int32(2) {
 		t.Fatalf("truncatedArrays %v", got.TruncatedArrays)
+	}
+}
+
+// Inserted and replacing versions are stored once, in the collection,
+// while they are current; a later update, delete or drop keeps them for
+// the events that name them, and trimming removes what it kept.
+func TestChangeLogKeepsInsertedVersions(t *testing.T) {
+	s, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.CreateCollection("db", "c", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := func(id int32, v string) []byte {
+		b, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "v", Value: v}})
+		return b
+	}
+	key := func(id int32) []byte { return idKey(c, id) }
+	for i, v := range []string{"a", "b", "c", "d"} {
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(c, key(int32(i+1)), doc(int32(i+1), v)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Update(func(tx *Txn) error {
+		tx.MarkReplacement(true)
+		return tx.Replace(c, key(1), doc(1, "z"), len(doc(1, "a")))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(tx *Txn) error { return tx.Delete(c, key(2), len(doc(2, "b"))) }); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Update(func(tx *Txn) error {
+		if err := tx.Insert(c, key(5), doc(5, "e")); err != nil {
+			return err
+		}
+		return tx.Replace(c, key(5), doc(5, "f"), len(doc(5, "e")))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	inserted := func() map[int32]string {
+		out := map[int32]string{}
+		for _, ev := range readAllChanges(t, s) {
+			if ev.Op != ChangeInsert && ev.Op != ChangeReplace {
+				continue
+			}
+			id := ev.DocumentKey.Lookup("_id").Int32()
+			if ev.Op == ChangeReplace {
+				id += 100
+			}
+			v, err := ev.FullDocument.LookupErr("v")
+			if err != nil {
+				t.Fatalf("insert of %d: fullDocument %v", id, ev.FullDocument)
+			}
+			out[id] = v.StringValue()
+		}
+		return out
+	}
+	want := map[int32]string{1: "a", 2: "b", 3: "c", 4: "d", 5: "e", 101: "z"}
+	check := func(when string) {
+		t.Helper()
+		got := inserted()
+		for id, v := range want {
+			if got[id] != v {
+				t.Fatalf("%s: insert events show %v, want %v", when, got, want)
+			}
+		}
+	}
+	check("before the drop")
+	// The insert of 3, never changed, holds no copy of its document.
+	var stored, copied int
+	if err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: changeEventPrefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			_ = it.Item().Value(func(v []byte) error {
+				if _, err := bsoncore.Document(v).LookupErr("ref"); err == nil {
+					stored++
+				}
+				if _, err := bsoncore.Document(v).LookupErr("doc"); err == nil {
+					copied++
+				}
+				return nil
+			})
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// By reference: inserts 1-4 and the replace of 1; copied: the insert
+	// of 5, updated in the same commit.
+	if stored != 5 || copied != 1 {
+		t.Fatalf("%d events by reference, %d with a copy; want 5 and 1", stored, copied)
+	}
+	if err := s.DropCollection("db", "c"); err != nil {
+		t.Fatal(err)
+	}
+	check("after the drop")
+	s.retainAge.Store(int64(time.Nanosecond))
+	if err := s.TrimChanges(time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.View(func(txn kv.Txn) error {
+		for _, p := range [][]byte{changeEventPrefix, changeRefPrefix, changeImagePrefix} {
+			it := txn.NewIterator(kv.IterOptions{Prefix: p})
+			it.Rewind()
+			left := it.Valid()
+			it.Close()
+			if left {
+				t.Errorf("trimming left keys under %q", p)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -354,7 +354,9 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
 	}
-	t.logDocChange(c, key, nil, doc)
+	if err := t.logDocChange(c, key, nil, doc); err != nil {
+		return err
+	}
 	if err := t.account(c, key, Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key))}); err != nil || !c.Capped {
 		return err
 	}
@@ -416,7 +418,9 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
 	}
-	t.logDocChange(c, key, old, doc)
+	if err := t.logDocChange(c, key, old, doc); err != nil {
+		return err
+	}
 	t.replacing = false
 	return t.account(c, key, Counts{Bytes: int64(len(doc) - oldSize)})
 }
@@ -446,7 +450,9 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 			return err
 		}
 	}
-	t.logDocChange(c, key, old, nil)
+	if err := t.logDocChange(c, key, old, nil); err != nil {
+		return err
+	}
 	if err := t.del(key); err != nil {
 		return mapKVErr(err)
 	}

@@ -149,12 +149,38 @@ func sessionStmtKey(lsid []byte, id int32) []byte {
 	return binary.BigEndian.AppendUint32(sessionStmtsPrefix(lsid), uint32(id))
 }
 
-// Change log: l/e<ts:8><index:4> and l/h (changes.go).
+// Change log: l/e<ts:8><index:4> and l/h, an inserted or replacing
+// version's marker l/r<document key> and its kept image
+// l/i<ts:8><index:4> (changes.go).
 
 var (
 	changeEventPrefix = []byte("l/e")
 	changeHorizonKey  = []byte("l/h")
+	changeRefPrefix   = []byte("l/r")
+	changeImagePrefix = []byte("l/i")
 )
+
+func changeRefKey(docKey []byte) []byte {
+	return append(append(make([]byte, 0, len(changeRefPrefix)+len(docKey)), changeRefPrefix...), docKey...)
+}
+
+func changeImageKey(p ChangePos) []byte {
+	k := make([]byte, 0, len(changeImagePrefix)+12)
+	k = append(k, changeImagePrefix...)
+	k = binary.BigEndian.AppendUint64(k, p.TS)
+	return binary.BigEndian.AppendUint32(k, p.Index)
+}
+
+func encodeChangePos(p ChangePos) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(make([]byte, 0, 12), p.TS), p.Index)
+}
+
+func decodeChangePos(b []byte) (ChangePos, bool) {
+	if len(b) != 12 {
+		return ChangePos{}, false
+	}
+	return ChangePos{TS: binary.BigEndian.Uint64(b), Index: binary.BigEndian.Uint32(b[8:])}, true
+}
 
 func changeKey(p ChangePos) []byte {
 	k := make([]byte, 0, len(changeEventPrefix)+12)

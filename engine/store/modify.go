@@ -67,7 +67,9 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 	if err := t.applyIndexChanges(c, key, changes); err != nil {
 		return err
 	}
-	t.logDocChange(c, key, old, out)
+	if err := t.logDocChange(c, key, old, out); err != nil {
+		return err
+	}
 	t.replacing = false
 	return t.account(c, key, Counts{Bytes: int64(len(out) - oldSize)})
 }
