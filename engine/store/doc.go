@@ -162,7 +162,8 @@
 // An event is a BSON document: op, db, coll, the collection's uuid, the
 // document's point (pt, for per-partition feeds), documentKey (dk), the
 // document after (doc: inserts, replaces, updates of collections keeping
-// images), the document before (pre, when images are kept), the update
+// images; an insert's or replace's names the stored document instead,
+// ref, while it is the current version: changes.go), the document before (pre, when images are kept), the update
 // description (ud), a rename's target (tdb, tcoll), a catalog change's
 // description (desc), the lsid and txnNumber of a multi-statement
 // transaction, and the wall time. Commit times are the cluster clock's
