@@ -265,6 +265,7 @@ func (c *changeClock) visible() (uint64, <-chan struct{}) {
 // changeState is the store's change-log state.
 type changeState struct {
 	changes      changeClock
+	recent       recentChanges // the newest events, for streams at the head (recentchanges.go)
 	horizon      atomic.Uint64
 	retainAge    atomic.Int64 // nanoseconds; 0: keep for ever
 	retainBytes  atomic.Int64 // 0: no size bound
@@ -314,6 +315,7 @@ func (s *Store) openChangeLog() error {
 	// SetChangeClock gives: nothing before is in it.
 	s.newLog = !found
 	s.changes.init(max(last, horizon))
+	s.recent.init(max(last, horizon))
 	s.horizon.Store(horizon)
 	s.changeBytes.Store(-1) // not known until the first trim with a size bound reads it
 	s.trimKick = make(chan struct{}, 1)
@@ -359,10 +361,20 @@ func (s *Store) ChangesVisible() (uint64, <-chan struct{}) { return s.changes.vi
 func (s *Store) ChangeHorizon() uint64 { return s.horizon.Load() }
 
 // ReadChanges visits the events at or after from whose time is at most
-// upTo, in log order, until fn returns false. Events are decoded copies.
+// upTo, in log order, until fn returns false. upTo must be at most the
+// visible time (ChangesVisible). The events are shared: fn must not
+// modify them.
 func (s *Store) ReadChanges(from ChangePos, upTo uint64, fn func(*ChangeEvent) (bool, error)) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if evs, ok := s.recent.since(from, upTo); ok {
+		for _, ev := range evs {
+			if more, err := fn(ev); err != nil || !more {
+				return err
+			}
+		}
+		return nil
 	}
 	return mapKVErr(s.db.View(func(txn kv.Txn) error {
 		it := txn.NewIterator(kv.IterOptions{Prefix: changeEventPrefix})
@@ -418,6 +430,7 @@ func (t *Txn) putChanges(ts uint64, evs []*ChangeEvent) error {
 			ev.LSID, ev.TxnNumber = t.owner.lsid, t.owner.txnNumber
 		}
 		pos := ChangePos{TS: ts, Index: uint32(i)}
+		ev.Pos = pos
 		ev.ref = nil
 		if (ev.Op == ChangeInsert || ev.Op == ChangeReplace) && ev.key != nil && last[string(ev.key)] == i {
 			ev.ref = ev.key

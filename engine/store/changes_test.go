@@ -256,3 +256,35 @@ func TestChangeLogKeepsInsertedVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The cache of recent events serves only ranges it holds whole, in log
+// order, and gives way to storage once it evicted past a reader.
+func TestRecentChanges(t *testing.T) {
+	var r recentChanges
+	r.limit = 3 * eventBytes(&ChangeEvent{})
+	r.init(10)
+	ev := func(ts uint64, i uint32) *ChangeEvent { return &ChangeEvent{Pos: ChangePos{TS: ts, Index: i}} }
+	if _, ok := r.since(ChangePos{TS: 10}, 100); ok {
+		t.Fatal("served a range from before its floor")
+	}
+	r.add([]*ChangeEvent{ev(12, 0), ev(12, 1)})
+	r.add([]*ChangeEvent{ev(11, 0)}) // finished after the newer commit
+	got, ok := r.since(ChangePos{TS: 11}, 12)
+	if !ok || len(got) != 3 || got[0].Pos.TS != 11 || got[2].Pos != (ChangePos{TS: 12, Index: 1}) {
+		t.Fatalf("since 11: %v %v", ok, got)
+	}
+	if got, ok := r.since(ChangePos{TS: 11}, 11); !ok || len(got) != 1 {
+		t.Fatalf("up to 11: %v %v", ok, got)
+	}
+	r.add([]*ChangeEvent{ev(13, 0)}) // over the limit: commit 11 goes
+	if _, ok := r.since(ChangePos{TS: 11}, 13); ok {
+		t.Fatal("served a range it evicted")
+	}
+	if got, ok := r.since(ChangePos{TS: 12}, 13); !ok || len(got) != 3 {
+		t.Fatalf("since 12: %v %v", ok, got)
+	}
+	r.add([]*ChangeEvent{ev(10, 5)}) // older than the floor: storage has it
+	if len(r.evs[r.head:]) != 3 {
+		t.Fatalf("an event below the floor entered: %v", r.evs[r.head:])
+	}
+}

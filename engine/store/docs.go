@@ -142,7 +142,11 @@ func (t *Txn) commit() error {
 			return err
 		}
 	}
-	return t.t.Commit()
+	if err := t.t.Commit(); err != nil {
+		return err
+	}
+	t.s.recent.add(t.changes) // before the deferred release makes them visible
+	return nil
 }
 
 // checkCollection holds c's fence shared until the transaction ends and

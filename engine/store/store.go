@@ -285,6 +285,9 @@ func (s *Store) update(fn func(txn kv.Txn) error, evs ...*ChangeEvent) error {
 		if err == nil {
 			err = txn.Commit()
 		}
+		if err == nil && ts != 0 {
+			s.recent.add(evs)
+		}
 		if ts != 0 {
 			s.changes.release(ts)
 		}
