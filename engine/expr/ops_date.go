@@ -1003,7 +1003,7 @@ func dateArithOp(c *compiler, name string, arg bsoncore.Value) (Expression, erro
 		allowed, required = []string{"date", "unit", "binSize", "timezone", "startOfWeek"}, []string{"date", "unit"}
 	}
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, langerr.FailedToParse("%s only supports an object as its argument", name)
+		return nil, notObjectError(name, arg)
 	}
 	m := map[string]bsoncore.Value{}
 	for _, f := range Fields(arg) {

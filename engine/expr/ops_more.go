@@ -302,29 +302,34 @@ func zipOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	e := &zipExpr{}
 	in := m["inputs"]
 	if in.Type != bsoncore.TypeArray {
-		return nil, langerr.FailedToParse("inputs must be an array of expressions, found %s", TypeName(in))
+		return nil, langerr.New(ErrZipInputsArray, "inputs must be an array of expressions, found %s", TypeName(in))
 	}
 	if e.inputs, err = c.compileAll(Elements(in)); err != nil {
 		return nil, err
 	}
+	if len(e.inputs) == 0 {
+		return nil, missingArgError(name, "inputs")
+	}
 	if l, ok := m["useLongestLength"]; ok {
 		if l.Type != bsoncore.TypeBoolean {
-			return nil, langerr.FailedToParse("useLongestLength must be a bool, found %s", TypeName(l))
+			// MongoDB names the type of $zip's whole argument here, not
+			// useLongestLength's: always "object".
+			return nil, langerr.New(ErrZipLongestBool, "useLongestLength must be a bool, found %s", TypeName(arg))
 		}
 		e.longest = l.Boolean()
 	}
 	if d, ok := m["defaults"]; ok {
 		if d.Type != bsoncore.TypeArray {
-			return nil, langerr.FailedToParse("defaults must be an array of expressions, found %s", TypeName(d))
+			return nil, langerr.New(ErrZipDefaultArray, "defaults must be an array of expressions, found %s", TypeName(d))
 		}
 		if e.defaults, err = c.compileAll(Elements(d)); err != nil {
 			return nil, err
 		}
 		if !e.longest {
-			return nil, langerr.FailedToParse("cannot specify defaults unless useLongestLength is true")
+			return nil, langerr.New(ErrZipDefaults, "cannot specify defaults unless useLongestLength is true")
 		}
 		if len(e.defaults) != len(e.inputs) {
-			return nil, langerr.FailedToParse("defaults and inputs must have the same length")
+			return nil, langerr.New(ErrZipDefaultsLen, "defaults and inputs must have the same length")
 		}
 	}
 	return e, nil

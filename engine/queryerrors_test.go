@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/parsecdb/parsec/engine/expr"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// TestExpressionErrorCodes checks the codes MongoDB gives the expression
+// operators' argument errors (the datadriven tests of engine/expr check
+// their categories and words).
+func TestExpressionErrorCodes(t *testing.T) {
+	for _, c := range []struct {
+		expr string
+		code Code
+	}{
+		{`{"$trim": 5}`, 50696},
+		{`{"$ltrim": {"input": "a", "x": 1}}`, 50694},
+		{`{"$rtrim": {"chars": "a"}}`, 50695},
+		{`{"$regexMatch": 5}`, 51103},
+		{`{"$regexFind": {"input": "a", "regex": "a", "x": 1}}`, 31024},
+		{`{"$regexFindAll": {"regex": "a"}}`, 31022},
+		{`{"$regexMatch": {"input": "a"}}`, 31023},
+		{`{"$map": 5}`, 16878},
+		{`{"$map": {"input": [], "in": 1, "x": 1}}`, 16879},
+		{`{"$map": {"in": 1}}`, 16880},
+		{`{"$map": {"input": []}}`, 16882},
+		{`{"$filter": 5}`, 28646},
+		{`{"$filter": {"input": [], "cond": 1, "x": 1}}`, 28647},
+		{`{"$filter": {"cond": 1}}`, 28648},
+		{`{"$filter": {"input": []}}`, 28650},
+		{`{"$let": 5}`, 16874},
+		{`{"$let": {"vars": {}, "in": 1, "x": 1}}`, 16875},
+		{`{"$let": {"in": 1}}`, 16876},
+		{`{"$let": {"vars": {}}}`, 16877},
+		{`{"$let": {"vars": 1, "in": 1}}`, 10065},
+		{`{"$reduce": 5}`, 40075},
+		{`{"$reduce": {"input": [], "initialValue": 0, "in": 1, "x": 1}}`, 40076},
+		{`{"$reduce": {"initialValue": 0, "in": 1}}`, 40077},
+		{`{"$reduce": {"input": [], "in": 1}}`, 40078},
+		{`{"$reduce": {"input": [], "initialValue": 0}}`, 40079},
+		{`{"$switch": 5}`, 40060},
+		{`{"$switch": {"branches": 5}}`, 40061},
+		{`{"$switch": {"branches": [5]}}`, 40062},
+		{`{"$switch": {"branches": [{"case": 1, "then": 1, "x": 1}]}}`, 40063},
+		{`{"$switch": {"branches": [{"then": 1}]}}`, 40064},
+		{`{"$switch": {"branches": [{"case": 1}]}}`, 40065},
+		{`{"$switch": {"branches": [{"case": false, "then": 1}]}}`, 40066},
+		{`{"$switch": {"branches": [], "x": 1}}`, 40067},
+		{`{"$switch": {"branches": []}}`, 40068},
+		{`{"$cond": {"then": 1, "else": 1}}`, 17080},
+		{`{"$cond": {"if": 1, "else": 1}}`, 17081},
+		{`{"$cond": {"if": 1, "then": 1}}`, 17082},
+		{`{"$cond": {"if": 1, "then": 1, "else": 1, "x": 1}}`, 17083},
+		{`{"$cond": [1, 2]}`, 16020},
+		{`{"$zip": 5}`, 34460},
+		{`{"$zip": {"inputs": 5}}`, 34461},
+		{`{"$zip": {"inputs": [[1]], "defaults": 5}}`, 34462},
+		{`{"$zip": {"inputs": [[1]], "useLongestLength": 5}}`, 34463},
+		{`{"$zip": {"inputs": [[1]], "x": 5}}`, 34464},
+		{`{"$zip": {"inputs": []}}`, 34465},
+		{`{"$zip": {"inputs": [[1]], "defaults": [1]}}`, 34466},
+		{`{"$zip": {"inputs": [[1]], "defaults": [1, 2], "useLongestLength": true}}`, 34467},
+		{`{"$zip": {"inputs": [5]}}`, 34468},
+		{`{"$dateToString": 5}`, 18629},
+		{`{"$dateToString": {"date": 1, "x": 1}}`, 18534},
+		{`{"$dateToString": {}}`, 18628},
+		{`{"$dateFromString": 5}`, 40540},
+		{`{"$dateFromString": {"dateString": "x", "x": 1}}`, 40541},
+		{`{"$dateFromString": {}}`, 40542},
+		{`{"$dateToParts": 5}`, 40524},
+		{`{"$dateToParts": {"date": 1, "x": 1}}`, 40520},
+		{`{"$dateToParts": {}}`, 40522},
+		{`{"$dateFromParts": 5}`, 40519},
+		{`{"$dateFromParts": {"year": 1, "x": 1}}`, 40518},
+		{`{"$dateAdd": 5}`, 5166400},
+		{`{"$dateSubtract": 5}`, 5166400},
+		{`{"$dateDiff": 5}`, 5166301},
+		{`{"$dateTrunc": 5}`, 5439007},
+		{`{"$setField": 5}`, 4161100},
+		{`{"$sortArray": 5}`, 2942500},
+	} {
+		var raw bson.Raw
+		if err := bson.UnmarshalExtJSON([]byte(`{"v": `+c.expr+`}`), false, &raw); err != nil {
+			t.Fatalf("%s: %v", c.expr, err)
+		}
+		scope := expr.NewScope()
+		e, err := expr.Compile(bsoncore.Document(raw).Lookup("v"), scope)
+		if err == nil {
+			_, err = e.Eval(expr.NewContext(scope, bsoncore.Document(raw), time.Unix(0, 0)))
+		}
+		ce, ok := languageError(err).(*CommandError)
+		if !ok {
+			t.Errorf("%s: %v, want code %d", c.expr, err, c.code)
+			continue
+		}
+		if ce.Code != c.code {
+			t.Errorf("%s: code %d (%s), want %d", c.expr, ce.Code, ce.Msg, c.code)
+		}
+	}
+}
