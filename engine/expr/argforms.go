@@ -20,6 +20,12 @@ var (
 	ErrRegexUnknown   = errors.New("regex operator argument has an unknown field")
 	ErrRegexNoInput   = errors.New("regex operator without input")
 	ErrRegexNoRegex   = errors.New("regex operator without regex")
+	// ErrRegexNullPattern, ErrRegexNullOptions and ErrRegexCompile: a
+	// regex operator's pattern or options with a zero byte, or a
+	// pattern that does not compile.
+	ErrRegexNullPattern = errors.New("regex operator pattern with a null byte")
+	ErrRegexNullOptions = errors.New("regex operator options with a null byte")
+	ErrRegexCompile     = errors.New("regex operator pattern does not compile")
 
 	ErrMapNotObject = errors.New("$map argument is not an object")
 	ErrMapUnknown   = errors.New("$map argument has an unknown field")

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -367,13 +368,24 @@ func (e *regexExpr) compileRegex(ctx *Context) (*Regex, bool, error) {
 			if !isString(ov) {
 				return nil, false, langerr.New(ErrRegexOptions, "%s needs 'options' to be of type string", e.name)
 			}
-			if opts != "" && stringOf(ov) != "" {
+			// MongoDB refuses options beside a regex with flags even
+			// when they are "".
+			if opts != "" {
 				return nil, false, langerr.New(ErrRegexOptionsTwice, "%s: found regex option(s) specified in both 'regex' and 'option' fields", e.name)
 			}
-			opts += stringOf(ov)
+			opts = stringOf(ov)
 		}
 	}
+	if strings.ContainsRune(pattern, 0) {
+		return nil, false, langerr.New(ErrRegexNullPattern, "%s: regular expression cannot contain an embedded null byte", e.name)
+	}
+	if strings.ContainsRune(opts, 0) {
+		return nil, false, langerr.New(ErrRegexNullOptions, "%s: regular expression options cannot contain an embedded null byte", e.name)
+	}
 	re, err := CompileRegex(pattern, opts)
+	if errors.Is(err, ErrInvalidRegex) {
+		return nil, false, langerr.New(ErrRegexCompile, "Invalid Regex in %s: %s", e.name, strings.TrimPrefix(langerr.Message(err, ErrInvalidRegex), "Regular expression is invalid: "))
+	}
 	return re, false, err
 }
 
