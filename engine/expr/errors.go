@@ -69,6 +69,29 @@ var (
 	ErrTrigDomain = errors.New("trigonometric input out of bounds")
 	// ErrRangeStep: $range with a zero step.
 	ErrRangeStep = errors.New("$range with a zero step")
+	// ErrRangeStartType, ErrRangeStartInt, ErrRangeEndType,
+	// ErrRangeEndInt, ErrRangeStepType and ErrRangeStepInt: $range's
+	// start, end or step not a number, or not a 32-bit integer.
+	ErrRangeStartType = errors.New("$range start is not a number")
+	ErrRangeStartInt  = errors.New("$range start is not a 32-bit integer")
+	ErrRangeEndType   = errors.New("$range end is not a number")
+	ErrRangeEndInt    = errors.New("$range end is not a 32-bit integer")
+	ErrRangeStepType  = errors.New("$range step is not a number")
+	ErrRangeStepInt   = errors.New("$range step is not a 32-bit integer")
+	// ErrAddTwoDates: $add of more than one date.
+	ErrAddTwoDates = errors.New("$add of two dates")
+	// ErrLogArgType, ErrLogBaseType, ErrPowBaseType and ErrPowExpType:
+	// $log's argument or base, $pow's base or exponent not a number.
+	ErrLogArgType  = errors.New("$log argument is not a number")
+	ErrLogBaseType = errors.New("$log base is not a number")
+	ErrPowBaseType = errors.New("$pow base is not a number")
+	ErrPowExpType  = errors.New("$pow exponent is not a number")
+	// ErrRoundType, ErrRoundPlaceInt and ErrRoundPlaceRange: $round's or
+	// $trunc's number not a number, its place not an integer or outside
+	// [-20, 100].
+	ErrRoundType       = errors.New("$round of a non-number")
+	ErrRoundPlaceInt   = errors.New("$round place is not an integer")
+	ErrRoundPlaceRange = errors.New("$round place out of range")
 )
 
 // Argument checks of the array operators that MongoDB makes each with its

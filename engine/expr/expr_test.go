@@ -136,6 +136,7 @@ func category(err error) string {
 		{ErrTrimNotObject, "TrimNotObject"}, {ErrTrimUnknown, "TrimUnknown"}, {ErrTrimNoInput, "TrimNoInput"},
 		{ErrRegexNotObject, "RegexNotObject"}, {ErrRegexUnknown, "RegexUnknown"}, {ErrRegexNoInput, "RegexNoInput"},
 		{ErrRegexNoRegex, "RegexNoRegex"}, {ErrRegexNullPattern, "RegexNullPattern"}, {ErrRegexNullOptions, "RegexNullOptions"}, {ErrRegexCompile, "RegexCompile"},
+		{ErrRangeStartType, "RangeStartType"}, {ErrRangeStartInt, "RangeStartInt"}, {ErrRangeEndType, "RangeEndType"}, {ErrRangeEndInt, "RangeEndInt"}, {ErrRangeStepType, "RangeStepType"}, {ErrRangeStepInt, "RangeStepInt"}, {ErrAddTwoDates, "AddTwoDates"}, {ErrLogArgType, "LogArgType"}, {ErrLogBaseType, "LogBaseType"}, {ErrPowBaseType, "PowBaseType"}, {ErrPowExpType, "PowExpType"}, {ErrRoundType, "RoundType"}, {ErrRoundPlaceInt, "RoundPlaceInt"}, {ErrRoundPlaceRange, "RoundPlaceRange"},
 		{ErrMapNotObject, "MapNotObject"}, {ErrMapUnknown, "MapUnknown"},
 		{ErrMapNoInput, "MapNoInput"}, {ErrMapNoIn, "MapNoIn"}, {ErrFilterNotObject, "FilterNotObject"},
 		{ErrFilterUnknown, "FilterUnknown"}, {ErrFilterNoInput, "FilterNoInput"}, {ErrFilterNoCond, "FilterNoCond"},
