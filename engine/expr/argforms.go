@@ -42,6 +42,12 @@ var (
 	ErrLetNoVars     = errors.New("$let without vars")
 	ErrLetNoIn       = errors.New("$let without in")
 	ErrLetVarsObject = errors.New("$let vars is not an object")
+	// ErrVarNameEmpty, ErrVarNameStart and ErrVarNameChar: a variable
+	// being bound ($let's vars, $map's and $filter's as, a stage's let)
+	// with an empty name, a bad first character or a bad character.
+	ErrVarNameEmpty = errors.New("empty variable name")
+	ErrVarNameStart = errors.New("variable name starts with a bad character")
+	ErrVarNameChar  = errors.New("variable name with a bad character")
 
 	ErrReduceNotObject = errors.New("$reduce argument is not an object")
 	ErrReduceUnknown   = errors.New("$reduce argument has an unknown field")

@@ -137,6 +137,7 @@ func category(err error) string {
 		{ErrRegexNotObject, "RegexNotObject"}, {ErrRegexUnknown, "RegexUnknown"}, {ErrRegexNoInput, "RegexNoInput"},
 		{ErrRegexNoRegex, "RegexNoRegex"}, {ErrRegexNullPattern, "RegexNullPattern"}, {ErrRegexNullOptions, "RegexNullOptions"}, {ErrRegexCompile, "RegexCompile"},
 		{ErrRangeStartType, "RangeStartType"}, {ErrRangeStartInt, "RangeStartInt"}, {ErrRangeEndType, "RangeEndType"}, {ErrRangeEndInt, "RangeEndInt"}, {ErrRangeStepType, "RangeStepType"}, {ErrRangeStepInt, "RangeStepInt"}, {ErrAddTwoDates, "AddTwoDates"}, {ErrLogArgType, "LogArgType"}, {ErrLogBaseType, "LogBaseType"}, {ErrPowBaseType, "PowBaseType"}, {ErrPowExpType, "PowExpType"}, {ErrRoundType, "RoundType"}, {ErrRoundPlaceInt, "RoundPlaceInt"}, {ErrRoundPlaceRange, "RoundPlaceRange"},
+		{ErrVarNameEmpty, "VarNameEmpty"}, {ErrVarNameStart, "VarNameStart"}, {ErrVarNameChar, "VarNameChar"},
 		{ErrMapNotObject, "MapNotObject"}, {ErrMapUnknown, "MapUnknown"},
 		{ErrMapNoInput, "MapNoInput"}, {ErrMapNoIn, "MapNoIn"}, {ErrFilterNotObject, "FilterNotObject"},
 		{ErrFilterUnknown, "FilterUnknown"}, {ErrFilterNoInput, "FilterNoInput"}, {ErrFilterNoCond, "FilterNoCond"},
