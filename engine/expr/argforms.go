@@ -80,8 +80,33 @@ var (
 	ErrDateFromPartsUnknown   = errors.New("$dateFromParts argument has an unknown field")
 
 	ErrDateArithNotObject = errors.New("$dateAdd argument is not an object")
+	ErrDateArithUnknown   = errors.New("$dateAdd argument has an unknown field")
+	ErrDateArithMissing   = errors.New("$dateAdd without startDate, unit or amount")
 	ErrDateDiffNotObject  = errors.New("$dateDiff argument is not an object")
+	ErrDateDiffUnknown    = errors.New("$dateDiff argument has an unknown field")
+	ErrDateDiffNoStart    = errors.New("$dateDiff without startDate")
+	ErrDateDiffNoEnd      = errors.New("$dateDiff without endDate")
+	ErrDateDiffNoUnit     = errors.New("$dateDiff without unit")
 	ErrDateTruncNotObject = errors.New("$dateTrunc argument is not an object")
+	ErrDateTruncUnknown   = errors.New("$dateTrunc argument has an unknown field")
+	ErrDateTruncNoDate    = errors.New("$dateTrunc without date")
+	ErrDateTruncNoUnit    = errors.New("$dateTrunc without unit")
+
+	ErrGetFieldUnknown = errors.New("$getField argument has an unknown field")
+	ErrGetFieldNoField = errors.New("$getField without field")
+
+	ErrSetFieldUnknown     = errors.New("$setField argument has an unknown field")
+	ErrSetFieldNoField     = errors.New("$setField without field")
+	ErrSetFieldNoValue     = errors.New("$setField without value")
+	ErrSetFieldNoInput     = errors.New("$setField without input")
+	ErrSetFieldInputObject = errors.New("$setField input is not an object")
+
+	ErrSortArrayUnknown = errors.New("$sortArray argument has an unknown field")
+	ErrSortArrayNoInput = errors.New("$sortArray without input")
+	ErrSortArrayNoSort  = errors.New("$sortArray without sortBy")
+
+	// ErrRandArguments: $rand given an argument other than {}.
+	ErrRandArguments = errors.New("$rand with arguments")
 
 	ErrCondUnknown = errors.New("$cond argument has an unknown field")
 	ErrCondNoIf    = errors.New("$cond without if")
@@ -140,7 +165,25 @@ var objectArgs = func() map[string]objectArgForms {
 			"regex": {ErrRegexNoRegex, "%[1]s requires 'regex' parameter"},
 		},
 	}
-	dateArith := objectArgForms{notObject: argForm{ErrDateArithNotObject, "%[1]s expects an object as its argument"}}
+	dateArith := objectArgForms{
+		notObject: argForm{ErrDateArithNotObject, "%[1]s expects an object as its argument"},
+		unknown: argForm{ErrDateArithUnknown,
+			"Unrecognized argument to %[1]s: %[2]s. Expected arguments are startDate, unit, amount, and optionally timezone."},
+		missing: map[string]argForm{
+			"startDate": {ErrDateArithMissing, "%[1]s requires startDate, unit, and amount to be present"},
+			"unit":      {ErrDateArithMissing, "%[1]s requires startDate, unit, and amount to be present"},
+			"amount":    {ErrDateArithMissing, "%[1]s requires startDate, unit, and amount to be present"},
+		},
+	}
+	setField := objectArgForms{
+		notObject: argForm{ErrSetFieldNotObject, "%[1]s only supports an object as its argument"},
+		unknown:   argForm{ErrSetFieldUnknown, "%[1]s found an unknown argument: %[2]s"},
+		missing: map[string]argForm{
+			"field": {ErrSetFieldNoField, "%[1]s requires 'field' to be specified"},
+			"value": {ErrSetFieldNoValue, "%[1]s requires 'value' to be specified"},
+			"input": {ErrSetFieldNoInput, "%[1]s requires 'input' to be specified"},
+		},
+	}
 	return map[string]objectArgForms{
 		"$trim": trim, "$ltrim": trim, "$rtrim": trim,
 		"$regexMatch": regex, "$regexFind": regex, "$regexFindAll": regex,
@@ -202,10 +245,37 @@ var objectArgs = func() map[string]objectArgForms {
 			unknown:   argForm{ErrDateFromPartsUnknown, "Unrecognized argument to %[1]s: %[2]s"},
 		},
 		"$dateAdd": dateArith, "$dateSubtract": dateArith,
-		"$dateDiff":  {notObject: argForm{ErrDateDiffNotObject, "%[1]s only supports an object as its argument"}},
-		"$dateTrunc": {notObject: argForm{ErrDateTruncNotObject, "%[1]s only supports an object as its argument"}},
-		"$setField":  {notObject: argForm{ErrSetFieldNotObject, "%[1]s only supports an object as its argument"}},
-		"$sortArray": {notObject: argForm{ErrSortArrayNotObject, "%[1]s requires an object as an argument, found: %[2]s"}},
+		"$dateDiff": {
+			notObject: argForm{ErrDateDiffNotObject, "%[1]s only supports an object as its argument"},
+			unknown:   argForm{ErrDateDiffUnknown, "Unrecognized argument to %[1]s: %[2]s"},
+			missing: map[string]argForm{
+				"startDate": {ErrDateDiffNoStart, "Missing 'startDate' parameter to %[1]s"},
+				"endDate":   {ErrDateDiffNoEnd, "Missing 'endDate' parameter to %[1]s"},
+				"unit":      {ErrDateDiffNoUnit, "Missing 'unit' parameter to %[1]s"},
+			},
+		},
+		"$dateTrunc": {
+			notObject: argForm{ErrDateTruncNotObject, "%[1]s only supports an object as its argument"},
+			unknown: argForm{ErrDateTruncUnknown,
+				"Unrecognized argument to %[1]s: %[2]s. Expected arguments are date, unit, and optionally, binSize, timezone, startOfWeek"},
+			missing: map[string]argForm{
+				"date": {ErrDateTruncNoDate, "Missing 'date' parameter to %[1]s"},
+				"unit": {ErrDateTruncNoUnit, "Missing 'unit' parameter to %[1]s"},
+			},
+		},
+		"$getField": {
+			unknown: argForm{ErrGetFieldUnknown, "%[1]s found an unknown argument: %[2]s"},
+			missing: map[string]argForm{"field": {ErrGetFieldNoField, "%[1]s requires 'field' to be specified"}},
+		},
+		"$setField": setField, "$unsetField": setField,
+		"$sortArray": {
+			notObject: argForm{ErrSortArrayNotObject, "%[1]s requires an object as an argument, found: %[2]s"},
+			unknown:   argForm{ErrSortArrayUnknown, "%[1]s found an unknown argument: %[2]s"},
+			missing: map[string]argForm{
+				"input":  {ErrSortArrayNoInput, "%[1]s requires 'input' to be specified"},
+				"sortBy": {ErrSortArrayNoSort, "%[1]s requires 'sortBy' to be specified"},
+			},
+		},
 	}
 }()
 

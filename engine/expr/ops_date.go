@@ -1012,13 +1012,13 @@ func dateArithOp(c *compiler, name string, arg bsoncore.Value) (Expression, erro
 			ok = ok || a == f.Key
 		}
 		if !ok {
-			return nil, langerr.FailedToParse("Unrecognized argument to %s: %s. Expected arguments are %s", name, f.Key, strings.Join(allowed, ", "))
+			return nil, unknownArgError(name, f.Key)
 		}
 		m[f.Key] = f.Val
 	}
 	for _, r := range required {
 		if _, ok := m[r]; !ok {
-			return nil, langerr.FailedToParse("Missing '%s' parameter to %s", r, name)
+			return nil, missingArgError(name, r)
 		}
 	}
 	e := &dateArithExpr{name: name}

@@ -457,7 +457,7 @@ func (e *setFieldExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if in.Type != bsoncore.TypeEmbeddedDocument {
-		return Missing, langerr.BadValue("$setField requires 'input' to evaluate to type Object, but got %s", TypeName(in))
+		return Missing, langerr.New(ErrSetFieldInputObject, "$setField requires 'input' to evaluate to type Object")
 	}
 	v := Missing
 	if e.value != nil {
@@ -485,7 +485,7 @@ func randFn(_ string, _ []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 
 func randOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument || len(Fields(arg)) != 0 {
-		return nil, langerr.FailedToParse("$rand not allowed to have any arguments")
+		return nil, langerr.New(ErrRandArguments, "$rand does not currently accept arguments")
 	}
 	return &callExpr{name: name, fn: randFn}, nil
 }

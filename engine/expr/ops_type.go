@@ -303,13 +303,15 @@ func (e *getFieldExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 }
 
 func getFieldOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
-	if isString(arg) {
-		return &getFieldExpr{field: stringOf(arg)}, nil
+	// Any argument but an object is the field, of $$CURRENT.
+	m := map[string]bsoncore.Value{"field": arg}
+	if arg.Type == bsoncore.TypeEmbeddedDocument {
+		var err error
+		if m, err = namedArgs(name, arg, []string{"field", "input"}, "field"); err != nil {
+			return nil, err
+		}
 	}
-	m, err := namedArgs(name, arg, []string{"field", "input"}, "field")
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	f := m["field"]
 	if f.Type == bsoncore.TypeEmbeddedDocument {
 		if lit, err := f.Document().LookupErr("$literal"); err == nil && len(Fields(f)) == 1 {
