@@ -191,6 +191,11 @@ var (
 	// input or chars not a string.
 	ErrTrimInput = errors.New("$trim input is not a string")
 	ErrTrimChars = errors.New("$trim chars is not a string")
+	// ErrTrimCharsContinuation and ErrTrimCharsTruncated: $trim's chars
+	// not UTF-8: a stray continuation byte, or a last code point cut
+	// short.
+	ErrTrimCharsContinuation = errors.New("$trim chars with a stray continuation byte")
+	ErrTrimCharsTruncated    = errors.New("$trim chars with a truncated code point")
 	// ErrRegexInput, ErrRegexPattern, ErrRegexOptions and
 	// ErrRegexOptionsTwice: $regexMatch's (and $regexFind's,
 	// $regexFindAll's) input, regex or options of the wrong type, or
@@ -261,8 +266,11 @@ var (
 	ErrISO8601Type = errors.New("iso8601 is not a bool")
 	// ErrDatePartsMixed and ErrDatePartsNoYear: $dateFromParts mixing
 	// calendar and ISO week parts, or with neither year.
-	ErrDatePartsMixed  = errors.New("$dateFromParts mixes calendar and ISO parts")
-	ErrDatePartsNoYear = errors.New("$dateFromParts without a year")
+	ErrDatePartsMixed = errors.New("$dateFromParts mixes calendar and ISO parts")
+	// ErrDatePartsMixedISO: $dateFromParts with isoWeekYear and a
+	// month or day.
+	ErrDatePartsMixedISO = errors.New("$dateFromParts mixes ISO and calendar parts")
+	ErrDatePartsNoYear   = errors.New("$dateFromParts without a year")
 	// ErrDatePartType, ErrDatePartYear, ErrDatePartISOYear and
 	// ErrDatePartRange: a $dateFromParts part that is not an integer,
 	// a year or isoWeekYear out of range, another part out of range.

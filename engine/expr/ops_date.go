@@ -860,11 +860,15 @@ func dateFromPartsOp(c *compiler, name string, arg bsoncore.Value) (Expression, 
 		_, ok := m[k]
 		isoAny = isoAny || ok
 	}
+	// MongoDB's order: a year first, then a year with ISO parts, then an
+	// ISO week year with natural parts.
 	switch {
-	case natural && isoAny:
-		return nil, langerr.New(ErrDatePartsMixed, "$dateFromParts does not allow mixing natural dates with ISO dates")
 	case !hasYear && !hasISO:
 		return nil, langerr.New(ErrDatePartsNoYear, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
+	case hasYear && isoAny:
+		return nil, langerr.New(ErrDatePartsMixed, "$dateFromParts does not allow mixing natural dates with ISO dates")
+	case hasISO && natural:
+		return nil, langerr.New(ErrDatePartsMixedISO, "$dateFromParts does not allow mixing ISO dates with natural dates")
 	}
 	e.iso = hasISO
 	e.names = naturalParts
