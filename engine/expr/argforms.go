@@ -94,6 +94,13 @@ var (
 
 	ErrGetFieldUnknown = errors.New("$getField argument has an unknown field")
 	ErrGetFieldNoField = errors.New("$getField without field")
+	// ErrGetFieldNonConstant, ErrGetFieldFieldType,
+	// ErrSetFieldNonConstant and ErrSetFieldFieldType: $getField's or
+	// $setField's field not a constant, or not a string.
+	ErrGetFieldNonConstant = errors.New("$getField field is not a constant")
+	ErrGetFieldFieldType   = errors.New("$getField field is not a string")
+	ErrSetFieldNonConstant = errors.New("$setField field is not a constant")
+	ErrSetFieldFieldType   = errors.New("$setField field is not a string")
 
 	ErrSetFieldUnknown     = errors.New("$setField argument has an unknown field")
 	ErrSetFieldNoField     = errors.New("$setField without field")

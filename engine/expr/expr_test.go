@@ -141,6 +141,7 @@ func category(err error) string {
 		{ErrDateArithUnknown, "DateArithUnknown"}, {ErrDateArithMissing, "DateArithMissing"}, {ErrDateDiffUnknown, "DateDiffUnknown"}, {ErrDateDiffNoStart, "DateDiffNoStart"}, {ErrDateDiffNoEnd, "DateDiffNoEnd"}, {ErrDateDiffNoUnit, "DateDiffNoUnit"}, {ErrDateTruncUnknown, "DateTruncUnknown"}, {ErrDateTruncNoDate, "DateTruncNoDate"}, {ErrDateTruncNoUnit, "DateTruncNoUnit"}, {ErrGetFieldUnknown, "GetFieldUnknown"}, {ErrGetFieldNoField, "GetFieldNoField"}, {ErrSetFieldUnknown, "SetFieldUnknown"}, {ErrSetFieldNoField, "SetFieldNoField"}, {ErrSetFieldNoValue, "SetFieldNoValue"}, {ErrSetFieldNoInput, "SetFieldNoInput"}, {ErrSetFieldInputObject, "SetFieldInputObject"}, {ErrSortArrayUnknown, "SortArrayUnknown"}, {ErrSortArrayNoInput, "SortArrayNoInput"}, {ErrSortArrayNoSort, "SortArrayNoSort"}, {ErrRandArguments, "RandArguments"},
 		{ErrDatePartsMixedISO, "DatePartsMixedISO"},
 		{ErrTrimCharsContinuation, "TrimCharsContinuation"}, {ErrTrimCharsTruncated, "TrimCharsTruncated"},
+		{ErrGetFieldNonConstant, "GetFieldNonConstant"}, {ErrGetFieldFieldType, "GetFieldFieldType"}, {ErrSetFieldNonConstant, "SetFieldNonConstant"}, {ErrSetFieldFieldType, "SetFieldFieldType"},
 		{ErrMapNotObject, "MapNotObject"}, {ErrMapUnknown, "MapUnknown"},
 		{ErrMapNoInput, "MapNoInput"}, {ErrMapNoIn, "MapNoIn"}, {ErrFilterNotObject, "FilterNotObject"},
 		{ErrFilterUnknown, "FilterUnknown"}, {ErrFilterNoInput, "FilterNoInput"}, {ErrFilterNoCond, "FilterNoCond"},

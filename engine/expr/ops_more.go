@@ -409,6 +409,26 @@ func binarySizeFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, err
 	return Missing, langerr.BadValue("$binarySize requires a string or BinData argument, found: %s", TypeName(a[0]))
 }
 
+// constantArg is what an operator's argument that must be a constant
+// holds: the value of {$literal: v} or {$const: v}, or v itself when it is
+// neither an expression object nor a field path; constant is false for
+// anything MongoDB would have to evaluate (an object, an operator, "$x").
+func constantArg(v bsoncore.Value) (_ bsoncore.Value, constant bool) {
+	switch {
+	case v.Type == bsoncore.TypeEmbeddedDocument:
+		fs := Fields(v)
+		if len(fs) == 1 && (fs[0].Key == "$literal" || fs[0].Key == "$const") {
+			return fs[0].Val, true
+		}
+		return v, false
+	case v.Type == bsoncore.TypeArray:
+		return v, false
+	case isString(v) && strings.HasPrefix(stringOf(v), "$"):
+		return v, false
+	}
+	return v, true
+}
+
 // setFieldExpr is $setField and $unsetField (value nil).
 type setFieldExpr struct {
 	field        string
@@ -424,14 +444,16 @@ func setFieldOp(c *compiler, name string, arg bsoncore.Value) (Expression, error
 	if err != nil {
 		return nil, err
 	}
-	f := m["field"]
-	if f.Type == bsoncore.TypeEmbeddedDocument && len(Fields(f)) == 1 && Fields(f)[0].Key == "$literal" {
-		f = Fields(f)[0].Val
-	} else if isString(f) && strings.HasPrefix(stringOf(f), "$") {
+	f, constant := constantArg(m["field"])
+	if isString(f) && strings.HasPrefix(stringOf(f), "$") && !constant {
 		return nil, langerr.BadValue("%s: 'field' must be a constant string, but got a field path or variable", name)
 	}
+	if !constant {
+		// MongoDB names $setField here, $unsetField too.
+		return nil, langerr.New(ErrSetFieldNonConstant, "$setField requires 'field' to evaluate to a constant, but got a non-constant argument")
+	}
 	if !isString(f) {
-		return nil, langerr.BadValue("%s requires 'field' to evaluate to type String, but got %s", name, TypeName(f))
+		return nil, langerr.New(ErrSetFieldFieldType, "%s requires 'field' to evaluate to type String, but got %s", name, TypeName(f))
 	}
 	if strings.IndexByte(stringOf(f), 0) >= 0 {
 		return nil, langerr.BadValue("%s: 'field' cannot contain an embedded null byte", name)
