@@ -528,7 +528,8 @@ func (e *replaceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 func indexArg(name, which string, v bsoncore.Value) (int64, error) {
 	i, ok := exactInt(v)
 	if !ok {
-		return 0, langerr.New(ErrIndexOfIntegral, "%s requires an integral %s index, found a value of type: %s, with value: %s", name, which, TypeName(v), value.Render(v))
+		// No space after the operator's name: MongoDB's words.
+		return 0, langerr.New(ErrIndexOfIntegral, "%srequires an integral %s index, found a value of type: %s, with value: %s", name, which, TypeName(v), value.Render(v))
 	}
 	if i < 0 {
 		return 0, langerr.New(ErrIndexOfNegative, "%s requires a nonnegative %s index, found: %d", name, which, i)
