@@ -62,6 +62,7 @@ func TestExpressionErrorCodes(t *testing.T) {
 		{`{"$let": {"vars": {"Bad": 1}, "in": 1}}`, 16867},
 		{`{"$map": {"input": [], "as": "a-b", "in": 1}}`, 16868},
 		{`{"$filter": {"input": [], "as": "_x", "cond": 1}}`, 16867},
+		{`{"$map": {"input": [], "as": 5, "in": 1}}`, 16866},
 		{`{"$reduce": 5}`, 40075},
 		{`{"$reduce": {"input": [], "initialValue": 0, "in": 1, "x": 1}}`, 40076},
 		{`{"$reduce": {"initialValue": 0, "in": 1}}`, 40077},

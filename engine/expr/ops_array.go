@@ -407,10 +407,12 @@ func iterArgs(c *compiler, name string, arg bsoncore.Value, allowed []string, re
 	}
 	as := "this"
 	if v, ok := m["as"]; ok {
-		if !isString(v) {
-			return nil, "", langerr.BadValue("%s 'as' must be a string", name)
+		// MongoDB reads an 'as' that is not a string as "", an empty
+		// variable name.
+		as = ""
+		if isString(v) {
+			as = stringOf(v)
 		}
-		as = stringOf(v)
 		if err := CheckVariableName(as); err != nil {
 			return nil, "", err
 		}
