@@ -275,6 +275,8 @@ var objectArgs = func() map[string]objectArgForms {
 			missing: map[string]argForm{"field": {ErrGetFieldNoField, "%[1]s requires 'field' to be specified"}},
 		},
 		"$setField": setField, "$unsetField": setField,
+		// $convert keeps FailedToParse, in words of its own.
+		"$convert": {notObject: argForm{langerr.ErrFailedToParse, "%[1]s expects an object of named arguments but found: %[2]s"}},
 		"$sortArray": {
 			notObject: argForm{ErrSortArrayNotObject, "%[1]s requires an object as an argument, found: %[2]s"},
 			unknown:   argForm{ErrSortArrayUnknown, "%[1]s found an unknown argument: %[2]s"},
