@@ -249,6 +249,12 @@ var (
 	// ErrToDateType: a date operator's date that is not a date, a
 	// timestamp or an ObjectId.
 	ErrToDateType = errors.New("value is not a date")
+	// ErrDatePartOption, ErrDatePartNoDate and ErrDatePartArray: $year,
+	// $month, ... given an object with a field other than date and
+	// timezone, or without date, or an array of other than one argument.
+	ErrDatePartOption = errors.New("unknown option to a date part operator")
+	ErrDatePartNoDate = errors.New("date part operator without date")
+	ErrDatePartArray  = errors.New("date part operator given an array of other than one argument")
 	// ErrTimezoneType: a timezone that is not a string.
 	ErrTimezoneType = errors.New("timezone is not a string")
 	// ErrFormatUnmatched and ErrFormatCharacter: a date format ending in

@@ -142,6 +142,7 @@ func category(err error) string {
 		{ErrDatePartsMixedISO, "DatePartsMixedISO"},
 		{ErrTrimCharsContinuation, "TrimCharsContinuation"}, {ErrTrimCharsTruncated, "TrimCharsTruncated"},
 		{ErrGetFieldNonConstant, "GetFieldNonConstant"}, {ErrGetFieldFieldType, "GetFieldFieldType"}, {ErrSetFieldNonConstant, "SetFieldNonConstant"}, {ErrSetFieldFieldType, "SetFieldFieldType"},
+		{ErrDatePartOption, "DatePartOption"}, {ErrDatePartArray, "DatePartArray"}, {ErrDatePartNoDate, "DatePartNoDate"},
 		{ErrMapNotObject, "MapNotObject"}, {ErrMapUnknown, "MapUnknown"},
 		{ErrMapNoInput, "MapNoInput"}, {ErrMapNoIn, "MapNoIn"}, {ErrFilterNotObject, "FilterNotObject"},
 		{ErrFilterUnknown, "FilterUnknown"}, {ErrFilterNoInput, "FilterNoInput"}, {ErrFilterNoCond, "FilterNoCond"},

@@ -127,21 +127,33 @@ func dateOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	e := &dateExpr{name: name, tz: zoneArg{fixed: time.UTC}}
 	switch arg.Type {
 	case bsoncore.TypeEmbeddedDocument:
-		if _, err := arg.Document().LookupErr("date"); err == nil {
-			m, err := namedArgs(name, arg, []string{"date", "timezone"}, "date")
-			if err != nil {
-				return nil, err
-			}
-			tz, ok := m["timezone"]
-			if e.tz, err = c.compileZone(tz, ok); err != nil {
-				return nil, err
-			}
-			src = m["date"]
+		// An object whose first field is an operator is the date;
+		// any other object names the date and timezone.
+		fs := Fields(arg)
+		if len(fs) > 0 && strings.HasPrefix(fs[0].Key, "$") {
+			break
 		}
+		m := map[string]bsoncore.Value{}
+		for _, f := range fs {
+			if f.Key != "date" && f.Key != "timezone" {
+				return nil, langerr.New(ErrDatePartOption, "unrecognized option to %s: \"%s\"", name, f.Key)
+			}
+			m[f.Key] = f.Val
+		}
+		date, ok := m["date"]
+		if !ok {
+			return nil, langerr.New(ErrDatePartNoDate, "missing 'date' argument to %s, provided: %s", name, value.RenderElement(name, arg))
+		}
+		tz, ok := m["timezone"]
+		var err error
+		if e.tz, err = c.compileZone(tz, ok); err != nil {
+			return nil, err
+		}
+		src = date
 	case bsoncore.TypeArray:
 		ops := operands(arg)
 		if len(ops) != 1 {
-			return nil, langerr.New(ErrArity, "Expression %s takes exactly 1 arguments. %d were passed in.", name, len(ops))
+			return nil, langerr.New(ErrDatePartArray, "%s accepts exactly one argument if given an array, but was given %d", name, len(ops))
 		}
 		src = ops[0]
 	}
