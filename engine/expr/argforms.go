@@ -129,6 +129,12 @@ var (
 	ErrSwitchUnknown       = errors.New("$switch argument has an unknown field")
 	ErrSwitchNoBranch      = errors.New("$switch without branches")
 
+	ErrReplaceNotObject     = errors.New("$replaceOne argument is not an object")
+	ErrReplaceUnknown       = errors.New("$replaceOne argument has an unknown field")
+	ErrReplaceNoInput       = errors.New("$replaceOne without input")
+	ErrReplaceNoFind        = errors.New("$replaceOne without find")
+	ErrReplaceNoReplacement = errors.New("$replaceOne without replacement")
+
 	ErrSetFieldNotObject  = errors.New("$setField argument is not an object")
 	ErrSortArrayNotObject = errors.New("$sortArray argument is not an object")
 )
@@ -180,6 +186,15 @@ var objectArgs = func() map[string]objectArgForms {
 			"startDate": {ErrDateArithMissing, "%[1]s requires startDate, unit, and amount to be present"},
 			"unit":      {ErrDateArithMissing, "%[1]s requires startDate, unit, and amount to be present"},
 			"amount":    {ErrDateArithMissing, "%[1]s requires startDate, unit, and amount to be present"},
+		},
+	}
+	replace := objectArgForms{
+		notObject: argForm{ErrReplaceNotObject, "%[1]s requires an object as an argument, found: %[2]s"},
+		unknown:   argForm{ErrReplaceUnknown, "%[1]s found an unknown argument: %[2]s"},
+		missing: map[string]argForm{
+			"input":       {ErrReplaceNoInput, "%[1]s requires 'input' to be specified"},
+			"find":        {ErrReplaceNoFind, "%[1]s requires 'find' to be specified"},
+			"replacement": {ErrReplaceNoReplacement, "%[1]s requires 'replacement' to be specified"},
 		},
 	}
 	setField := objectArgForms{
@@ -274,6 +289,7 @@ var objectArgs = func() map[string]objectArgForms {
 			unknown: argForm{ErrGetFieldUnknown, "%[1]s found an unknown argument: %[2]s"},
 			missing: map[string]argForm{"field": {ErrGetFieldNoField, "%[1]s requires 'field' to be specified"}},
 		},
+		"$replaceOne": replace, "$replaceAll": replace,
 		"$setField": setField, "$unsetField": setField,
 		// $convert keeps FailedToParse, in words of its own.
 		"$convert": {notObject: argForm{langerr.ErrFailedToParse, "%[1]s expects an object of named arguments but found: %[2]s"}},

@@ -143,6 +143,7 @@ func category(err error) string {
 		{ErrTrimCharsContinuation, "TrimCharsContinuation"}, {ErrTrimCharsTruncated, "TrimCharsTruncated"},
 		{ErrGetFieldNonConstant, "GetFieldNonConstant"}, {ErrGetFieldFieldType, "GetFieldFieldType"}, {ErrSetFieldNonConstant, "SetFieldNonConstant"}, {ErrSetFieldFieldType, "SetFieldFieldType"},
 		{ErrDatePartOption, "DatePartOption"}, {ErrDatePartArray, "DatePartArray"}, {ErrDatePartNoDate, "DatePartNoDate"},
+		{ErrReplaceNotObject, "ReplaceNotObject"}, {ErrReplaceUnknown, "ReplaceUnknown"}, {ErrReplaceNoInput, "ReplaceNoInput"}, {ErrReplaceNoFind, "ReplaceNoFind"}, {ErrReplaceNoReplacement, "ReplaceNoReplacement"},
 		{ErrMapNotObject, "MapNotObject"}, {ErrMapUnknown, "MapUnknown"},
 		{ErrMapNoInput, "MapNoInput"}, {ErrMapNoIn, "MapNoIn"}, {ErrFilterNotObject, "FilterNotObject"},
 		{ErrFilterUnknown, "FilterUnknown"}, {ErrFilterNoInput, "FilterNoInput"}, {ErrFilterNoCond, "FilterNoCond"},
