@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -128,7 +129,11 @@ func CheckLetParameterName(name string) error {
 		if systemConstants[name] {
 			return langerr.New(ErrInternalConstant, "Attempt to set internal constant: %s", name)
 		}
-		return langerr.FailedToParse("Invalid 'let' parameter :: caused by :: %s", langerr.Message(err, langerr.ErrFailedToParse))
+		var le *langerr.Error
+		if errors.As(err, &le) {
+			return langerr.FailedToParse("Invalid 'let' parameter :: caused by :: %s", le.Message)
+		}
+		return err
 	}
 	return nil
 }
@@ -137,8 +142,14 @@ func CheckLetParameterName(name string) error {
 // ("$$Name") may also start with an uppercase letter, the builtin
 // variables' initial.
 func checkName(name string, read bool) error {
+	// A name being bound has MongoDB's own codes (16866-16868); a name
+	// being read keeps FailedToParse.
+	empty, start, char := langerr.ErrFailedToParse, langerr.ErrFailedToParse, langerr.ErrFailedToParse
+	if !read {
+		empty, start, char = ErrVarNameEmpty, ErrVarNameStart, ErrVarNameChar
+	}
 	if name == "" {
-		return langerr.FailedToParse("empty variable names are not allowed")
+		return langerr.New(empty, "empty variable names are not allowed")
 	}
 	for i, c := range name {
 		switch {
@@ -147,9 +158,9 @@ func checkName(name string, read bool) error {
 		case i > 0 && (c >= '0' && c <= '9' || c == '_'):
 		default:
 			if i == 0 {
-				return langerr.FailedToParse("'%s' starts with an invalid character for a user variable name", name)
+				return langerr.New(start, "'%s' starts with an invalid character for a user variable name", name)
 			}
-			return langerr.FailedToParse("'%s' contains an invalid character for a variable name: '%c'", name, c)
+			return langerr.New(char, "'%s' contains an invalid character for a variable name: '%c'", name, c)
 		}
 	}
 	return nil

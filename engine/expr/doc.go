@@ -29,8 +29,9 @@
 //     $stdDevPop and $stdDevSamp use, as expressions and as the
 //     aggregation engine's accumulators; their states can be exported and
 //     merged (partial results of partitions).
-//   - Errors wrap one of the categories in errors.go; the command layer
-//     maps them to MongoDB codes. This package knows no codes, imports only
+//   - Errors wrap one of the categories in errors.go and argforms.go (the
+//     operators' argument checks, worded per operator as MongoDB words
+//     them); the command layer maps them to MongoDB codes. This package knows no codes, imports only
 //     engine/value, and must never import engine/query (engine/query and the
 //     aggregation engine import it).
 //   - Evaluation never panics on any well-formed BSON input.

@@ -69,6 +69,29 @@ var (
 	ErrTrigDomain = errors.New("trigonometric input out of bounds")
 	// ErrRangeStep: $range with a zero step.
 	ErrRangeStep = errors.New("$range with a zero step")
+	// ErrRangeStartType, ErrRangeStartInt, ErrRangeEndType,
+	// ErrRangeEndInt, ErrRangeStepType and ErrRangeStepInt: $range's
+	// start, end or step not a number, or not a 32-bit integer.
+	ErrRangeStartType = errors.New("$range start is not a number")
+	ErrRangeStartInt  = errors.New("$range start is not a 32-bit integer")
+	ErrRangeEndType   = errors.New("$range end is not a number")
+	ErrRangeEndInt    = errors.New("$range end is not a 32-bit integer")
+	ErrRangeStepType  = errors.New("$range step is not a number")
+	ErrRangeStepInt   = errors.New("$range step is not a 32-bit integer")
+	// ErrAddTwoDates: $add of more than one date.
+	ErrAddTwoDates = errors.New("$add of two dates")
+	// ErrLogArgType, ErrLogBaseType, ErrPowBaseType and ErrPowExpType:
+	// $log's argument or base, $pow's base or exponent not a number.
+	ErrLogArgType  = errors.New("$log argument is not a number")
+	ErrLogBaseType = errors.New("$log base is not a number")
+	ErrPowBaseType = errors.New("$pow base is not a number")
+	ErrPowExpType  = errors.New("$pow exponent is not a number")
+	// ErrRoundType, ErrRoundPlaceInt and ErrRoundPlaceRange: $round's or
+	// $trunc's number not a number, its place not an integer or outside
+	// [-20, 100].
+	ErrRoundType       = errors.New("$round of a non-number")
+	ErrRoundPlaceInt   = errors.New("$round place is not an integer")
+	ErrRoundPlaceRange = errors.New("$round place out of range")
 )
 
 // Argument checks of the array operators that MongoDB makes each with its
@@ -168,6 +191,11 @@ var (
 	// input or chars not a string.
 	ErrTrimInput = errors.New("$trim input is not a string")
 	ErrTrimChars = errors.New("$trim chars is not a string")
+	// ErrTrimCharsContinuation and ErrTrimCharsTruncated: $trim's chars
+	// not UTF-8: a stray continuation byte, or a last code point cut
+	// short.
+	ErrTrimCharsContinuation = errors.New("$trim chars with a stray continuation byte")
+	ErrTrimCharsTruncated    = errors.New("$trim chars with a truncated code point")
 	// ErrRegexInput, ErrRegexPattern, ErrRegexOptions and
 	// ErrRegexOptionsTwice: $regexMatch's (and $regexFind's,
 	// $regexFindAll's) input, regex or options of the wrong type, or
@@ -221,6 +249,12 @@ var (
 	// ErrToDateType: a date operator's date that is not a date, a
 	// timestamp or an ObjectId.
 	ErrToDateType = errors.New("value is not a date")
+	// ErrDatePartOption, ErrDatePartNoDate and ErrDatePartArray: $year,
+	// $month, ... given an object with a field other than date and
+	// timezone, or without date, or an array of other than one argument.
+	ErrDatePartOption = errors.New("unknown option to a date part operator")
+	ErrDatePartNoDate = errors.New("date part operator without date")
+	ErrDatePartArray  = errors.New("date part operator given an array of other than one argument")
 	// ErrTimezoneType: a timezone that is not a string.
 	ErrTimezoneType = errors.New("timezone is not a string")
 	// ErrFormatUnmatched and ErrFormatCharacter: a date format ending in
@@ -238,8 +272,11 @@ var (
 	ErrISO8601Type = errors.New("iso8601 is not a bool")
 	// ErrDatePartsMixed and ErrDatePartsNoYear: $dateFromParts mixing
 	// calendar and ISO week parts, or with neither year.
-	ErrDatePartsMixed  = errors.New("$dateFromParts mixes calendar and ISO parts")
-	ErrDatePartsNoYear = errors.New("$dateFromParts without a year")
+	ErrDatePartsMixed = errors.New("$dateFromParts mixes calendar and ISO parts")
+	// ErrDatePartsMixedISO: $dateFromParts with isoWeekYear and a
+	// month or day.
+	ErrDatePartsMixedISO = errors.New("$dateFromParts mixes ISO and calendar parts")
+	ErrDatePartsNoYear   = errors.New("$dateFromParts without a year")
 	// ErrDatePartType, ErrDatePartYear, ErrDatePartISOYear and
 	// ErrDatePartRange: a $dateFromParts part that is not an integer,
 	// a year or isoWeekYear out of range, another part out of range.

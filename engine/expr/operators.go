@@ -187,10 +187,11 @@ func variadic(fn evalFn) opCompiler {
 }
 
 // namedArgs reads an operator's object argument ({input: ..., as: ...}),
-// refusing unknown fields and requiring the required ones.
+// refusing unknown fields and requiring the required ones, each in
+// MongoDB's words for that operator (objectArgs).
 func namedArgs(name string, arg bsoncore.Value, allowed []string, required ...string) (map[string]bsoncore.Value, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, langerr.FailedToParse("%s expects an object as its argument", name)
+		return nil, notObjectError(name, arg)
 	}
 	out := map[string]bsoncore.Value{}
 	for _, f := range Fields(arg) {
@@ -199,13 +200,13 @@ func namedArgs(name string, arg bsoncore.Value, allowed []string, required ...st
 			ok = ok || a == f.Key
 		}
 		if !ok {
-			return nil, langerr.FailedToParse("%s found an unknown argument: %s", name, f.Key)
+			return nil, unknownArgError(name, f.Key)
 		}
 		out[f.Key] = f.Val
 	}
 	for _, r := range required {
 		if _, ok := out[r]; !ok {
-			return nil, langerr.FailedToParse("Missing '%s' parameter to %s", r, name)
+			return nil, missingArgError(name, r)
 		}
 	}
 	return out, nil

@@ -158,7 +158,7 @@ func addFn(name string, args []bsoncore.Value, _ *Context) (bsoncore.Value, erro
 			return Null, nil
 		case a.Type == bsoncore.TypeDateTime:
 			if date != nil {
-				return Missing, langerr.BadValue("only one date allowed in an $add expression")
+				return Missing, langerr.New(ErrAddTwoDates, "only one date allowed in an $add expression")
 			}
 			ms := a.DateTime()
 			date = &ms
@@ -368,8 +368,24 @@ func log10Fn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error
 	return unaryMath(name, a[0], math.Log10, nil)
 }
 
+// operandPair checks the two operands of $log or $pow: null if either is
+// null or missing, else each must be a number (MongoDB's own assertion
+// for each, worded by firstFmt and secondFmt with the type's name).
+func operandPair(a []bsoncore.Value, first error, firstFmt string, second error, secondFmt string) (null bool, err error) {
+	if isNullish(a[0]) || isNullish(a[1]) {
+		return true, nil
+	}
+	if !isNumber(a[0]) {
+		return false, langerr.New(first, firstFmt, TypeName(a[0]))
+	}
+	if !isNumber(a[1]) {
+		return false, langerr.New(second, secondFmt, TypeName(a[1]))
+	}
+	return false, nil
+}
+
 func logFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
-	if null, err := numericArgs(name, a); err != nil || null {
+	if null, err := operandPair(a, ErrLogArgType, "$log's argument must be numeric, not %s", ErrLogBaseType, "$log's base must be numeric, not %s"); err != nil || null {
 		if err != nil {
 			return Missing, err
 		}
@@ -390,7 +406,7 @@ func logFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 }
 
 func powFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
-	if null, err := numericArgs(name, a); err != nil || null {
+	if null, err := operandPair(a, ErrPowBaseType, "$pow's base must be numeric, not %s", ErrPowExpType, "$pow's exponent must be numeric, not %s"); err != nil || null {
 		if err != nil {
 			return Missing, err
 		}
@@ -418,6 +434,14 @@ func powFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) 
 
 // roundTo rounds (or truncates) v to place decimal places.
 func roundTo(name string, a []bsoncore.Value, trunc bool) (bsoncore.Value, error) {
+	// MongoDB checks the number before the place.
+	v := a[0]
+	if isNullish(v) {
+		return Null, nil
+	}
+	if !isNumber(v) {
+		return Missing, langerr.New(ErrRoundType, "%s only supports numeric types, not %s", name, TypeName(v))
+	}
 	place := int64(0)
 	if len(a) == 2 {
 		if isNullish(a[1]) {
@@ -427,17 +451,13 @@ func roundTo(name string, a []bsoncore.Value, trunc bool) (bsoncore.Value, error
 			return Missing, langerr.TypeMismatch("%s requires \"place\" to be a numeric type, found %s", name, TypeName(a[1]))
 		}
 		p, ok := exactInt(a[1])
-		if !ok || p < -20 || p >= 100 {
-			return Missing, langerr.BadValue("%s requires \"place\" to be an integral value between -20 and 100, found %s", name, value.Render(a[1]))
+		if !ok {
+			return Missing, langerr.New(ErrRoundPlaceInt, "precision argument to  %s must be a integral value", name)
+		}
+		if p < -20 || p > 100 {
+			return Missing, langerr.New(ErrRoundPlaceRange, "cannot apply %s with precision value %d value must be in [-20, 100]", name, p)
 		}
 		place = p
-	}
-	v := a[0]
-	if isNullish(v) {
-		return Null, nil
-	}
-	if !isNumber(v) {
-		return Missing, langerr.TypeMismatch("%s only supports numeric types, not %s", name, TypeName(v))
 	}
 	op := func(f float64) float64 {
 		if math.IsNaN(f) || math.IsInf(f, 0) {

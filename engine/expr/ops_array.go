@@ -178,15 +178,27 @@ func reverseArrayFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, e
 const maxRangeElements = 1 << 20
 
 func rangeFn(name string, a []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
-	what := []string{"starting value", "ending value", "step value"}
+	// MongoDB's words for the start, end and step: the type, then the
+	// 32-bit integer check of each.
+	checks := []struct {
+		typ, integral       error
+		typeFmt, integerFmt string
+	}{
+		{ErrRangeStartType, ErrRangeStartInt, "$range requires a numeric starting value, found value of type: %s",
+			"$range requires a starting value that can be represented as a 32-bit integer, found value: %s"},
+		{ErrRangeEndType, ErrRangeEndInt, "$range requires a numeric ending value, found value of type: %s",
+			"$range requires an ending value that can be represented as a 32-bit integer, found value: %s"},
+		{ErrRangeStepType, ErrRangeStepInt, "$range requires a numeric step value, found value of type:%s",
+			"$range requires a step value that can be represented as a 32-bit integer, found value: %s"},
+	}
 	vals := []int64{0, 0, 1}
 	for i, v := range a {
 		if !isNumber(v) {
-			return Missing, langerr.BadValue("$range requires a numeric %s, found value of type: %s", what[i], TypeName(v))
+			return Missing, langerr.New(checks[i].typ, checks[i].typeFmt, TypeName(v))
 		}
 		n, ok := exactInt(v)
 		if !ok || n != int64(int32(n)) {
-			return Missing, langerr.BadValue("$range requires a %s that can be represented as a 32-bit integer, found value: %s", what[i], value.Render(v))
+			return Missing, langerr.New(checks[i].integral, checks[i].integerFmt, value.Render(v))
 		}
 		vals[i] = n
 	}
@@ -395,10 +407,12 @@ func iterArgs(c *compiler, name string, arg bsoncore.Value, allowed []string, re
 	}
 	as := "this"
 	if v, ok := m["as"]; ok {
-		if !isString(v) {
-			return nil, "", langerr.BadValue("%s 'as' must be a string", name)
+		// MongoDB reads an 'as' that is not a string as "", an empty
+		// variable name.
+		as = ""
+		if isString(v) {
+			as = stringOf(v)
 		}
-		as = stringOf(v)
 		if err := CheckVariableName(as); err != nil {
 			return nil, "", err
 		}

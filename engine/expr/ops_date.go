@@ -127,21 +127,33 @@ func dateOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	e := &dateExpr{name: name, tz: zoneArg{fixed: time.UTC}}
 	switch arg.Type {
 	case bsoncore.TypeEmbeddedDocument:
-		if _, err := arg.Document().LookupErr("date"); err == nil {
-			m, err := namedArgs(name, arg, []string{"date", "timezone"}, "date")
-			if err != nil {
-				return nil, err
-			}
-			tz, ok := m["timezone"]
-			if e.tz, err = c.compileZone(tz, ok); err != nil {
-				return nil, err
-			}
-			src = m["date"]
+		// An object whose first field is an operator is the date;
+		// any other object names the date and timezone.
+		fs := Fields(arg)
+		if len(fs) > 0 && strings.HasPrefix(fs[0].Key, "$") {
+			break
 		}
+		m := map[string]bsoncore.Value{}
+		for _, f := range fs {
+			if f.Key != "date" && f.Key != "timezone" {
+				return nil, langerr.New(ErrDatePartOption, "unrecognized option to %s: \"%s\"", name, f.Key)
+			}
+			m[f.Key] = f.Val
+		}
+		date, ok := m["date"]
+		if !ok {
+			return nil, langerr.New(ErrDatePartNoDate, "missing 'date' argument to %s, provided: %s", name, value.RenderElement(name, arg))
+		}
+		tz, ok := m["timezone"]
+		var err error
+		if e.tz, err = c.compileZone(tz, ok); err != nil {
+			return nil, err
+		}
+		src = date
 	case bsoncore.TypeArray:
 		ops := operands(arg)
 		if len(ops) != 1 {
-			return nil, langerr.New(ErrArity, "Expression %s takes exactly 1 arguments. %d were passed in.", name, len(ops))
+			return nil, langerr.New(ErrDatePartArray, "%s accepts exactly one argument if given an array, but was given %d", name, len(ops))
 		}
 		src = ops[0]
 	}
@@ -860,11 +872,15 @@ func dateFromPartsOp(c *compiler, name string, arg bsoncore.Value) (Expression, 
 		_, ok := m[k]
 		isoAny = isoAny || ok
 	}
+	// MongoDB's order: a year first, then a year with ISO parts, then an
+	// ISO week year with natural parts.
 	switch {
-	case natural && isoAny:
-		return nil, langerr.New(ErrDatePartsMixed, "$dateFromParts does not allow mixing natural dates with ISO dates")
 	case !hasYear && !hasISO:
 		return nil, langerr.New(ErrDatePartsNoYear, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
+	case hasYear && isoAny:
+		return nil, langerr.New(ErrDatePartsMixed, "$dateFromParts does not allow mixing natural dates with ISO dates")
+	case hasISO && natural:
+		return nil, langerr.New(ErrDatePartsMixedISO, "$dateFromParts does not allow mixing ISO dates with natural dates")
 	}
 	e.iso = hasISO
 	e.names = naturalParts
@@ -1003,7 +1019,7 @@ func dateArithOp(c *compiler, name string, arg bsoncore.Value) (Expression, erro
 		allowed, required = []string{"date", "unit", "binSize", "timezone", "startOfWeek"}, []string{"date", "unit"}
 	}
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, langerr.FailedToParse("%s only supports an object as its argument", name)
+		return nil, notObjectError(name, arg)
 	}
 	m := map[string]bsoncore.Value{}
 	for _, f := range Fields(arg) {
@@ -1012,13 +1028,13 @@ func dateArithOp(c *compiler, name string, arg bsoncore.Value) (Expression, erro
 			ok = ok || a == f.Key
 		}
 		if !ok {
-			return nil, langerr.FailedToParse("Unrecognized argument to %s: %s. Expected arguments are %s", name, f.Key, strings.Join(allowed, ", "))
+			return nil, unknownArgError(name, f.Key)
 		}
 		m[f.Key] = f.Val
 	}
 	for _, r := range required {
 		if _, ok := m[r]; !ok {
-			return nil, langerr.FailedToParse("Missing '%s' parameter to %s", r, name)
+			return nil, missingArgError(name, r)
 		}
 	}
 	e := &dateArithExpr{name: name}

@@ -83,13 +83,13 @@ func condOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 			case "if", "then", "else":
 				m[f.Key] = f.Val
 			default:
-				return nil, langerr.FailedToParse("Unrecognized parameter to $cond: %s", f.Key)
+				return nil, langerr.New(ErrCondUnknown, "Unrecognized parameter to $cond: %s", f.Key)
 			}
 		}
-		for _, k := range []string{"if", "then", "else"} {
+		for i, k := range []string{"if", "then", "else"} {
 			v, ok := m[k]
 			if !ok {
-				return nil, langerr.FailedToParse("Missing '%s' parameter to $cond", k)
+				return nil, langerr.New(condMissing[i], "Missing '%s' parameter to $cond", k)
 			}
 			parts = append(parts, v)
 		}
@@ -153,18 +153,18 @@ func (e *switchExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 
 func switchOp(c *compiler, _ string, arg bsoncore.Value) (Expression, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, langerr.FailedToParse("$switch requires an object as an argument, found: %s", TypeName(arg))
+		return nil, langerr.New(ErrSwitchNotObject, "$switch requires an object as an argument, found: %s", TypeName(arg))
 	}
 	e := &switchExpr{}
 	for _, f := range Fields(arg) {
 		switch f.Key {
 		case "branches":
 			if f.Val.Type != bsoncore.TypeArray {
-				return nil, langerr.FailedToParse("$switch expected an array for 'branches', found: %s", TypeName(f.Val))
+				return nil, langerr.New(ErrSwitchBranchesArray, "$switch expected an array for 'branches', found: %s", TypeName(f.Val))
 			}
 			for _, b := range Elements(f.Val) {
 				if b.Type != bsoncore.TypeEmbeddedDocument {
-					return nil, langerr.FailedToParse("$switch expected each branch to be an object, found: %s", TypeName(b))
+					return nil, langerr.New(ErrSwitchBranchObject, "$switch expected each branch to be an object, found: %s", TypeName(b))
 				}
 				var cs, th Expression
 				for _, bf := range Fields(b) {
@@ -178,14 +178,14 @@ func switchOp(c *compiler, _ string, arg bsoncore.Value) (Expression, error) {
 					case "then":
 						th = x
 					default:
-						return nil, langerr.FailedToParse("$switch found an unknown argument to a branch: %s", bf.Key)
+						return nil, langerr.New(ErrSwitchBranchUnknown, "$switch found an unknown argument to a branch: %s", bf.Key)
 					}
 				}
 				if cs == nil {
-					return nil, langerr.FailedToParse("$switch requires each branch have a 'case' expression")
+					return nil, langerr.New(ErrSwitchNoCase, "$switch requires each branch have a 'case' expression")
 				}
 				if th == nil {
-					return nil, langerr.FailedToParse("$switch requires each branch have a 'then' expression.")
+					return nil, langerr.New(ErrSwitchNoThen, "$switch requires each branch have a 'then' expression.")
 				}
 				e.cases, e.thens = append(e.cases, cs), append(e.thens, th)
 			}
@@ -196,11 +196,11 @@ func switchOp(c *compiler, _ string, arg bsoncore.Value) (Expression, error) {
 			}
 			e.def = x
 		default:
-			return nil, langerr.FailedToParse("$switch found an unknown argument: %s", f.Key)
+			return nil, langerr.New(ErrSwitchUnknown, "$switch found an unknown argument: %s", f.Key)
 		}
 	}
 	if len(e.cases) == 0 {
-		return nil, langerr.FailedToParse("$switch requires at least one branch.")
+		return nil, langerr.New(ErrSwitchNoBranch, "$switch requires at least one branch.")
 	}
 	return e, nil
 }
@@ -234,7 +234,7 @@ func letOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	}
 	vars := m["vars"]
 	if vars.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, langerr.FailedToParse("invalid parameter: expected an object (vars)")
+		return nil, langerr.New(ErrLetVarsObject, "invalid parameter: expected an object (vars)")
 	}
 	e := &letExpr{}
 	var names []string

@@ -302,29 +302,34 @@ func zipOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	e := &zipExpr{}
 	in := m["inputs"]
 	if in.Type != bsoncore.TypeArray {
-		return nil, langerr.FailedToParse("inputs must be an array of expressions, found %s", TypeName(in))
+		return nil, langerr.New(ErrZipInputsArray, "inputs must be an array of expressions, found %s", TypeName(in))
 	}
 	if e.inputs, err = c.compileAll(Elements(in)); err != nil {
 		return nil, err
 	}
+	if len(e.inputs) == 0 {
+		return nil, missingArgError(name, "inputs")
+	}
 	if l, ok := m["useLongestLength"]; ok {
 		if l.Type != bsoncore.TypeBoolean {
-			return nil, langerr.FailedToParse("useLongestLength must be a bool, found %s", TypeName(l))
+			// MongoDB names the type of $zip's whole argument here, not
+			// useLongestLength's: always "object".
+			return nil, langerr.New(ErrZipLongestBool, "useLongestLength must be a bool, found %s", TypeName(arg))
 		}
 		e.longest = l.Boolean()
 	}
 	if d, ok := m["defaults"]; ok {
 		if d.Type != bsoncore.TypeArray {
-			return nil, langerr.FailedToParse("defaults must be an array of expressions, found %s", TypeName(d))
+			return nil, langerr.New(ErrZipDefaultArray, "defaults must be an array of expressions, found %s", TypeName(d))
 		}
 		if e.defaults, err = c.compileAll(Elements(d)); err != nil {
 			return nil, err
 		}
 		if !e.longest {
-			return nil, langerr.FailedToParse("cannot specify defaults unless useLongestLength is true")
+			return nil, langerr.New(ErrZipDefaults, "cannot specify defaults unless useLongestLength is true")
 		}
 		if len(e.defaults) != len(e.inputs) {
-			return nil, langerr.FailedToParse("defaults and inputs must have the same length")
+			return nil, langerr.New(ErrZipDefaultsLen, "defaults and inputs must have the same length")
 		}
 	}
 	return e, nil
@@ -404,6 +409,26 @@ func binarySizeFn(_ string, a []bsoncore.Value, _ *Context) (bsoncore.Value, err
 	return Missing, langerr.BadValue("$binarySize requires a string or BinData argument, found: %s", TypeName(a[0]))
 }
 
+// constantArg is what an operator's argument that must be a constant
+// holds: the value of {$literal: v} or {$const: v}, or v itself when it is
+// neither an expression object nor a field path; constant is false for
+// anything MongoDB would have to evaluate (an object, an operator, "$x").
+func constantArg(v bsoncore.Value) (_ bsoncore.Value, constant bool) {
+	switch {
+	case v.Type == bsoncore.TypeEmbeddedDocument:
+		fs := Fields(v)
+		if len(fs) == 1 && (fs[0].Key == "$literal" || fs[0].Key == "$const") {
+			return fs[0].Val, true
+		}
+		return v, false
+	case v.Type == bsoncore.TypeArray:
+		return v, false
+	case isString(v) && strings.HasPrefix(stringOf(v), "$"):
+		return v, false
+	}
+	return v, true
+}
+
 // setFieldExpr is $setField and $unsetField (value nil).
 type setFieldExpr struct {
 	field        string
@@ -419,14 +444,16 @@ func setFieldOp(c *compiler, name string, arg bsoncore.Value) (Expression, error
 	if err != nil {
 		return nil, err
 	}
-	f := m["field"]
-	if f.Type == bsoncore.TypeEmbeddedDocument && len(Fields(f)) == 1 && Fields(f)[0].Key == "$literal" {
-		f = Fields(f)[0].Val
-	} else if isString(f) && strings.HasPrefix(stringOf(f), "$") {
+	f, constant := constantArg(m["field"])
+	if isString(f) && strings.HasPrefix(stringOf(f), "$") && !constant {
 		return nil, langerr.BadValue("%s: 'field' must be a constant string, but got a field path or variable", name)
 	}
+	if !constant {
+		// MongoDB names $setField here, $unsetField too.
+		return nil, langerr.New(ErrSetFieldNonConstant, "$setField requires 'field' to evaluate to a constant, but got a non-constant argument")
+	}
 	if !isString(f) {
-		return nil, langerr.BadValue("%s requires 'field' to evaluate to type String, but got %s", name, TypeName(f))
+		return nil, langerr.New(ErrSetFieldFieldType, "%s requires 'field' to evaluate to type String, but got %s", name, TypeName(f))
 	}
 	if strings.IndexByte(stringOf(f), 0) >= 0 {
 		return nil, langerr.BadValue("%s: 'field' cannot contain an embedded null byte", name)
@@ -452,7 +479,7 @@ func (e *setFieldExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		return Null, nil
 	}
 	if in.Type != bsoncore.TypeEmbeddedDocument {
-		return Missing, langerr.BadValue("$setField requires 'input' to evaluate to type Object, but got %s", TypeName(in))
+		return Missing, langerr.New(ErrSetFieldInputObject, "$setField requires 'input' to evaluate to type Object")
 	}
 	v := Missing
 	if e.value != nil {
@@ -480,7 +507,7 @@ func randFn(_ string, _ []bsoncore.Value, _ *Context) (bsoncore.Value, error) {
 
 func randOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
 	if arg.Type != bsoncore.TypeEmbeddedDocument || len(Fields(arg)) != 0 {
-		return nil, langerr.FailedToParse("$rand not allowed to have any arguments")
+		return nil, langerr.New(ErrRandArguments, "$rand does not currently accept arguments")
 	}
 	return &callExpr{name: name, fn: randFn}, nil
 }

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -258,7 +259,9 @@ func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 	if !isString(in) {
 		return Missing, langerr.New(ErrTrimInput, "%s requires its input to be a string, got %s (of type %s) instead.", e.name, value.Render(in), TypeName(in))
 	}
-	cut := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+	// MongoDB's whitespace: U+0000, U+0009-U+000D, U+0020, U+00A0,
+	// U+1680 and U+2000-U+200A (not U+2028, U+3000, ...).
+	cut := " \t\n\v\f\r\u0000\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
 	if e.chars != nil {
 		c, err := e.chars.Eval(ctx)
 		if err != nil {
@@ -271,6 +274,9 @@ func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 			return Missing, langerr.New(ErrTrimChars, "%s requires 'chars' to be a string, got %s (of type %s) instead.", e.name, value.Render(c), TypeName(c))
 		}
 		cut = stringOf(c)
+		if err := checkTrimChars(e.name, cut); err != nil {
+			return Missing, err
+		}
 	}
 	s := stringOf(in)
 	switch e.name {
@@ -282,6 +288,31 @@ func (e *trimExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 		s = strings.Trim(s, cut)
 	}
 	return String(s), nil
+}
+
+// checkTrimChars refuses chars that are not UTF-8 the way MongoDB splits
+// them into code points: a continuation byte where a code point should
+// start (50698), or a code point cut short by the end (50697).
+func checkTrimChars(name, chars string) error {
+	for i := 0; i < len(chars); {
+		b := chars[i]
+		n := 1
+		switch {
+		case b&0xC0 == 0x80:
+			return langerr.New(ErrTrimCharsContinuation, "Failed to parse \"chars\" argument to %s: Detected invalid UTF-8. Got continuation byte when expecting the start of a new code point.", name)
+		case b&0xF8 == 0xF0:
+			n = 4
+		case b&0xF0 == 0xE0:
+			n = 3
+		case b&0xE0 == 0xC0:
+			n = 2
+		}
+		i += n
+		if i > len(chars) {
+			return langerr.New(ErrTrimCharsTruncated, "Failed to parse \"chars\" argument to %s: Detected invalid UTF-8. Missing expected continuation byte at end of string.", name)
+		}
+	}
+	return nil
 }
 
 func trimOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
@@ -367,13 +398,24 @@ func (e *regexExpr) compileRegex(ctx *Context) (*Regex, bool, error) {
 			if !isString(ov) {
 				return nil, false, langerr.New(ErrRegexOptions, "%s needs 'options' to be of type string", e.name)
 			}
-			if opts != "" && stringOf(ov) != "" {
+			// MongoDB refuses options beside a regex with flags even
+			// when they are "".
+			if opts != "" {
 				return nil, false, langerr.New(ErrRegexOptionsTwice, "%s: found regex option(s) specified in both 'regex' and 'option' fields", e.name)
 			}
-			opts += stringOf(ov)
+			opts = stringOf(ov)
 		}
 	}
+	if strings.ContainsRune(pattern, 0) {
+		return nil, false, langerr.New(ErrRegexNullPattern, "%s: regular expression cannot contain an embedded null byte", e.name)
+	}
+	if strings.ContainsRune(opts, 0) {
+		return nil, false, langerr.New(ErrRegexNullOptions, "%s: regular expression options cannot contain an embedded null byte", e.name)
+	}
 	re, err := CompileRegex(pattern, opts)
+	if errors.Is(err, ErrInvalidRegex) {
+		return nil, false, langerr.New(ErrRegexCompile, "Invalid Regex in %s: %s", e.name, strings.TrimPrefix(langerr.Message(err, ErrInvalidRegex), "Regular expression is invalid: "))
+	}
 	return re, false, err
 }
 
@@ -486,7 +528,8 @@ func (e *replaceExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 func indexArg(name, which string, v bsoncore.Value) (int64, error) {
 	i, ok := exactInt(v)
 	if !ok {
-		return 0, langerr.New(ErrIndexOfIntegral, "%s requires an integral %s index, found a value of type: %s, with value: %s", name, which, TypeName(v), value.Render(v))
+		// No space after the operator's name: MongoDB's words.
+		return 0, langerr.New(ErrIndexOfIntegral, "%srequires an integral %s index, found a value of type: %s, with value: %s", name, which, TypeName(v), value.Render(v))
 	}
 	if i < 0 {
 		return 0, langerr.New(ErrIndexOfNegative, "%s requires a nonnegative %s index, found: %d", name, which, i)

@@ -303,23 +303,22 @@ func (e *getFieldExpr) Eval(ctx *Context) (bsoncore.Value, error) {
 }
 
 func getFieldOp(c *compiler, name string, arg bsoncore.Value) (Expression, error) {
-	if isString(arg) {
-		return &getFieldExpr{field: stringOf(arg)}, nil
-	}
-	m, err := namedArgs(name, arg, []string{"field", "input"}, "field")
-	if err != nil {
-		return nil, err
-	}
-	f := m["field"]
-	if f.Type == bsoncore.TypeEmbeddedDocument {
-		if lit, err := f.Document().LookupErr("$literal"); err == nil && len(Fields(f)) == 1 {
-			f = lit
+	// Any argument but an object of named arguments (an expression
+	// object included) is the field, of $$CURRENT.
+	m := map[string]bsoncore.Value{"field": arg}
+	if fs := Fields(arg); arg.Type == bsoncore.TypeEmbeddedDocument && (len(fs) == 0 || !strings.HasPrefix(fs[0].Key, "$")) {
+		var err error
+		if m, err = namedArgs(name, arg, []string{"field", "input"}, "field"); err != nil {
+			return nil, err
 		}
-	} else if isString(f) && len(stringOf(f)) > 0 && stringOf(f)[0] == '$' {
-		return nil, langerr.BadValue("$getField requires 'field' to evaluate to a constant, but got a non-constant argument")
+	}
+	var err error
+	f, constant := constantArg(m["field"])
+	if !constant {
+		return nil, langerr.New(ErrGetFieldNonConstant, "$getField requires 'field' to evaluate to a constant, but got a non-constant argument")
 	}
 	if !isString(f) {
-		return nil, langerr.BadValue("$getField requires 'field' to evaluate to type String, but got %s", TypeName(f))
+		return nil, langerr.New(ErrGetFieldFieldType, "$getField requires 'field' to evaluate to type String, but got %s", TypeName(f))
 	}
 	e := &getFieldExpr{field: stringOf(f)}
 	if in, ok := m["input"]; ok {
