@@ -382,7 +382,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 	kvs.Fence(fenceKey, claim)
 	w := &writer{term: term}
 	kvs.OnFenced = func() { h.depose(w) }
-	st, err := store.Open(store.Options{KV: kvs, Logger: h.logger})
+	st, err := store.Open(store.Options{KV: kvs, Logger: h.logger, OnePartitionTransactions: true})
 	if err != nil {
 		return fmt.Errorf("opening the store: %w", err)
 	}

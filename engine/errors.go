@@ -421,6 +421,8 @@ func toCommandError(err error) *CommandError {
 		var cte *store.CappedInTransactionError
 		errors.As(err, &cte)
 		return errorf(ErrOperationNotSupportedInTransaction, "Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.", cte.Namespace)
+	case errors.As(err, new(*store.PartitionScopeError)):
+		return errorf(ErrOperationNotSupportedInTransaction, "%v (a cluster commits each physical partition through its own replicas: keep a transaction to one logical partition of a sharded collection, or to one unsharded collection)", err)
 	case errors.Is(err, store.ErrCappedDocTooLarge):
 		return errorf(ErrBadValue, "object to insert exceeds cappedMaxSize")
 	case errors.Is(err, store.ErrLogicalPartitionFull):

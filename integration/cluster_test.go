@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -804,5 +805,92 @@ func TestClusterJoin(t *testing.T) {
 	}
 	if strings.Contains(n4.logText(), "refused") {
 		t.Errorf("node 4's restart log:\n%s", n4.logText())
+	}
+}
+
+// TestClusterTransactionScope: in a cluster a transaction writes to one
+// physical partition; one that would write to a second is refused with
+// 263 at that write, and nothing of it is committed.
+func TestClusterTransactionScope(t *testing.T) {
+	c := startTestCluster(t)
+	cl := c.connect()
+	ctx := testCtx(t)
+	db := cl.Database("scope")
+	runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "sharded"},
+		{Key: "shardKey", Value: "tenant"}, {Key: "offerThroughput", Value: 40000}})
+	sharded := db.Collection("sharded")
+	sess, err := cl.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	// Two writes: tenant "a", then tenant x. The sharded collection has
+	// several physical partitions, so of 100 tenants some share a's and
+	// some do not.
+	var same, refused int
+	for i := range 100 {
+		x := fmt.Sprintf("t%03d", i)
+		err := mongo.WithSession(ctx, sess, func(sc context.Context) error {
+			if err := sess.StartTransaction(); err != nil {
+				return err
+			}
+			if _, err := sharded.InsertOne(sc, bson.D{{Key: "tenant", Value: "a"}, {Key: "x", Value: x}}); err != nil {
+				return err
+			}
+			if _, err := sharded.InsertOne(sc, bson.D{{Key: "tenant", Value: x}}); err != nil {
+				_ = sess.AbortTransaction(context.Background())
+				return err
+			}
+			return sess.CommitTransaction(sc)
+		})
+		var se mongo.ServerError
+		switch {
+		case err == nil:
+			same++
+		case errors.As(err, &se) && se.HasErrorCode(263):
+			refused++
+			if !strings.Contains(err.Error(), "one physical partition") {
+				t.Errorf("refusal without the rule: %v", err)
+			}
+			if n, err := sharded.CountDocuments(ctx, bson.D{{Key: "x", Value: x}}); err != nil || n != 0 {
+				t.Fatalf("a refused transaction left %d documents (%v)", n, err)
+			}
+		default:
+			t.Fatalf("transaction with tenants a and %s: %v", x, err)
+		}
+	}
+	if same == 0 || refused == 0 {
+		t.Fatalf("%d transactions in one partition committed, %d across partitions refused: want some of each", same, refused)
+	}
+	if n, err := sharded.CountDocuments(ctx, bson.D{{Key: "tenant", Value: "a"}}); err != nil || int(n) != same {
+		t.Fatalf("tenant a has %d documents (%v), want %d", n, err, same)
+	}
+	// Unsharded: one collection is one partition; two are two.
+	one, two := db.Collection("one"), db.Collection("two")
+	for _, coll := range []*mongo.Collection{one, two} {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 0}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		if _, err := one.InsertOne(sc, bson.D{{Key: "_id", Value: 1}}); err != nil {
+			return nil, err
+		}
+		return one.UpdateOne(sc, bson.D{{Key: "_id", Value: 0}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 1}}}})
+	}); err != nil {
+		t.Fatalf("a transaction in one unsharded collection: %v", err)
+	}
+	_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		if _, err := one.InsertOne(sc, bson.D{{Key: "_id", Value: 2}}); err != nil {
+			return nil, err
+		}
+		return two.InsertOne(sc, bson.D{{Key: "_id", Value: 2}})
+	})
+	var se mongo.ServerError
+	if !errors.As(err, &se) || !se.HasErrorCode(263) {
+		t.Fatalf("a transaction over two unsharded collections: %v", err)
+	}
+	if n, _ := one.CountDocuments(ctx, bson.D{{Key: "_id", Value: 2}}); n != 0 {
+		t.Fatal("the refused transaction's first write was committed")
 	}
 }

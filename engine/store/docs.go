@@ -333,6 +333,9 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.lockKey(key); err != nil {
 		return err
 	}
+	if err := t.checkScope(c, key); err != nil {
+		return err
+	}
 	_, err := t.t.Get(key)
 	if err == nil {
 		return &DuplicateKeyError{Key: key}
@@ -403,6 +406,9 @@ func (t *Txn) Replace(c *Collection, key, doc []byte, oldSize int) error {
 	if err := t.lockKey(key); err != nil {
 		return err
 	}
+	if err := t.checkScope(c, key); err != nil {
+		return err
+	}
 	var changes []ixChange
 	old, err := t.current(key)
 	if err != nil {
@@ -439,6 +445,9 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 		return err
 	}
 	if err := t.lockKey(key); err != nil {
+		return err
+	}
+	if err := t.checkScope(c, key); err != nil {
 		return err
 	}
 	old, err := t.current(key)

@@ -61,6 +61,9 @@ func (t *Txn) Modify(c *Collection, key []byte, fn func(doc []byte) ([]byte, err
 	if err := t.lockKey(key); err != nil {
 		return err
 	}
+	if err := t.checkScope(c, key); err != nil {
+		return err
+	}
 	if err := t.set(key, out); err != nil {
 		return mapKVErr(err)
 	}

@@ -29,11 +29,18 @@ type Options struct {
 	// MemoryLimit are then unused): a replicated group's (cluster). Its
 	// owner sizes, guards and closes what is under it; Close closes KV.
 	KV kv.DB
+	// OnePartitionTransactions keeps each multi-statement transaction's
+	// writes in one physical partition (PartitionScopeError): a cluster's
+	// rule, where each physical partition commits through its own group.
+	OnePartitionTransactions bool
 }
 
 // Store is one node's Badger database with Parsec's catalog on top.
 type Store struct {
 	locks writeLocks // document keys written by open transactions (transaction.go)
+	// onePartition keeps transactions' writes in one physical partition
+	// (Options.OnePartitionTransactions).
+	onePartition bool
 	// db is the node's key-value store; local is the same store when it
 	// is Badger in this process (for what only that reports: levels,
 	// tables, value-log garbage collection).
@@ -94,7 +101,7 @@ func Open(opts Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{logger: logger, dir: opts.Dir, inMem: opts.InMemory, folding: map[uint32]bool{}, stop: make(chan struct{})}
+	s := &Store{logger: logger, dir: opts.Dir, inMem: opts.InMemory, folding: map[uint32]bool{}, stop: make(chan struct{}), onePartition: opts.OnePartitionTransactions}
 	var guard *diskGuard
 	if opts.KV != nil {
 		s.db, s.dir = opts.KV, "" // nothing of the store's own on disk

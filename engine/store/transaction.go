@@ -57,6 +57,52 @@ type Transaction struct {
 	// lsid and txnNumber tag its change events (TagChanges).
 	lsid      []byte
 	txnNumber int64
+	scope     txnScope // the physical partition it writes, when the store keeps it to one
+}
+
+// txnScope is the one physical partition a multi-statement transaction
+// writes when the store keeps transactions to one
+// (Options.OnePartitionTransactions): set by its first write.
+type txnScope struct {
+	set  bool
+	coll uint32
+	ns   string
+	part int
+}
+
+// PartitionScopeError refuses a write of a multi-statement transaction
+// to a physical partition other than the one it already wrote: in a
+// cluster each physical partition commits through its own replicas, so
+// a transaction is atomic within one (one logical partition of a
+// sharded collection, or one unsharded collection), as in Cosmos DB.
+type PartitionScopeError struct {
+	Namespace, First string
+	Partition, Had   int
+}
+
+func (e *PartitionScopeError) Error() string {
+	return fmt.Sprintf("a transaction writes to one physical partition: this write is to partition %d of %s, its earlier writes to partition %d of %s",
+		e.Partition, e.Namespace, e.Had, e.First)
+}
+
+// checkScope keeps a multi-statement transaction's writes in one
+// physical partition when the store asks it (the write of key in c).
+func (t *Txn) checkScope(c *Collection, key []byte) error {
+	if t.owner == nil || !t.s.onePartition {
+		return nil
+	}
+	part := 0
+	if m := c.Map(); m != nil && m.Len() > 0 {
+		part = m.At(m.Lookup(pointOf(key))).ID
+	}
+	sc := &t.owner.scope
+	switch {
+	case !sc.set:
+		*sc = txnScope{set: true, coll: c.ID, ns: c.Namespace(), part: part}
+	case sc.coll != c.ID || sc.part != part:
+		return &PartitionScopeError{Namespace: c.Namespace(), First: sc.ns, Partition: part, Had: sc.part}
+	}
+	return nil
 }
 
 // Begin starts a transaction.
