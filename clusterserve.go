@@ -35,7 +35,9 @@ import (
 // cluster's one writer and runs the engine; the other nodes are standbys
 // that answer as secondaries of the replica set the cluster presents,
 // naming the primary, so drivers given every node find the writer and
-// follow it through a failover. A node that becomes leader first makes
+// follow it through a failover. A standby forwards what it receives to
+// the writer, except reads that allow a secondary, which it answers from
+// its own replica (followerreads.go). A node that becomes leader first makes
 // sure it applied everything committed (a ReadIndex round), then claims
 // the group (fenceKey: from that entry on, the previous writer commits
 // nothing more), opens the store on the group and starts its engine.
@@ -225,7 +227,7 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 		_ = db.Close()
 		return err
 	}
-	group := cluster.GroupConfig{ShardID: dataGroup, ReplicaID: o.cluster.nodeID, Members: members, Spans: cluster.DataSpans}
+	group := cluster.GroupConfig{ShardID: dataGroup, ReplicaID: o.cluster.nodeID, Members: members, Spans: cluster.DataSpans, Watch: catalogPrefix}
 	if o.cluster.join != "" {
 		// A node that joined restarts from its own state; the first time
 		// it asks the cluster to add it, then starts as a new member.
@@ -286,6 +288,9 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 		_ = web.Shutdown(sctx)
 	}
 	h.stepDown("shutting down")
+	if f := h.reader.Load(); f != nil {
+		f.close()
+	}
 	node.Close()
 	if cerr := db.Close(); cerr != nil && err == nil {
 		err = cerr
@@ -325,6 +330,9 @@ type clusterHandler struct {
 
 	mu      sync.Mutex // serializes takeOver and stepDown
 	retired []*writer  // deposed writers still to close (by the watch loop)
+
+	reader   atomic.Pointer[follower] // the standby's view of its replica (followerreads.go)
+	readerMu sync.Mutex               // serializes opening it
 }
 
 // watch follows the group's leadership: this node takes over when it
@@ -539,7 +547,8 @@ type clusterConn struct {
 	c    *wire.Conn
 	w    *writer
 	ch   wire.ConnHandler
-	up   *upstream // to the writer, on a standby (proxy.go)
+	up   *upstream        // to the writer, on a standby (proxy.go)
+	rch  wire.ConnHandler // the standby's own reads (followerreads.go)
 	used bool
 }
 
@@ -571,6 +580,16 @@ func (cc *clusterConn) Handle(ctx context.Context, req *wire.Request) []byte {
 // forwards every other command to the writer; with no writer known, it
 // answers MongoDB's not-primary errors.
 func (cc *clusterConn) standby(ctx context.Context, req *wire.Request) []byte {
+	if cc.h.followerReads() && req.OpCode == wire.OpMsg && req.Err == nil {
+		if f, err := cc.h.follower(); err != nil {
+			cc.h.logger.Warn("serving a read from this node's replica", "err", err)
+		} else if f.eng.FollowerRead(req.Body) {
+			if cc.rch == nil {
+				cc.rch = f.eng.Connect(cc.c)
+			}
+			return f.serve(ctx, cc.h, cc.rch, req)
+		}
+	}
 	v := cc.h.view.Load()
 	s := engine.Standby{SetName: cc.h.setName, Me: v.clients[cc.h.self], Members: v.hosts}
 	if p := cc.h.primary.Load(); p != nil {
@@ -632,6 +651,9 @@ func (h *clusterHandler) awaitPrimary(ctx context.Context, d time.Duration) stri
 func (cc *clusterConn) Close() {
 	if cc.ch != nil {
 		cc.ch.Close()
+	}
+	if cc.rch != nil {
+		cc.rch.Close()
 	}
 	if cc.up != nil {
 		cc.up.close()

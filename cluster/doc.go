@@ -64,6 +64,11 @@
 //     refuses overlaps); no span may overlap the metadata prefix r/,
 //     which no engine/store key uses.
 //
+// A group started with a Watch prefix counts, per node, the commits of
+// entries that write under it, snapshot restores and restarts
+// (Node.Generation): a reader caching what is under the prefix (a
+// standby's catalog) knows when to read it again.
+//
 // # Snapshots
 //
 // PrepareSnapshot opens a Badger read transaction while Update cannot

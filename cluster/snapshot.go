@@ -168,6 +168,9 @@ func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) er
 		return err
 	}
 	m.applied.Store(applied)
+	if m.gen != nil {
+		m.gen.Add(1)
+	}
 	m.mu.Lock()
 	m.stats.Restores++
 	m.stats.RestoredKeys += int64(count)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -33,6 +34,11 @@ type StateMachine struct {
 	shardID uint64
 	spans   []Span // sorted
 	closed  atomic.Bool
+	// watch is the prefix whose writes move gen (GroupConfig.Watch);
+	// watched says the commit being built wrote under it.
+	watch   []byte
+	gen     *atomic.Uint64
+	watched bool
 
 	// applied is the last index in Badger; only the serialised methods
 	// write it.
@@ -185,6 +191,10 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 		return 0, err
 	}
 	m.applied.Store(last)
+	if m.watched && m.gen != nil {
+		m.gen.Add(1)
+	}
+	m.watched = false
 	m.mu.Lock()
 	if m.stats.FirstIndex == 0 {
 		m.stats.FirstIndex = entries[0].Index
@@ -279,6 +289,9 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 	}
 	for _, k := range order {
 		w := overlay[k]
+		if w.written && len(m.watch) > 0 && strings.HasPrefix(k, string(m.watch)) {
+			m.watched = true
+		}
 		switch {
 		case !w.written:
 		case !w.exists:

@@ -41,8 +41,13 @@ const MongoVersion = "7.0.0"
 
 // Config is what an Engine needs from outside.
 type Config struct {
-	Store  storage.Storage
-	Logger *slog.Logger
+	Store storage.Storage
+	// ReadOnly serves reads of a store another node writes (a cluster
+	// standby's replica): no background work writes (expiring TTL
+	// documents, sessions, the root user); the caller sends it reads
+	// only.
+	ReadOnly bool
+	Logger   *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Wait waits d by that clock, or until ctx is done and then returns
@@ -240,7 +245,7 @@ func New(cfg Config) *Engine {
 		e.store.SetMatcher(partialMatcher)
 		e.startChangeLog()
 	}
-	if cfg.RootUser != "" && e.store != nil {
+	if cfg.RootUser != "" && e.store != nil && !cfg.ReadOnly {
 		if err := e.ensureRootUser(cfg.RootUser, cfg.RootPassword); err != nil {
 			logger.Error("creating the root user", "user", cfg.RootUser, "err", err)
 		} else {
@@ -255,7 +260,7 @@ func New(cfg Config) *Engine {
 		ViewOf:  func(ctx context.Context) plan.Reader { return e.viewOf(ctx) },
 		Errors:  planErrors{},
 	}
-	if e.store != nil {
+	if e.store != nil && !cfg.ReadOnly {
 		every := cfg.TTLInterval
 		if every <= 0 {
 			every = DefaultTTLInterval

@@ -116,3 +116,87 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// followerReads are the commands a standby may answer from its own
+// replica when the client's read preference allows a secondary.
+var followerReads = map[string]bool{
+	"find": true, "aggregate": true, "count": true, "distinct": true,
+	"listCollections": true, "listIndexes": true, "listDatabases": true, "dbStats": true,
+}
+
+// FollowerRead reports whether a standby may answer the command from
+// its own replica, which has applied a prefix of the cluster's log (a
+// stale read, as from a MongoDB secondary): a read whose
+// $readPreference is secondary, secondaryPreferred or nearest, outside a
+// transaction, asking no linearizable read and no causal wait
+// (afterClusterTime, which the writer answers), and for aggregate
+// writing nothing and opening no change stream. getMore and killCursors
+// of a cursor such a read opened (OwnsCursor) go to the same place.
+func (e *Engine) FollowerRead(body []byte) bool {
+	doc := bsoncore.Document(body)
+	elems, err := doc.Elements()
+	if err != nil || len(elems) == 0 {
+		return false
+	}
+	name := elems[0].Key()
+	switch name {
+	case "getMore":
+		id, ok := elems[0].Value().Int64OK()
+		return ok && e.cursors.Has(id)
+	case "killCursors":
+		ids, ok := doc.Lookup("cursors").ArrayOK()
+		if !ok {
+			return false
+		}
+		vals, err := ids.Values()
+		if err != nil || len(vals) == 0 {
+			return false
+		}
+		for _, v := range vals {
+			if id, ok := v.Int64OK(); !ok || !e.cursors.Has(id) {
+				return false
+			}
+		}
+		return true
+	}
+	if !followerReads[name] {
+		return false
+	}
+	mode, _ := doc.Lookup("$readPreference", "mode").StringValueOK()
+	if mode != "secondary" && mode != "secondaryPreferred" && mode != "nearest" {
+		return false
+	}
+	if _, err := doc.LookupErr("txnNumber"); err == nil {
+		return false
+	}
+	if rc, ok := doc.Lookup("readConcern").DocumentOK(); ok {
+		if lvl, _ := rc.Lookup("level").StringValueOK(); lvl == "linearizable" {
+			return false
+		}
+		if _, err := rc.LookupErr("afterClusterTime"); err == nil {
+			return false
+		}
+	}
+	if name == "aggregate" {
+		stages, ok := doc.Lookup("pipeline").ArrayOK()
+		if !ok {
+			return false
+		}
+		vals, _ := stages.Values()
+		for _, st := range vals {
+			sd, ok := st.DocumentOK()
+			if !ok {
+				return false
+			}
+			se, err := sd.Elements()
+			if err != nil || len(se) != 1 {
+				return false
+			}
+			switch se[0].Key() {
+			case "$out", "$merge", "$changeStream":
+				return false
+			}
+		}
+	}
+	return true
+}

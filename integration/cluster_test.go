@@ -374,9 +374,16 @@ func TestClusterAnyNode(t *testing.T) {
 		}
 	}
 	// Every write went to the one writer: the replica set sees them all,
-	// also when reads prefer a secondary.
+	// also when reads prefer a secondary (which answers from its replica,
+	// soon up to date).
 	coll := setCl.Database("anynode").Collection("c", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
-	n, err := coll.CountDocuments(ctx, bson.D{{Key: "n", Value: 1}})
+	var n int64
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if n, err = coll.CountDocuments(ctx, bson.D{{Key: "n", Value: 1}}); err == nil && n == 3 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil || n != 3 {
 		t.Errorf("documents written through the three nodes, read preferring secondaries: %d, %v", n, err)
 	}
@@ -893,4 +900,92 @@ func TestClusterTransactionScope(t *testing.T) {
 	if n, _ := one.CountDocuments(ctx, bson.D{{Key: "_id", Value: 2}}); n != 0 {
 		t.Fatal("the refused transaction's first write was committed")
 	}
+}
+
+// TestClusterFollowerReads: a read that allows a secondary is answered
+// by a standby from its own replica — also when it is the only node up
+// and the cluster has no writer — and sees the catalog changes its
+// replica applies.
+func TestClusterFollowerReads(t *testing.T) {
+	c := startTestCluster(t)
+	cl := c.connect()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	writer := c.primary(cl)
+	coll := cl.Database("fr").Collection("c")
+	var docs []any
+	for i := range 100 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "even", Value: i%2 == 0}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	var standby *clusterNode
+	for _, n := range c.nodes {
+		if n != writer {
+			standby = n
+			break
+		}
+	}
+	direct, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + standby.client + "/?directConnection=true&readPreference=secondary").SetTimeout(10 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Disconnect(context.Background())
+	dcoll := direct.Database("fr").Collection("c")
+	count := func(coll *mongo.Collection, want int64) {
+		t.Helper()
+		var n int64
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if n, err = coll.CountDocuments(ctx, bson.D{}); err == nil && n == want || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil || n != want {
+			t.Fatalf("%s on the standby: %d documents (%v), want %d", coll.Name(), n, err, want)
+		}
+	}
+	count(dcoll, 100)
+	// The other two nodes die: no quorum, no writer. The standby still
+	// answers reads that allow a secondary, from what it applied.
+	for _, n := range c.nodes {
+		if n != standby {
+			c.kill(n)
+		}
+	}
+	cur, err := dcoll.Find(ctx, bson.D{{Key: "even", Value: true}}, options.Find().SetBatchSize(7).SetSort(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatalf("find on the lone standby: %v", err)
+	}
+	var got []bson.M
+	if err := cur.All(ctx, &got); err != nil || len(got) != 50 || got[49]["_id"] != int32(98) {
+		t.Fatalf("find on the lone standby (getMore included): %d documents, %v", len(got), err)
+	}
+	var agg []bson.M
+	acur, err := dcoll.Aggregate(ctx, mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$even"}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}}})
+	if err != nil || acur.All(ctx, &agg) != nil || len(agg) != 2 {
+		t.Fatalf("aggregate on the lone standby: %v %v", agg, err)
+	}
+	// A write has no writer to go to.
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	if _, err := direct.Database("fr").Collection("c").InsertOne(wctx, bson.D{{Key: "_id", Value: "x"}}); err == nil {
+		t.Fatal("a write succeeded with no writer")
+	}
+	wcancel()
+	// Back to three: a new collection reaches the standby's catalog.
+	for _, n := range c.nodes {
+		if n != standby {
+			c.start(n)
+		}
+	}
+	cl2 := c.connect()
+	c.primary(cl2)
+	if _, err := cl2.Database("fr").Collection("d").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	count(direct.Database("fr").Collection("d"), 1)
+	if _, err := cl2.Database("fr").Collection("c").DeleteMany(ctx, bson.D{{Key: "even", Value: false}}); err != nil {
+		t.Fatal(err)
+	}
+	count(dcoll, 50)
 }

@@ -60,6 +60,13 @@ func NewCursors[S Source](now func() time.Time, timeout time.Duration) *Cursors[
 	return &Cursors[S]{now: now, timeout: timeout, cursors: map[int64]*Cursor[S]{}}
 }
 
+// Has reports whether a cursor with id is open.
+func (r *Cursors[S]) Has(id int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cursors[id] != nil
+}
+
 // Timeout is how long a cursor may stay idle.
 func (r *Cursors[S]) Timeout() time.Duration { return r.timeout }
 

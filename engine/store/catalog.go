@@ -171,11 +171,27 @@ func (c *Collection) setMap(m *shard.Map) {
 	c.pmap = m
 }
 
+// Refresh reloads the catalog of a read-only store (Options.ReadOnly)
+// from what is stored now.
+func (s *Store) Refresh() error {
+	if !s.readOnly {
+		return errors.New("store: Refresh is for read-only stores")
+	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	return s.loadCatalog()
+}
+
 func (s *Store) loadCatalog() error {
 	s.dbs = map[string]*Database{}
 	s.colls = map[string]*Collection{}
 	s.views = map[string]*ViewDefinition{}
-	err := s.update(func(txn kv.Txn) error {
+	s.orphans = nil
+	run := s.update
+	if s.readOnly { // read only: the boot number is the writer's business
+		run = func(fn func(kv.Txn) error, _ ...*ChangeEvent) error { return s.db.View(fn) }
+	}
+	err := run(func(txn kv.Txn) error {
 		it := txn.NewIterator(kv.IterOptions{Prefix: []byte(catalogSpace)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -212,6 +228,9 @@ func (s *Store) loadCatalog() error {
 			if err != nil {
 				return err
 			}
+		}
+		if s.readOnly {
+			return nil
 		}
 		s.boot++
 		return txn.Set(bootKey, binary.BigEndian.AppendUint64(nil, s.boot))

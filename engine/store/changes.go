@@ -332,7 +332,7 @@ func (s *Store) SetChangeClock(next func(after uint64) uint64, now func() time.T
 	s.changes.next = next
 	s.changes.now = now
 	s.changes.mu.Unlock()
-	if s.newLog {
+	if s.newLog && !s.readOnly {
 		s.newLog = false
 		h := uint64(now().Unix()) << 32
 		err := s.update(func(txn kv.Txn) error {

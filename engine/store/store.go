@@ -33,6 +33,10 @@ type Options struct {
 	// writes in one physical partition (PartitionScopeError): a cluster's
 	// rule, where each physical partition commits through its own group.
 	OnePartitionTransactions bool
+	// ReadOnly opens the store to read what another process writes
+	// (a cluster standby's replica): nothing is written, no background
+	// work runs, and Refresh reloads the catalog when it changed.
+	ReadOnly bool
 }
 
 // Store is one node's Badger database with Parsec's catalog on top.
@@ -41,6 +45,7 @@ type Store struct {
 	// onePartition keeps transactions' writes in one physical partition
 	// (Options.OnePartitionTransactions).
 	onePartition bool
+	readOnly     bool // Options.ReadOnly
 	// db is the node's key-value store; local is the same store when it
 	// is Badger in this process (for what only that reports: levels,
 	// tables, value-log garbage collection).
@@ -101,7 +106,7 @@ func Open(opts Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{logger: logger, dir: opts.Dir, inMem: opts.InMemory, folding: map[uint32]bool{}, stop: make(chan struct{}), onePartition: opts.OnePartitionTransactions}
+	s := &Store{logger: logger, dir: opts.Dir, inMem: opts.InMemory, folding: map[uint32]bool{}, stop: make(chan struct{}), onePartition: opts.OnePartitionTransactions, readOnly: opts.ReadOnly}
 	var guard *diskGuard
 	if opts.KV != nil {
 		s.db, s.dir = opts.KV, "" // nothing of the store's own on disk
@@ -141,6 +146,10 @@ func Open(opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if s.readOnly {
+		s.disk = guard
+		return s, nil
+	}
 	if err := s.withdrawOrphans(s.orphans); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -175,6 +184,9 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	s.wg.Wait()
+	if s.readOnly {
+		return s.db.Close()
+	}
 	// A background fold must not outlive Badger, and while it runs, Close's
 	// own fold of that collection would be skipped.
 	s.foldMu.Lock()
