@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -391,5 +392,44 @@ func TestSpansChecked(t *testing.T) {
 	}
 	if s := PrefixSpan([]byte{'a', 0xff}); !bytes.Equal(s.End, []byte("b")) {
 		t.Errorf("PrefixSpan(a ff).End = %q", s.End)
+	}
+}
+
+// Commits that write under the watched prefix move the generation; other
+// writes, expectations alone and refused batches do not.
+func TestWatchGeneration(t *testing.T) {
+	db := openBadger(t, t.TempDir())
+	defer db.Close()
+	m := newMachine(t, db, 7, "g/")
+	var gen atomic.Uint64
+	m.watch, m.gen = []byte("g/m/"), &gen
+	apply := func(index uint64, b *Batch) {
+		t.Helper()
+		if _, err := m.Update([]sm.Entry{{Index: index, Cmd: b.Encoded()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := NewBatch()
+	data.Put([]byte("g/d/1"), []byte("x"))
+	apply(1, data)
+	if gen.Load() != 0 {
+		t.Fatalf("a data write moved the generation to %d", gen.Load())
+	}
+	cat := NewBatch()
+	cat.Put([]byte("g/m/coll"), []byte("c"))
+	apply(2, cat)
+	if gen.Load() != 1 {
+		t.Fatalf("a catalog write: generation %d, want 1", gen.Load())
+	}
+	refused := NewBatch()
+	refused.ExpectAbsent([]byte("g/m/coll"))
+	refused.Put([]byte("g/m/other"), []byte("o"))
+	apply(3, refused)
+	read := NewBatch()
+	read.Expect([]byte("g/m/coll"), []byte("c"))
+	read.Put([]byte("g/d/2"), []byte("y"))
+	apply(4, read)
+	if gen.Load() != 1 {
+		t.Fatalf("a refused catalog write or a catalog read moved the generation to %d", gen.Load())
 	}
 }
