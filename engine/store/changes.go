@@ -812,20 +812,25 @@ func (s *Store) deleteChangesBefore(cut uint64) error {
 		if err != nil || len(keys) == 0 {
 			return err
 		}
-		if err := s.Update(func(tx *Txn) error {
-			for _, k := range keys {
-				if err := tx.del(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := s.deleteKeys(keys); err != nil {
 			return err
 		}
 		if len(keys) < 1000 {
 			return nil
 		}
 	}
+}
+
+// deleteKeys deletes keys in one transaction.
+func (s *Store) deleteKeys(keys [][]byte) error {
+	return s.Update(func(tx *Txn) error {
+		for _, k := range keys {
+			if err := tx.del(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // staleMarker is the key of the marker of the event item at pos, if the
@@ -873,14 +878,7 @@ func (s *Store) deleteImagesBefore(cut uint64) error {
 		if err != nil || len(keys) == 0 {
 			return err
 		}
-		if err := s.Update(func(tx *Txn) error {
-			for _, k := range keys {
-				if err := tx.del(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := s.deleteKeys(keys); err != nil {
 			return err
 		}
 		if len(keys) < 1000 {

@@ -22,14 +22,15 @@ func readAllChanges(t *testing.T, s *Store) []*ChangeEvent {
 	return out
 }
 
-// A write's events are written with it, in order, at one commit time;
-// an aborted transaction's never are.
-func TestChangeLogWrittenWithWrites(t *testing.T) {
+// changeTestStore is an in-memory store with collection db.c, and how
+// to make its documents {_id, v} and their keys.
+func changeTestStore(t *testing.T) (*Store, *Collection, func(int32, string) []byte, func(int32) []byte) {
+	t.Helper()
 	s, err := Open(Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { _ = s.Close() })
 	c, err := s.CreateCollection("db", "c", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,13 @@ func TestChangeLogWrittenWithWrites(t *testing.T) {
 		b, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "v", Value: v}})
 		return b
 	}
-	key := func(id int32) []byte { return idKey(c, id) }
+	return s, c, doc, func(id int32) []byte { return idKey(c, id) }
+}
+
+// A write's events are written with it, in order, at one commit time;
+// an aborted transaction's never are.
+func TestChangeLogWrittenWithWrites(t *testing.T) {
+	s, c, doc, key := changeTestStore(t)
 	if err := s.Update(func(tx *Txn) error {
 		if err := tx.Insert(c, key(1), doc(1, "a")); err != nil {
 			return err
@@ -136,20 +143,7 @@ func TestUpdateDescription(t *testing.T) {
 // while they are current; a later update, delete or drop keeps them for
 // the events that name them, and trimming removes what it kept.
 func TestChangeLogKeepsInsertedVersions(t *testing.T) {
-	s, err := Open(Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c, err := s.CreateCollection("db", "c", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := func(id int32, v string) []byte {
-		b, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "v", Value: v}})
-		return b
-	}
-	key := func(id int32) []byte { return idKey(c, id) }
+	s, c, doc, key := changeTestStore(t)
 	for i, v := range []string{"a", "b", "c", "d"} {
 		if err := s.Update(func(tx *Txn) error { return tx.Insert(c, key(int32(i+1)), doc(int32(i+1), v)) }); err != nil {
 			t.Fatal(err)
