@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -31,7 +32,9 @@ func newAdviseCommand() *cobra.Command {
 		Use:   "advise",
 		Short: "Compare candidate partition keys for a collection before sharding it",
 		Long: `Connect to a running Parsec server and ask, for each candidate partition
-key (--key, repeatable), how the collection would spread over Cosmos DB's
+key (--key, repeatable: a path, hashed as Cosmos DB's partition key, or a
+key pattern such as '{"ts": 1}' or '{"tenant": 1, "user": 1}', placed by
+range as Parsec shards by it), how the collection would spread over Cosmos DB's
 physical partitions at a throughput (--throughput or --autoscale-max; by
 default the collection's own): the partitions it would start with, the
 storage and RU/s each would carry against its budget, the largest logical
@@ -43,6 +46,7 @@ queries counts.
 
   parsec advise --db shop --collection orders --key customer --key region
   parsec advise --db shop --collection orders --key customer --throughput 40000
+  parsec advise --db shop --collection orders --key customer --key '{"created": 1}'
   parsec advise --db shop --collection orders --key customer --autoscale-max 100000 --json`,
 		Args: cobra.NoArgs,
 		RunE: clientRun(func(ctx context.Context, out io.Writer) error { return runAdvise(ctx, o, out) }),
@@ -51,7 +55,7 @@ queries counts.
 	uriFlag(f, &o.uri)
 	f.StringVar(&o.db, "db", "", "the collection's database")
 	f.StringVar(&o.collection, "collection", "", "the collection")
-	f.StringArrayVar(&o.keys, "key", nil, "a candidate partition key path (repeat to compare several)")
+	f.StringArrayVar(&o.keys, "key", nil, "a candidate partition key: a path (hashed), or a key pattern such as '{\"ts\": 1}' (repeat to compare several)")
 	f.IntVar(&o.throughput, "throughput", 0, "manual throughput in RU/s to evaluate at")
 	f.IntVar(&o.autoscaleMax, "autoscale-max", 0, "autoscale maximum throughput in RU/s to evaluate at")
 	f.Int64Var(&o.sampleSize, "sample-size", 0, "documents to sample (0: the server's default)")
@@ -71,6 +75,14 @@ func adviseCommand(o *adviseOptions) (bson.D, error) {
 	}
 	keys := bson.A{}
 	for _, k := range o.keys {
+		if strings.HasPrefix(strings.TrimSpace(k), "{") { // a key pattern: {"a": 1, "b": 1}
+			var pattern bson.D
+			if err := bson.UnmarshalExtJSON([]byte(k), false, &pattern); err != nil {
+				return nil, fmt.Errorf("--key %s: %w", k, err)
+			}
+			keys = append(keys, pattern)
+			continue
+		}
 		keys = append(keys, k)
 	}
 	cmd := bson.D{{Key: "customAction", Value: "AnalyzePartitionKey"}, {Key: "collection", Value: o.collection}, {Key: "keys", Value: keys}}

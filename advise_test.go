@@ -61,4 +61,20 @@ func TestAdviseCommand(t *testing.T) {
 	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "--key") {
 		t.Fatalf("no key: %v", err)
 	}
+
+	// A key pattern is placed by range: _id grows with insertion.
+	out.Reset()
+	cmd = newRootCommand()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"advise", "--uri", s.URI(), "--db", "shop", "--collection", "orders",
+		"--key", `{"_id": 1}`, "--throughput", "20000", "--json"})
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	text = strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{`"placement": "range"`, `"type": "monotonic"`, `"verdict": "poor"`, "every new document lands in the last partition"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("missing %q in\n%s", want, out.String())
+		}
+	}
 }

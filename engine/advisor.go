@@ -17,15 +17,19 @@ import (
 )
 
 // analyzePartitionKey answers {customAction: "AnalyzePartitionKey",
-// collection, key: "path" | keys: ["path", ...], offerThroughput |
-// autoScaleSettings, sampleSize}: for each candidate partition key (a
-// hashed path, as Cosmos DB's shardKey), what the collection would look
-// like partitioned by it at that throughput (default: its own):
+// collection, key: k | keys: [k, ...], offerThroughput |
+// autoScaleSettings, sampleSize}, where a candidate k is a path (Cosmos
+// DB's partition key: hashed) or a key pattern as shardCollection takes
+// it ({a: 1}, {a: 1, b: 1}, {a: "hashed", b: 1}): for each, what the
+// collection would look like partitioned by it at that throughput
+// (default: its own), placed as Parsec would place it (candidatekey.go):
 //
 //   - physicalPartitions: how many Cosmos DB would start with
 //     (shard.InitialPartitions), or more if the data needs them;
 //   - partitions: each one's documents and bytes (from the document
-//     sample, scaled), its RU/s and their share of its budget (T / N);
+//     sample, scaled), its RU/s and their share of its budget (T / N); a
+//     ranged key's partitions are key ranges split where the data is,
+//     with their bounds as values (min, max);
 //   - largestLogicalPartitions: against the logical-partition limit
 //     (--logical-partition-max-bytes, 20 GB), with the growth seen (from
 //     the ObjectId times of their documents, over at least an hour) and
@@ -34,8 +38,11 @@ import (
 //     sampled queries (configureQueryAnalyzer) would route under the key,
 //     their charges scaled by the share of statements sampled; the RU/s
 //     no sample explains (inserts, unsampled commands) spread like the
-//     data; fanOutPercent, the sampled statements that would reach more
-//     than one partition;
+//     data, or for a ranged key whose values follow insertion order
+//     (monotonicity, as analyzeShardKey measures it) all in the partition
+//     new documents land in (the last one; the first for values that
+//     shrink); fanOutPercent, the sampled statements that would reach
+//     more than one partition;
 //   - predictedThrottledPercent: the share of the RU/s above their
 //     partition's budget, which Cosmos DB would refuse with 16500;
 //   - verdict ("good", "fair", "poor") and advice in plain words.
@@ -43,28 +50,50 @@ func (e *Engine) analyzePartitionKey(ctx context.Context, req *request, a *custo
 	if !a.hasCollection {
 		return nil, missingField("customAction", "collection")
 	}
-	var paths []string
+	var names []string
+	var keys []candidateKey
+	// candidate adds one key: a path (Cosmos DB's partition key, hashed)
+	// or a key pattern as shardCollection takes it ({a: 1}, {a: 1, b: 1},
+	// {a: "hashed", b: 1}).
+	candidate := func(field string, v bsoncore.Value) error {
+		if doc, ok := v.DocumentOK(); ok {
+			k, ce := parseCandidateKey(doc)
+			if ce != nil {
+				return ce
+			}
+			names = append(names, shellString(v))
+			keys = append(keys, k)
+			return nil
+		}
+		p, err := stringArg("AnalyzePartitionKey", field, v)
+		if err != nil {
+			return err
+		}
+		if _, err := shard.ParsePath(p); err != nil {
+			return errorf(ErrBadValue, "%v", err)
+		}
+		names = append(names, p)
+		keys = append(keys, candidateKey{fields: []candidateField{{path: p, hashed: true}},
+			pattern: bsoncore.NewDocumentBuilder().AppendString(p, "hashed").Build()})
+		return nil
+	}
 	size := int64(defaultKeySampleSize)
 	for el := range value.All(req.body) {
 		k, v := el.Key(), el.Value()
 		switch k {
 		case "key":
-			s, err := stringArg("AnalyzePartitionKey", k, v)
-			if err != nil {
+			if err := candidate(k, v); err != nil {
 				return nil, err
 			}
-			paths = append(paths, s)
 		case "keys":
 			arr, ok := v.ArrayOK()
 			if !ok {
 				return nil, wrongType("AnalyzePartitionKey", k, v, "array")
 			}
 			for p := range value.All(arr) {
-				s, err := stringArg("AnalyzePartitionKey", "keys."+p.Key(), p.Value())
-				if err != nil {
+				if err := candidate("keys."+p.Key(), p.Value()); err != nil {
 					return nil, err
 				}
-				paths = append(paths, s)
 			}
 		case "sampleSize":
 			n, err := int64Arg("AnalyzePartitionKey", k, v)
@@ -77,8 +106,8 @@ func (e *Engine) analyzePartitionKey(ctx context.Context, req *request, a *custo
 			size = n
 		}
 	}
-	if len(paths) == 0 {
-		return nil, errorf(ErrFailedToParse, "AnalyzePartitionKey needs key (a path) or keys (an array of paths)")
+	if len(keys) == 0 {
+		return nil, errorf(ErrFailedToParse, "AnalyzePartitionKey needs key (a path or a key pattern) or keys (an array of them)")
 	}
 	c, ce := e.analyzableCollection(namespaceOf(req.db, a.collection))
 	if ce != nil {
@@ -88,14 +117,6 @@ func (e *Engine) analyzePartitionKey(ctx context.Context, req *request, a *custo
 	if t.IsZero() {
 		t, _ = e.effectiveThroughput(c)
 	}
-	keys := make([]candidateKey, len(paths))
-	for i, p := range paths {
-		if _, err := shard.ParsePath(p); err != nil {
-			return nil, errorf(ErrBadValue, "%v", err)
-		}
-		keys[i] = candidateKey{fields: []candidateField{{path: p, hashed: true}},
-			pattern: bsoncore.NewDocumentBuilder().AppendString(p, "hashed").Build()}
-	}
 	w := e.recordedWorkload(c)
 	candidates := bson.A{}
 	for i, k := range keys {
@@ -103,7 +124,7 @@ func (e *Engine) analyzePartitionKey(ctx context.Context, req *request, a *custo
 		if err != nil {
 			return nil, err
 		}
-		candidates = append(candidates, e.whatIf(c, paths[i], k, t, set, w))
+		candidates = append(candidates, e.whatIf(c, names[i], k, t, set, w))
 	}
 	return okReply(
 		bson.E{Key: "database", Value: c.DB},
@@ -136,9 +157,10 @@ func (e *Engine) recordedWorkload(c *store.Collection) workload {
 
 // whatIf is one candidate's answer.
 func (e *Engine) whatIf(c *store.Collection, path string, k candidateKey, t ru.Throughput, set *keySampleSet, w workload) bson.D {
-	m := e.layout(c, k, t, set.bytes)
+	m := e.layout(c, k, t, set)
 	n := m.Len()
 	budget := t.PartitionRate(n)
+	spec := k.spec()
 	scale := set.scale()
 
 	// storage per partition, from the sample
@@ -185,8 +207,25 @@ func (e *Engine) whatIf(c *store.Collection, path string, k candidateKey, t ru.T
 			}
 		}
 	}
+	// A ranged key whose values grow (or shrink) with insertion puts every
+	// new document past the others: in the last (first) partition.
+	coef, known := 0.0, false
+	if k.ranged() {
+		coef, known = rankCorrelation(set)
+	}
+	monotonic := known && math.Abs(coef) >= monotonicThreshold
+	insertsAt := n - 1
+	if coef < 0 {
+		insertsAt = 0
+	}
 	rest := w.ruPerSecond - sampledRate
 	for i := range ruBy {
+		if monotonic {
+			if i == insertsAt {
+				ruBy[i] += rest
+			}
+			continue
+		}
 		if sampledBytes > 0 {
 			ruBy[i] += rest * bytesBy[i] / sampledBytes
 		} else {
@@ -219,10 +258,19 @@ func (e *Engine) whatIf(c *store.Collection, path string, k candidateKey, t ru.T
 		if sampledBytes > 0 {
 			dataShare = 100 * bytesBy[i] / sampledBytes
 		}
-		parts = append(parts, bson.D{
+		bounds := bson.D{
 			{Key: "partitionKeyRangeId", Value: p.IDString()},
 			{Key: "minInclusive", Value: minIncl},
 			{Key: "maxExclusive", Value: maxExcl},
+		}
+		if k.ranged() { // its chunk bounds, as values of the key
+			maxDoc := spec.BoundDoc(0, true)
+			if next, ok := p.End(); ok {
+				maxDoc = spec.BoundDoc(next, false)
+			}
+			bounds = append(bounds, bson.E{Key: "min", Value: spec.BoundDoc(p.Min, false)}, bson.E{Key: "max", Value: maxDoc})
+		}
+		parts = append(parts, append(bounds, bson.D{
 			{Key: "documentCount", Value: number(int64(math.Round(docs[i] * scale)))},
 			{Key: "dataBytes", Value: number(int64(math.Round(bytesBy[i] * byteScale)))},
 			{Key: "dataShare", Value: round2(dataShare)},
@@ -230,7 +278,7 @@ func (e *Engine) whatIf(c *store.Collection, path string, k candidateKey, t ru.T
 			{Key: "ruPerSecond", Value: round2(ruBy[i])},
 			{Key: "budgetRUs", Value: round2(budget)},
 			{Key: "budgetShare", Value: round2(share)},
-		})
+		}...))
 	}
 	throttled := 0.0
 	if w.ruPerSecond > 0 {
@@ -246,7 +294,7 @@ func (e *Engine) whatIf(c *store.Collection, path string, k candidateKey, t ru.T
 		b := float64(vc.bytes) * byteScale
 		biggest = max(biggest, b)
 		entry := bson.D{
-			{Key: "shardKey", Value: rawValue(vc.val.Index(0).Value())},
+			{Key: "shardKey", Value: lpKey(k, vc.val)},
 			{Key: "documentCount", Value: number(int64(math.Round(float64(vc.docs) * scale)))},
 			{Key: "dataBytes", Value: number(int64(math.Round(b)))},
 		}
@@ -287,6 +335,14 @@ func (e *Engine) whatIf(c *store.Collection, path string, k candidateKey, t ru.T
 		severe = append(severe, fmt.Sprintf("the largest logical partition already holds %s, over the %s logical-partition limit", humanSize(biggest), humanBytes(limit)))
 	} else if soonest >= 0 && soonest < 365 {
 		severe = append(severe, fmt.Sprintf("at the growth seen, the largest logical partition reaches the %s limit in %.0f days", humanBytes(limit), soonest))
+	}
+	if monotonic {
+		where, when := "last", "grow"
+		if coef < 0 {
+			where, when = "first", "shrink"
+		}
+		severe = append(severe, fmt.Sprintf("its values %s as documents are inserted (monotonic, correlation %.2f): placed by range, every new document lands in the %s partition, which takes all the inserts while the others take none; hash the key or lead it with a field that does not follow insertion order",
+			when, coef, where))
 	}
 	if throttled >= 1 {
 		severe = append(severe, fmt.Sprintf("the busiest partition would need %.0f%% of its %.0f RU/s: expect 16500 (TooManyRequests) for about %.0f%% of the request units", maxShare, budget, throttled))
@@ -331,7 +387,9 @@ func (e *Engine) whatIf(c *store.Collection, path string, k candidateKey, t ru.T
 	}
 	out := bson.D{
 		{Key: "key", Value: path},
-		{Key: "shardKey", Value: bson.D{{Key: path, Value: "hashed"}}},
+		{Key: "shardKey", Value: bson.Raw(k.pattern)},
+		{Key: "placement", Value: placement(k)},
+		{Key: "monotonicity", Value: monotonicity(k, set)},
 	}
 	out = append(out, throughputFields(t)...)
 	return append(out,
@@ -358,6 +416,23 @@ func (e *Engine) whatIf(c *store.Collection, path string, k candidateKey, t ru.T
 		bson.E{Key: "advice", Value: advice},
 		bson.E{Key: "reasons", Value: reasonsA},
 	)
+}
+
+// placement names how the key places documents.
+func placement(k candidateKey) string {
+	if k.ranged() {
+		return "range"
+	}
+	return "hash"
+}
+
+// lpKey is a logical partition's key value as the reply shows it: the
+// value of a one-field key, the document of a compound key's values.
+func lpKey(k candidateKey, kv bsoncore.Document) any {
+	if len(k.fields) == 1 {
+		return rawValue(kv.Index(0).Value())
+	}
+	return bson.Raw(kv)
 }
 
 func boolFloat(b bool) float64 {

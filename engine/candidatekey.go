@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,11 +19,19 @@ import (
 
 // Candidate shard keys, as analyzeShardKey and the AnalyzePartitionKey
 // what-if take them: any key, existing or not, of one or more fields,
-// each ranged (1) or hashed (at most one). Parsec itself shards by one
-// hashed field; a candidate is evaluated as Cosmos DB would place it: by
-// the hash of its value (the field's value, or for a compound key the
-// document of its fields' values) over the physical partitions its
-// throughput gives.
+// each ranged (1) or hashed (at most one). A candidate is evaluated as
+// Parsec would place it:
+//
+//   - a key whose first field is ranged ({a: 1}, {a: 1, b: 1}) by value:
+//     each document at the RangePoint of its first field's value, the
+//     partitions key ranges split where the data is, as shardCollection
+//     splits a collection that holds data (shard.Map.SplitToData over the
+//     sampled documents' points and bytes); so a key that grows with
+//     insertion puts every new document in the last partition;
+//   - a key whose first field is hashed by the hash of its value (the
+//     field's value, or for a compound key the document of its fields'
+//     values) over the physical partitions its throughput gives, dividing
+//     the hash space evenly.
 
 // candidateKey is a parsed key pattern.
 type candidateKey struct {
@@ -77,6 +87,19 @@ func checkCandidatePath(path string) *CommandError {
 		}
 	}
 	return nil
+}
+
+// ranged reports whether the key places documents by value: its first
+// field is ranged.
+func (k candidateKey) ranged() bool { return !k.fields[0].hashed }
+
+// spec is the key as shard describes it (the leading field and the rest).
+func (k candidateKey) spec() shard.Spec {
+	s := shard.Spec{Path: k.fields[0].path, Ranged: !k.fields[0].hashed}
+	for _, f := range k.fields[1:] {
+		s.Rest = append(s.Rest, shard.Field{Path: f.path, Hashed: f.hashed})
+	}
+	return s
 }
 
 // single is the key's one field when it has one.
@@ -145,9 +168,14 @@ func valueAtPath(doc bsoncore.Document, path string) (bsoncore.Value, int) {
 	}
 }
 
-// point places a key value in the hash space: the field's value for a
-// one-field key, the document of the values otherwise.
+// point places a key value in the point space: for a ranged key the
+// order-preserving point of its first field's value (shard.RangePoint);
+// for a hashed one the hash of the field's value for a one-field key, of
+// the document of the values otherwise.
 func (k candidateKey) point(kv bsoncore.Document) uint64 {
+	if k.ranged() {
+		return shard.RangePoint(kv.Index(0).Value())
+	}
 	if len(k.fields) == 1 {
 		return shard.Point(kv.Index(0).Value())
 	}
@@ -155,12 +183,22 @@ func (k candidateKey) point(kv bsoncore.Document) uint64 {
 }
 
 // layout is the partition map the key would have in c at throughput t:
-// c's own map when the key is c's shard key at its throughput, else the
-// partitions Cosmos DB starts a collection with at t (ceil(T/6000),
-// ceil(Tmax/10000)), and at least as many as dataBytes needs at the
-// physical-partition size limit, dividing the hash space evenly.
-func (e *Engine) layout(c *store.Collection, k candidateKey, t ru.Throughput, dataBytes int64) *shard.Map {
-	if path, ok := k.single(); ok && k.fields[0].hashed && c.Sharded() && c.Spec().Equal(shard.Spec{Path: path}) {
+// c's own map when the key is c's shard key at its throughput, else as
+// many partitions as Cosmos DB starts a collection with at t
+// (ceil(T/6000), ceil(Tmax/10000)), and at least as many as the data
+// needs at the physical-partition size limit. A hashed key divides the
+// hash space evenly; a ranged key starts with one partition and splits
+// where the sampled documents are, as shardCollection splits a
+// collection that holds data (set's points and bytes; nil set: one
+// partition split evenly).
+func (e *Engine) layout(c *store.Collection, k candidateKey, t ru.Throughput, set *keySampleSet) *shard.Map {
+	var dataBytes int64
+	if set != nil {
+		dataBytes = set.bytes
+	}
+	// A compound hashed candidate hashes all its values, where Parsec
+	// hashes the first: only the others are placed as c is.
+	if c.Sharded() && c.Spec().Equal(k.spec()) && (k.ranged() || len(k.fields) == 1) {
 		if cur, _ := e.effectiveThroughput(c); cur == t {
 			return c.Map()
 		}
@@ -169,7 +207,15 @@ func (e *Engine) layout(c *store.Collection, k candidateKey, t ru.Throughput, da
 	if e.limits.MaxBytes > 0 && dataBytes > e.limits.MaxBytes {
 		n = max(n, int((dataBytes+e.limits.MaxBytes-1)/e.limits.MaxBytes))
 	}
-	return shard.NewMap(n)
+	if !k.ranged() {
+		return shard.NewMap(n)
+	}
+	var points []uint64
+	var sizes []int64
+	if set != nil {
+		points, sizes = set.pointBytes()
+	}
+	return shard.NewMap(1).SplitToData(k.spec(), n, points, sizes)
 }
 
 // Routing a sampled statement under a candidate key, as MongoDB's
@@ -177,8 +223,8 @@ func (e *Engine) layout(c *store.Collection, k candidateKey, t ru.Throughput, da
 // (through $in, $and, $or) targets the partitions of its values (single
 // when one, multi-shard otherwise); a range or an equality on the first
 // field of a ranged key is a targeted multi-shard read, as MongoDB counts
-// it (under Cosmos DB's hash placement it reaches every partition, and
-// the partition counts say so); anything else is scatter-gather.
+// it, reaching the partitions whose key ranges it overlaps; anything else
+// is scatter-gather.
 type routeKind int
 
 const (
@@ -223,12 +269,29 @@ func (k candidateKey) route(filter bsoncore.Document, m *shard.Map) (routeKind, 
 		}
 		return routeMulti, parts
 	}
-	if first := k.fields[0]; !first.hashed && len(k.fields) > 0 {
+	if first := k.fields[0]; !first.hashed {
 		if _, ok := (shard.Spec{Path: first.path}).Values(filter); ok || hasRangeOn(filter, first.path, 0) {
+			if rs, ok := (shard.Spec{Path: first.path, Ranged: true}).PointRanges(filter); ok {
+				return routeMulti, rangeParts(m, rs)
+			}
 			return routeMulti, all()
 		}
 	}
 	return routeScatter, all()
+}
+
+// rangeParts is the indexes of the partitions of m that overlap the point
+// ranges rs (ascending, disjoint).
+func rangeParts(m *shard.Map, rs []shard.PointRange) []int {
+	var out []int
+	for _, r := range rs {
+		for i := m.Lookup(r.Lo); i < m.Len() && m.At(i).Min <= r.Hi; i++ {
+			if n := len(out); n == 0 || out[n-1] != i {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
 }
 
 // combine calls fn with every document of one value per field.
@@ -394,6 +457,27 @@ func (s *keySampleSet) scale() float64 {
 		return 0
 	}
 	return float64(s.docs) / float64(len(s.samples))
+}
+
+// pointBytes are the points the sample holds documents at, ascending,
+// with the sampled bytes at each (shard.Map.SplitToData's input).
+func (s *keySampleSet) pointBytes() ([]uint64, []int64) {
+	idx := make([]int, len(s.samples))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(s.samples[a].point, s.samples[b].point) })
+	var points []uint64
+	var sizes []int64
+	for _, i := range idx {
+		p := s.samples[i].point
+		if n := len(points); n > 0 && points[n-1] == p {
+			sizes[n-1] += int64(s.samples[i].size)
+			continue
+		}
+		points, sizes = append(points, p), append(sizes, int64(s.samples[i].size))
+	}
+	return points, sizes
 }
 
 // defaultKeySampleSize bounds the documents an analysis holds (MongoDB

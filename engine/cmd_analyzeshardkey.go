@@ -34,8 +34,10 @@ import (
 //
 // readWriteDistribution replays the queries configureQueryAnalyzer
 // sampled against the key (candidateKey.route), with "shard" read as a
-// physical partition of the key's layout at the collection's throughput;
-// numReadsByRange and numWritesByRange count per physical partition.
+// physical partition of the key's layout at the collection's throughput
+// (for a ranged key, key ranges split where the sampled documents are,
+// as shardCollection would split them); numReadsByRange and
+// numWritesByRange count per physical partition.
 // Without sampled reads (writes) readDistribution (writeDistribution) is
 // only its zero sampleSize.
 func (e *Engine) cmdAnalyzeShardKey(ctx context.Context, req *request) ([]byte, error) {
@@ -109,12 +111,21 @@ func (e *Engine) cmdAnalyzeShardKey(ctx context.Context, req *request) ([]byte, 
 		fields = append(fields, bson.E{Key: "keyCharacteristics", Value: e.keyCharacteristics(c, key, set)})
 	}
 	if distribution {
-		counts, err := e.store.Counts(c)
-		if err != nil {
-			return nil, err
+		if set == nil && key.ranged() {
+			// a ranged key's partitions split where the data is
+			if set, err = e.sampleKeys(ctx, c, key, size, rate); err != nil {
+				return nil, err
+			}
+		}
+		if set == nil {
+			counts, err := e.store.Counts(c)
+			if err != nil {
+				return nil, err
+			}
+			set = &keySampleSet{docs: counts.Docs, bytes: counts.Bytes, step: 1}
 		}
 		t, _ := e.effectiveThroughput(c)
-		m := e.layout(c, key, t, counts.Bytes)
+		m := e.layout(c, key, t, set)
 		samples, _ := e.analyzer.samplesOf(c.Namespace(), c.UUID, e.now())
 		rw := replay(key, m, samples)
 		fields = append(fields, bson.E{Key: "readDistribution", Value: rw.readDistribution()},
@@ -262,9 +273,24 @@ func monotonicity(k candidateKey, set *keySampleSet) bson.D {
 	if k.fields[0].hashed {
 		return bson.D{{Key: "type", Value: "not monotonic"}}
 	}
+	coef, ok := rankCorrelation(set)
+	if !ok {
+		return bson.D{{Key: "type", Value: "unknown"}}
+	}
+	kind := "not monotonic"
+	if math.Abs(coef) >= monotonicThreshold {
+		kind = "monotonic"
+	}
+	return bson.D{{Key: "recordIdCorrelationCoefficient", Value: coef}, {Key: "type", Value: kind}}
+}
+
+// rankCorrelation is Spearman's rank correlation between the sampled
+// documents' _id order and their key values' order; ok is false with
+// fewer than two samples.
+func rankCorrelation(set *keySampleSet) (float64, bool) {
 	n := len(set.samples)
 	if n < 2 {
-		return bson.D{{Key: "type", Value: "unknown"}}
+		return 0, false
 	}
 	byID := make([]int, n)
 	for i := range byID {
@@ -278,12 +304,7 @@ func monotonicity(k candidateKey, set *keySampleSet) bson.D {
 		idRank[i] = float64(r)
 	}
 	keyRank := averageRanks(n, func(a, b int) int { return bytes.Compare(set.samples[a].enc, set.samples[b].enc) })
-	coef := pearson(idRank, keyRank)
-	kind := "not monotonic"
-	if math.Abs(coef) >= monotonicThreshold {
-		kind = "monotonic"
-	}
-	return bson.D{{Key: "recordIdCorrelationCoefficient", Value: coef}, {Key: "type", Value: kind}}
+	return pearson(idRank, keyRank), true
 }
 
 // averageRanks ranks n items by cmp, ties sharing their average rank.

@@ -414,3 +414,165 @@ func TestAnalyzePartitionKeyWhatIf(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzePartitionKeyMeasured checks the what-if's prediction against
+// what Parsec measures: for a hashed candidate and a ranged one whose
+// values grow with insertion, a copy of the collection is sharded by the
+// candidate (shardCollection of the copied data, as a user would), the
+// storage of each partition compared with the predicted one (within
+// 10 %), then the workload the prediction saw (the sampled reads and
+// updates, and inserts continuing the sequence) replayed against the
+// copy, and each partition's share of the request units it charged
+// (GetPartitionStats' ruTotal, before and after) compared with its
+// predicted share of the RU/s (within 10 percentage points).
+func TestAnalyzePartitionKeyMeasured(t *testing.T) {
+	clock := NewClock()
+	s := StartServer(t, ServerOptions{Dir: t.TempDir(), Clock: clock})
+	client := newTestClient(t, s)
+	ctx := testCtx(t)
+	db := client.Database(dbName(t))
+	admin := client.Database("admin")
+	ns := db.Name() + ".c"
+	const throughput = 40000
+	runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "c"}, {Key: "offerThroughput", Value: 10000}})
+	coll := db.Collection("c")
+	rng := rand.New(rand.NewPCG(5, 6))
+	seq := 0
+	batch := func(n int) []any {
+		var docs []any
+		for range n {
+			docs = append(docs, bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "seq", Value: int64(seq)},
+				{Key: "user", Value: fmt.Sprintf("user%04d", rng.IntN(2000))}, {Key: "n", Value: 0},
+				{Key: "pad", Value: strings.Repeat("x", 50+rng.IntN(150))}})
+			seq++
+		}
+		return docs
+	}
+	insertAll(t, coll, batch(4000))
+	// The load leaves the last minute, whose request units the what-if
+	// spreads: what it sees is the workload alone.
+	clock.Advance(2 * time.Minute)
+
+	// The workload: inserts, reads and updates by user, every statement
+	// sampled (fewer than samplesPerSecond).
+	runOK(t, admin, bson.D{{Key: "configureQueryAnalyzer", Value: ns}, {Key: "mode", Value: "full"}, {Key: "samplesPerSecond", Value: 50}})
+	var users []string
+	for range 40 {
+		users = append(users, fmt.Sprintf("user%04d", rng.IntN(2000)))
+	}
+	workload := func(c *mongo.Collection) {
+		insertAll(t, c, batch(1000))
+		for _, u := range users[:30] {
+			if err := c.FindOne(ctx, bson.D{{Key: "user", Value: u}}).Err(); err != nil && err != mongo.ErrNoDocuments {
+				t.Fatal(err)
+			}
+		}
+		for _, u := range users[30:] {
+			if _, err := c.UpdateOne(ctx, bson.D{{Key: "user", Value: u}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	workload(coll)
+
+	// The hashed candidate as Cosmos DB would create the collection, at
+	// 40,000 RU/s (7 partitions); the ranged ones as shardCollection
+	// splits the unsharded collection that holds the data, at its 10,000
+	// RU/s (2 partitions, split where the data is).
+	whatIf := func(throughput int, keys ...any) []bson.Raw {
+		raw := runOK(t, db, bson.D{{Key: "customAction", Value: "AnalyzePartitionKey"}, {Key: "collection", Value: "c"},
+			{Key: "keys", Value: bson.A(keys)}, {Key: "offerThroughput", Value: throughput}})
+		vals, _ := mustLookup(t, raw, "candidates").Array().Values()
+		if len(vals) != len(keys) {
+			t.Fatalf("candidates: %v", raw)
+		}
+		var out []bson.Raw
+		for _, v := range vals {
+			out = append(out, v.Document())
+		}
+		return out
+	}
+	hashed := whatIf(throughput, "user")[0]
+	rangedCands := whatIf(10000, bson.D{{Key: "seq", Value: 1}}, bson.D{{Key: "user", Value: 1}, {Key: "seq", Value: 1}})
+	ranged := rangedCands[0]
+	if got := intOf(t, hashed.Lookup("workload", "sampledQueries")); got != 40 {
+		t.Fatalf("sampled queries %d, want 40", got)
+	}
+	if p := ranged.Lookup("placement").StringValue(); p != "range" {
+		t.Fatalf("{seq: 1} placed by %q", p)
+	}
+	if typ := ranged.Lookup("monotonicity", "type").StringValue(); typ != "monotonic" {
+		t.Fatalf("{seq: 1}: %v", ranged.Lookup("monotonicity"))
+	}
+	if v, advice := ranged.Lookup("verdict").StringValue(), ranged.Lookup("advice").StringValue(); v != "poor" || !strings.Contains(advice, "every new document lands in the last partition") {
+		t.Fatalf("{seq: 1}: %s: %s", v, advice)
+	}
+	if typ := rangedCands[1].Lookup("monotonicity", "type").StringValue(); typ != "not monotonic" {
+		t.Fatalf("{user: 1, seq: 1}: %v", rangedCands[1].Lookup("monotonicity"))
+	}
+
+	var all []any
+	cur, err := coll.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cur.All(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	for i, cand := range []bson.Raw{hashed, ranged, rangedCands[1]} {
+		name := cand.Lookup("key").String()
+		target := fmt.Sprintf("copy%d", i)
+		if i == 0 {
+			// Cosmos DB's way: a new collection with its partition key.
+			runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: target},
+				{Key: "shardKey", Value: cand.Lookup("key").StringValue()}, {Key: "offerThroughput", Value: throughput}})
+			insertAll(t, db.Collection(target), all)
+		} else {
+			// MongoDB's: shard the collection that holds the data.
+			runOK(t, db, bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: target}, {Key: "offerThroughput", Value: 10000}})
+			insertAll(t, db.Collection(target), all)
+			runOK(t, admin, bson.D{{Key: "shardCollection", Value: db.Name() + "." + target}, {Key: "key", Value: cand.Lookup("shardKey").Document()}})
+		}
+		stats := func() []bson.RawValue {
+			raw := runOK(t, db, bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "collection", Value: target}})
+			parts, _ := mustLookup(t, raw, "partitions").Array().Values()
+			return parts
+		}
+		before := stats()
+		predicted, _ := cand.Lookup("partitions").Array().Values()
+		if len(before) != len(predicted) {
+			t.Fatalf("%s: %d partitions, predicted %d", name, len(before), len(predicted))
+		}
+		for j := range before {
+			a, p := before[j].Document(), predicted[j].Document()
+			ab, pb := float64(intOf(t, a.Lookup("dataBytes"))), float64(intOf(t, p.Lookup("dataBytes")))
+			if math.Abs(ab-pb) > 0.1*math.Max(ab, 1) {
+				t.Errorf("%s partition %d: %v bytes, predicted %v", name, j, ab, pb)
+			}
+		}
+
+		workload(db.Collection(target))
+		after := stats()
+		if len(after) != len(before) {
+			t.Fatalf("%s: the copy split during the workload", name)
+		}
+		measured := make([]float64, len(after))
+		var measuredSum, predictedSum float64
+		for j := range after {
+			measured[j] = floatOf(t, after[j].Document().Lookup("ruTotal")) - floatOf(t, before[j].Document().Lookup("ruTotal"))
+			measuredSum += measured[j]
+			predictedSum += floatOf(t, predicted[j].Document().Lookup("ruPerSecond"))
+		}
+		if measuredSum <= 0 || predictedSum <= 0 {
+			t.Fatalf("%s: measured %v RU, predicted %v RU/s", name, measuredSum, predictedSum)
+		}
+		for j := range after {
+			m := 100 * measured[j] / measuredSum
+			p := 100 * floatOf(t, predicted[j].Document().Lookup("ruPerSecond")) / predictedSum
+			t.Logf("%s partition %d: %.1f%% of the RU measured, %.1f%% predicted", name, j, m, p)
+			if math.Abs(m-p) > 10 {
+				t.Errorf("%s partition %d: %.1f%% of the request units, predicted %.1f%%", name, j, m, p)
+			}
+		}
+	}
+}

@@ -33,6 +33,11 @@
 //
 //	go run ./integration/bench -only growth -growth-max 100000
 //
+// The analyze section (analyze.go) times analyzeShardKey and the
+// AnalyzePartitionKey what-if at 100,000 and -growth-max documents:
+//
+//	go run ./integration/bench -only analyze
+//
 //	go run ./integration/bench -out bench-results.json
 //	go run ./integration/bench -cpuprofile /tmp/cpu.pprof   # one profile per workload
 //	go tool pprof -tagignore side=client -top /tmp/cpu.findById-16.pprof
@@ -132,6 +137,8 @@ type report struct {
 	Goals        []goal   `json:"goals"`
 	// Growth is the growth section's sizes (growth.go).
 	Growth *growthReport `json:"growth,omitempty"`
+	// Analyze is the shard-key analysis section's timings (analyze.go).
+	Analyze *analyzeReport `json:"analyze,omitempty"`
 	// Metrics is what the metrics section's scraper saw (metrics.go).
 	Metrics *metricsReport `json:"metrics,omitempty"`
 	// Memory is the memory section's runs (memory.go).
@@ -305,6 +312,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The analyze phase (analyze.go): analyzeShardKey and the what-if at
+	// 100,000 and 1,000,000 documents.
+	if ctx.Err() == nil && slices.ContainsFunc(analyzeWorkloads(cfg), want) {
+		if err := analyzePhase(ctx, cfg, rep, want); err != nil {
+			return nil, err
+		}
+	}
 	// The change-stream phase (changes.go): inserts with and without an
 	// open change stream, and write-ack-to-event latency.
 	if ctx.Err() == nil && slices.ContainsFunc(changesWorkloads, want) {
@@ -353,6 +367,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	ruGoals(rep)
 	metricsGoals(rep)
 	growthGoals(rep)
+	analyzeGoals(rep)
 	memoryGoals(rep)
 	clusterGoalsJudge(rep, rep.Config.Clients)
 	printTable(os.Stdout, rep)
@@ -364,6 +379,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	printRUSummary(os.Stdout, rep)
 	printMetricsSummary(os.Stdout, rep)
 	printGrowthSummary(os.Stdout, rep)
+	printAnalyzeSummary(os.Stdout, rep)
 	printClusterSummary(os.Stdout, rep)
 	if cfg.Out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
