@@ -399,7 +399,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 		return fmt.Errorf("recording the members: %w", err)
 	}
 	w.kv = kvs
-	cfg.ReplicaSet, cfg.Advertise, cfg.ElectionTerm = h.setName, h.view.Load().clients[h.self], term
+	cfg.ReplicaSet, cfg.Advertise, cfg.ElectionTerm, cfg.NodeID = h.setName, h.view.Load().clients[h.self], term, h.self
 	cfg.Members = func() []string { return h.view.Load().hosts }
 	cfg.AddNode, cfg.RemoveNode = h.addNode, h.removeNode
 	cfg.ReadBarrier = func(ctx context.Context) error { return h.node.Barrier(ctx, dataGroup) }

@@ -250,7 +250,7 @@ func (a aggCollections) CollStats(_ context.Context, db, coll string, spec bsonc
 	c := a.e.store.Collection(db, coll)
 	d := bson.D{
 		{Key: "ns", Value: namespaceOf(db, coll)},
-		{Key: "shard", Value: explainShardName},
+		{Key: "shard", Value: a.e.shardName()},
 		{Key: "host", Value: a.e.hostPort()},
 		{Key: "localTime", Value: bson.DateTime(a.e.now().UnixMilli())},
 	}
@@ -320,7 +320,7 @@ func (a aggCollections) IndexStats(_ context.Context, db, coll string) ([]bsonco
 			{Key: "key", Value: spec.Lookup("key").Document()},
 			{Key: "host", Value: a.e.hostPort()},
 			{Key: "accesses", Value: bson.D{{Key: "ops", Value: int64(0)}, {Key: "since", Value: since}}},
-			{Key: "shard", Value: explainShardName},
+			{Key: "shard", Value: a.e.shardName()},
 			{Key: "spec", Value: spec},
 		})
 		if err != nil {

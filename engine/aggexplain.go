@@ -111,7 +111,7 @@ func (e *Engine) explainAggregate(ctx context.Context, db, coll string, p *agg.P
 			}}}}, stagesOf(mergerPart)...)},
 		}},
 		{Key: "partitionsTargeted", Value: ids},
-		{Key: "shards", Value: bson.D{{Key: explainShardName, Value: bson.D{
+		{Key: "shards", Value: bson.D{{Key: e.shardName(), Value: bson.D{
 			{Key: "host", Value: e.hostPort()},
 			{Key: "partitions", Value: partitions},
 		}}}},

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"strconv"
@@ -17,6 +18,17 @@ import (
 // partition read (today each collection is one partition, "0"), each
 // with its partitionKeyRangeId as Cosmos DB names it.
 const explainShardName = "shard-0"
+
+// shardName is the shard that holds the data, as explain, listShards,
+// config.shards and config.chunks name it: shard-0 for a single server;
+// in a cluster the node whose replica leads the data's group, the writer
+// (node<id>), so sh.status() shows where each chunk is served from.
+func (e *Engine) shardName() string {
+	if e.cfg.NodeID != 0 {
+		return fmt.Sprintf("node%d", e.cfg.NodeID)
+	}
+	return explainShardName
+}
 
 // explainVerbosity orders explain's verbosity levels.
 type explainVerbosity int
@@ -114,6 +126,7 @@ func (e *Engine) cmdExplain(ctx context.Context, req *request) ([]byte, error) {
 
 // explained is what explain reports about one command's plan.
 type explained struct {
+	shard      string // the shard name (Engine.shardName)
 	ns         string
 	parsed     bsoncore.Document
 	plan       bson.D // the per-partition winning plan (stage tree)
@@ -139,9 +152,9 @@ func (x *explained) reply(v explainVerbosity) bson.D {
 	var shards bson.A
 	for _, pk := range x.partitions {
 		shards = append(shards, bson.D{
-			{Key: "shardName", Value: explainShardName},
+			{Key: "shardName", Value: x.shard},
 			{Key: "partitionKeyRangeId", Value: pk},
-			{Key: "connectionString", Value: explainShardName},
+			{Key: "connectionString", Value: x.shard},
 			{Key: "namespace", Value: x.ns},
 			{Key: "indexFilterSet", Value: false},
 			{Key: "parsedQuery", Value: parsed},
@@ -166,7 +179,7 @@ func (x *explained) reply(v explainVerbosity) bson.D {
 			n, keys, docs = st.Returned, st.KeysExamined, st.DocsExamined
 		}
 		s := bson.D{
-			{Key: "shardName", Value: explainShardName},
+			{Key: "shardName", Value: x.shard},
 			{Key: "partitionKeyRangeId", Value: pk},
 			{Key: "executionSuccess", Value: true},
 			{Key: "nReturned", Value: n},
@@ -359,7 +372,7 @@ func (e *Engine) explainFind(ctx context.Context, db, coll string, inner bsoncor
 	if err != nil {
 		return nil, err
 	}
-	x := &explained{ns: p.NS, parsed: args.filter, partitions: p.Partitions()}
+	x := &explained{shard: e.shardName(), ns: p.NS, parsed: args.filter, partitions: p.Partitions()}
 	if v >= verbosityExecutionStats {
 		start := time.Now()
 		src := e.source(p)
@@ -409,7 +422,7 @@ func (e *Engine) explainCount(ctx context.Context, db, coll string, inner bsonco
 	if err != nil {
 		return nil, err
 	}
-	x := &explained{ns: p.NS, parsed: args.query, partitions: p.Partitions()}
+	x := &explained{shard: e.shardName(), ns: p.NS, parsed: args.query, partitions: p.Partitions()}
 	var n int64
 	if v >= verbosityExecutionStats {
 		start := time.Now()
@@ -454,7 +467,7 @@ func (e *Engine) explainDistinct(ctx context.Context, db, coll string, inner bso
 	if err != nil {
 		return nil, err
 	}
-	x := &explained{ns: p.NS, parsed: args.query, partitions: p.Partitions()}
+	x := &explained{shard: e.shardName(), ns: p.NS, parsed: args.query, partitions: p.Partitions()}
 	if v >= verbosityExecutionStats {
 		start := time.Now()
 		var vals []bsoncore.Value

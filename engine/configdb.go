@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	"github.com/parsecdb/parsec/engine/plan"
@@ -30,15 +32,26 @@ var virtualConfigCollections = map[string]bool{
 	"settings": true, "tags": true, "locks": true, "changelog": true, "actionlog": true,
 }
 
-// shardDoc describes Parsec's one shard, as config.shards and listShards
-// show it.
-func (e *Engine) shardDoc() bson.D {
-	return bson.D{
-		{Key: "_id", Value: explainShardName},
-		{Key: "host", Value: e.hostPort()},
-		{Key: "state", Value: int32(1)},
-		{Key: "topologyTime", Value: bson.Timestamp{T: uint32(e.started.Unix()), I: 1}},
+// shardDocs describe Parsec's shards, as config.shards and listShards
+// show them: the one server, or in a cluster each node (node<id>, at
+// its client address), the writer's holding the chunks.
+func (e *Engine) shardDocs(ctx context.Context) []bson.D {
+	doc := func(id, host string) bson.D {
+		return bson.D{
+			{Key: "_id", Value: id},
+			{Key: "host", Value: host},
+			{Key: "state", Value: int32(1)},
+			{Key: "topologyTime", Value: bson.Timestamp{T: uint32(e.started.Unix()), I: 1}},
+		}
 	}
+	if st, ok := e.clusterStatus(ctx); ok && e.cfg.NodeID != 0 && len(st.Members) > 0 {
+		out := make([]bson.D, 0, len(st.Members))
+		for _, m := range st.Members {
+			out = append(out, doc(fmt.Sprintf("node%d", m.ID), m.Host))
+		}
+		return out
+	}
+	return []bson.D{doc(e.shardName(), e.hostPort())}
 }
 
 // virtualDocs returns the documents of db.coll when it is one of the
@@ -52,7 +65,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 	case "version":
 		docs = []bson.D{{{Key: "_id", Value: int32(1)}, {Key: "clusterId", Value: e.clusterID()}}}
 	case "shards":
-		docs = []bson.D{e.shardDoc()}
+		docs = e.shardDocs(context.Background())
 	case "mongos":
 		docs = []bson.D{{
 			{Key: "_id", Value: e.hostPort()},
@@ -70,7 +83,7 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 			}
 			docs = append(docs, bson.D{
 				{Key: "_id", Value: name},
-				{Key: "primary", Value: explainShardName},
+				{Key: "primary", Value: e.shardName()},
 				{Key: "partitioned", Value: true},
 				{Key: "version", Value: bson.D{
 					{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: nameUUID("db:" + name)}},
@@ -109,10 +122,10 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 					{Key: "ns", Value: c.Namespace()},
 					{Key: "min", Value: lo},
 					{Key: "max", Value: hi},
-					{Key: "shard", Value: explainShardName},
+					{Key: "shard", Value: e.shardName()},
 					{Key: "lastmod", Value: version},
 					{Key: "onCurrentShardSince", Value: ts},
-					{Key: "history", Value: bson.A{bson.D{{Key: "validAfter", Value: ts}, {Key: "shard", Value: explainShardName}}}},
+					{Key: "history", Value: bson.A{bson.D{{Key: "validAfter", Value: ts}, {Key: "shard", Value: e.shardName()}}}},
 					{Key: "partitionKeyRangeId", Value: p.IDString()},
 					{Key: "parents", Value: idStrings(p.Parents)},
 				}

@@ -101,6 +101,9 @@ type Config struct {
 	// newer (0: the server's start time).
 	Members      func() []string
 	ElectionTerm uint64
+	// NodeID is this node's id in a cluster (0: a single server): the
+	// shard name explain, listShards and config.chunks give is node<id>.
+	NodeID uint64
 	// ReadBarrier, when set, returns once this node has applied
 	// everything its cluster committed before the call (a Raft ReadIndex
 	// round): strong reads wait for it (consistency.go).

@@ -538,6 +538,28 @@ func TestClusterStatus(t *testing.T) {
 			t.Errorf("member %+v: want healthy, state %d, an applied index", m, wantState)
 		}
 	}
+	// listShards lists the nodes; the chunks are on the writer's.
+	var shards struct {
+		Shards []struct {
+			ID   string `bson:"_id"`
+			Host string `bson:"host"`
+		} `bson:"shards"`
+	}
+	if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "listShards", Value: 1}}).Decode(&shards); err != nil {
+		t.Fatal(err)
+	}
+	if len(shards.Shards) != 3 {
+		t.Fatalf("listShards: %+v", shards)
+	}
+	for i, sh := range shards.Shards {
+		if sh.ID != fmt.Sprintf("node%d", c.nodes[i].id) || sh.Host != c.nodes[i].client {
+			t.Errorf("shard %d: %+v, want node%d at %s", i, sh, c.nodes[i].id, c.nodes[i].client)
+		}
+	}
+	var chunk bson.M
+	if err := cl.Database("config").Collection("chunks").FindOne(ctx, bson.D{}).Decode(&chunk); err != nil || chunk["shard"] != fmt.Sprintf("node%d", writer.id) {
+		t.Errorf("a chunk's shard: %v (%v), want node%d", chunk["shard"], err, writer.id)
+	}
 	var ss bson.Raw
 	if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&ss); err != nil {
 		t.Fatal(err)
