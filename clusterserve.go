@@ -580,9 +580,9 @@ func (cc *clusterConn) Handle(ctx context.Context, req *wire.Request) []byte {
 // forwards every other command to the writer; with no writer known, it
 // answers MongoDB's not-primary errors.
 func (cc *clusterConn) standby(ctx context.Context, req *wire.Request) []byte {
-	if cc.h.followerReads() && req.OpCode == wire.OpMsg && req.Err == nil {
+	if cc.h.followerReads() && req.OpCode == wire.OpMsg && req.Err == nil && engine.MayReadFromFollower(req.Body) {
 		if f, err := cc.h.follower(); err != nil {
-			cc.h.logger.Warn("serving a read from this node's replica", "err", err)
+			cc.h.logger.Warn("serving a read from this node's replica; forwarding it to the writer", "err", err)
 		} else if f.eng.FollowerRead(req.Body) {
 			if cc.rch == nil {
 				cc.rch = f.eng.Connect(cc.c)

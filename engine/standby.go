@@ -133,13 +133,12 @@ var followerReads = map[string]bool{
 // writing nothing and opening no change stream. getMore and killCursors
 // of a cursor such a read opened (OwnsCursor) go to the same place.
 func (e *Engine) FollowerRead(body []byte) bool {
-	doc := bsoncore.Document(body)
-	elems, err := doc.Elements()
-	if err != nil || len(elems) == 0 {
+	if !MayReadFromFollower(body) {
 		return false
 	}
-	name := elems[0].Key()
-	switch name {
+	doc := bsoncore.Document(body)
+	elems, _ := doc.Elements()
+	switch elems[0].Key() {
 	case "getMore":
 		id, ok := elems[0].Value().Int64OK()
 		return ok && e.cursors.Has(id)
@@ -157,6 +156,21 @@ func (e *Engine) FollowerRead(body []byte) bool {
 				return false
 			}
 		}
+		return true
+	}
+	return true
+}
+
+// MayReadFromFollower is FollowerRead without what needs an engine:
+// getMore and killCursors may be, whatever their cursors.
+func MayReadFromFollower(body []byte) bool {
+	doc := bsoncore.Document(body)
+	elems, err := doc.Elements()
+	if err != nil || len(elems) == 0 {
+		return false
+	}
+	name := elems[0].Key()
+	if name == "getMore" || name == "killCursors" {
 		return true
 	}
 	if !followerReads[name] {
