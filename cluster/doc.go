@@ -90,7 +90,7 @@
 // inserts). A node whose logs an earlier version kept in pebble keeps
 // using pebble (dragonboat opens a log store only as the kind it was made
 // with). A node runs about 170 goroutines (about 300 with pebble) and
-// keeps tan's write buffers to 16 x 4 MB. At the default timing (RTT
+// keeps tan's encoding buffers to 16 x 1 MB. At the default timing (RTT
 // 10 ms, a heartbeat every 2 RTTs, an election after 20) three idle nodes
 // on one machine use about 6-7% of one core, and each idle group about
 // 0.7% more (all three replicas); groups started with Quiesce stop

@@ -102,9 +102,15 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	start := func(logDB config.LogDBFactory) (*dragonboat.NodeHost, error) {
 		expert := config.GetDefaultExpertConfig()
 		// The default log store reserves up to 8 GB of write buffers; the
-		// tiny profile keeps it to 256 MB a node (tan: 16 buffers of 4 MB,
-		// touched only by the shards in use).
+		// tiny profile keeps pebble's to 256 MB a node.
 		expert.LogDB = config.GetTinyMemLogDBConfig()
+		if logDB != nil {
+			// tan allocates one encoding buffer of this size per log
+			// shard (16) at start, on the Go heap that --memory-limit
+			// bounds; a Raft update larger than it gets a buffer of its
+			// own.
+			expert.LogDB.KVWriteBufferSize = 1 << 20
+		}
 		expert.LogDBFactory = logDB
 		return dragonboat.NewNodeHost(config.NodeHostConfig{
 			DeploymentID:   dep,
