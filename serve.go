@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -69,6 +70,10 @@ type serveOptions struct {
 	auth         bool
 	rootUser     string
 	rootPassword string
+
+	// cpuProfile, when set, is written with the process's CPU profile
+	// from start to a clean shutdown (hidden: for measuring).
+	cpuProfile string
 }
 
 func newServeCommand() *cobra.Command {
@@ -137,6 +142,8 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.BoolVar(&o.auth, "auth", false, "access control: every command but the handshake needs an authenticated user (SCRAM-SHA-1/256) whose built-in roles allow it; while no user exists, a client on localhost may create the first one in admin")
 	f.StringVar(&o.rootUser, "root-user", "", "make sure admin.<name> exists with role root and --root-password (reset at every start); implies --auth")
 	f.StringVar(&o.rootPassword, "root-password", "", "password of --root-user (prefer the PARSEC_ROOT_PASSWORD variable: flags show in the process list)")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile to this file, from start until it stops on SIGINT or SIGTERM (pprof format)")
+	_ = f.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -199,6 +206,13 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 		return err
 	}
 	restrictFileModes()
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop(logger)
+	}
 	if o.clustered() {
 		debug.SetMemoryLimit(int64(o.memoryLimit))
 		return serveCluster(ctx, o, argv, logger)
@@ -275,6 +289,25 @@ func serve(ctx context.Context, o *serveOptions, argv []string) error {
 	}
 	logger.Info("parsec stopped")
 	return err
+}
+
+// startCPUProfile profiles the process's CPU into path until the
+// returned function is called.
+func startCPUProfile(path string) (func(*slog.Logger), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func(logger *slog.Logger) {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			logger.Error("writing the CPU profile", "path", path, "err", err)
+		}
+	}, nil
 }
 
 // serveUntil serves clients on ln until ctx is done or the listener

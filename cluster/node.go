@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/logger"
+	"github.com/lni/dragonboat/v4/plugin/tan"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 )
 
@@ -101,24 +103,48 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if dep == 0 {
 		dep = 1
 	}
-	expert := config.GetDefaultExpertConfig()
-	// The default log store reserves up to 8 GB of write buffers; the
-	// tiny profile keeps it to 256 MB a node.
-	expert.LogDB = config.GetTinyMemLogDBConfig()
 	dir := filepath.Join(cfg.Dir, "raft")
-	nh, err := dragonboat.NewNodeHost(config.NodeHostConfig{
-		DeploymentID:   dep,
-		NodeHostDir:    dir,
-		WALDir:         dir,
-		RTTMillisecond: rtt,
-		RaftAddress:    cfg.RaftAddress,
-		Expert:         expert,
-	})
+	start := func(logDB config.LogDBFactory) (*dragonboat.NodeHost, error) {
+		expert := config.GetDefaultExpertConfig()
+		// The default log store reserves up to 8 GB of write buffers; the
+		// tiny profile keeps pebble's to 256 MB a node.
+		expert.LogDB = config.GetTinyMemLogDBConfig()
+		if logDB != nil {
+			// tan allocates one encoding buffer of this size per log
+			// shard (16) at start, on the Go heap that --memory-limit
+			// bounds; a Raft update larger than it gets a buffer of its
+			// own.
+			expert.LogDB.KVWriteBufferSize = 1 << 20
+		}
+		expert.LogDBFactory = logDB
+		return dragonboat.NewNodeHost(config.NodeHostConfig{
+			DeploymentID:   dep,
+			NodeHostDir:    dir,
+			WALDir:         dir,
+			RTTMillisecond: rtt,
+			RaftAddress:    cfg.RaftAddress,
+			Expert:         expert,
+		})
+	}
+	// Raft logs live in tan, dragonboat's log-structured store: a
+	// pebble log store (dragonboat's default) flushes and compacts every
+	// entry again, a sixth of a follower's CPU under inserts. A node whose
+	// logs an earlier Parsec kept in pebble keeps them there: dragonboat
+	// refuses to open one kind as the other.
+	nh, err := start(tan.Factory)
+	if err != nil && strings.Contains(err.Error(), errLogDBTypeChanged) {
+		nh, err = start(nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start node %s: %w", cfg.RaftAddress, err)
 	}
 	return &Node{nh: nh, db: cfg.DB, groups: map[uint64]*replica{}}, nil
 }
+
+// errLogDBTypeChanged is the text of dragonboat's error for a NodeHost
+// directory made with another kind of log store (internal/server's
+// ErrLogDBType, which it does not export).
+const errLogDBTypeChanged = "logdb type changed"
 
 // StartGroup starts (creates, restarts or joins) the node's replica of a
 // group.

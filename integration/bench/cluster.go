@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -142,6 +143,22 @@ func (p *serverProc) kill() {
 	p.cmd = nil
 }
 
+// stop ends the process with SIGTERM (so that it writes its CPU
+// profile), and kills it if it has not exited in 30 s.
+func (p *serverProc) stop() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.cmd = nil
+}
+
 func (p *serverProc) pid() int {
 	if p.cmd == nil {
 		return 0
@@ -198,12 +215,25 @@ func clusterPhase(ctx context.Context, cfg config, rep *report, want func(string
 	var procs []*serverProc
 	defer func() {
 		for _, p := range procs {
-			p.kill()
+			if cfg.CPUProfile != "" {
+				p.stop()
+			} else {
+				p.kill()
+			}
 		}
 	}()
+	// With -cpuprofile every server process writes its own profile, from
+	// its start to the end of the section: <path>.clusterSingle-0.<ext>,
+	// .clusterNode1-0 and so on.
+	profileArgs := func(name string) []string {
+		if cfg.CPUProfile == "" {
+			return nil
+		}
+		return []string{"--cpuprofile", profilePath(cfg.CPUProfile, name, 0)}
+	}
 
 	singleDir := filepath.Join(root, "single")
-	single, err := startServerProc(bin, singleDir, "", []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", singleDir, "--http", ""}, "address=")
+	single, err := startServerProc(bin, singleDir, "", append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", singleDir, "--http", ""}, profileArgs("clusterSingle")...), "address=")
 	if err != nil {
 		return err
 	}
@@ -230,8 +260,8 @@ func clusterPhase(ctx context.Context, cfg config, rep *report, want func(string
 	nodes := make([]*serverProc, 3)
 	for i := range nodes {
 		dir := filepath.Join(root, fmt.Sprintf("node%d", i+1))
-		nodes[i], err = startServerProc(bin, dir, hosts[i], []string{"serve", "--node-id", strconv.Itoa(i + 1),
-			"--initial-members", strings.Join(members, ","), "--listen", hosts[i], "--data-dir", dir, "--http", ""}, "cluster node started")
+		nodes[i], err = startServerProc(bin, dir, hosts[i], append([]string{"serve", "--node-id", strconv.Itoa(i + 1),
+			"--initial-members", strings.Join(members, ","), "--listen", hosts[i], "--data-dir", dir, "--http", ""}, profileArgs(fmt.Sprintf("clusterNode%d", i+1))...), "cluster node started")
 		if err != nil {
 			return err
 		}
