@@ -138,7 +138,13 @@ func (c *testCluster) start(n *clusterNode) {
 	select {
 	case <-started:
 	case <-n.exited:
-		c.t.Fatalf("node %d exited at start:\n%s", n.id, n.logText())
+		var others strings.Builder
+		for _, o := range c.nodes {
+			if o != n && o.cmd != nil {
+				fmt.Fprintf(&others, "--- node %d:\n%s", o.id, o.logText())
+			}
+		}
+		c.t.Fatalf("node %d exited at start:\n%s\nthe other nodes' logs:\n%s", n.id, n.logText(), others.String())
 	case <-time.After(20 * time.Second):
 		c.t.Fatalf("node %d did not start:\n%s", n.id, n.logText())
 	}
