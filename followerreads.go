@@ -42,8 +42,17 @@ type follower struct {
 var errStandbyWrite = errors.New("this node is a standby of its cluster: its own replica is read only")
 
 // followerReads is whether standbys answer reads from their replicas:
-// not with access control (see above).
-func (h *clusterHandler) followerReads() bool { return !h.o.auth && h.o.rootUser == "" }
+// not with access control (see above), and not when the default
+// consistency is strong or bounded staleness (Cosmos DB's levels that
+// promise every replica's reads the latest or nearly latest writes):
+// then the writer answers them, with its checks and charges.
+func (h *clusterHandler) followerReads() bool {
+	switch h.o.defaultConsistency {
+	case "strong", "bounded":
+		return false
+	}
+	return !h.o.auth && h.o.rootUser == ""
+}
 
 // follower opens the standby's view on first use.
 func (h *clusterHandler) follower() (*follower, error) {
