@@ -6,15 +6,12 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/parsecdb/parsec/integration"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -113,42 +110,7 @@ func (g analyzeDocs) appendDoc(dst []byte, id int64) []byte {
 // analyzeLoad inserts _id [from, to) with growthLoaders concurrent
 // insertMany calls of growthBatch documents.
 func analyzeLoad(ctx context.Context, coll *mongo.Collection, g analyzeDocs, from, to int64) error {
-	var (
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	next.Store(from)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range growthLoaders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			docs := make([]any, 0, growthBatch)
-			for ctx.Err() == nil {
-				lo := next.Add(growthBatch) - growthBatch
-				if lo >= to {
-					return
-				}
-				docs = docs[:0]
-				for id := lo; id < min(lo+growthBatch, to); id++ {
-					docs = append(docs, bson.Raw(g.appendDoc(make([]byte, 0, 224), id)))
-				}
-				if _, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("insertMany of _id %d..: %w", lo, err) })
-					cancel()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
+	return parallelLoad(ctx, coll, from, to, func(id int64) []byte { return g.appendDoc(make([]byte, 0, 224), id) })
 }
 
 func analyzePhase(ctx context.Context, cfg config, rep *report, want func(string) bool) (err error) {

@@ -256,6 +256,13 @@ func growthInsertOp(coll *mongo.Collection, g growthDocs, next *atomic.Int64) op
 // growthLoad inserts the documents with _id in [from, to) with
 // growthLoaders concurrent insertMany calls of growthBatch documents.
 func growthLoad(ctx context.Context, coll *mongo.Collection, g growthDocs, from, to int64) error {
+	return parallelLoad(ctx, coll, from, to, func(id int64) []byte { return g.appendDoc(make([]byte, 0, docSize), id) })
+}
+
+// parallelLoad inserts the documents doc makes for _id in [from, to)
+// with growthLoaders concurrent insertMany calls of growthBatch
+// documents, and fails on the first error.
+func parallelLoad(ctx context.Context, coll *mongo.Collection, from, to int64, doc func(id int64) []byte) error {
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
@@ -277,7 +284,7 @@ func growthLoad(ctx context.Context, coll *mongo.Collection, g growthDocs, from,
 				}
 				docs = docs[:0]
 				for id := lo; id < min(lo+growthBatch, to); id++ {
-					docs = append(docs, bson.Raw(g.appendDoc(make([]byte, 0, docSize), id)))
+					docs = append(docs, bson.Raw(doc(id)))
 				}
 				res, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 				if err == nil && len(res.InsertedIDs) != len(docs) {
