@@ -127,13 +127,14 @@ type Config struct {
 
 // Engine runs commands. It implements wire.Handler.
 type Engine struct {
-	cfg     Config
-	store   storage.Storage
-	logger  *slog.Logger
-	now     func() time.Time
-	started time.Time
-	host    string
-	running opRegistry // commands running (ops.go)
+	cfg      Config
+	store    storage.Storage
+	logger   *slog.Logger
+	now      func() time.Time
+	started  time.Time
+	host     string
+	running  opRegistry      // commands running (ops.go)
+	reshards reshardRegistry // reshardings running (reshard.go)
 
 	commands   map[string]command
 	failPoint  failCommand
@@ -239,6 +240,7 @@ func New(cfg Config) *Engine {
 		e.store.SetLimits(e.limits.storeLimits())
 		e.store.SetMatcher(partialMatcher)
 		e.startChangeLog()
+		e.resumeReshardings()
 	}
 	if cfg.RootUser != "" && e.store != nil {
 		if err := e.ensureRootUser(cfg.RootUser, cfg.RootPassword); err != nil {
