@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -441,4 +442,127 @@ func waitResharding(t *testing.T, client *mongo.Client, ns string) bson.Raw {
 	}
 	t.Fatalf("%s never showed in currentOp", ns)
 	return nil
+}
+
+// TestReshardKill9 kills the server with SIGKILL while a resharding
+// copies the documents, and again while it catches up and switches; the
+// server started again on the same data finishes the resharding by
+// itself, and the collection then has the new key and exactly the
+// documents acknowledged (a writer inserts during the copy), with
+// neither layout left beside the other.
+func TestReshardKill9(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		killAt func(op bson.Raw) bool
+	}{
+		{"copy", func(op bson.Raw) bool {
+			return op.Lookup("recipientState").StringValue() == "cloning" && op.Lookup("documentsCopied").AsInt64() > 0
+		}},
+		{"switch", func(op bson.Raw) bool {
+			return op.Lookup("recipientState").StringValue() == "strict-consistency"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			began := time.Now()
+			dir := t.TempDir()
+			p := startProc(t, nil, "--listen", "127.0.0.1:0", "--data-dir", dir, "--http", "")
+			client := connect(t, p.addr)
+			want := loadReshardColl(t, client, "rsk", "c", 30000)
+			c := client.Database("rsk").Collection("c")
+
+			// A writer inserts until the server dies, recording what was
+			// acknowledged.
+			var mu sync.Mutex
+			writerDone := make(chan struct{})
+			go func() {
+				defer close(writerDone)
+				for i := int64(1_000_000); ; i++ {
+					d := reshardDoc{ID: i, Tenant: i % 50, K: i % 1000, V: i}
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					_, err := c.InsertOne(ctx, d)
+					cancel()
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					want[d.ID] = d
+					mu.Unlock()
+				}
+			}()
+			go func() {
+				_ = client.Database("admin").RunCommand(context.Background(), bson.D{{Key: "reshardCollection", Value: "rsk.c"}, {Key: "key", Value: bson.D{{Key: "k", Value: 1}}}}).Err()
+			}()
+			var last string
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				if time.Now().After(deadline) {
+					t.Fatalf("never saw the moment to kill (last state %q)", last)
+				}
+				var reply bson.Raw
+				err := client.Database("admin").RunCommand(context.Background(), bson.D{{Key: "currentOp", Value: 1}, {Key: "ns", Value: "rsk.c"}, {Key: "recipientState", Value: bson.D{{Key: "$exists", Value: true}}}}).Decode(&reply)
+				if err != nil {
+					continue
+				}
+				ops, _ := reply.Lookup("inprog").Array().Values()
+				if len(ops) == 0 {
+					if last == "applying" || last == "strict-consistency" {
+						last += ", then past the switch" // the critical section was too short to see
+						break
+					}
+					continue
+				}
+				op := ops[0].Document()
+				last = op.Lookup("recipientState").StringValue()
+				if tc.killAt(op) {
+					break
+				}
+			}
+			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = p.wait(t, 10*time.Second)
+			<-writerDone
+			t.Logf("killed while %s (%v since the start)", last, time.Since(began))
+
+			p2 := startProc(t, nil, "--listen", p.addr, "--data-dir", dir, "--http", "")
+			client2 := connect(t, p2.addr)
+			c2 := client2.Database("rsk").Collection("c")
+			t.Logf("restarted (%v since the start)", time.Since(began))
+			// Whatever the layout, every acknowledged document is there once.
+			if n, err := c2.CountDocuments(testCtx(t), bson.D{}); err != nil || n != int64(len(want)) {
+				t.Errorf("after the restart: %d documents (%v), want %d", n, err, len(want))
+			}
+			// The resharding resumes and finishes on its own.
+			deadline = time.Now().Add(90 * time.Second)
+			for {
+				key, _ := shardKeyOf(t, client2, "rsk.c")
+				if string(key) == string(mustMarshal(t, bson.D{{Key: "k", Value: int32(1)}})) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the resharding did not finish after the restart: key %v", key)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			for time.Now().Before(deadline) {
+				var reply bson.Raw
+				if err := client2.Database("admin").RunCommand(testCtx(t), bson.D{{Key: "currentOp", Value: 1}, {Key: "ns", Value: "rsk.c"}, {Key: "recipientState", Value: bson.D{{Key: "$exists", Value: true}}}}).Decode(&reply); err == nil {
+					if ops, _ := reply.Lookup("inprog").Array().Values(); len(ops) == 0 {
+						break
+					}
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Logf("resharding finished (%v since the start)", time.Since(began))
+			checkReshardDocs(t, c2, want)
+			n, err := client2.Database("config").Collection("collections").CountDocuments(testCtx(t), bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^rsk\\."}}}})
+			if err != nil || n != 1 {
+				t.Errorf("config.collections has %d entries of rsk (%v), want 1", n, err)
+			}
+			v := runOK(t, client2.Database("rsk"), bson.D{{Key: "validate", Value: "c"}, {Key: "full", Value: true}})
+			if !v.Lookup("valid").Boolean() {
+				t.Errorf("validate: %v", v)
+			}
+		})
+	}
 }
