@@ -61,11 +61,13 @@ type reshardStore interface {
 	FinishResharding(r *store.Resharding) error
 }
 
-// Batch sizes: documents per copy transaction, change events per apply
-// transaction; and the lag (events brought over in one round) under which
-// the critical section starts.
+// Batch sizes: documents per copy transaction (small, so that the
+// collection's own writers do not queue long behind one in the store's
+// write pipeline), change events per apply transaction; and the lag
+// (events brought over in one round) under which the critical section
+// starts.
 const (
-	reshardCopyBatch  = 1000
+	reshardCopyBatch  = 250
 	reshardApplyBatch = 1000
 	reshardSmallLag   = 200
 	reshardMaxRounds  = 50

@@ -141,6 +141,9 @@ type report struct {
 	// Cluster is the cluster section's CPU times and failover gaps
 	// (cluster.go).
 	Cluster *clusterReport `json:"cluster,omitempty"`
+	// Reshard is the reshard section's copy rate and foreground load
+	// (reshard.go).
+	Reshard *reshardReport `json:"reshard,omitempty"`
 }
 
 func main() {
@@ -318,6 +321,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The reshard phase (reshard.go): reshardCollection's copy rate, and
+	// foreground inserts and point reads during a copy against before.
+	if ctx.Err() == nil && want(reshardWorkload) {
+		if err := reshardPhase(ctx, rep); err != nil {
+			return nil, err
+		}
+	}
 	// The memory phase (memory.go): sustained inserts with and without
 	// --memory-limit, resident memory sampled.
 	if ctx.Err() == nil && want(memoryWorkload) {
@@ -354,6 +364,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	metricsGoals(rep)
 	growthGoals(rep)
 	memoryGoals(rep)
+	reshardGoals(rep)
 	clusterGoalsJudge(rep, rep.Config.Clients)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)
