@@ -556,7 +556,7 @@ func (s *Store) SwitchResharding(r *Resharding, catchUp func() error) (*Collecti
 			return err
 		}
 		return putReshard(txn, &nr)
-	}, catalogEvent(ChangeReshard, &next, shardDescription(&next)))
+	}, catalogEvent(ChangeReshard, &next, reshardDescription(src, &next)))
 	if err == nil {
 		s.colls[ns] = &next
 		delete(s.colls, tmp.Namespace())
@@ -570,6 +570,18 @@ func (s *Store) SwitchResharding(r *Resharding, catchUp func() error) (*Collecti
 		s.requestSplit(next.ID)
 	}
 	return &next, nil
+}
+
+// reshardDescription is the operationDescription of a reshardCollection
+// event, as MongoDB writes it.
+func reshardDescription(src, next *Collection) bsoncore.Document {
+	return bsoncore.NewDocumentBuilder().
+		AppendBinary("reshardUUID", 4, next.UUID).
+		AppendDocument("shardKey", next.Spec().Doc()).
+		AppendDocument("oldShardKey", src.Spec().Doc()).
+		AppendBoolean("unique", false).
+		AppendInt64("numInitialChunks", int64(next.Map().Len())).
+		Build()
 }
 
 // AbortResharding gives r up: the temporary collection's entry goes, with
