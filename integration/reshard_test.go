@@ -139,6 +139,7 @@ func TestReshardCollectionUnderWrites(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var acked, failed atomic.Int64
+	var slowest atomic.Int64 // the longest write, ns: the critical section bounds it
 	var firstErr atomic.Value
 	for w := range int64(writers) {
 		wg.Add(1)
@@ -156,6 +157,7 @@ func TestReshardCollectionUnderWrites(t *testing.T) {
 				// Each writer owns the _ids ≡ w (mod 8) and its inserts.
 				id := int64(rng.Intn(n/writers))*writers + w
 				var err error
+				began := time.Now()
 				switch i % 4 {
 				case 0: // insert
 					d := reshardDoc{ID: next, Tenant: next % 50, K: int64(rng.Intn(1000)), V: next}
@@ -216,6 +218,11 @@ func TestReshardCollectionUnderWrites(t *testing.T) {
 					firstErr.CompareAndSwap(nil, err.Error())
 					return
 				}
+				for took := int64(time.Since(began)); ; {
+					if cur := slowest.Load(); took <= cur || slowest.CompareAndSwap(cur, took) {
+						break
+					}
+				}
 				acked.Add(1)
 			}
 		}()
@@ -250,7 +257,11 @@ func TestReshardCollectionUnderWrites(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // writes before the resharding
 	before := acked.Load()
 	start := time.Now()
-	runOK(t, client.Database("admin"), bson.D{{Key: "reshardCollection", Value: "rsw.c"}, {Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "numInitialChunks", Value: 4}})
+	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer rcancel()
+	if err := client.Database("admin").RunCommand(rctx, bson.D{{Key: "reshardCollection", Value: "rsw.c"}, {Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "numInitialChunks", Value: 4}}).Err(); err != nil {
+		t.Fatalf("reshardCollection: %v", err)
+	}
 	took := time.Since(start)
 	during := acked.Load() - before
 	time.Sleep(300 * time.Millisecond) // writes after it
@@ -263,6 +274,12 @@ func TestReshardCollectionUnderWrites(t *testing.T) {
 	t.Logf("resharded %d documents in %v; %d writes acknowledged during it, %d in all", n, took, during, acked.Load())
 	if during == 0 {
 		t.Errorf("no write was acknowledged while the resharding ran")
+	}
+	// MongoDB blocks writes for at most 2 s at the switch.
+	if d := time.Duration(slowest.Load()); d > 2*time.Second {
+		t.Errorf("a write took %v: writes were blocked too long", d)
+	} else {
+		t.Logf("the slowest write took %v", d)
 	}
 
 	checkReshardDocs(t, c, want)

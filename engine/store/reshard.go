@@ -512,6 +512,17 @@ func (s *Store) SwitchResharding(r *Resharding, catchUp func() error) (*Collecti
 	if err != nil {
 		return nil, err
 	}
+	// A ranged key's partitions split where the copied data is, worked
+	// out before writers wait (any map tiles the point space, so the
+	// last changes cannot make it wrong, only a little less even).
+	var pmap *shard.Map
+	if tmp.ShardKeyRanged && r.Partitions > 1 {
+		points, sizes, err := s.dataPoints(tmp)
+		if err != nil {
+			return nil, err
+		}
+		pmap = tmp.Map().SplitToData(tmp.Spec(), r.Partitions, points, sizes)
+	}
 	unfence := s.lockFences(src.ID)
 	defer unfence()
 	if err := catchUp(); err != nil {
@@ -527,12 +538,8 @@ func (s *Store) SwitchResharding(r *Resharding, catchUp func() error) (*Collecti
 	next.MapVersion = src.MapVersion + 1
 	next.ShardedAt = time.Now().UTC()
 	next.cloneIndexes()
-	if next.ShardKeyRanged && r.Partitions > 1 {
-		points, sizes, err := s.dataPoints(tmp)
-		if err != nil {
-			return nil, err
-		}
-		next.setMap(tmp.Map().SplitToData(next.Spec(), r.Partitions, points, sizes))
+	if pmap != nil {
+		next.setMap(pmap)
 	}
 	if err := next.finish(); err != nil {
 		return nil, err
