@@ -61,16 +61,19 @@ type reshardStore interface {
 	FinishResharding(r *store.Resharding) error
 }
 
-// Batch sizes: documents per copy transaction (small, so that the
-// collection's own writers do not queue long behind one in the store's
-// write pipeline), change events per apply transaction; and the lag
-// (events brought over in one round) under which the critical section
-// starts.
+// Batch sizes: documents per copy transaction (small: a new read waits
+// until the commits in flight are written, and writers queue behind them
+// in the store's write pipeline), change events per apply transaction;
+// and the lag (events brought over in one round) under which the
+// critical section starts.
 const (
-	reshardCopyBatch  = 250
+	reshardCopyBatch  = 64
 	reshardApplyBatch = 1000
 	reshardSmallLag   = 200
 	reshardMaxRounds  = 50
+	// reshardYield is the copy's pause after a batch during which the
+	// server served reads or writes, in multiples of the batch's time.
+	reshardYield = 1
 )
 
 // Coordinator states, as MongoDB's $currentOp names them.
@@ -312,10 +315,22 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 			}
 			return fail(err)
 		}
+		served, began := e.foregroundOps(), time.Now()
 		if _, err := rst.CopyResharding(r, reshardCopyBatch); err != nil {
 			return fail(reshardFailure(rs.ns, err))
 		}
 		rs.progress(r)
+		// While the server serves reads and writes, the copy leaves them
+		// half the time: each of its commits makes every new read wait
+		// until it is written, and it competes for the same cores.
+		// Alone, it runs flat out.
+		if e.foregroundOps() != served {
+			select {
+			case <-time.After(reshardYield * time.Since(began)):
+			case <-rs.abort:
+			case <-e.stop:
+			}
+		}
 	}
 	rs.mu.Lock()
 	rs.copyEnd, rs.applyStart, rs.state = time.Now(), time.Now(), reshardStateApplying
@@ -383,6 +398,12 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 			"changes", r.Applied, "writesBlocked", writesBlocked)
 	}
 	return nil
+}
+
+// foregroundOps counts the reads and writes the server has served (its
+// opcounters, without commands such as currentOp).
+func (e *Engine) foregroundOps() int64 {
+	return e.ops.insert.Load() + e.ops.query.Load() + e.ops.update.Load() + e.ops.delete.Load() + e.ops.getmore.Load()
 }
 
 // reshardFailure is the client's error for a resharding that failed.

@@ -23,7 +23,7 @@ import (
 //	              documents copied per second of the copy (from the
 //	              command's start until $currentOp's recipientState
 //	              leaves "cloning"); goal >= reshardCopyGoal docs/s
-//	foreground    reshardWorkers clients doing insertOne and point reads
+//	foreground    reshardWorkers clients, half doing insertOne, half point reads
 //	              (findOne by the full shard key of any layout) for
 //	              reshardBefore, then the same load while reshardCollection
 //	              to {g: "hashed"} copies; goal: ops/s during the copy >=
@@ -94,7 +94,7 @@ func reshardPhase(ctx context.Context, rep *report) (err error) {
 	progress("reshard: copied %d documents in %.2f s (%.0f docs/s); the command took %.2f s", reshardDocs, copySecs, out.CopyDocsPerS, cmdSecs)
 
 	// Foreground inserts and point reads, before and during a copy.
-	var ops atomic.Int64
+	var ops, reads atomic.Int64
 	var next atomic.Int64
 	next.Store(1 << 40)
 	fctx, stopLoad := context.WithCancel(ctx)
@@ -107,7 +107,7 @@ func reshardPhase(ctx context.Context, rep *report) (err error) {
 			rng := rand.New(rand.NewSource(int64(w)))
 			for i := 0; fctx.Err() == nil; i++ {
 				var err error
-				if i%2 == 0 {
+				if w%2 == 0 {
 					_, err = coll.InsertOne(fctx, doc(next.Add(1)))
 				} else {
 					id := rng.Int63n(reshardDocs)
@@ -120,19 +120,26 @@ func reshardPhase(ctx context.Context, rep *report) (err error) {
 					return
 				}
 				ops.Add(1)
+				if w%2 == 1 {
+					reads.Add(1)
+				}
 			}
 		}()
 	}
 	time.Sleep(500 * time.Millisecond) // warm up
-	n0, t0 := ops.Load(), time.Now()
+	n0, r0, t0 := ops.Load(), reads.Load(), time.Now()
 	time.Sleep(reshardBefore)
-	out.ForegroundBefore = float64(ops.Load()-n0) / time.Since(t0).Seconds()
-	var during float64
+	secs := time.Since(t0).Seconds()
+	out.ForegroundBefore = float64(ops.Load()-n0) / secs
+	readsBefore := float64(reads.Load()-r0) / secs
+	var during, readsDuring float64
 	loadedCopy, _, err := timeReshard(ctx, client, bson.D{{Key: "g", Value: "hashed"}}, func(start bool) {
 		if start {
-			n0, t0 = ops.Load(), time.Now()
+			n0, r0, t0 = ops.Load(), reads.Load(), time.Now()
 		} else {
-			during = float64(ops.Load()-n0) / time.Since(t0).Seconds()
+			secs := time.Since(t0).Seconds()
+			during = float64(ops.Load()-n0) / secs
+			readsDuring = float64(reads.Load()-r0) / secs
 		}
 	})
 	stopLoad()
@@ -147,8 +154,8 @@ func reshardPhase(ctx context.Context, rep *report) (err error) {
 	if out.ForegroundBefore > 0 {
 		out.ForegroundRatio = during / out.ForegroundBefore
 	}
-	progress("reshard: foreground %.0f ops/s before, %.0f during the copy (%.2f x); that copy took %.2f s",
-		out.ForegroundBefore, during, out.ForegroundRatio, loadedCopy)
+	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s",
+		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy)
 	rep.Reshard = out
 	return nil
 }
