@@ -127,14 +127,13 @@ type Config struct {
 
 // Engine runs commands. It implements wire.Handler.
 type Engine struct {
-	cfg      Config
-	store    storage.Storage
-	logger   *slog.Logger
-	now      func() time.Time
-	started  time.Time
-	host     string
-	running  opRegistry      // commands running (ops.go)
-	reshards reshardRegistry // reshardings running (reshard.go)
+	cfg     Config
+	store   storage.Storage
+	logger  *slog.Logger
+	now     func() time.Time
+	started time.Time
+	host    string
+	running opRegistry // commands running (ops.go)
 
 	commands   map[string]command
 	failPoint  failCommand
@@ -177,6 +176,9 @@ type Engine struct {
 	// (retryable.go)
 	sessions          *sessions.Table
 	txnWriteFailPoint txnWriteFailPoint
+
+	// reshardings running (reshard.go)
+	reshards reshardRegistry
 
 	stop chan struct{}
 	wg   sync.WaitGroup
