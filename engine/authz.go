@@ -58,6 +58,7 @@ var commandClasses = map[string]auth.Class{
 	"fsync":   auth.ClassClusterAdmin, "fsyncUnlock": auth.ClassClusterAdmin, "killOp": auth.ClassClusterAdmin, "addNode": auth.ClassClusterAdmin, "removeNode": auth.ClassClusterAdmin,
 
 	"shardCollection": auth.ClassClusterAdmin, "enableSharding": auth.ClassClusterAdmin,
+	"reshardCollection": auth.ClassClusterAdmin, "abortReshardCollection": auth.ClassClusterAdmin, "commitReshardCollection": auth.ClassClusterAdmin,
 	"analyzeShardKey": auth.ClassClusterAdmin, "configureQueryAnalyzer": auth.ClassClusterAdmin,
 	"killAllSessions": auth.ClassClusterAdmin, "configureFailPoint": auth.ClassClusterAdmin,
 }

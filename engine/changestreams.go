@@ -440,7 +440,7 @@ func internalDB(db string) bool { return db == "admin" || db == "config" || db =
 // expandedOps are the events only showExpandedEvents shows.
 var expandedOps = map[string]bool{
 	store.ChangeCreate: true, store.ChangeCreateIndex: true, store.ChangeDropIndex: true,
-	store.ChangeModify: true, store.ChangeShard: true,
+	store.ChangeModify: true, store.ChangeShard: true, store.ChangeReshard: true,
 }
 
 // watches reports whether ev is one of the stream's events.

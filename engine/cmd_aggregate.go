@@ -478,5 +478,9 @@ func (e *Engine) currentOps(req *request, spec bsoncore.Document) ([]bsoncore.Do
 		me := req.c.cursorOwner()
 		only = func(c *conn) bool { return c.cursorOwner() == me }
 	}
-	return currentOpDocs(e.running.snapshot(), e.hostPort(), e.now(), only), nil
+	docs := currentOpDocs(e.running.snapshot(), e.hostPort(), e.now(), only)
+	if only == nil {
+		docs = append(docs, e.reshardingOpDocs(e.hostPort(), e.now())...)
+	}
+	return docs, nil
 }

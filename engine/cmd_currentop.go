@@ -44,7 +44,11 @@ func (e *Engine) cmdCurrentOp(_ context.Context, req *request) ([]byte, error) {
 		only = func(c *conn) bool { return c.cursorOwner() == me }
 	}
 	inprog := bson.A{}
-	for _, d := range currentOpDocs(e.running.snapshot(), e.hostPort(), e.now(), only) {
+	docs := currentOpDocs(e.running.snapshot(), e.hostPort(), e.now(), only)
+	if only == nil {
+		docs = append(docs, e.reshardingOpDocs(e.hostPort(), e.now())...)
+	}
+	for _, d := range docs {
 		if f.Match(d) {
 			inprog = append(inprog, bson.Raw(d))
 		}

@@ -241,8 +241,8 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 			return nil
 		})
 		if errors.Is(err, store.ErrCollectionChanged) {
-			if cur := e.store.Collection(c.DB, c.Name); cur != nil && string(cur.UUID) == string(c.UUID) {
-				// the same collection, its documents re-placed (sharded): start over
+			if cur := e.store.Collection(c.DB, c.Name); cur != nil && (string(cur.UUID) == string(c.UUID) || e.reshards.succeeds(cur.UUID, c.UUID)) {
+				// the same collection, its documents re-placed (sharded, resharded): start over
 				c, point, spans, resume = cur, plan.PointKey(cur, f, filter), plan.RouteWrites(cur, filter), nil
 				e.routeWrite(&tally, c, point, spans, filter)
 				continue

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 
 	"github.com/parsecdb/parsec/engine/query"
 	"github.com/parsecdb/parsec/engine/store"
@@ -23,8 +24,8 @@ func (e *Engine) cmdListCollections(_ context.Context, req *request) ([]byte, er
 	var docs [][]byte
 	views := e.store.ViewDefinitions(req.db)
 	for _, c := range e.store.Collections(req.db) {
-		if e.store.Pending(c.ID) {
-			continue // created by a transaction not yet committed
+		if e.store.Pending(c.ID) || strings.HasPrefix(c.Name, store.ReshardTempPrefix) {
+			continue // created by a transaction not yet committed; a resharding's copy
 		}
 		for len(views) > 0 && views[0].Name < c.Name {
 			if docs, err = listView(docs, views[0], filter, nameOnly); err != nil {

@@ -95,6 +95,9 @@ func newCommandTable() map[string]command {
 
 		// partitions (sharding) and Cosmos DB's extension commands
 		{name: "shardCollection", help: "shard a collection by a hashed key: {shardCollection: \"db.coll\", key: {<field>: \"hashed\"}}", adminOnly: true, run: (*Engine).cmdShardCollection},
+		{name: "reshardCollection", help: "change a sharded collection's shard key online: {reshardCollection: \"db.coll\", key: {...}}", adminOnly: true, run: (*Engine).cmdReshardCollection},
+		{name: "abortReshardCollection", help: "stop a running reshardCollection: the collection keeps its shard key", adminOnly: true, run: (*Engine).cmdAbortReshardCollection},
+		{name: "commitReshardCollection", help: "make a running reshardCollection switch as soon as its copy has caught up", adminOnly: true, run: (*Engine).cmdCommitReshardCollection},
 		{name: "analyzeShardKey", help: "metrics of a candidate shard key: cardinality, frequency, monotonicity, and the read and write distribution of the sampled queries", adminOnly: true, run: (*Engine).cmdAnalyzeShardKey},
 		{name: "configureQueryAnalyzer", help: "sample a collection's queries for analyzeShardKey: {configureQueryAnalyzer: \"db.coll\", mode: \"full\"|\"off\", samplesPerSecond: n}", adminOnly: true, run: (*Engine).cmdConfigureQueryAnalyzer},
 		{name: "enableSharding", help: "accepted: every database can hold sharded collections", adminOnly: true, run: (*Engine).cmdEnableSharding},

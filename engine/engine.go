@@ -185,6 +185,9 @@ type Engine struct {
 	sessions          *sessions.Table
 	txnWriteFailPoint txnWriteFailPoint
 
+	// reshardings running (reshard.go)
+	reshards reshardRegistry
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -247,6 +250,7 @@ func New(cfg Config) *Engine {
 		e.store.SetLimits(e.limits.storeLimits())
 		e.store.SetMatcher(partialMatcher)
 		e.startChangeLog()
+		e.resumeReshardings()
 	}
 	if cfg.RootUser != "" && e.store != nil && !cfg.ReadOnly {
 		if err := e.ensureRootUser(cfg.RootUser, cfg.RootPassword); err != nil {

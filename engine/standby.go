@@ -34,6 +34,7 @@ var standbyWrites = map[string]bool{
 	"create": true, "drop": true, "dropDatabase": true, "createIndexes": true, "dropIndexes": true,
 	"renameCollection": true, "collMod": true, "shardCollection": true, "commitTransaction": true,
 	"abortTransaction": true, "createUser": true, "dropUser": true, "updateUser": true,
+	"reshardCollection": true, "abortReshardCollection": true, "commitReshardCollection": true,
 }
 
 // StandbyAnswers is whether a standby answers the command itself (the

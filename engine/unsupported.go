@@ -18,7 +18,6 @@ var unsupportedCommands = map[string]string{
 	"top":                      "per-collection time counters are not kept; GetPartitionStats reports request units per partition",
 	"dataSize":                 "use collStats, or GetPartitionStats for each physical partition's bytes",
 	"refineCollectionShardKey": "a collection's shard key is fixed, as in Cosmos DB: copy the data into a new collection",
-	"reshardCollection":        "a collection's shard key is fixed, as in Cosmos DB: copy the data into a new collection",
 	"split":                    "physical partitions split on their own, by throughput and size; there are no chunks",
 	"moveChunk":                "physical partitions split on their own, by throughput and size; there are no chunks",
 	"moveRange":                "physical partitions split on their own, by throughput and size; there are no chunks",

@@ -148,6 +148,9 @@ type report struct {
 	// Cluster is the cluster section's CPU times and failover gaps
 	// (cluster.go).
 	Cluster *clusterReport `json:"cluster,omitempty"`
+	// Reshard is the reshard section's copy rate and foreground load
+	// (reshard.go).
+	Reshard *reshardReport `json:"reshard,omitempty"`
 }
 
 func main() {
@@ -332,6 +335,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The reshard phase (reshard.go): reshardCollection's copy rate, and
+	// foreground inserts and point reads during a copy against before.
+	if ctx.Err() == nil && want(reshardWorkload) {
+		if err := reshardPhase(ctx, rep); err != nil {
+			return nil, err
+		}
+	}
 	// The memory phase (memory.go): sustained inserts with and without
 	// --memory-limit, resident memory sampled.
 	if ctx.Err() == nil && want(memoryWorkload) {
@@ -369,6 +379,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	growthGoals(rep)
 	analyzeGoals(rep)
 	memoryGoals(rep)
+	reshardGoals(rep)
 	clusterGoalsJudge(rep, rep.Config.Clients)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)

@@ -1,0 +1,220 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/parsecdb/parsec/engine/value"
+	"github.com/parsecdb/parsec/shard"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// abDoc is {_id: id, a: a, b: b}.
+func abDoc(id, a, b int32) []byte {
+	return bsoncore.BuildDocument(nil,
+		bsoncore.AppendInt32Element(nil, "_id", id),
+		bsoncore.AppendInt32Element(nil, "a", a),
+		bsoncore.AppendInt32Element(nil, "b", b))
+}
+
+// keyIn is the key of doc in sharded collection c.
+func keyIn(t *testing.T, c *Collection, doc []byte) []byte {
+	t.Helper()
+	k, err := reshardKeyOf(c, c.Spec(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// docsOf reads c's documents by _id (b's value).
+func docsOf(t *testing.T, s *Store, c *Collection) map[int32]int32 {
+	t.Helper()
+	out := map[int32]int32{}
+	err := s.View(func(tx *Txn) error {
+		return tx.Scan(c, nil, func(_, doc []byte) (bool, error) {
+			d := bsoncore.Document(doc)
+			id := d.Lookup("_id").Int32()
+			if _, dup := out[id]; dup {
+				t.Errorf("_id %d twice in %s", id, c.Namespace())
+			}
+			out[id] = d.Lookup("b").Int32()
+			return true, nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A resharding stopped in the middle of its copy (the store closed and
+// opened again) resumes from its record: the copy goes on where it was,
+// the changes made meanwhile follow from the change log, and the switch
+// leaves one collection with the new key, the expected documents and
+// exact counters; the old layout is purged and the record gone.
+func TestReshardingResumesAndSwitches(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	src, err := s.CreateCollectionWith("db", "c", NewCollection{Spec: shard.Spec{Path: "a"}, Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int32{}
+	for i := range int32(100) {
+		doc := abDoc(i, i%7, i)
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, doc), doc) }); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = i
+	}
+	newKey := shard.Spec{Path: "b", Ranged: true}
+	r, err := s.BeginResharding(src, newKey, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BeginResharding(src, newKey, 3); err == nil {
+		t.Fatal("a second resharding of the same collection began")
+	}
+	if done, err := s.CopyResharding(r, 30); err != nil || done {
+		t.Fatalf("first batch: done %v, %v", done, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openDir(t, dir)
+	defer s.Close()
+	recs, err := s.Reshardings()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("reshardings after reopening: %v, %v", recs, err)
+	}
+	r = recs[0]
+	if r.Phase != ReshardCloning || r.Copied != 30 || r.Resume == nil || r.ApproxDocs != 100 {
+		t.Fatalf("record after reopening: %+v", r)
+	}
+	src = s.Collection("db", "c")
+	// Changes while the copy is stopped: a copied document deleted,
+	// another moved under the new key, a new one.
+	for _, id := range []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9} {
+		doc := abDoc(id, id%7, id)
+		if err := s.Update(func(tx *Txn) error { return tx.Delete(src, keyIn(t, src, doc), len(doc)) }); err != nil {
+			t.Fatal(err)
+		}
+		delete(want, id)
+		if id%2 == 0 {
+			continue
+		}
+		moved := abDoc(id, id%7, id+1000)
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, moved), moved) }); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = id + 1000
+	}
+	extra := abDoc(500, 3, 500)
+	if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, extra), extra) }); err != nil {
+		t.Fatal(err)
+	}
+	want[500] = 500
+	for {
+		done, err := s.CopyResharding(r, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			break
+		}
+	}
+	if r.Phase != ReshardApplying {
+		t.Fatalf("phase after the copy: %s", r.Phase)
+	}
+	visible, _ := s.ChangesVisible()
+	if n, err := s.ApplyResharding(r, visible, 4); err != nil || n == 0 {
+		t.Fatalf("apply: %d events, %v", n, err)
+	}
+	c, err := s.SwitchResharding(r, func() error {
+		_, err := s.ApplyResharding(r, s.LastChangeTime(), 4)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur := s.Collection("db", "c"); cur != c || !cur.Spec().Equal(newKey) || cur.ID == src.ID || string(cur.UUID) == string(src.UUID) {
+		t.Fatalf("after the switch: %+v", cur)
+	}
+	if c.Map().Len() != 3 {
+		t.Errorf("%d partitions, want 3", c.Map().Len())
+	}
+	if s.Collection("db", r.TempName) != nil {
+		t.Errorf("the temporary collection is still in the catalog")
+	}
+	got := docsOf(t, s, c)
+	if len(got) != len(want) {
+		t.Errorf("%d documents, want %d", len(got), len(want))
+	}
+	for id, b := range want {
+		if got[id] != b {
+			t.Errorf("document %d: b = %d, want %d", id, got[id], b)
+		}
+	}
+	checkExact(t, s, c, int64(len(want)))
+	// The _id index of the new layout finds every document.
+	for id := range want {
+		err := s.View(func(tx *Txn) error {
+			keys, err := tx.idEntries(c, value.EncodeKey(nil, i32v(id)))
+			if err == nil && len(keys) != 1 {
+				t.Errorf("_id %d has %d _id index entries", id, len(keys))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if recs, _ := s.Reshardings(); len(recs) != 1 || recs[0].Phase != ReshardCleanup {
+		t.Fatalf("record after the switch: %+v", recs)
+	}
+	if err := s.FinishResharding(r); err != nil {
+		t.Fatal(err)
+	}
+	checkPurged(t, s, src.ID)
+	if recs, _ := s.Reshardings(); len(recs) != 0 {
+		t.Errorf("records after the cleanup: %+v", recs)
+	}
+}
+
+// An aborted resharding drops the temporary collection and its record;
+// the source is untouched.
+func TestReshardingAbort(t *testing.T) {
+	s := openMem(t)
+	src, err := s.CreateCollectionWith("db", "c", NewCollection{Spec: shard.Spec{Path: "a"}, Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int32(50) {
+		doc := abDoc(i, i%3, i)
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, doc), doc) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := s.BeginResharding(src, shard.Spec{Path: "b"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CopyResharding(r, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AbortResharding(r); err != nil {
+		t.Fatal(err)
+	}
+	if s.Collection("db", r.TempName) != nil {
+		t.Errorf("the temporary collection is still in the catalog")
+	}
+	checkPurged(t, s, r.TempID)
+	if recs, _ := s.Reshardings(); len(recs) != 0 {
+		t.Errorf("records after the abort: %+v", recs)
+	}
+	if cur := s.Collection("db", "c"); cur != src {
+		t.Errorf("the source changed: %+v", cur)
+	}
+	checkExact(t, s, src, 50)
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parsecdb/parsec/integration"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// The reshard section measures reshardCollection (online resharding) on
+// reshardDocs documents of about 200 bytes, sharded by {tenant:
+// "hashed"}:
+//
+//	copy rate     reshardCollection to {k: 1} with nothing else running:
+//	              documents copied per second of the copy (from the
+//	              command's start until $currentOp's recipientState
+//	              leaves "cloning"); goal >= reshardCopyGoal docs/s
+//	foreground    reshardWorkers clients, half doing insertOne, half point reads
+//	              (findOne by the full shard key of any layout) for
+//	              reshardBefore, then the same load while reshardCollection
+//	              to {g: "hashed"} copies; goal: ops/s during the copy >=
+//	              reshardForegroundGoal x before
+//
+//	go run ./integration/bench -only reshard
+const (
+	reshardWorkload       = "reshard"
+	reshardDocs           = 200_000
+	reshardWorkers        = 8
+	reshardBefore         = 3 * time.Second
+	reshardCopyGoal       = 50_000.0
+	reshardForegroundGoal = 0.6
+)
+
+// reshardReport is the section's figures.
+type reshardReport struct {
+	Documents         int64   `json:"documents"`
+	CopySeconds       float64 `json:"copy_seconds"`
+	CopyDocsPerS      float64 `json:"copy_docs_per_s"`
+	CommandSeconds    float64 `json:"command_seconds"`
+	ForegroundBefore  float64 `json:"foreground_ops_per_s_before"`
+	ForegroundDuring  float64 `json:"foreground_ops_per_s_during_copy"`
+	ForegroundRatio   float64 `json:"foreground_ratio"`
+	LoadedCopySeconds float64 `json:"copy_seconds_under_load"`
+}
+
+func reshardPhase(ctx context.Context, rep *report) (err error) {
+	srv, stop, err := launchPhase("reshard", integration.ServerOptions{})
+	if err != nil {
+		return err
+	}
+	defer stop(&err)
+	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()).SetMaxPoolSize(reshardWorkers + 4))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = client.Disconnect(context.Background()) }()
+	admin := client.Database("admin")
+	coll := client.Database("bench").Collection("reshard")
+	if err := admin.RunCommand(ctx, bson.D{{Key: "shardCollection", Value: "bench.reshard"}, {Key: "key", Value: bson.D{{Key: "tenant", Value: "hashed"}}}}).Err(); err != nil {
+		return err
+	}
+	progress("reshard: loading %d documents", reshardDocs)
+	pad := strings.Repeat("x", 150)
+	doc := func(i int64) bson.D {
+		return bson.D{{Key: "_id", Value: i}, {Key: "tenant", Value: i % 1000}, {Key: "k", Value: i}, {Key: "g", Value: i % 5000}, {Key: "pad", Value: pad}}
+	}
+	batch := make([]any, 0, 1000)
+	for i := range int64(reshardDocs) {
+		batch = append(batch, doc(i))
+		if len(batch) == cap(batch) {
+			if _, err := coll.InsertMany(ctx, batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	out := &reshardReport{Documents: reshardDocs}
+
+	// The copy rate, alone.
+	copySecs, cmdSecs, err := timeReshard(ctx, client, bson.D{{Key: "k", Value: 1}}, nil)
+	if err != nil {
+		return err
+	}
+	out.CopySeconds, out.CommandSeconds = copySecs, cmdSecs
+	out.CopyDocsPerS = float64(reshardDocs) / copySecs
+	progress("reshard: copied %d documents in %.2f s (%.0f docs/s); the command took %.2f s", reshardDocs, copySecs, out.CopyDocsPerS, cmdSecs)
+
+	// Foreground inserts and point reads, before and during a copy.
+	var ops, reads atomic.Int64
+	var next atomic.Int64
+	next.Store(1 << 40)
+	fctx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var loadErr atomic.Value
+	for w := range reshardWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(w)))
+			for i := 0; fctx.Err() == nil; i++ {
+				var err error
+				if w%2 == 0 {
+					_, err = coll.InsertOne(fctx, doc(next.Add(1)))
+				} else {
+					id := rng.Int63n(reshardDocs)
+					err = coll.FindOne(fctx, bson.D{{Key: "tenant", Value: id % 1000}, {Key: "k", Value: id}, {Key: "g", Value: id % 5000}, {Key: "_id", Value: id}}).Err()
+				}
+				if err != nil {
+					if fctx.Err() == nil {
+						loadErr.CompareAndSwap(nil, err)
+					}
+					return
+				}
+				ops.Add(1)
+				if w%2 == 1 {
+					reads.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // warm up
+	n0, r0, t0 := ops.Load(), reads.Load(), time.Now()
+	time.Sleep(reshardBefore)
+	secs := time.Since(t0).Seconds()
+	out.ForegroundBefore = float64(ops.Load()-n0) / secs
+	readsBefore := float64(reads.Load()-r0) / secs
+	var during, readsDuring float64
+	loadedCopy, _, err := timeReshard(ctx, client, bson.D{{Key: "g", Value: "hashed"}}, func(start bool) {
+		if start {
+			n0, r0, t0 = ops.Load(), reads.Load(), time.Now()
+		} else {
+			secs := time.Since(t0).Seconds()
+			during = float64(ops.Load()-n0) / secs
+			readsDuring = float64(reads.Load()-r0) / secs
+		}
+	})
+	stopLoad()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if e, ok := loadErr.Load().(error); ok {
+		return fmt.Errorf("reshard: foreground load: %w", e)
+	}
+	out.LoadedCopySeconds, out.ForegroundDuring = loadedCopy, during
+	if out.ForegroundBefore > 0 {
+		out.ForegroundRatio = during / out.ForegroundBefore
+	}
+	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s",
+		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy)
+	rep.Reshard = out
+	return nil
+}
+
+// timeReshard runs reshardCollection of bench.reshard to key and returns
+// how long the copy took (until $currentOp's recipientState left
+// "cloning") and the whole command; mark is called when the command is
+// sent and when the copy ends.
+func timeReshard(ctx context.Context, client *mongo.Client, key bson.D, mark func(start bool)) (copySecs, cmdSecs float64, err error) {
+	done := make(chan error, 1)
+	start := time.Now()
+	if mark != nil {
+		mark(true)
+	}
+	go func() {
+		done <- client.Database("admin").RunCommand(ctx, bson.D{{Key: "reshardCollection", Value: "bench.reshard"}, {Key: "key", Value: key}}).Err()
+	}()
+	var copyEnd time.Time
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case err := <-done:
+			end := time.Now()
+			if err != nil {
+				return 0, 0, fmt.Errorf("reshardCollection: %w", err)
+			}
+			if copyEnd.IsZero() {
+				copyEnd = end
+				if mark != nil {
+					mark(false)
+				}
+			}
+			return copyEnd.Sub(start).Seconds(), end.Sub(start).Seconds(), nil
+		case <-poll.C:
+			if !copyEnd.IsZero() {
+				continue
+			}
+			var reply bson.Raw
+			err := client.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}, {Key: "ns", Value: "bench.reshard"}, {Key: "recipientState", Value: bson.D{{Key: "$exists", Value: true}}}}).Decode(&reply)
+			if err != nil {
+				continue
+			}
+			ops, _ := reply.Lookup("inprog").Array().Values()
+			if len(ops) > 0 && ops[0].Document().Lookup("recipientState").StringValue() != "cloning" {
+				copyEnd = time.Now()
+				if mark != nil {
+					mark(false)
+				}
+			}
+		}
+	}
+}
+
+// reshardGoals judges the section.
+func reshardGoals(rep *report) {
+	r := rep.Reshard
+	if r == nil {
+		return
+	}
+	g := goal{Name: fmt.Sprintf("reshard: copy >= %.0f docs/s (ratio to it)", reshardCopyGoal), Workload: reshardWorkload, Min: 1, Ratio: r.CopyDocsPerS / reshardCopyGoal, Status: "FAIL"}
+	if g.Ratio >= 1 {
+		g.Status = "PASS"
+	}
+	rep.Goals = append(rep.Goals, g)
+	g = goal{Name: fmt.Sprintf("reshard: foreground ops during the copy >= %.1f x before", reshardForegroundGoal), Workload: reshardWorkload, Clients: reshardWorkers, Min: reshardForegroundGoal, Ratio: r.ForegroundRatio, Status: "FAIL"}
+	if g.Ratio >= reshardForegroundGoal {
+		g.Status = "PASS"
+	}
+	rep.Goals = append(rep.Goals, g)
+}
