@@ -522,6 +522,9 @@ func (t *Txn) logDocChange(c *Collection, key, old, doc []byte) error {
 			return err
 		}
 	}
+	if t.unlogged {
+		return nil
+	}
 	ev := &ChangeEvent{DB: c.DB, Coll: c.Name, UUID: c.UUID, Point: pointOf(key), key: bytes.Clone(key)}
 	images := imagesOn(c)
 	switch {

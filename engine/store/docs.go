@@ -39,6 +39,9 @@ type Txn struct {
 	// Replace or Modify a replacement.
 	changes   []*ChangeEvent
 	replacing bool
+	// unlogged writes make no change events (a resharding's hidden
+	// copy); versions that events name are still kept.
+	unlogged bool
 }
 
 // lpDelta is what a transaction changes in one logical partition.

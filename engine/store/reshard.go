@@ -297,12 +297,12 @@ func (s *Store) CopyResharding(r *Resharding, n int) (done bool, err error) {
 		nr.Phase = ReshardApplying
 	}
 	err = s.Update(func(tx *Txn) error {
+		tx.unlogged = true // the hidden copy is no change of anyone's
 		for _, d := range batch {
 			if err := tx.Insert(tmp, d.key, d.raw); err != nil {
 				return err
 			}
 		}
-		tx.changes = tx.changes[:0] // the hidden copy is no change of anyone's
 		return putReshard(tx.t, &nr)
 	})
 	if err != nil {
@@ -397,12 +397,12 @@ func (s *Store) ApplyResharding(r *Resharding, upTo uint64, n int) (int, error) 
 		nr := *r
 		nr.FromTS, nr.FromIndex, nr.Applied = int64(next.TS), int32(next.Index), r.Applied+int64(events)
 		err = s.Update(func(tx *Txn) error {
+			tx.unlogged = true
 			for i := range ids {
 				if err := tx.syncByID(tmp, srcKeys[i], tmpKeys[i]); err != nil {
 					return err
 				}
 			}
-			tx.changes = tx.changes[:0]
 			return putReshard(tx.t, &nr)
 		})
 		if err != nil {
