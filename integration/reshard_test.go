@@ -425,14 +425,19 @@ func TestReshardCollectionErrors(t *testing.T) {
 		t.Errorf("the store has %d collections in rse after the abort, want 4", n)
 	}
 
-	// commitReshardCollection: switches and answers once done.
+	// commitReshardCollection: switches and answers once done (the copy
+	// finishes first: slow under the race detector).
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		res <- admin.RunCommand(ctx, reshard("rse.big", k1)).Err()
 	}()
 	waitResharding(t, client, "rse.big")
-	runOK(t, admin, bson.D{{Key: "commitReshardCollection", Value: "rse.big"}})
+	cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer ccancel()
+	if err := admin.RunCommand(cctx, bson.D{{Key: "commitReshardCollection", Value: "rse.big"}}).Err(); err != nil {
+		t.Fatalf("commitReshardCollection: %v", err)
+	}
 	if err := <-res; err != nil {
 		t.Fatalf("reshardCollection after commitReshardCollection: %v", err)
 	}
