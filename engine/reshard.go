@@ -70,7 +70,10 @@ const (
 	reshardCopyBatch  = 64
 	reshardApplyBatch = 1000
 	reshardSmallLag   = 200
-	reshardMaxRounds  = 50
+	reshardQuickRound = 200 * time.Millisecond
+	// reshardCatchUpLimit bounds the rounds before the critical section.
+	reshardCatchUpLimit = 5 * time.Second
+	reshardMaxRounds    = 50
 	// reshardYield is the copy's pause after a batch during which the
 	// server served reads or writes, in multiples of the batch's time.
 	reshardYield = 1
@@ -347,6 +350,7 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 			return fail(err)
 		}
 		visible, _ := e.store.ChangesVisible()
+		roundStart := time.Now()
 		n, err := rst.ApplyResharding(r, visible, reshardApplyBatch)
 		if err != nil {
 			return fail(reshardFailure(rs.ns, err))
@@ -358,7 +362,13 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 			committed = true
 		default:
 		}
-		if n < reshardSmallLag || committed || round >= reshardMaxRounds {
+		// Few changes, or a round quick enough that the critical
+		// section's last one (the changes made meanwhile) is too.
+		// A catch-up that does not shrink (writers as fast as the
+		// apply) stops after a while: the critical section then
+		// applies about one round's changes.
+		if n < reshardSmallLag || time.Since(roundStart) < reshardQuickRound || committed || round >= reshardMaxRounds ||
+			time.Since(rs.applyStart) > reshardCatchUpLimit {
 			break
 		}
 	}
