@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strings"
 )
 
 // cmdAbortReshardCollection stops the resharding of a collection:
@@ -42,14 +41,9 @@ func (e *Engine) cmdAbortReshardCollection(ctx context.Context, req *request) ([
 // reshardingOf is the resharding running on the namespace a command
 // names as its first field.
 func (e *Engine) reshardingOf(req *request) (*resharding, error) {
-	v := req.body.Index(0).Value()
-	ns, ok := v.StringValueOK()
-	if !ok {
-		return nil, wrongType(req.name, req.name, v, "string")
-	}
-	db, coll, found := strings.Cut(ns, ".")
-	if !found || db == "" || coll == "" {
-		return nil, errorf(ErrInvalidNamespace, "Invalid namespace specified '%s'", ns)
+	ns, _, _, err := namespaceArg(req)
+	if err != nil {
+		return nil, err
 	}
 	elems, _ := req.body.Elements()
 	for _, el := range elems[1:] {

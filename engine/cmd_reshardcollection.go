@@ -23,14 +23,9 @@ import (
 // no-op; asking again for the key a running resharding is making waits
 // for it, as MongoDB does.
 func (e *Engine) cmdReshardCollection(ctx context.Context, req *request) ([]byte, error) {
-	v := req.body.Index(0).Value()
-	ns, ok := v.StringValueOK()
-	if !ok {
-		return nil, wrongType(req.name, req.name, v, "string")
-	}
-	db, coll, found := strings.Cut(ns, ".")
-	if !found || db == "" || coll == "" {
-		return nil, errorf(ErrInvalidNamespace, "Invalid namespace specified '%s'", ns)
+	ns, db, coll, err := namespaceArg(req)
+	if err != nil {
+		return nil, err
 	}
 	if err := validateCollName(db, coll); err != nil {
 		return nil, err

@@ -26,14 +26,9 @@ import (
 // makes the key's values unique with a unique index on the key. Sharding
 // again by the same key succeeds and changes nothing.
 func (e *Engine) cmdShardCollection(_ context.Context, req *request) ([]byte, error) {
-	v := req.body.Index(0).Value()
-	ns, ok := v.StringValueOK()
-	if !ok {
-		return nil, wrongType(req.name, req.name, v, "string")
-	}
-	db, coll, found := strings.Cut(ns, ".")
-	if !found || coll == "" {
-		return nil, errorf(ErrInvalidNamespace, "Invalid namespace specified '%s'", ns)
+	ns, db, coll, err := namespaceArg(req)
+	if err != nil {
+		return nil, err
 	}
 	if err := validateCollName(db, coll); err != nil {
 		return nil, err
@@ -229,4 +224,19 @@ func (e *Engine) ensureUniqueShardKeyIndex(c *store.Collection) (*store.Collecti
 		c = cur
 	}
 	return c, nil
+}
+
+// namespaceArg reads the "db.coll" a command names as its first field
+// (shardCollection, reshardCollection and its abort and commit).
+func namespaceArg(req *request) (ns, db, coll string, err error) {
+	v := req.body.Index(0).Value()
+	ns, ok := v.StringValueOK()
+	if !ok {
+		return "", "", "", wrongType(req.name, req.name, v, "string")
+	}
+	db, coll, found := strings.Cut(ns, ".")
+	if !found || db == "" || coll == "" {
+		return "", "", "", errorf(ErrInvalidNamespace, "Invalid namespace specified '%s'", ns)
+	}
+	return ns, db, coll, nil
 }
