@@ -567,22 +567,13 @@ func (s *Store) ShardCollection(db, name string, spec shard.Spec, partitions int
 	}
 	s.catMu.Unlock()
 
-	// New writers of ns wait until done; those in flight conflict with the
-	// epoch change below and retry, then wait.
-	done := make(chan struct{})
-	s.reshardMu.Lock()
-	if s.resharded[ns] != nil {
-		s.reshardMu.Unlock()
-		return nil, fmt.Errorf("%s is being sharded already: %w", ns, ErrConflict)
+	// New writers of ns wait until it is released; those in flight
+	// conflict with the epoch change below and retry, then wait.
+	release, err := s.holdResharded(ns)
+	if err != nil {
+		return nil, err
 	}
-	s.resharded[ns] = done
-	s.reshardMu.Unlock()
-	defer func() {
-		s.reshardMu.Lock()
-		delete(s.resharded, ns)
-		s.reshardMu.Unlock()
-		close(done)
-	}()
+	defer release()
 	fenced, err := s.changeEntryFenced(cur, func(e *Collection) error { e.Epoch++; return nil })
 	if err != nil {
 		return nil, err
@@ -750,4 +741,22 @@ func (s *Store) waitResharding(c *Collection) bool {
 	}
 	<-done
 	return true
+}
+
+// holdResharded makes new writers of ns wait (waitResharding) until
+// release; ErrConflict when another operation holds ns.
+func (s *Store) holdResharded(ns string) (release func(), err error) {
+	done := make(chan struct{})
+	s.reshardMu.Lock()
+	defer s.reshardMu.Unlock()
+	if s.resharded[ns] != nil {
+		return nil, fmt.Errorf("%s is being re-placed by another operation: %w", ns, ErrConflict)
+	}
+	s.resharded[ns] = done
+	return func() {
+		s.reshardMu.Lock()
+		delete(s.resharded, ns)
+		s.reshardMu.Unlock()
+		close(done)
+	}, nil
 }

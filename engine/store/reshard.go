@@ -494,20 +494,11 @@ func (t *Txn) idEntries(c *Collection, id []byte) ([][]byte, error) {
 // left for FinishResharding to purge. It returns the new entry.
 func (s *Store) SwitchResharding(r *Resharding, catchUp func() error) (*Collection, error) {
 	ns := r.Namespace()
-	done := make(chan struct{})
-	s.reshardMu.Lock()
-	if s.resharded[ns] != nil {
-		s.reshardMu.Unlock()
-		return nil, fmt.Errorf("%s is being sharded by another operation: %w", ns, ErrConflict)
+	release, err := s.holdResharded(ns)
+	if err != nil {
+		return nil, err
 	}
-	s.resharded[ns] = done
-	s.reshardMu.Unlock()
-	defer func() {
-		s.reshardMu.Lock()
-		delete(s.resharded, ns)
-		s.reshardMu.Unlock()
-		close(done)
-	}()
+	defer release()
 	src, tmp, err := s.reshardColls(r)
 	if err != nil {
 		return nil, err
