@@ -803,16 +803,24 @@ func (h *clusterHandler) removeNode(ctx context.Context, id uint64) error {
 func askToJoin(ctx context.Context, addr string, id uint64, raftAddr string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	up, err := dialUpstream(ctx, addr)
-	if err != nil {
-		return fmt.Errorf("--join %s: %w", addr, err)
-	}
-	defer up.close()
 	body, err := bson.Marshal(bson.D{{Key: "addNode", Value: raftAddr}, {Key: "nodeId", Value: int64(id)}, {Key: "$db", Value: "admin"}})
 	if err != nil {
 		return err
 	}
-	reply, err := up.roundTrip(ctx, &wire.Request{OpCode: wire.OpMsg, Body: body})
+	// A connection that breaks (the writer changed while the request
+	// was on its way) is tried again: adding a member twice with the
+	// same address is a no-op.
+	var reply []byte
+	for {
+		reply, err = askOnce(ctx, addr, body)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("--join %s: %w", addr, err)
 	}
@@ -821,4 +829,14 @@ func askToJoin(ctx context.Context, addr string, id uint64, raftAddr string) err
 		return fmt.Errorf("--join %s: the cluster refused to add node %d at %s: %s", addr, id, raftAddr, msg)
 	}
 	return nil
+}
+
+// askOnce sends one command to addr over a connection of its own.
+func askOnce(ctx context.Context, addr string, body []byte) ([]byte, error) {
+	up, err := dialUpstream(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer up.close()
+	return up.roundTrip(ctx, &wire.Request{OpCode: wire.OpMsg, Body: body})
 }
