@@ -566,17 +566,24 @@ func (t *Txn) keepReferencedVersion(key, old []byte) error {
 	if err != nil {
 		return err
 	}
+	return t.keepMarked(item, bytes.Clone(old))
+}
+
+// keepMarked moves doc, the version the marker item names, into the log
+// as an image if the marker's event is still retained, and removes the
+// marker.
+func (t *Txn) keepMarked(marker kv.Item, doc []byte) error {
 	var pos ChangePos
 	var ok bool
-	if err := item.Value(func(v []byte) error { pos, ok = decodeChangePos(v); return nil }); err != nil {
+	if err := marker.Value(func(v []byte) error { pos, ok = decodeChangePos(v); return nil }); err != nil {
 		return err
 	}
-	if ok && pos.TS >= t.s.horizon.Load() {
-		if err := t.setRecord(changeImageKey(pos), bytes.Clone(old)); err != nil {
+	if ok && doc != nil && pos.TS >= t.s.horizon.Load() {
+		if err := t.setRecord(changeImageKey(pos), doc); err != nil {
 			return err
 		}
 	}
-	return t.del(mk)
+	return t.del(marker.KeyCopy(nil))
 }
 
 // referencedVersion is the fullDocument of the event at pos stored by
@@ -897,54 +904,37 @@ func (s *Store) keepPurgedVersions(id uint32) error {
 	prefix := changeRefKey(DocPrefix(id))
 	from := prefix
 	for {
-		var n int
-		var last []byte
+		var markers [][]byte
 		err := s.Update(func(tx *Txn) error {
-			n, last = 0, nil
-			horizon := s.horizon.Load()
+			markers = markers[:0]
 			it := tx.t.NewIterator(kv.IterOptions{Prefix: prefix})
-			type kept struct{ mk, doc []byte }
-			var todo []kept
-			for it.Seek(from); it.Valid() && len(todo) < 1000; it.Next() {
-				todo = append(todo, kept{mk: it.Item().KeyCopy(nil)})
+			for it.Seek(from); it.Valid() && len(markers) < 1000; it.Next() {
+				markers = append(markers, it.Item().KeyCopy(nil))
 			}
 			it.Close()
-			for _, k := range todo {
-				n++
-				last = k.mk
-				item, err := tx.t.Get(k.mk)
+			for _, mk := range markers {
+				marker, err := tx.t.Get(mk)
 				if err != nil {
 					return err
 				}
-				var pos ChangePos
-				var ok bool
-				if err := item.Value(func(v []byte) error { pos, ok = decodeChangePos(v); return nil }); err != nil {
-					return err
-				}
-				if ok && pos.TS >= horizon {
-					doc, err := tx.t.Get(k.mk[len(changeRefPrefix):])
-					if err == nil {
-						v, err := doc.ValueCopy(nil)
-						if err != nil {
-							return err
-						}
-						if err := tx.setRecord(changeImageKey(pos), v); err != nil {
-							return err
-						}
-					} else if !errors.Is(err, kv.ErrNotFound) {
+				var doc []byte
+				if item, err := tx.t.Get(mk[len(changeRefPrefix):]); err == nil {
+					if doc, err = item.ValueCopy(nil); err != nil {
 						return err
 					}
+				} else if !errors.Is(err, kv.ErrNotFound) {
+					return err
 				}
-				if err := tx.del(k.mk); err != nil {
+				if err := tx.keepMarked(marker, doc); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
-		if err != nil || n < 1000 {
+		if err != nil || len(markers) < 1000 {
 			return err
 		}
-		from = append(bytes.Clone(last), 0)
+		from = append(bytes.Clone(markers[len(markers)-1]), 0)
 	}
 }
 
