@@ -439,7 +439,7 @@ func (t *Txn) putChanges(ts uint64, evs []*ChangeEvent) error {
 			}
 		}
 		raw := ev.encode()
-		if err := t.setRecord(changeKey(pos), raw); err != nil {
+		if err := t.setRecord(changeEventKey(pos, ev.key), raw); err != nil {
 			return err
 		}
 		if t.s.changeBytes.Load() >= 0 { // -1: not read yet
@@ -579,7 +579,7 @@ func (t *Txn) keepMarked(marker kv.Item, doc []byte) error {
 		return err
 	}
 	if ok && doc != nil && pos.TS >= t.s.horizon.Load() {
-		if err := t.setRecord(changeImageKey(pos), doc); err != nil {
+		if err := t.setRecord(changeImageKey(pos, marker.Key()[len(changeRefPrefix):]), doc); err != nil {
 			return err
 		}
 	}
@@ -608,7 +608,7 @@ func referencedVersion(txn kv.Txn, key []byte, pos ChangePos) (bsoncore.Document
 	if p, ok := decodeChangePos(mark); ok && p == pos {
 		return get(key)
 	}
-	return get(changeImageKey(pos))
+	return get(changeImageKey(pos, key))
 }
 
 // catalogEvent is a catalog change's event.
@@ -874,7 +874,7 @@ func staleMarker(txn kv.Txn, item kv.Item, pos ChangePos) ([]byte, error) {
 
 // deleteImagesBefore deletes the kept images of events before cut.
 func (s *Store) deleteImagesBefore(cut uint64) error {
-	end := changeImageKey(ChangePos{TS: cut})
+	end := changeImageKey(ChangePos{TS: cut}, nil)
 	for {
 		var keys [][]byte
 		err := s.db.View(func(txn kv.Txn) error {

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/parsecdb/parsec/engine/kv"
 )
@@ -52,7 +54,7 @@ func readCounts(txn kv.Txn, id uint32) (Counts, int, error) {
 		if pastCollectionCounters(item.Key()) {
 			break // logical-partition counters follow the collection's
 		}
-		if item.KeySize() > 7 {
+		if !isCounterBase(item.Key()) {
 			deltas++
 		}
 		err := item.Value(func(v []byte) error {
@@ -67,10 +69,16 @@ func readCounts(txn kv.Txn, id uint32) (Counts, int, error) {
 	return total, deltas, nil
 }
 
-// fold sums collection id's deltas into its base and deletes them, in one
-// transaction. Deltas committed meanwhile are not read and so not deleted;
-// two folds at once conflict on the base key and one is retried.
-func (s *Store) fold(id uint32) error {
+// fold sums every counter cell of collection id into one base. Deltas
+// committed meanwhile are not read and so not deleted; two folds at once
+// conflict on the base key and one is retried.
+func (s *Store) fold(id uint32) error { return s.foldRange(id, 0, math.MaxUint64) }
+
+// foldRange sums collection id's counter cells at points lo..hi (and,
+// when lo is 0, the cells of the layout before points) into a base at lo
+// and deletes the others, in transactions of at most 10,000 cells: what
+// one physical partition [lo, hi] does with the cells it owns.
+func (s *Store) foldRange(id uint32, lo, hi uint64) error {
 	s.foldMu.Lock()
 	if s.folding[id] {
 		s.foldMu.Unlock()
@@ -83,18 +91,28 @@ func (s *Store) fold(id uint32) error {
 		delete(s.folding, id)
 		s.foldMu.Unlock()
 	}()
+	from, base := cellPrefix(id, lo), counterBaseKey(id, lo)
+	if lo == 0 {
+		from = counterPrefix(id)
+	}
+	var to []byte // first key past the range
+	if hi < math.MaxUint64 {
+		to = cellPrefix(id, hi+1)
+	} else {
+		to = append(counterPrefix(id), cellTag+1)
+	}
 	for {
 		more := false
 		err := s.update(func(txn kv.Txn) error {
 			var total Counts
 			var dead [][]byte
 			it := txn.NewIterator(kv.IterOptions{Prefix: counterPrefix(id)})
-			for it.Rewind(); it.Valid(); it.Next() {
+			for it.Seek(from); it.Valid(); it.Next() {
 				item := it.Item()
-				if pastCollectionCounters(item.Key()) {
+				if bytes.Compare(item.Key(), to) >= 0 {
 					break
 				}
-				if item.KeySize() > 7 {
+				if !bytes.Equal(item.Key(), base) {
 					if len(dead) >= 10000 { // keep the transaction small
 						more = true
 						break
@@ -119,7 +137,7 @@ func (s *Store) fold(id uint32) error {
 					return err
 				}
 			}
-			return txn.Set(counterBaseKey(id), encodeCounts(total))
+			return txn.Set(base, encodeCounts(total))
 		})
 		if err != nil {
 			return err

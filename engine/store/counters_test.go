@@ -113,7 +113,7 @@ func TestCountsFold(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	checkExact(t, s, c, n)
-	if rawKeys(t, s, counterBaseKey(c.ID)) != 1 {
+	if rawKeys(t, s, counterBaseKey(c.ID, 0)) != 1 {
 		t.Errorf("fold wrote no base")
 	}
 }
@@ -167,7 +167,7 @@ func TestFoldManyDeltas(t *testing.T) {
 	for done := 0; done < n; {
 		err := s.update(func(txn kv.Txn) error {
 			for i := 0; i < 1500 && done+i < n; i++ {
-				if err := txn.Set(s.deltaKey(c.ID), encodeCounts(Counts{Docs: 1, Bytes: 3, KeyBytes: 2})); err != nil {
+				if err := txn.Set(s.deltaKey(c.ID, 0), encodeCounts(Counts{Docs: 1, Bytes: 3, KeyBytes: 2})); err != nil {
 					return err
 				}
 			}
@@ -199,7 +199,7 @@ func TestFoldManyDeltas(t *testing.T) {
 func TestCorruptCounter(t *testing.T) {
 	s := openMem(t)
 	c := mustCreate(t, s, "db", "c")
-	if err := s.update(func(txn kv.Txn) error { return txn.Set(counterBaseKey(c.ID), []byte("short")) }); err != nil {
+	if err := s.update(func(txn kv.Txn) error { return txn.Set(counterBaseKey(c.ID, 0), []byte("short")) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Counts(c); !errors.Is(err, ErrCorrupted) {
@@ -294,8 +294,8 @@ func TestDeltasSurviveCrash(t *testing.T) {
 		boots := map[uint64]int{}
 		for it.Rewind(); it.Valid(); it.Next() {
 			k := it.Item().Key()
-			if len(k) == 7+16 {
-				boots[binary.BigEndian.Uint64(k[7:])]++
+			if len(k) == 16+16 && k[6] == cellTag { // c/<coll>k<point>d<boot><seq>
+				boots[binary.BigEndian.Uint64(k[16:])]++
 			}
 		}
 		if boots[oldBoot] != 20 || boots[s.boot] != 20 {
@@ -487,5 +487,81 @@ func TestUseAfterClose(t *testing.T) {
 	}
 	if _, err := s.Counts(c); !errors.Is(err, ErrClosed) {
 		t.Errorf("Counts after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestCountersBeforeCells: counters of the layout before cells
+// (c/<collID>b and c/<collID>d<boot><seq>) still count, and a fold turns
+// them into a cell.
+func TestCountersBeforeCells(t *testing.T) {
+	s := openMem(t)
+	c := mustCreate(t, s, "db", "c")
+	insert(t, s, c, 1, 10)
+	before := mustCounts(t, s, c)
+	legacyBase := append(counterPrefix(c.ID), 'b')
+	legacyDelta := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(append(counterPrefix(c.ID), 'd'), 1), 2)
+	err := s.update(func(txn kv.Txn) error {
+		if err := txn.Set(legacyBase, encodeCounts(Counts{Docs: 5, Bytes: 50, KeyBytes: 5})); err != nil {
+			return err
+		}
+		return txn.Set(legacyDelta, encodeCounts(Counts{Docs: -1, Bytes: -10, KeyBytes: -1}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := before
+	want.add(Counts{Docs: 4, Bytes: 40, KeyBytes: 4})
+	if got := mustCounts(t, s, c); got != want {
+		t.Fatalf("with the old layout's counters: %+v, want %+v", got, want)
+	}
+	s.folds.Wait()
+	if err := s.fold(c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustCounts(t, s, c); got != want {
+		t.Errorf("after fold: %+v, want %+v", got, want)
+	}
+	if rawKeys(t, s, legacyBase)+rawKeys(t, s, legacyDelta) != 0 || deltaKeys(t, s, c.ID) != 0 {
+		t.Errorf("fold left the old layout's counters or deltas")
+	}
+}
+
+// TestFoldRange: a physical partition's fold sums only the cells at its
+// points, into a base at its first point; the collection's total stays.
+func TestFoldRange(t *testing.T) {
+	s := openMem(t)
+	c := mustCreate(t, s, "db", "c")
+	err := s.update(func(txn kv.Txn) error {
+		for _, p := range []uint64{0, 10, 99, 100, 150, 1 << 63} {
+			if err := txn.Set(s.deltaKey(c.ID, p), encodeCounts(Counts{Docs: 1, Bytes: int64(p % 1000), KeyBytes: 1})); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustCounts(t, s, c)
+	s.folds.Wait()
+	if err := s.foldRange(c.ID, 100, 199); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustCounts(t, s, c); got != want {
+		t.Errorf("after folding [100, 199]: %+v, want %+v", got, want)
+	}
+	if d := deltaKeys(t, s, c.ID); d != 4 {
+		t.Errorf("%d deltas left, want 4 (those outside [100, 199])", d)
+	}
+	var base Counts
+	err = s.db.View(func(txn kv.Txn) error {
+		item, err := txn.Get(counterBaseKey(c.ID, 100))
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error { base, err = decodeCounts(v); return err })
+	})
+	if err != nil || base != (Counts{Docs: 2, Bytes: 250, KeyBytes: 2}) {
+		t.Errorf("base at 100: %+v, %v; want the two cells at 100 and 150", base, err)
 	}
 }

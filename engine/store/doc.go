@@ -32,18 +32,21 @@
 //	d/<collID:4><point:8><shardKey><id> -> document (raw BSON)
 //	d/<collID:4><0:8><seq:9><id>       -> document of a capped collection: seq, its insertion
 //	                                      sequence, stands where a shard key would (capped.go)
-//	c/<collID:4>b                      -> collection counter base (int64 BE: docs, data bytes, key bytes, and secondary index bytes when not 0)
-//	c/<collID:4>d<boot:8><seq:8>       -> collection counter delta written by one transaction
+//	c/<collID:4>k<point:8>b            -> collection counter base (int64 BE: docs, data bytes, key bytes, and secondary index bytes when not 0)
+//	c/<collID:4>k<point:8>d<boot:8><seq:8> -> collection counter delta written by one transaction
 //	c/<collID:4>l<point:8><shardKey>b  -> logical-partition counter base (sharded collections)
 //	c/<collID:4>l<point:8><shardKey>d<boot:8><seq:8> -> logical-partition counter delta
 //	c/<collID:4>s                      -> a capped collection's last insertion sequence (uint64 BE)
 //	x/<collID:4><ixID:4><ixKey>[<point:8><shardKey><id>] -> <point:8><shardKey><id>: a secondary index entry (indexes.go; unique indexes leave the bracketed suffix out of the key)
 //	x/<collID:4>00000000<id><point:8><shardKey><id> -> <point:8><shardKey><id>: the _id index of a sharded collection (idindex.go)
 //	u/<collID:4><ixID:4><ixKey>        -> never stored: a guard each write of ixKey to an index being made unique reads and deletes (uniqueconv.go)
-//	s/h<lsid:16>                       -> retryable writes: a session's head (sessions.go)
-//	s/r<lsid:16><stmtId:4>             -> retryable writes: one statement's outcome (sessions.go)
+//	s/h<lsid:16>[<home:12>]            -> retryable writes: a session's head in one physical partition (sessions.go)
+//	s/r<lsid:16><stmtId:4>[<home:12>]  -> retryable writes: one statement's outcome (sessions.go)
 //	r/a<shardID:8>                     -> reserved for cluster/: a replicated group's applied index, written with its data (cluster/doc.go)
-//	l/e<ts:8><index:4>                 -> change event (BSON) of the commit at cluster time ts, index-th of it (changes.go)
+//	l/e<ts:8><index:4>[<collID:4><point:8>] -> change event (BSON) of the commit at cluster time ts, index-th
+//	                                      of it, with its document's collection and point (changes.go)
+//	l/r<document key>                  -> the position of the event that names the stored version by reference
+//	l/i<ts:8><index:4>[<collID:4><point:8>] -> that version, kept when the document changed
 //	l/h                                -> change-log horizon (uint64 BE): events before it may be trimmed
 //
 // collID is a uint32, big endian, never reused, so a dropped collection's
@@ -79,6 +82,24 @@
 // one point, and a physical partition, the points [Min, Max] of the
 // partition map, is the key range [d/<collID><Min>, d/<collID><Max+1>).
 // A split changes the map in the catalog entry and moves no document.
+//
+// # Owners
+//
+// Every stored key belongs to exactly one physical partition or to the
+// catalog (OwnerOf), and a key of a partition says which from itself or
+// its value, by a point inside the partition: documents, logical-partition
+// counters and version markers by their document key's point; index
+// entries by their value (the document's <point><shardKey><id>);
+// collection counter cells, retryable-write records (home: the first
+// point of the partition the writing transaction wrote in) and change
+// events and images (their document's point) by a suffix of their key. So
+// a split moves no key either: the keys at the points of the new range
+// are the new partition's, which is what lets a physical partition be a
+// replicated group of its own that a split divides in place. What has no
+// document — catalog changes' events, the horizon, the records of a
+// transaction that wrote no document — belongs to the catalog. A
+// collection's total counts are the sum of all its cells wherever they
+// are; a partition folds only the cells at its points (foldRange).
 //
 // # Counters
 //

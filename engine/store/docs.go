@@ -23,13 +23,17 @@ type Txn struct {
 	t       kv.Txn
 	checked map[uint32]bool
 	deltas  map[uint32]*Counts
-	lps     map[string]*lpDelta    // sharded collections' logical partitions written, by collID + lp
-	written map[uint32]*Collection // collections written, for the size tracker after commit
-	stored  map[uint32]*Counts     // unsharded collections' counters, when the size check read them
-	hot     []lpRef                // logical partitions whose deltas piled up: fold after commit
-	ixWork  IndexWork              // secondary index entries written
-	fences  []*sync.RWMutex        // collections' fences held shared until the end (fence.go)
-	owner   *Transaction           // the multi-statement transaction this is, or nil
+	// deltaPts is where each collection's delta is kept: the point of
+	// the transaction's first document in it (keys.go: cells).
+	deltaPts map[uint32]uint64
+	home     home                   // the partition of the first document written
+	lps      map[string]*lpDelta    // sharded collections' logical partitions written, by collID + lp
+	written  map[uint32]*Collection // collections written, for the size tracker after commit
+	stored   map[uint32]*Counts     // unsharded collections' counters, when the size check read them
+	hot      []lpRef                // logical partitions whose deltas piled up: fold after commit
+	ixWork   IndexWork              // secondary index entries written
+	fences   []*sync.RWMutex        // collections' fences held shared until the end (fence.go)
+	owner    *Transaction           // the multi-statement transaction this is, or nil
 	// added is what set and del wrote, for the disk guard; grows says
 	// set wrote something (diskspace.go).
 	added int64
@@ -133,7 +137,7 @@ func (t *Txn) commit() error {
 		if *d == (Counts{}) {
 			continue
 		}
-		if err := t.t.Set(t.s.deltaKey(id), encodeCounts(*d)); err != nil {
+		if err := t.t.Set(t.s.deltaKey(id, t.deltaPts[id]), encodeCounts(*d)); err != nil {
 			return err
 		}
 	}
@@ -225,6 +229,16 @@ func (t *Txn) account(c *Collection, key []byte, d Counts) error {
 		l.d.add(d)
 	}
 	t.delta(c.ID).add(d)
+	if t.deltaPts == nil {
+		t.deltaPts = map[uint32]uint64{}
+	}
+	if _, ok := t.deltaPts[c.ID]; !ok {
+		t.deltaPts[c.ID] = pointOf(key)
+	}
+	if !t.home.ok {
+		m := c.Map()
+		t.home = home{coll: c.ID, point: m.At(m.Lookup(pointOf(key))).Min, ok: true}
+	}
 	if t.written == nil {
 		t.written = map[uint32]*Collection{}
 	}

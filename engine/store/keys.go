@@ -75,12 +75,30 @@ func counterPrefix(id uint32) []byte {
 	return k
 }
 
-func counterBaseKey(id uint32) []byte { return append(counterPrefix(id), 'b') }
+// Collection counters are cells c/<collID:4>k<point:8> ...: a base
+// (b) and deltas (d<boot:8><seq:8>). A cell's point is a point of the
+// physical partition whose transaction wrote it: what it counts is part
+// of the collection's total (the sum of every cell), and it belongs to
+// the physical partition holding its point, so a split moves none.
+const cellTag = 'k'
 
-func (s *Store) deltaKey(id uint32) []byte {
-	k := append(counterPrefix(id), 'd')
+func cellPrefix(id uint32, point uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(counterPrefix(id), cellTag), point)
+}
+
+func counterBaseKey(id uint32, point uint64) []byte { return append(cellPrefix(id, point), 'b') }
+
+func (s *Store) deltaKey(id uint32, point uint64) []byte {
+	k := append(cellPrefix(id, point), 'd')
 	k = binary.BigEndian.AppendUint64(k, s.boot)
 	return binary.BigEndian.AppendUint64(k, s.deltaSeq.Add(1))
+}
+
+// isCounterBase reports whether k, a key under c/<collID> before the
+// logical-partition counters, is a base rather than a delta (a base of
+// the layout before cells, c/<collID>b, too).
+func isCounterBase(k []byte) bool {
+	return len(k) == 7 && k[6] == 'b' || len(k) == 16 && k[6] == cellTag && k[15] == 'b'
 }
 
 const (
@@ -129,29 +147,56 @@ func uniqueGuardKey(prefix []byte) []byte {
 	return append([]byte{'u', '/'}, prefix[2:]...)
 }
 
-// Retryable writes: s/h<lsid> and s/r<lsid><stmtId> (sessions.go).
+// Retryable writes: s/h<lsid>[<home>] and s/r<lsid><stmtId>[<home>]
+// (sessions.go). home is <collID:4><point:8>, the physical partition
+// whose transaction wrote the record (its first document's collection,
+// and the first point of that document's partition); a record written
+// by a transaction that wrote no document has none and belongs to the
+// catalog. A session that wrote in several partitions has a head in
+// each, as a MongoDB session has a transaction record on each shard.
 
 var (
 	sessionHeadPrefix = []byte("s/h")
 	sessionStmtPrefix = []byte("s/r")
 )
 
-func sessionHeadKey(lsid []byte) []byte {
-	return append(append(make([]byte, 0, len(sessionHeadPrefix)+SessionIDLen), sessionHeadPrefix...), lsid...)
+// home is where a transaction keeps what follows its documents: the
+// physical partition of the first document it wrote (ok false: none).
+type home struct {
+	coll  uint32
+	point uint64 // the partition's first point
+	ok    bool
 }
+
+func (h home) append(k []byte) []byte {
+	if !h.ok {
+		return k
+	}
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(k, h.coll), h.point)
+}
+
+const homeLen = 12
+
+func sessionHeadsPrefix(lsid []byte) []byte {
+	return append(append(make([]byte, 0, len(sessionHeadPrefix)+SessionIDLen+homeLen), sessionHeadPrefix...), lsid...)
+}
+
+func sessionHeadKey(lsid []byte, h home) []byte { return h.append(sessionHeadsPrefix(lsid)) }
 
 // sessionStmtsPrefix is the prefix of the statement keys of lsid.
 func sessionStmtsPrefix(lsid []byte) []byte {
-	return append(append(make([]byte, 0, len(sessionStmtPrefix)+SessionIDLen+4), sessionStmtPrefix...), lsid...)
+	return append(append(make([]byte, 0, len(sessionStmtPrefix)+SessionIDLen+4+homeLen), sessionStmtPrefix...), lsid...)
 }
 
-func sessionStmtKey(lsid []byte, id int32) []byte {
-	return binary.BigEndian.AppendUint32(sessionStmtsPrefix(lsid), uint32(id))
+func sessionStmtKey(lsid []byte, id int32, h home) []byte {
+	return h.append(binary.BigEndian.AppendUint32(sessionStmtsPrefix(lsid), uint32(id)))
 }
 
-// Change log: l/e<ts:8><index:4> and l/h, an inserted or replacing
-// version's marker l/r<document key> and its kept image
-// l/i<ts:8><index:4> (changes.go).
+// Change log: l/e<ts:8><index:4>[<collID:4><point:8>] and l/h, an
+// inserted or replacing version's marker l/r<document key> and its kept
+// image l/i<ts:8><index:4>[<collID:4><point:8>] (changes.go). A document's
+// event and image end with its document key's collection and point (the
+// partition they belong to); a catalog change's event has no suffix.
 
 var (
 	changeEventPrefix = []byte("l/e")
@@ -164,11 +209,21 @@ func changeRefKey(docKey []byte) []byte {
 	return append(append(make([]byte, 0, len(changeRefPrefix)+len(docKey)), changeRefPrefix...), docKey...)
 }
 
-func changeImageKey(p ChangePos) []byte {
-	k := make([]byte, 0, len(changeImagePrefix)+12)
+// docOwnerSuffix is the <collID:4><point:8> of a document key (nil for
+// any other key).
+func docOwnerSuffix(docKey []byte) []byte {
+	if len(docKey) < docPrefixLen+8 || docKey[0] != 'd' {
+		return nil
+	}
+	return docKey[2 : docPrefixLen+8]
+}
+
+func changeImageKey(p ChangePos, docKey []byte) []byte {
+	k := make([]byte, 0, len(changeImagePrefix)+24)
 	k = append(k, changeImagePrefix...)
 	k = binary.BigEndian.AppendUint64(k, p.TS)
-	return binary.BigEndian.AppendUint32(k, p.Index)
+	k = binary.BigEndian.AppendUint32(k, p.Index)
+	return append(k, docOwnerSuffix(docKey)...)
 }
 
 func encodeChangePos(p ChangePos) []byte {
@@ -189,8 +244,14 @@ func changeKey(p ChangePos) []byte {
 	return binary.BigEndian.AppendUint32(k, p.Index)
 }
 
+// changeEventKey is the key of the event at p, of the document at
+// docKey (nil: a catalog change).
+func changeEventKey(p ChangePos, docKey []byte) []byte {
+	return append(changeKey(p), docOwnerSuffix(docKey)...)
+}
+
 func parseChangeKey(k []byte) (ChangePos, bool) {
-	if len(k) != len(changeEventPrefix)+12 || !bytes.HasPrefix(k, changeEventPrefix) {
+	if len(k) != len(changeEventPrefix)+12 && len(k) != len(changeEventPrefix)+24 || !bytes.HasPrefix(k, changeEventPrefix) {
 		return ChangePos{}, false
 	}
 	k = k[len(changeEventPrefix):]
@@ -202,15 +263,17 @@ func parseChangeKey(k []byte) (ChangePos, bool) {
 type Scope uint8
 
 const (
-	// ScopeFollows: the key goes with the documents its transaction
-	// writes (index entries, collection counters, retryable-write
-	// records): a transaction that writes documents writes them in one
-	// physical partition, and these keys with them.
+	// ScopeFollows: a unique-index guard (u/), which is never stored: a
+	// write reads and deletes it in the transaction of its document, so
+	// it goes with that transaction.
 	ScopeFollows Scope = iota
-	// ScopePartition: a document or a logical partition's counter, kept
-	// by the physical partition whose range holds Point.
+	// ScopePartition: kept by the physical partition of collection Coll
+	// whose range holds Point: documents, counters, index entries,
+	// retryable-write records and change events of its documents.
 	ScopePartition
-	// ScopeCatalog: databases, collections, views, users, sequences.
+	// ScopeCatalog: databases, collections, views, users, sequences,
+	// catalog changes' events, the change log's horizon, and the
+	// retryable-write records of transactions that wrote no document.
 	ScopeCatalog
 	// ScopeReplica: a replica's own bookkeeping (r/), never replicated.
 	ScopeReplica
@@ -220,15 +283,24 @@ const (
 type Owner struct {
 	Scope Scope
 	Coll  uint32 // ScopePartition
-	Point uint64 // ScopePartition: the key's place in the hash space
+	Point uint64 // ScopePartition: the key's place in the point space
 }
 
-// OwnerOf says where key belongs, from the key alone. Index entries carry
-// no point in every form (a unique index's key is the value alone), so
-// they follow their document, as every key of ScopeFollows does.
-func OwnerOf(key []byte) (Owner, error) {
+func partitionOwner(collPoint []byte) Owner {
+	return Owner{Scope: ScopePartition, Coll: u32(collPoint), Point: binary.BigEndian.Uint64(collPoint[4:])}
+}
+
+// OwnerOf says where a stored key belongs, from the key and its value.
+// Every key but an index entry's names its owner itself; an index entry
+// (x/) is named by its value, which begins with its document's point
+// (indexes.go). A split of a physical partition therefore moves no key:
+// the keys at the points of the new range are the new partition's.
+func OwnerOf(key, value []byte) (Owner, error) {
 	if len(key) < 2 || key[1] != '/' {
 		return Owner{}, fmt.Errorf("%w: key %x has no space tag", ErrCorrupted, key)
+	}
+	short := func(what string) (Owner, error) {
+		return Owner{}, fmt.Errorf("%w: %s key %x is too short", ErrCorrupted, what, key)
 	}
 	switch key[0] {
 	case 'm':
@@ -237,16 +309,62 @@ func OwnerOf(key []byte) (Owner, error) {
 		return Owner{Scope: ScopeReplica}, nil
 	case 'd':
 		if len(key) < docPrefixLen+8 {
-			return Owner{}, fmt.Errorf("%w: document key %x is too short", ErrCorrupted, key)
+			return short("document")
 		}
-		return Owner{Scope: ScopePartition, Coll: u32(key[2:]), Point: binary.BigEndian.Uint64(key[docPrefixLen:])}, nil
+		return partitionOwner(key[2:]), nil
 	case 'c':
-		if len(key) >= 7+8 && key[6] == lpTag {
+		switch {
+		case len(key) < 7:
+			return short("counter")
+		case key[6] == lpTag || key[6] == cellTag:
+			if len(key) < 7+8 {
+				return short("counter")
+			}
 			return Owner{Scope: ScopePartition, Coll: u32(key[2:]), Point: binary.BigEndian.Uint64(key[7:])}, nil
 		}
+		// A capped collection's sequence, or a collection counter of
+		// the layout before cells: unsharded, or counted in the total
+		// only, so kept at point 0.
+		return Owner{Scope: ScopePartition, Coll: u32(key[2:])}, nil
+	case 'x':
+		if len(key) < 10 {
+			return short("index entry")
+		}
+		if len(value) < 8 {
+			return Owner{}, fmt.Errorf("%w: index entry %x has a value of %d bytes", ErrCorrupted, key, len(value))
+		}
+		return Owner{Scope: ScopePartition, Coll: u32(key[2:]), Point: binary.BigEndian.Uint64(value)}, nil
+	case 'u':
 		return Owner{Scope: ScopeFollows}, nil
-	case 'x', 'u', 's', 'l':
-		return Owner{Scope: ScopeFollows}, nil
+	case 's':
+		n := len(sessionHeadPrefix) + SessionIDLen
+		if bytes.HasPrefix(key, sessionStmtPrefix) {
+			n += 4
+		} else if !bytes.HasPrefix(key, sessionHeadPrefix) {
+			break
+		}
+		switch len(key) {
+		case n:
+			return Owner{Scope: ScopeCatalog}, nil
+		case n + homeLen:
+			return partitionOwner(key[n:]), nil
+		}
+		return Owner{}, fmt.Errorf("%w: retryable-write key %x has %d bytes", ErrCorrupted, key, len(key))
+	case 'l':
+		switch {
+		case bytes.Equal(key, changeHorizonKey):
+			return Owner{Scope: ScopeCatalog}, nil
+		case bytes.HasPrefix(key, changeRefPrefix):
+			return OwnerOf(key[len(changeRefPrefix):], nil)
+		case bytes.HasPrefix(key, changeEventPrefix) || bytes.HasPrefix(key, changeImagePrefix):
+			switch len(key) {
+			case len(changeEventPrefix) + 12:
+				return Owner{Scope: ScopeCatalog}, nil
+			case len(changeEventPrefix) + 24:
+				return partitionOwner(key[len(changeEventPrefix)+12:]), nil
+			}
+			return Owner{}, fmt.Errorf("%w: change-log key %x has %d bytes", ErrCorrupted, key, len(key))
+		}
 	}
 	return Owner{}, fmt.Errorf("%w: key %x has an unknown space tag", ErrCorrupted, key)
 }

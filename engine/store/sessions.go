@@ -1,8 +1,8 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,8 +15,12 @@ import (
 // config.transactions). The command layer owns the meaning of a
 // statement's outcome; to the store it is opaque bytes.
 //
-//	s/h<lsid:16>              -> session head: txnNumber:8 BE, lastUse (Unix ms):8 BE, span:4 BE
-//	s/r<lsid:16><stmtId:4 BE> -> statement: txnNumber:8 BE, then its outcome
+//	s/h<lsid:16>[<home:12>]              -> session head: txnNumber:8 BE, lastUse (Unix ms):8 BE, span:4 BE
+//	s/r<lsid:16><stmtId:4 BE>[<home:12>] -> statement: txnNumber:8 BE, then its outcome
+//
+// home is the physical partition the writing transaction wrote in
+// (keys.go): a session that wrote in several has a head in each, and
+// readers merge them.
 //
 // lsid is the session's UUID. A statement key holds the outcome of the
 // last transaction number that recorded that statement id (the command
@@ -76,8 +80,9 @@ func decodeSessionHead(v []byte) (SessionHead, error) {
 	}, nil
 }
 
-// SessionHead returns the head of session lsid; ok is false when the
-// store knows nothing of the session.
+// SessionHead returns the head of session lsid, its heads in every
+// partition merged (the highest transaction number, the latest use, the
+// largest span); ok is false when the store knows nothing of the session.
 func (s *Store) SessionHead(lsid []byte) (head SessionHead, ok bool, err error) {
 	if err := checkSessionID(lsid); err != nil {
 		return head, false, err
@@ -86,20 +91,41 @@ func (s *Store) SessionHead(lsid []byte) (head SessionHead, ok bool, err error) 
 		return head, false, ErrClosed
 	}
 	err = s.db.View(func(txn kv.Txn) error {
-		item, err := txn.Get(sessionHeadKey(lsid))
-		if errors.Is(err, kv.ErrNotFound) {
-			return nil
+		it := txn.NewIterator(kv.IterOptions{Prefix: sessionHeadsPrefix(lsid)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := it.Item().Value(func(v []byte) error {
+				h, err := decodeSessionHead(v)
+				if err != nil {
+					return err
+				}
+				head = mergeHeads(head, h, ok)
+				ok = true
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			head, err = decodeSessionHead(v)
-			ok = err == nil
-			return err
-		})
+		return nil
 	})
-	return head, ok, mapKVErr(err)
+	if err != nil {
+		return SessionHead{}, false, mapKVErr(err)
+	}
+	return head, ok, nil
+}
+
+// mergeHeads is one session's heads a and b as one (a is empty unless
+// haveA).
+func mergeHeads(a, b SessionHead, haveA bool) SessionHead {
+	if !haveA {
+		return b
+	}
+	a.TxnNumber = max(a.TxnNumber, b.TxnNumber)
+	if b.LastUse.After(a.LastUse) {
+		a.LastUse = b.LastUse
+	}
+	a.Span = max(a.Span, b.Span)
+	return a
 }
 
 // SessionStatements returns the outcomes recorded for session lsid under
@@ -119,7 +145,7 @@ func (s *Store) SessionStatements(lsid []byte, txnNumber int64) (map[int32][]byt
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
 			key := item.Key()
-			if len(key) != len(prefix)+4 {
+			if len(key) != len(prefix)+4 && len(key) != len(prefix)+4+homeLen {
 				return fmt.Errorf("session statement key %x: %w", key, ErrCorrupted)
 			}
 			id := int32(binary.BigEndian.Uint32(key[len(prefix):]))
@@ -153,11 +179,11 @@ func (t *Txn) PutSessionStatements(lsid []byte, head SessionHead, stmts []Sessio
 	for _, st := range stmts {
 		v := make([]byte, 8, 8+len(st.Outcome))
 		binary.BigEndian.PutUint64(v, uint64(head.TxnNumber))
-		if err := t.t.Set(sessionStmtKey(lsid, st.ID), append(v, st.Outcome...)); err != nil {
+		if err := t.t.Set(sessionStmtKey(lsid, st.ID, t.home), append(v, st.Outcome...)); err != nil {
 			return mapKVErr(err)
 		}
 	}
-	if err := t.t.Set(sessionHeadKey(lsid), encodeSessionHead(head)); err != nil {
+	if err := t.t.Set(sessionHeadKey(lsid, t.home), encodeSessionHead(head)); err != nil {
 		return mapKVErr(err)
 	}
 	return nil
@@ -206,19 +232,25 @@ func (s *Store) clearSession(lsid []byte, head *SessionHead) error {
 					return err
 				}
 			}
-			switch {
-			case more:
+			if more {
 				return nil
-			case head != nil:
-				return txn.Set(sessionHeadKey(lsid), encodeSessionHead(*head))
 			}
-			hk := sessionHeadKey(lsid)
-			if _, err := txn.Get(hk); errors.Is(err, kv.ErrNotFound) {
-				return nil // nothing stored: no write at all
-			} else if err != nil {
-				return err
+			// Every head goes; a reset writes one, with no partition.
+			var heads [][]byte
+			hit := txn.NewIterator(kv.IterOptions{Prefix: sessionHeadsPrefix(lsid)})
+			for hit.Rewind(); hit.Valid(); hit.Next() {
+				heads = append(heads, hit.Item().KeyCopy(nil))
 			}
-			return txn.Delete(hk)
+			hit.Close()
+			for _, k := range heads {
+				if err := txn.Delete(k); err != nil {
+					return err
+				}
+			}
+			if head != nil {
+				return txn.Set(sessionHeadKey(lsid, home{}), encodeSessionHead(*head))
+			}
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("clear session %x: %w", lsid, err)
@@ -229,8 +261,8 @@ func (s *Store) clearSession(lsid []byte, head *SessionHead) error {
 	}
 }
 
-// IdleSessions returns the sessions whose head was last used before
-// before.
+// IdleSessions returns the sessions whose heads were all last used
+// before before.
 func (s *Store) IdleSessions(before time.Time) ([][]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
@@ -239,21 +271,38 @@ func (s *Store) IdleSessions(before time.Time) ([][]byte, error) {
 	err := s.db.View(func(txn kv.Txn) error {
 		it := txn.NewIterator(kv.IterOptions{Prefix: sessionHeadPrefix})
 		defer it.Close()
+		var cur []byte // the session whose heads are being read
+		idle := false
+		done := func() {
+			if cur != nil && idle {
+				out = append(out, cur)
+			}
+		}
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
+			k := item.Key()
+			if len(k) < len(sessionHeadPrefix)+SessionIDLen {
+				return fmt.Errorf("session head key %x: %w", k, ErrCorrupted)
+			}
+			lsid := k[len(sessionHeadPrefix) : len(sessionHeadPrefix)+SessionIDLen]
+			if !bytes.Equal(lsid, cur) {
+				done()
+				cur, idle = append([]byte(nil), lsid...), true
+			}
 			if err := item.Value(func(v []byte) error {
 				h, err := decodeSessionHead(v)
 				if err != nil {
 					return err
 				}
-				if h.LastUse.Before(before) {
-					out = append(out, append([]byte(nil), item.Key()[len(sessionHeadPrefix):]...))
+				if !h.LastUse.Before(before) {
+					idle = false
 				}
 				return nil
 			}); err != nil {
 				return err
 			}
 		}
+		done()
 		return nil
 	})
 	return out, mapKVErr(err)

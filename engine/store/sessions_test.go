@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/parsecdb/parsec/engine/kv"
 )
 
 func TestSessionStatements(t *testing.T) {
@@ -118,4 +120,94 @@ func TestSessionDeleteChunks(t *testing.T) {
 	if got, _ := s.SessionStatements(lsid, 1); len(got) != 0 {
 		t.Fatalf("%d statements left", len(got))
 	}
+}
+
+// TestSessionHeadsPerPartition: a session that writes in two physical
+// partitions keeps a head and its statements in each (as a MongoDB
+// session keeps a record on each shard); readers see them merged, and a
+// reset or a delete removes them all.
+func TestSessionHeadsPerPartition(t *testing.T) {
+	s := openMem(t)
+	c := mustShard(t, s, "db", "sh", 4)
+	lsid := bytes.Repeat([]byte{9}, SessionIDLen)
+	early, late := time.UnixMilli(1_700_000_000_000), time.UnixMilli(1_700_000_009_000)
+	write := func(id int32, region string, txn int64, use time.Time, span int32, stmt int32) {
+		t.Helper()
+		d := skDoc(id, region, 1)
+		err := s.Update(func(tx *Txn) error {
+			if err := tx.Insert(c, skKey(t, c, d), d); err != nil {
+				return err
+			}
+			return tx.PutSessionStatements(lsid, SessionHead{TxnNumber: txn, LastUse: use, Span: span}, []SessionStatement{{ID: stmt, Outcome: []byte(region)}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two regions in different partitions of the 4.
+	a, b := "EU", ""
+	pa := c.Map().Lookup(pointOf(skKey(t, c, skDoc(1, a, 1))))
+	for _, r := range []string{"US", "APAC", "LATAM", "MEA", "ANZ", "AF"} {
+		if c.Map().Lookup(pointOf(skKey(t, c, skDoc(1, r, 1)))) != pa {
+			b = r
+			break
+		}
+	}
+	if b == "" {
+		t.Fatal("no two regions in different partitions")
+	}
+	write(1, a, 7, late, 1, 0)
+	write(2, b, 7, early, 3, 2)
+	if n := rawPrefixKeys(t, s, sessionHeadsPrefix(lsid)); n != 2 {
+		t.Fatalf("%d heads, want one in each of the two partitions written", n)
+	}
+	head, ok, err := s.SessionHead(lsid)
+	if err != nil || !ok || head.TxnNumber != 7 || !head.LastUse.Equal(late) || head.Span != 3 {
+		t.Fatalf("merged head %+v ok %v err %v; want txn 7, the later use, span 3", head, ok, err)
+	}
+	stmts, err := s.SessionStatements(lsid, 7)
+	if err != nil || string(stmts[0]) != a || string(stmts[2]) != b {
+		t.Fatalf("statements %q, %v; want 0 from %s and 2 from %s", stmts, err, a, b)
+	}
+	if idle, err := s.IdleSessions(late); err != nil || len(idle) != 0 {
+		t.Errorf("idle before its latest use: %x, %v", idle, err)
+	}
+	if idle, err := s.IdleSessions(late.Add(time.Second)); err != nil || len(idle) != 1 || !bytes.Equal(idle[0], lsid) {
+		t.Errorf("idle sessions %x, %v; want the session once", idle, err)
+	}
+	if err := s.ResetSession(lsid, SessionHead{TxnNumber: 8, LastUse: late}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rawPrefixKeys(t, s, sessionHeadsPrefix(lsid)); n != 1 {
+		t.Errorf("%d heads after a reset, want 1", n)
+	}
+	if n := rawPrefixKeys(t, s, sessionStmtsPrefix(lsid)); n != 0 {
+		t.Errorf("%d statements after a reset", n)
+	}
+	if head, _, _ := s.SessionHead(lsid); head.TxnNumber != 8 {
+		t.Errorf("head after reset %+v", head)
+	}
+	if err := s.DeleteSession(lsid); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.SessionHead(lsid); ok {
+		t.Error("head left after DeleteSession")
+	}
+}
+
+func rawPrefixKeys(t *testing.T, s *Store, prefix []byte) int {
+	t.Helper()
+	n := 0
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
