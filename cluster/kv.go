@@ -29,7 +29,8 @@ import (
 type Replicated struct {
 	n       *Node
 	shardID uint64
-	spans   []Span // the group's: keys outside them are not the store's
+	spans   []Span                       // the group's: keys outside them are not the store's
+	owns    func(key, value []byte) bool // the group's GroupConfig.Owns
 	// Timeout bounds one commit's proposal (0: the node's default).
 	Timeout time.Duration
 
@@ -91,7 +92,7 @@ func (n *Node) KV(shardID uint64) (*Replicated, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Replicated{n: n, shardID: shardID, spans: rep.spans}, nil
+	return &Replicated{n: n, shardID: shardID, spans: rep.spans, owns: rep.owns}, nil
 }
 
 func (k *Replicated) NewTransaction(update bool) kv.Txn {
@@ -149,6 +150,17 @@ func (k *Replicated) propose(b *Batch) error {
 	return err
 }
 
+// ownsItem is whether the group owns a key of its spans that the
+// replica holds (always, for a group without Owns).
+func (k *Replicated) ownsItem(item kv.Item) bool {
+	if k.owns == nil {
+		return true
+	}
+	owned := false
+	_ = item.Value(func(v []byte) error { owned = k.owns(item.Key(), v); return nil })
+	return owned
+}
+
 // kvWrite is a transaction's last write of a key.
 type kvWrite struct {
 	value   []byte
@@ -203,6 +215,9 @@ func (t *kvTxn) Get(key []byte) (kv.Item, error) {
 		return nil, kv.ErrNotFound
 	}
 	item, err := t.base.Get(key)
+	if err == nil && !t.k.ownsItem(item) {
+		err = kv.ErrNotFound // another group's
+	}
 	if errors.Is(err, kv.ErrNotFound) {
 		t.read(key, nil, true)
 		return nil, err
@@ -225,7 +240,7 @@ func (t *kvTxn) write(key, value []byte, deleted bool) error {
 	if !t.update {
 		return errors.New("cluster: write in a read-only transaction")
 	}
-	if !inSpans(t.k.spans, key) {
+	if !inSpans(t.k.spans, key) || !deleted && t.k.owns != nil && !t.k.owns(key, value) {
 		return fmt.Errorf("cluster: key %q is outside group %d's spans", key, t.k.shardID)
 	}
 	if t.done {
@@ -360,7 +375,7 @@ func (m *mergeIter) before(a, b []byte) bool {
 // outside the group's spans (other groups', and the groups' metadata).
 func (m *mergeIter) settle() {
 	for {
-		for m.base.Valid() && !inSpans(m.t.k.spans, m.base.Item().Key()) {
+		for m.base.Valid() && (!inSpans(m.t.k.spans, m.base.Item().Key()) || !m.t.k.ownsItem(m.base.Item())) {
 			m.base.Next()
 		}
 		baseOK, ownOK := m.base.Valid(), m.ownValid()

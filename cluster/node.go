@@ -51,6 +51,13 @@ type GroupConfig struct {
 	Join bool
 	// Spans are the key ranges the group owns in the node's Badger.
 	Spans []Span
+	// Owns, when set, narrows the spans to the keys it accepts, judged
+	// by key and value: groups that each have Owns may share spans (the
+	// physical partitions of one collection share its index entries'
+	// span, each owning the entries of its documents). The functions of
+	// groups sharing a span must accept disjoint keys and must depend on
+	// nothing but their arguments, so that every replica judges alike.
+	Owns func(key, value []byte) bool
 	// ElectionRTT and HeartbeatRTT are in RTTs; 0 means 20 and 2 (with
 	// the default RTT, a heartbeat every 20 ms and an election after
 	// 200-400 ms of silence: slack for a loaded machine's scheduling).
@@ -81,6 +88,7 @@ type Node struct {
 
 type replica struct {
 	spans []Span
+	owns  func(key, value []byte) bool
 	watch []byte
 	gen   atomic.Uint64 // Generation
 	sm    *StateMachine // the current instance (dragonboat makes a new one on restart)
@@ -159,6 +167,9 @@ func (n *Node) StartGroup(g GroupConfig) error {
 		return fmt.Errorf("cluster: group %d is already started on this node", g.ShardID)
 	}
 	for id, r := range n.groups {
+		if r.owns != nil && g.Owns != nil {
+			continue // they share spans by ownership
+		}
 		for _, a := range r.spans {
 			for _, b := range spans {
 				if a.overlaps(b) {
@@ -168,7 +179,7 @@ func (n *Node) StartGroup(g GroupConfig) error {
 			}
 		}
 	}
-	rep := &replica{spans: spans, watch: bytes.Clone(g.Watch)}
+	rep := &replica{spans: spans, owns: g.Owns, watch: bytes.Clone(g.Watch)}
 	n.groups[g.ShardID] = rep
 	n.mu.Unlock()
 
@@ -190,7 +201,7 @@ func (n *Node) StartGroup(g GroupConfig) error {
 		Quiesce:            g.Quiesce,
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
-		m := &StateMachine{db: n.db, shardID: shardID, spans: spans, watch: rep.watch, gen: &rep.gen}
+		m := &StateMachine{db: n.db, shardID: shardID, spans: spans, owns: g.Owns, watch: rep.watch, gen: &rep.gen}
 		rep.gen.Add(1) // a new instance: what it opens may differ
 		n.mu.Lock()
 		rep.sm = m
@@ -261,7 +272,7 @@ func (n *Node) Propose(ctx context.Context, shardID uint64, b *Batch) error {
 		return err
 	}
 	for _, op := range ops {
-		if !inSpans(rep.spans, op.Key) {
+		if !inSpans(rep.spans, op.Key) || op.Kind == OpPut && rep.owns != nil && !rep.owns(op.Key, op.Value) {
 			return &RejectedError{Reason: fmt.Sprintf("key %q is outside the group's spans", op.Key)}
 		}
 	}

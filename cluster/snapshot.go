@@ -134,7 +134,7 @@ func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) er
 		if err != nil {
 			return err
 		}
-		if !inSpans(m.spans, key) {
+		if !inSpans(m.spans, key) || m.owns != nil && !m.owns(key, value) {
 			return fmt.Errorf("group %d: snapshot key %q is outside its spans", m.shardID, key)
 		}
 		if count%1024 == 0 {
@@ -224,7 +224,7 @@ func readField(br *bufio.Reader) ([]byte, error) {
 	return p, nil
 }
 
-// clear deletes every key of the group's spans.
+// clear deletes every key of the group's spans (that it owns).
 func (m *StateMachine) clear(stop <-chan struct{}) error {
 	wb := m.db.NewWriteBatch()
 	defer wb.Cancel()
@@ -240,6 +240,15 @@ func (m *StateMachine) clear(stop <-chan struct{}) error {
 				case <-stop:
 					return sm.ErrSnapshotStopped
 				default:
+				}
+			}
+			if m.owns != nil {
+				owned := false
+				if err := it.Item().Value(func(v []byte) error { owned = m.owns(it.Item().Key(), v); return nil }); err != nil {
+					return err
+				}
+				if !owned {
+					continue
 				}
 			}
 			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {

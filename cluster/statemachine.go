@@ -33,7 +33,10 @@ type StateMachine struct {
 	db      *badger.DB
 	shardID uint64
 	spans   []Span // sorted
-	closed  atomic.Bool
+	// owns, when set, narrows spans to the keys it accepts
+	// (GroupConfig.Owns).
+	owns   func(key, value []byte) bool
+	closed atomic.Bool
 	// watch is the prefix whose writes move gen (GroupConfig.Watch);
 	// watched says the commit being built wrote under it.
 	watch   []byte
@@ -258,10 +261,15 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 		}
 		// cur and found are the key's value at this point of the batch.
 		cur, found := w.value, w.exists
-		if !w.written && (op.Kind == OpExpect || op.Kind == OpExpectHash || op.Kind == OpAdd) {
+		if !w.written && (op.Kind == OpExpect || op.Kind == OpExpectHash || op.Kind == OpAdd || m.owns != nil) {
 			if cur, found, err = getValue(txn, op.Key); err != nil {
 				return sm.Result{}, err
 			}
+		}
+		// A key another group owns is not this group's to read or
+		// write, whatever the batch would make of it.
+		if m.owns != nil && (found && !m.owns(op.Key, cur) || op.Kind == OpPut && !m.owns(op.Key, op.Value)) {
+			return rejectResult(fmt.Sprintf("key %q belongs to another group", op.Key)), nil
 		}
 		switch op.Kind {
 		case OpExpect:
@@ -283,6 +291,9 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 			v, err := addCounters(cur, op.Deltas)
 			if err != nil {
 				return rejectResult(fmt.Sprintf("key %q: %v", op.Key, err)), nil
+			}
+			if m.owns != nil && !m.owns(op.Key, v) {
+				return rejectResult(fmt.Sprintf("key %q belongs to another group", op.Key)), nil
 			}
 			*w = write{value: v, exists: true, written: true}
 		}
@@ -381,6 +392,9 @@ func (m *StateMachine) Lookup(q interface{}) (interface{}, error) {
 		var r GetResult
 		err := m.db.View(func(txn *badger.Txn) error {
 			v, found, err := getValue(txn, q.Key)
+			if found && m.owns != nil && !m.owns(q.Key, v) {
+				v, found = nil, false
+			}
 			r = GetResult{Value: v, Found: found}
 			return err
 		})
@@ -436,6 +450,9 @@ func (m *StateMachine) scan(txn *badger.Txn, start, end []byte, fn func(k, v []b
 			v, err := item.ValueCopy(nil)
 			if err != nil {
 				return err
+			}
+			if m.owns != nil && !m.owns(item.Key(), v) {
+				continue
 			}
 			if !fn(item.KeyCopy(nil), v) {
 				return nil

@@ -433,3 +433,97 @@ func TestWatchGeneration(t *testing.T) {
 		t.Fatalf("a refused catalog write or a catalog read moved the generation to %d", gen.Load())
 	}
 }
+
+// TestGroupsShareSpansByOwnership: two groups over one span, each owning
+// the keys whose value its Owns accepts (as the physical partitions of a
+// collection share its index entries' span): neither writes, deletes or
+// guards the other's keys, reads and snapshots see only their own, and a
+// restore replaces only its own.
+func TestGroupsShareSpansByOwnership(t *testing.T) {
+	src := openBadger(t, filepath.Join(t.TempDir(), "src"))
+	defer src.Close()
+	dst := openBadger(t, filepath.Join(t.TempDir(), "dst"))
+	defer dst.Close()
+	ownedBy := func(tag byte) func(k, v []byte) bool {
+		return func(k, v []byte) bool { return len(v) > 0 && v[0] == tag }
+	}
+	machine := func(db *badger.DB, shardID uint64, tag byte) *StateMachine {
+		m := newMachine(t, db, shardID, "x/")
+		m.owns = ownedBy(tag)
+		return m
+	}
+	a, b := machine(src, 5, 'A'), machine(src, 6, 'B')
+	index := map[*StateMachine]uint64{}
+	apply := func(m *StateMachine, build func(*Batch)) uint64 {
+		t.Helper()
+		batch := NewBatch()
+		build(batch)
+		index[m]++
+		out, err := m.Update([]sm.Entry{{Index: index[m], Cmd: batch.Encoded()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Result.Value
+	}
+	if r := apply(a, func(b *Batch) { b.Put([]byte("x/1"), []byte("A1")); b.Put([]byte("x/2"), []byte("A2")) }); r != ResultApplied {
+		t.Fatalf("A's own puts: %d", r)
+	}
+	if r := apply(b, func(b *Batch) { b.Put([]byte("x/3"), []byte("B3")) }); r != ResultApplied {
+		t.Fatalf("B's own put: %d", r)
+	}
+	for name, c := range map[string]struct {
+		m     *StateMachine
+		build func(*Batch)
+	}{
+		"A puts a key B would own":   {a, func(b *Batch) { b.Put([]byte("x/4"), []byte("B4")) }},
+		"A deletes B's key":          {a, func(b *Batch) { b.Delete([]byte("x/3")) }},
+		"A guards B's key":           {a, func(b *Batch) { b.ExpectHash([]byte("x/3"), ValueDigest([]byte("B3"))) }},
+		"B overwrites A's key":       {b, func(b *Batch) { b.Put([]byte("x/1"), []byte("B1")) }},
+		"B's batch touching A's too": {b, func(b *Batch) { b.Put([]byte("x/5"), []byte("B5")); b.Delete([]byte("x/2")) }},
+	} {
+		if r := apply(c.m, c.build); r != ResultRejected {
+			t.Errorf("%s: result %d, want rejected", name, r)
+		}
+	}
+	if r := apply(a, func(b *Batch) { b.Delete([]byte("x/9")) }); r != ResultApplied {
+		t.Errorf("deleting an absent key: %d, want applied (nothing to judge)", r)
+	}
+	if got := dump(t, src, "x/"); got != `"x/1"="A1"`+"\n"+`"x/2"="A2"`+"\n"+`"x/3"="B3"`+"\n" {
+		t.Fatalf("state after the refused batches:\n%s", got)
+	}
+	if r, _ := a.Lookup(GetQuery{Key: []byte("x/3")}); r.(GetResult).Found {
+		t.Error("A reads B's key")
+	}
+	r, err := a.Lookup(ScanQuery{Start: []byte("x/"), End: []byte("x0"), Limit: 10})
+	if err != nil || len(r.(ScanResult).Pairs) != 2 {
+		t.Fatalf("A's scan: %+v, %v; want its 2 keys", r, err)
+	}
+
+	point, err := a.PrepareSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	if err := a.SaveSnapshot(point, &snap, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Update(func(txn *badger.Txn) error {
+		if err := txn.Set([]byte("x/7"), []byte("A7")); err != nil { // stale, A's
+			return err
+		}
+		return txn.Set([]byte("x/8"), []byte("B8")) // B's: stays
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := machine(dst, 5, 'A').RecoverFromSnapshot(bytes.NewReader(snap.Bytes()), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, dst, "x/"); got != `"x/1"="A1"`+"\n"+`"x/2"="A2"`+"\n"+`"x/8"="B8"`+"\n" {
+		t.Errorf("after restoring A's snapshot:\n%s", got)
+	}
+	// A replica of the group that judges ownership otherwise refuses
+	// the records.
+	if err := machine(dst, 5, 'B').RecoverFromSnapshot(bytes.NewReader(snap.Bytes()), nil); err == nil {
+		t.Error("a replica owning B's keys took A's records")
+	}
+}
