@@ -55,6 +55,9 @@ type clusterOptions struct {
 	raftAddress    string
 	initialMembers string
 	join           string // a node's client address: join its running cluster
+	// partitionGroups makes each physical partition a group of its own
+	// (groups.go).
+	partitionGroups bool
 }
 
 // clustered is whether serve runs as a node of a cluster.
@@ -135,6 +138,8 @@ func (o *serveOptions) validateCluster() (map[uint64]string, error) {
 type clusterIdentity struct {
 	NodeID  uint64            `json:"nodeId"`
 	Members map[uint64]string `json:"members"`
+	// PartitionGroups: made with --partition-groups.
+	PartitionGroups bool `json:"partitionGroups,omitempty"`
 }
 
 const identityFile = "cluster.json"
@@ -142,7 +147,7 @@ const identityFile = "cluster.json"
 // checkIdentity refuses a data directory made for another node or
 // another cluster, and records the identity of a new one. Nothing in the
 // directory changes when it refuses.
-func checkIdentity(dir string, nodeID uint64, members map[uint64]string) error {
+func checkIdentity(dir string, nodeID uint64, members map[uint64]string, partitionGroups bool) error {
 	path := filepath.Join(dir, identityFile)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -152,7 +157,7 @@ func checkIdentity(dir string, nodeID uint64, members map[uint64]string) error {
 				return fmt.Errorf("data directory %s holds a single server's data (or another program's), not a cluster node's: give this node an empty --data-dir", dir)
 			}
 		}
-		raw, err = json.MarshalIndent(clusterIdentity{NodeID: nodeID, Members: members}, "", "  ")
+		raw, err = json.MarshalIndent(clusterIdentity{NodeID: nodeID, Members: members, PartitionGroups: partitionGroups}, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -167,6 +172,10 @@ func checkIdentity(dir string, nodeID uint64, members map[uint64]string) error {
 	}
 	if id.NodeID != nodeID {
 		return fmt.Errorf("data directory %s is node %d's of its cluster, not node %d's: start it with --node-id %d, or give node %d a --data-dir of its own", dir, id.NodeID, nodeID, id.NodeID, nodeID)
+	}
+	if id.PartitionGroups != partitionGroups {
+		with := map[bool]string{true: "with", false: "without"}
+		return fmt.Errorf("data directory %s was made %s --partition-groups: start the node %s it, or give it an empty --data-dir", dir, with[id.PartitionGroups], with[id.PartitionGroups])
 	}
 	if !maps.Equal(id.Members, members) {
 		return fmt.Errorf("--initial-members %s disagrees with the members data directory %s was created with (%s): a node keeps the membership it was started with; start it with the same list, or give it an empty --data-dir to join a new cluster", formatMembers(members), dir, formatMembers(id.Members))
@@ -203,7 +212,7 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	}
 	_, statErr := os.Stat(filepath.Join(dataDir, "raft"))
 	restarted := statErr == nil
-	if err := checkIdentity(dataDir, o.cluster.nodeID, members); err != nil {
+	if err := checkIdentity(dataDir, o.cluster.nodeID, members, o.cluster.partitionGroups); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", o.listen)
@@ -228,6 +237,9 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 		return err
 	}
 	group := cluster.GroupConfig{ShardID: dataGroup, ReplicaID: o.cluster.nodeID, Members: members, Spans: cluster.DataSpans, Watch: catalogPrefix}
+	if o.cluster.partitionGroups {
+		group = catalogGroupConfig(group)
+	}
 	if o.cluster.join != "" {
 		// A node that joined restarts from its own state; the first time
 		// it asks the cluster to add it, then starts as a new member.
@@ -256,6 +268,9 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 		argv: argv, port: port, setName: setName,
 	}
 	h.view.Store(newMemberView(members, port))
+	if o.cluster.partitionGroups {
+		h.groups = &groups{h: h}
+	}
 	var web *http.Server
 	if addr := clusterHTTPAddr(o, ln); addr != "" {
 		hl, err := net.Listen("tcp", addr)
@@ -307,6 +322,8 @@ type writer struct {
 	kv      *cluster.Replicated
 	eng     *engine.Engine
 	st      *store.Store
+	open    atomic.Pointer[store.Store] // st, once open (partition groups route by its catalog)
+	claim   []byte                      // this writer's claim on every group
 	console *console.Server // the writer's metrics and console (nil without --http)
 	term    uint64
 }
@@ -331,6 +348,8 @@ type clusterHandler struct {
 	mu      sync.Mutex // serializes takeOver and stepDown
 	retired []*writer  // deposed writers still to close (by the watch loop)
 
+	groups *groups // --partition-groups (groups.go); nil: one group holds everything
+
 	reader   atomic.Pointer[follower] // the standby's view of its replica (followerreads.go)
 	readerMu sync.Mutex               // serializes opening it
 }
@@ -348,6 +367,11 @@ func (h *clusterHandler) watch(ctx context.Context) {
 		}
 		h.primary.Store(&primary)
 		h.refreshMembers()
+		if h.groups != nil {
+			if err := h.groups.startGroups(); err != nil && ctx.Err() == nil {
+				h.logger.Warn("starting this node's replicas of partition groups", "err", err)
+			}
+		}
 		w := h.cur.Load()
 		switch mine := ok && leader == h.self; {
 		case mine && (w == nil || w.term != term):
@@ -388,17 +412,32 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 		return fmt.Errorf("claiming the group: %w", err)
 	}
 	kvs.Fence(fenceKey, claim)
-	w := &writer{term: term}
+	w := &writer{term: term, claim: claim}
+	if h.groups != nil {
+		// Every group is claimed too; the store then reads the node's
+		// replicas of all of them and commits to each through the one
+		// its writes belong to.
+		if err := h.groups.startGroups(); err != nil {
+			return err
+		}
+		kvs = h.node.Routed(h.groups.route(w))
+		kvs.FenceGroup(dataGroup, fenceKey, claim)
+		w.kv = kvs
+		if err := h.groups.claim(bctx, w, h.groups.registry().all); err != nil {
+			return fmt.Errorf("claiming the partition groups: %w", err)
+		}
+	}
 	kvs.OnFenced = func() { h.depose(w) }
+	w.kv = kvs
 	st, err := store.Open(store.Options{KV: kvs, Logger: h.logger, OnePartitionTransactions: true})
 	if err != nil {
 		return fmt.Errorf("opening the store: %w", err)
 	}
+	w.open.Store(st)
 	cfg := h.o.engineConfig(storage.Local(st), h.logger, h.conns, h.argv, nil, h.port)
 	if err := h.recordMembers(kvs); err != nil {
 		return fmt.Errorf("recording the members: %w", err)
 	}
-	w.kv = kvs
 	cfg.ReplicaSet, cfg.Advertise, cfg.ElectionTerm, cfg.NodeID = h.setName, h.view.Load().clients[h.self], term, h.self
 	cfg.Members = func() []string { return h.view.Load().hosts }
 	cfg.AddNode, cfg.RemoveNode = h.addNode, h.removeNode
@@ -742,6 +781,13 @@ func (h *clusterHandler) addNode(ctx context.Context, id uint64, addr string) er
 	if err := h.node.AddReplica(ctx, dataGroup, id, addr); err != nil {
 		return err
 	}
+	if h.groups != nil {
+		// The node joins every partition group too (those created from
+		// now on name it among their members).
+		if err := h.groups.forEachGroup(func(g uint64) error { return h.node.AddReplica(ctx, g, id, addr) }); err != nil {
+			return err
+		}
+	}
 	raft := maps.Clone(v.raft)
 	raft[id] = addr
 	if err := h.storeMembers(w, raft); err != nil {
@@ -785,6 +831,11 @@ func (h *clusterHandler) removeNode(ctx context.Context, id uint64) error {
 	}
 	if len(v.raft) <= 2 {
 		return engine.BadValue("removing node %d would leave %d member: a cluster keeps at least two (three to survive a failure)", id, len(v.raft)-1)
+	}
+	if h.groups != nil {
+		if err := h.groups.forEachGroup(func(g uint64) error { return h.node.RemoveReplica(ctx, g, id) }); err != nil {
+			return err
+		}
 	}
 	if err := h.node.RemoveReplica(ctx, dataGroup, id); err != nil {
 		return err

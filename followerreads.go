@@ -64,9 +64,15 @@ func (h *clusterHandler) follower() (*follower, error) {
 	if f := h.reader.Load(); f != nil {
 		return f, nil
 	}
-	kvs, err := h.node.KV(dataGroup)
-	if err != nil {
-		return nil, err
+	var kvs kv.DB
+	if h.groups != nil {
+		kvs = h.node.Routed(h.groups.route(nil)) // reads every group's keys
+	} else {
+		r, err := h.node.KV(dataGroup)
+		if err != nil {
+			return nil, err
+		}
+		kvs = r
 	}
 	gen := h.node.Generation(dataGroup)
 	st, err := store.Open(store.Options{KV: readOnlyKV{kvs}, Logger: h.logger, ReadOnly: true})

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -37,10 +39,77 @@ type Replicated struct {
 	// fenceKey and fenceValue, when set, guard every commit: it applies
 	// only while fenceKey holds fenceValue (Fence).
 	fenceKey, fenceValue []byte
+	// route, when set, makes this the seam over every group the node
+	// holds a replica of (Node.Routed): each commit goes to the group
+	// route names, guarded by that group's fence (groupFences).
+	route       Route
+	fenceMu     sync.Mutex
+	groupFences map[uint64]fence
 	// OnFenced, when set, is called (once per commit that finds it) when
 	// a commit fails because another writer's claim replaced the fence,
 	// before the commit returns kv.ErrFenced.
 	OnFenced func()
+}
+
+// Route says which group keeps a key, judged from the key and the value
+// it holds or is written with (nil: a delete, or a key read absent);
+// known is false when that cannot say (an index entry being deleted),
+// and the transaction's other keys then decide.
+type Route func(key, value []byte) (shardID uint64, known bool, err error)
+
+// ErrCrossGroup is a commit whose writes belong to more than one group:
+// no one entry can apply them atomically.
+var ErrCrossGroup = errors.New("cluster: a transaction's writes belong to more than one group")
+
+type fence struct{ key, value []byte }
+
+// Routed is engine/kv's seam over all the groups this node holds a
+// replica of, which together hold every key (each group owning its keys
+// by GroupConfig.Owns): a transaction reads the node's Badger, and its
+// commit proposes one batch to the one group route names for its writes,
+// guarded by the digests of what it read in that group (reads of other
+// groups' keys guard nothing: a transaction is atomic and isolated
+// within one group) and by that group's fence (FenceGroup).
+func (n *Node) Routed(route Route) *Replicated {
+	return &Replicated{n: n, spans: DataSpans, route: route, groupFences: map[uint64]fence{}}
+}
+
+// GroupOf is the group a write of key goes to (kv.Grouped): for a
+// store over one group, that group; for a routed one, the group route
+// names (known false when the key alone cannot say, or no group has it
+// yet).
+func (k *Replicated) GroupOf(key []byte) (uint64, bool) {
+	if k.route == nil {
+		return k.shardID, true
+	}
+	g, known, err := k.route(key, nil)
+	return g, known && err == nil
+}
+
+// FenceGroup makes later commits to group shardID through this routed
+// store conditional on key holding value in that group (Fence, for one
+// group of many).
+func (k *Replicated) FenceGroup(shardID uint64, key, value []byte) {
+	k.fenceMu.Lock()
+	defer k.fenceMu.Unlock()
+	k.groupFences[shardID] = fence{bytes.Clone(key), bytes.Clone(value)}
+}
+
+// ClaimGroup is Claim in group shardID.
+func (k *Replicated) ClaimGroup(ctx context.Context, shardID uint64, key, value []byte) error {
+	b := NewBatch()
+	b.Put(key, value)
+	return k.n.Propose(ctx, shardID, b)
+}
+
+// fenceOf is the fence guarding commits to group shardID (zero: none).
+func (k *Replicated) fenceOf(shardID uint64) fence {
+	if k.route == nil {
+		return fence{k.fenceKey, k.fenceValue}
+	}
+	k.fenceMu.Lock()
+	defer k.fenceMu.Unlock()
+	return k.groupFences[shardID]
 }
 
 // Fence makes every later commit through this store conditional on key
@@ -60,27 +129,27 @@ func (k *Replicated) Claim(ctx context.Context, key, value []byte) error {
 	return k.n.Propose(ctx, k.shardID, b)
 }
 
-// fenced is whether the fence no longer holds on this node's replica
-// (which applied the conflicting entry before Propose returned).
-func (k *Replicated) fenced() bool {
-	if k.fenceKey == nil {
+// fenced is whether group shardID's fence no longer holds on this
+// node's replica (which applied the conflicting entry before Propose
+// returned).
+func (k *Replicated) fenced(shardID uint64) bool {
+	f := k.fenceOf(shardID)
+	if f.key == nil {
 		return false
 	}
 	var holds bool
-	_ = k.View(func(t kv.Txn) error {
-		item, err := t.Get(k.fenceKey)
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error { holds = bytes.Equal(v, k.fenceValue); return nil })
+	_ = k.n.db.View(func(txn *badger.Txn) error {
+		v, found, err := getValue(txn, f.key)
+		holds = found && bytes.Equal(v, f.value)
+		return err
 	})
 	return !holds
 }
 
-// guard adds the fence's expectation to b.
-func (k *Replicated) guard(b *Batch) {
-	if k.fenceKey != nil {
-		b.Expect(k.fenceKey, k.fenceValue)
+// guard adds group shardID's fence expectation to b.
+func (k *Replicated) guard(shardID uint64, b *Batch) {
+	if f := k.fenceOf(shardID); f.key != nil {
+		b.Expect(f.key, f.value)
 	}
 }
 
@@ -124,20 +193,20 @@ func (k *Replicated) Size() (tables, valueLog int64) { return k.n.db.Size() }
 // Close does nothing: the node owns its Badger and its groups.
 func (k *Replicated) Close() error { return nil }
 
-func (k *Replicated) propose(b *Batch) error {
+func (k *Replicated) propose(shardID uint64, b *Batch) error {
 	ctx := context.Background()
 	if k.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, k.Timeout)
 		defer cancel()
 	}
-	err := k.n.Propose(ctx, k.shardID, b)
+	err := k.n.Propose(ctx, shardID, b)
 	var rejected *RejectedError
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrConflict):
-		if k.fenced() {
+		if k.fenced(shardID) {
 			if k.OnFenced != nil {
 				k.OnFenced()
 			}
@@ -172,6 +241,9 @@ type kvWrite struct {
 type kvRead struct {
 	absent bool
 	digest [DigestLen]byte
+	// group keeps the key (routed stores; known false: it cannot tell).
+	group uint64
+	known bool
 }
 
 type kvTxn struct {
@@ -198,6 +270,12 @@ func (t *kvTxn) read(key []byte, value []byte, absent bool) {
 	r := kvRead{absent: absent}
 	if !absent {
 		r.digest = ValueDigest(value)
+	}
+	if t.k.route != nil {
+		var err error
+		if r.group, r.known, err = t.k.route(key, value); err != nil {
+			r.known = false
+		}
 	}
 	t.reads[string(key)] = r
 }
@@ -266,13 +344,22 @@ func (t *kvTxn) Commit() error {
 	if !t.update || len(t.writes) == 0 {
 		return nil
 	}
+	group := t.k.shardID
+	if t.k.route != nil {
+		var err error
+		if group, err = t.target(); err != nil {
+			return err
+		}
+	}
 	b := NewBatch()
-	t.k.guard(b)
+	t.k.guard(group, b)
 	// Guards first, in key order so that every proposal of the same
 	// reads encodes alike.
 	keys := make([]string, 0, len(t.reads))
-	for k := range t.reads {
-		keys = append(keys, k)
+	for k, r := range t.reads {
+		if t.k.route == nil || !r.known || r.group == group {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
@@ -289,7 +376,52 @@ func (t *kvTxn) Commit() error {
 			b.Put([]byte(k), w.value)
 		}
 	}
-	return t.k.propose(b)
+	return t.k.propose(group, b)
+}
+
+// target is the one group a routed transaction's writes belong to.
+func (t *kvTxn) target() (uint64, error) {
+	var group uint64
+	found := false
+	for _, k := range t.order {
+		g, known, err := t.k.routeWrite([]byte(k), t.writes[k].value, t.writes[k].deleted)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case !known:
+		case !found:
+			group, found = g, true
+		case g != group:
+			return 0, fmt.Errorf("%w: key %q is group %d's, an earlier one group %d's", ErrCrossGroup, k, g, group)
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("cluster: no group keeps any key of the transaction (first %q)", t.order[0])
+	}
+	return group, nil
+}
+
+// routeWrite routes a write of a routed store; a delete whose key cannot
+// say is routed by the value the replica holds (known false when it
+// holds none: the delete changes nothing).
+func (k *Replicated) routeWrite(key, value []byte, deleted bool) (uint64, bool, error) {
+	if deleted {
+		value = nil
+	}
+	g, known, err := k.route(key, value)
+	if err != nil || known || !deleted {
+		return g, known, err
+	}
+	var cur []byte
+	var found bool
+	if err := k.n.db.View(func(txn *badger.Txn) error {
+		cur, found, err = getValue(txn, key)
+		return err
+	}); err != nil || !found {
+		return 0, false, err
+	}
+	return k.route(key, cur)
 }
 
 func (t *kvTxn) Discard() {
@@ -442,34 +574,87 @@ const kvBatchBytes = 1 << 20
 
 type kvBatch struct {
 	k *Replicated
-	b *Batch
+	b *Batch // an unrouted store's
+	// groups are a routed store's batches, by group.
+	groups map[uint64]*Batch
+}
+
+func (w *kvBatch) batch(key, value []byte, deleted bool) (*Batch, error) {
+	if w.k.route == nil {
+		return w.b, nil
+	}
+	g, known, err := w.k.routeWrite(key, value, deleted)
+	if err != nil || !known {
+		return nil, err
+	}
+	if w.groups == nil {
+		w.groups = map[uint64]*Batch{}
+	}
+	b := w.groups[g]
+	if b == nil {
+		b = NewBatch()
+		w.groups[g] = b
+	}
+	return b, nil
 }
 
 func (w *kvBatch) Set(key, value []byte) error {
-	w.b.Put(key, value)
-	return w.maybeFlush()
+	b, err := w.batch(key, value, false)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		return fmt.Errorf("cluster: no group keeps key %q", key)
+	}
+	b.Put(key, value)
+	return w.maybeFlush(b)
 }
 
 func (w *kvBatch) Delete(key []byte) error {
-	w.b.Delete(key)
-	return w.maybeFlush()
+	b, err := w.batch(key, nil, true)
+	if err != nil || b == nil {
+		return err // nil batch: the key is not there
+	}
+	b.Delete(key)
+	return w.maybeFlush(b)
 }
 
-func (w *kvBatch) maybeFlush() error {
-	if len(w.b.Encoded()) < kvBatchBytes {
+func (w *kvBatch) maybeFlush(b *Batch) error {
+	if len(b.Encoded()) < kvBatchBytes {
 		return nil
 	}
 	return w.Flush()
 }
 
 func (w *kvBatch) Flush() error {
-	if w.b.Len() == 0 {
+	if w.k.route == nil {
+		b := w.b
+		w.b = NewBatch()
+		return w.flush(w.k.shardID, b)
+	}
+	groups := w.groups
+	w.groups = nil
+	ids := make([]uint64, 0, len(groups))
+	for g := range groups {
+		ids = append(ids, g)
+	}
+	slices.Sort(ids)
+	for _, g := range ids {
+		if err := w.flush(g, groups[g]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *kvBatch) flush(group uint64, collected *Batch) error {
+	if collected.Len() == 0 {
 		return nil
 	}
 	b := NewBatch()
-	w.k.guard(b)
+	w.k.guard(group, b)
 	// The guard goes first: re-encode the collected writes after it.
-	ops, err := DecodeBatch(w.b.Encoded())
+	ops, err := DecodeBatch(collected.Encoded())
 	if err != nil {
 		return err
 	}
@@ -480,8 +665,7 @@ func (w *kvBatch) Flush() error {
 			b.Put(op.Key, op.Value)
 		}
 	}
-	w.b = NewBatch()
-	return w.k.propose(b)
+	return w.k.propose(group, b)
 }
 
-func (w *kvBatch) Cancel() { w.b = NewBatch() }
+func (w *kvBatch) Cancel() { w.b, w.groups = NewBatch(), nil }

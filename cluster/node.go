@@ -524,3 +524,16 @@ func QuietLogs() {
 		logger.GetLogger(name).SetLevel(logger.ERROR)
 	}
 }
+
+// Started reports whether the node runs a replica of group shardID.
+func (n *Node) Started(shardID uint64) bool {
+	_, err := n.group(shardID)
+	return err == nil
+}
+
+// TransferLeader asks group shardID's leader to hand its place to this
+// node's replica replicaID (dragonboat's leader transfer; it may not
+// happen, and nothing waits for it).
+func (n *Node) TransferLeader(shardID, replicaID uint64) error {
+	return n.nh.RequestLeaderTransfer(shardID, replicaID)
+}

@@ -208,7 +208,7 @@ func (e *Engine) deleteMatching(ctx context.Context, m *meter, c *store.Collecti
 			}
 			var victims []victim
 			err := plan.ScanSpans(tx, c, spans, resume, func(key, doc []byte) (bool, error) {
-				if len(victims) >= chunkDocs {
+				if len(victims) >= chunkDocs || !tx.Plan(c, key) {
 					more = true
 					next = append([]byte(nil), key...)
 					return false, nil

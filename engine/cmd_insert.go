@@ -314,6 +314,9 @@ func (ins *inserter) writeDoc(tx storage.Txn, j int) (chunkStep, error) {
 		return ins.fail(writeError{index: j, code: d.err.Code, msg: d.err.Msg}), nil
 	}
 	key, err := docKeyOf(ins.coll, d.doc, d.id)
+	if err == nil && !tx.Plan(ins.coll, key) {
+		return endBefore, nil // another physical partition: the next chunk
+	}
 	if err == nil {
 		err = ins.e.checkDocument(ins.ctx, ins.coll, nil, d.doc, false)
 	}

@@ -90,46 +90,54 @@ func (e *Engine) expireIndex(ctx context.Context, c *store.Collection, ix *store
 		if len(keys) == 0 {
 			continue
 		}
-		var n int64
-		type deletion struct {
-			key  []byte
-			size int
-			ix   store.IndexWork
-		}
-		var done []deletion
-		err = e.store.Update(func(tx storage.Txn) error {
-			n, done = 0, done[:0]
-			for _, k := range keys {
-				doc, err := tx.Get(k)
-				if errors.Is(err, store.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				if ok, _ := filter.MatchErr(doc); !ok {
-					continue // updated since: no longer expired
-				}
-				before := tx.IndexWork()
-				if err := tx.Delete(c, k, len(doc)); err != nil {
-					return err
-				}
-				after := tx.IndexWork()
-				done = append(done, deletion{k, len(doc), store.IndexWork{Entries: after.Entries - before.Entries, Bytes: after.Bytes - before.Bytes}})
-				n++
+		for len(keys) > 0 {
+			var n int64
+			type deletion struct {
+				key  []byte
+				size int
+				ix   store.IndexWork
 			}
-			return nil
-		})
-		if errors.Is(err, store.ErrCollectionChanged) {
-			return deleted, nil // dropped or changed: the next pass sees the new entry
+			var done []deletion
+			var later [][]byte // keys of other physical partitions (tx.Plan): the next transaction's
+			err = e.store.Update(func(tx storage.Txn) error {
+				n, done, later = 0, done[:0], later[:0]
+				for _, k := range keys {
+					if !tx.Plan(c, k) {
+						later = append(later, bytes.Clone(k))
+						continue
+					}
+					doc, err := tx.Get(k)
+					if errors.Is(err, store.ErrNotFound) {
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					if ok, _ := filter.MatchErr(doc); !ok {
+						continue // updated since: no longer expired
+					}
+					before := tx.IndexWork()
+					if err := tx.Delete(c, k, len(doc)); err != nil {
+						return err
+					}
+					after := tx.IndexWork()
+					done = append(done, deletion{k, len(doc), store.IndexWork{Entries: after.Entries - before.Entries, Bytes: after.Bytes - before.Bytes}})
+					n++
+				}
+				return nil
+			})
+			if errors.Is(err, store.ErrCollectionChanged) {
+				return deleted, nil // dropped or changed: the next pass sees the new entry
+			}
+			if err != nil {
+				return deleted, err
+			}
+			for _, d := range done {
+				e.chargeTTLDelete(c, d.key, d.size, d.ix)
+			}
+			deleted += n
+			keys = append(keys[:0:0], later...)
 		}
-		if err != nil {
-			return deleted, err
-		}
-		for _, d := range done {
-			e.chargeTTLDelete(c, d.key, d.size, d.ix)
-		}
-		deleted += n
 	}
 	return deleted, nil
 }

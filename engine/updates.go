@@ -333,7 +333,7 @@ func (u *updater) updatePoint(tx storage.Txn) error {
 func (u *updater) updateScanned(tx storage.Txn) error {
 	c := &u.chunk
 	return plan.ScanSpans(tx, u.coll, u.spans, u.resume, func(key, doc []byte) (bool, error) {
-		if len(c.writes) >= chunkDocs || c.bytes >= chunkBytes {
+		if len(c.writes) >= chunkDocs || c.bytes >= chunkBytes || !tx.Plan(u.coll, key) {
 			c.more, c.next = true, append([]byte(nil), key...)
 			return false, nil
 		}

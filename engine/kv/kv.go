@@ -34,13 +34,14 @@
 //     it survive the machine's crash too.
 //
 // Keys belong to physical partitions by their content, not by where
-// they are kept: engine/store's OwnerOf (keys.go) says of a key whether
-// it is a document or counter of one place in a collection's hash space,
-// part of the catalog, or a key that goes with the documents its
-// transaction writes (index entries, collection counters, retryable-write
-// records). An implementation that keeps physical partitions apart sends
-// each write transaction to the partition of its documents, and refuses
-// one whose documents lie in two.
+// they are kept: engine/store's OwnerOf (keys.go) says of every stored
+// key, from the key and its value, whether it belongs to one place in a
+// collection's point space or to the catalog. An implementation that
+// keeps physical partitions apart (a cluster's groups) commits each
+// write transaction in the one group its keys belong to, refuses one
+// whose keys lie in two, and says which group a key is in (Grouped), so
+// that a writer of many documents can end a transaction before a key
+// of another group.
 //
 // Slices returned by an Item are valid only until the iterator moves or
 // the transaction ends; ValueCopy and KeyCopy make copies.
@@ -62,6 +63,14 @@ var (
 	// whose new leader claimed it); this one commits nothing more.
 	ErrFenced = errors.New("another writer took the store over")
 )
+
+// Grouped is a DB that commits each transaction in one of several groups.
+type Grouped interface {
+	// GroupOf is the group a write of key goes to; known is false when
+	// the key alone does not say (it then goes with the transaction's
+	// other keys).
+	GroupOf(key []byte) (group uint64, known bool)
+}
 
 // DB is a key-value store.
 type DB interface {

@@ -178,6 +178,11 @@ type Txn interface {
 	// IndexWork is what the writes so far did to secondary indexes (for
 	// their request-unit charge).
 	IndexWork() store.IndexWork
+	// Plan reports whether a write of key in c may join the transaction
+	// (a cluster commits each transaction in one physical partition);
+	// writers gathering many documents end a transaction before a key
+	// that does not fit.
+	Plan(c *store.Collection, key []byte) bool
 }
 
 // IndexReader reads one index; Close releases it.

@@ -250,6 +250,18 @@ func (s *Store) Collection(db, name string) *Collection {
 	return s.colls[db+"."+name]
 }
 
+// CollectionByID returns the live collection with id, or nil.
+func (s *Store) CollectionByID(id uint32) *Collection {
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	for _, c := range s.colls {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
 // Collections returns db's collections sorted by name.
 func (s *Store) Collections(db string) []*Collection {
 	s.catMu.RLock()
@@ -590,24 +602,9 @@ func (s *Store) deletePrefix(prefix []byte) error {
 		if err != nil || len(keys) == 0 {
 			return err
 		}
-		var n int64
-		for _, k := range keys {
-			n += int64(len(k)) + entryOverhead
-		}
-		if err := s.disk.admit(n, false); err != nil {
+		if err := s.deleteKeys(keys); err != nil {
 			return err
 		}
-		wb := s.db.NewWriteBatch()
-		for _, k := range keys {
-			if err := wb.Delete(k); err != nil {
-				wb.Cancel()
-				return err
-			}
-		}
-		if err := wb.Flush(); err != nil {
-			return err
-		}
-		s.dirty.Store(true)
 		from = append(keys[len(keys)-1], 0)
 	}
 }

@@ -832,15 +832,29 @@ func (s *Store) deleteChangesBefore(cut uint64) error {
 }
 
 // deleteKeys deletes keys in one transaction.
+// deleteKeys deletes keys blindly, in write batches: not atomically (a
+// cluster's groups each apply their share), for what may go in any order
+// (a purge, a trim).
 func (s *Store) deleteKeys(keys [][]byte) error {
-	return s.Update(func(tx *Txn) error {
-		for _, k := range keys {
-			if err := tx.del(k); err != nil {
-				return err
-			}
+	var n int64
+	for _, k := range keys {
+		n += int64(len(k)) + entryOverhead
+	}
+	if err := s.disk.admit(n, false); err != nil {
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	for _, k := range keys {
+		if err := wb.Delete(k); err != nil {
+			wb.Cancel()
+			return mapKVErr(err)
 		}
-		return nil
-	})
+	}
+	if err := wb.Flush(); err != nil {
+		return mapKVErr(err)
+	}
+	s.dirty.Store(true)
+	return nil
 }
 
 // staleMarker is the key of the marker of the event item at pos, if the
@@ -905,34 +919,57 @@ func (s *Store) keepPurgedVersions(id uint32) error {
 	from := prefix
 	for {
 		var markers [][]byte
-		err := s.Update(func(tx *Txn) error {
-			markers = markers[:0]
-			it := tx.t.NewIterator(kv.IterOptions{Prefix: prefix})
+		err := s.db.View(func(txn kv.Txn) error {
+			it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
+			defer it.Close()
 			for it.Seek(from); it.Valid() && len(markers) < 1000; it.Next() {
 				markers = append(markers, it.Item().KeyCopy(nil))
 			}
-			it.Close()
-			for _, mk := range markers {
-				marker, err := tx.t.Get(mk)
-				if err != nil {
-					return err
-				}
-				var doc []byte
-				if item, err := tx.t.Get(mk[len(changeRefPrefix):]); err == nil {
-					if doc, err = item.ValueCopy(nil); err != nil {
-						return err
-					}
-				} else if !errors.Is(err, kv.ErrNotFound) {
-					return err
-				}
-				if err := tx.keepMarked(marker, doc); err != nil {
-					return err
-				}
-			}
 			return nil
 		})
-		if err != nil || len(markers) < 1000 {
+		if err != nil || len(markers) == 0 {
 			return err
+		}
+		// Markers of documents in another group than the first's go in
+		// the next transaction (Txn.Plan).
+		for pending := markers; len(pending) > 0; {
+			var later [][]byte
+			err := s.Update(func(tx *Txn) error {
+				later = later[:0]
+				for _, mk := range pending {
+					docKey := mk[len(changeRefPrefix):]
+					if !tx.planKey(docKey) {
+						later = append(later, mk)
+						continue
+					}
+					marker, err := tx.t.Get(mk)
+					if errors.Is(err, kv.ErrNotFound) {
+						continue // moved meanwhile
+					}
+					if err != nil {
+						return err
+					}
+					var doc []byte
+					if item, err := tx.t.Get(docKey); err == nil {
+						if doc, err = item.ValueCopy(nil); err != nil {
+							return err
+						}
+					} else if !errors.Is(err, kv.ErrNotFound) {
+						return err
+					}
+					if err := tx.keepMarked(marker, doc); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			pending = later
+		}
+		if len(markers) < 1000 {
+			return nil
 		}
 		from = append(bytes.Clone(markers[len(markers)-1]), 0)
 	}

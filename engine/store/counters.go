@@ -72,7 +72,25 @@ func readCounts(txn kv.Txn, id uint32) (Counts, int, error) {
 // fold sums every counter cell of collection id into one base. Deltas
 // committed meanwhile are not read and so not deleted; two folds at once
 // conflict on the base key and one is retried.
-func (s *Store) fold(id uint32) error { return s.foldRange(id, 0, math.MaxUint64) }
+//
+// A store whose kv keeps physical partitions apart (kv.Grouped: a
+// cluster, where each may be a group of its own) folds each partition's
+// cells apart.
+func (s *Store) fold(id uint32) error {
+	if s.grouped == nil {
+		return s.foldRange(id, 0, math.MaxUint64)
+	}
+	c := s.CollectionByID(id)
+	if c == nil {
+		return nil // dropped: its purge removes the cells
+	}
+	for _, p := range c.Map().Partitions() {
+		if err := s.foldRange(id, p.Min, p.Max); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // foldRange sums collection id's counter cells at points lo..hi (and,
 // when lo is 0, the cells of the layout before points) into a base at lo
@@ -143,7 +161,7 @@ func (s *Store) foldRange(id uint32, lo, hi uint64) error {
 			return err
 		}
 		if !more {
-			return s.foldLogical(id, nil)
+			return s.foldLogicalRange(id, nil, lo, hi)
 		}
 	}
 }

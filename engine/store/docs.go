@@ -27,6 +27,10 @@ type Txn struct {
 	// the transaction's first document in it (keys.go: cells).
 	deltaPts map[uint32]uint64
 	home     home                   // the partition of the first document written
+	// planned says Plan chose plannedGroup, the kv group the
+	// transaction commits in.
+	planned      bool
+	plannedGroup uint64
 	lps      map[string]*lpDelta    // sharded collections' logical partitions written, by collID + lp
 	written  map[uint32]*Collection // collections written, for the size tracker after commit
 	stored   map[uint32]*Counts     // unsharded collections' counters, when the size check read them
@@ -197,6 +201,31 @@ func (t *Txn) delta(id uint32) *Counts {
 		t.deltas[id] = d
 	}
 	return d
+}
+
+// Plan reports whether a write of key in c may join this transaction.
+// It always may, unless the store's kv commits each transaction in one
+// of several groups (kv.Grouped: a cluster, where each physical
+// partition is a group): then the first key planned chooses the group,
+// and a key of another belongs in a transaction of its own. Writers that
+// gather many documents into one transaction (a batch insert, an update
+// or delete of many, a TTL pass, an index build) end it before a key
+// that does not fit.
+func (t *Txn) Plan(c *Collection, key []byte) bool { return t.planKey(key) }
+
+func (t *Txn) planKey(key []byte) bool {
+	if t.s.grouped == nil {
+		return true
+	}
+	g, known := t.s.grouped.GroupOf(key)
+	switch {
+	case !known:
+		return true
+	case !t.planned:
+		t.planned, t.plannedGroup = true, g
+		return true
+	}
+	return g == t.plannedGroup
 }
 
 // lpDelta is the transaction's change to the logical partition of key, a

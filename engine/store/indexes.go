@@ -528,7 +528,7 @@ func (s *Store) backfill(ctx context.Context, c *Collection, ids []uint32, p *Bu
 				return err
 			}
 			return tx.Scan(cur, resume, func(key, doc []byte) (bool, error) {
-				if n == chunk {
+				if n == chunk || !tx.Plan(cur, key) {
 					next = append([]byte(nil), key...)
 					return false, nil
 				}
@@ -619,20 +619,31 @@ func (s *Store) removeEntries(c *Collection, id uint32) error {
 		if err != nil || len(batch) == 0 {
 			return err
 		}
-		err = s.Update(func(tx *Txn) error {
-			for _, e := range batch {
-				if err := tx.del(e.k); err != nil {
-					return err
+		// Entries of documents in other physical partitions than the
+		// first's go in the next transaction (Txn.Plan).
+		for pending := batch; len(pending) > 0; {
+			var later []entry
+			err = s.Update(func(tx *Txn) error {
+				later = later[:0]
+				for _, e := range pending {
+					docKey := append(DocPrefix(c.ID), e.suffix...)
+					if !tx.Plan(c, docKey) {
+						later = append(later, e)
+						continue
+					}
+					if err := tx.del(e.k); err != nil {
+						return err
+					}
+					if err := tx.account(c, docKey, Counts{IndexBytes: -int64(len(e.k) + len(e.suffix))}); err != nil {
+						return err
+					}
 				}
-				docKey := append(DocPrefix(c.ID), e.suffix...)
-				if err := tx.account(c, docKey, Counts{IndexBytes: -int64(len(e.k) + len(e.suffix))}); err != nil {
-					return err
-				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-			return nil
-		})
-		if err != nil {
-			return err
+			pending = later
 		}
 		from = append(bytes.Clone(batch[len(batch)-1].k), 0)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/parsecdb/parsec/engine/kv"
@@ -136,10 +137,17 @@ func scanLogical(txn kv.Txn, id uint32, from, to uint64, fn func(LogicalPartitio
 // these keys except in the logical-partition size check, whose
 // transaction then conflicts with the fold and is retried.
 func (s *Store) foldLogical(id uint32, lp []byte) error {
+	return s.foldLogicalRange(id, lp, 0, math.MaxUint64)
+}
+
+// foldLogicalRange folds like foldLogical, the logical partitions at
+// points lo..hi only when lp is nil: what one physical partition owns.
+func (s *Store) foldLogicalRange(id uint32, lp []byte, lo, hi uint64) error {
 	prefix := lpPrefix(id)
 	if lp != nil {
 		prefix = lpKeyPrefix(id, lp)
 	}
+
 	var resume []byte
 	for {
 		more := false
@@ -171,6 +179,9 @@ func (s *Store) foldLogical(id uint32, lp []byte) error {
 				return txn.Set(lpBaseKey(id, g.lp), encodeCounts(g.total))
 			}
 			seek := prefix
+			if lp == nil && lo > 0 {
+				seek = binary.BigEndian.AppendUint64(bytes.Clone(prefix), lo)
+			}
 			if resume != nil {
 				seek = resume
 			}
@@ -179,6 +190,9 @@ func (s *Store) foldLogical(id uint32, lp []byte) error {
 				klp, delta, ok := parseLPCounterKey(item.Key())
 				if !ok {
 					return fmt.Errorf("%w: logical-partition counter key %x", ErrCorrupted, item.Key())
+				}
+				if lp == nil && binary.BigEndian.Uint64(klp) > hi {
+					break // past the physical partition
 				}
 				if g == nil || !bytes.Equal(klp, g.lp) {
 					if err := finish(); err != nil {

@@ -202,9 +202,12 @@ func (s *Store) DeleteSession(lsid []byte) error {
 	return s.clearSession(lsid, nil)
 }
 
-// clearSession deletes the statement keys of lsid in transactions of at
-// most sessionDeleteChunk keys; the last one also writes head, or
-// deletes the head when head is nil.
+// clearSession deletes the statement keys and heads of lsid, and writes
+// head, or leaves the session without one when head is nil. The new
+// head is written first (it outranks every head deleted after it), and
+// the deletions go in write batches of at most sessionDeleteChunk keys:
+// statements and heads may lie in several physical partitions, and a
+// crash part way leaves only stale records, which readers skip.
 func (s *Store) clearSession(lsid []byte, head *SessionHead) error {
 	if err := checkSessionID(lsid); err != nil {
 		return err
@@ -212,53 +215,43 @@ func (s *Store) clearSession(lsid []byte, head *SessionHead) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	prefix := sessionStmtsPrefix(lsid)
-	for {
-		more := false
-		err := s.update(func(txn kv.Txn) error {
-			more = false
-			var keys [][]byte
-			it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
-			for it.Rewind(); it.Valid(); it.Next() {
-				if len(keys) == sessionDeleteChunk {
-					more = true
-					break
-				}
-				keys = append(keys, it.Item().KeyCopy(nil))
-			}
-			it.Close()
-			for _, k := range keys {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-			}
-			if more {
-				return nil
-			}
-			// Every head goes; a reset writes one, with no partition.
-			var heads [][]byte
-			hit := txn.NewIterator(kv.IterOptions{Prefix: sessionHeadsPrefix(lsid)})
-			for hit.Rewind(); hit.Valid(); hit.Next() {
-				heads = append(heads, hit.Item().KeyCopy(nil))
-			}
-			hit.Close()
-			for _, k := range heads {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-			}
-			if head != nil {
-				return txn.Set(sessionHeadKey(lsid, home{}), encodeSessionHead(*head))
-			}
-			return nil
-		})
-		if err != nil {
+	keep := sessionHeadKey(lsid, home{})
+	if head != nil {
+		if err := s.update(func(txn kv.Txn) error { return txn.Set(keep, encodeSessionHead(*head)) }); err != nil {
 			return fmt.Errorf("clear session %x: %w", lsid, err)
 		}
-		if !more {
-			return nil
+	}
+	for _, prefix := range [][]byte{sessionStmtsPrefix(lsid), sessionHeadsPrefix(lsid)} {
+		from := prefix
+		for {
+			var keys [][]byte
+			var last []byte
+			scanned := 0
+			err := s.db.View(func(txn kv.Txn) error {
+				it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
+				defer it.Close()
+				for it.Seek(from); it.Valid() && scanned < sessionDeleteChunk; it.Next() {
+					scanned++
+					last = it.Item().KeyCopy(nil)
+					if head == nil || !bytes.Equal(last, keep) {
+						keys = append(keys, last)
+					}
+				}
+				return nil
+			})
+			if err == nil && len(keys) > 0 {
+				err = s.deleteKeys(keys)
+			}
+			if err != nil {
+				return fmt.Errorf("clear session %x: %w", lsid, err)
+			}
+			if scanned < sessionDeleteChunk {
+				break
+			}
+			from = append(last, 0)
 		}
 	}
+	return nil
 }
 
 // IdleSessions returns the sessions whose heads were all last used

@@ -45,6 +45,9 @@ type Store struct {
 	// onePartition keeps transactions' writes in one physical partition
 	// (Options.OnePartitionTransactions).
 	onePartition bool
+	// grouped is the kv, when it commits each transaction in one of
+	// several groups (Txn.Plan).
+	grouped kv.Grouped
 	readOnly     bool // Options.ReadOnly
 	// db is the node's key-value store; local is the same store when it
 	// is Badger in this process (for what only that reports: levels,
@@ -110,6 +113,7 @@ func Open(opts Options) (*Store, error) {
 	var guard *diskGuard
 	if opts.KV != nil {
 		s.db, s.dir = opts.KV, "" // nothing of the store's own on disk
+		s.grouped, _ = opts.KV.(kv.Grouped)
 	} else {
 		var total int64
 		if !opts.InMemory {
