@@ -324,7 +324,7 @@ type writer struct {
 	st      *store.Store
 	open    atomic.Pointer[store.Store] // st, once open (partition groups route by its catalog)
 	claim   []byte                      // this writer's claim on every group
-	console *console.Server // the writer's metrics and console (nil without --http)
+	console *console.Server             // the writer's metrics and console (nil without --http)
 	term    uint64
 }
 

@@ -26,18 +26,18 @@ type Txn struct {
 	// deltaPts is where each collection's delta is kept: the point of
 	// the transaction's first document in it (keys.go: cells).
 	deltaPts map[uint32]uint64
-	home     home                   // the partition of the first document written
+	home     home // the partition of the first document written
 	// planned says Plan chose plannedGroup, the kv group the
 	// transaction commits in.
 	planned      bool
 	plannedGroup uint64
-	lps      map[string]*lpDelta    // sharded collections' logical partitions written, by collID + lp
-	written  map[uint32]*Collection // collections written, for the size tracker after commit
-	stored   map[uint32]*Counts     // unsharded collections' counters, when the size check read them
-	hot      []lpRef                // logical partitions whose deltas piled up: fold after commit
-	ixWork   IndexWork              // secondary index entries written
-	fences   []*sync.RWMutex        // collections' fences held shared until the end (fence.go)
-	owner    *Transaction           // the multi-statement transaction this is, or nil
+	lps          map[string]*lpDelta    // sharded collections' logical partitions written, by collID + lp
+	written      map[uint32]*Collection // collections written, for the size tracker after commit
+	stored       map[uint32]*Counts     // unsharded collections' counters, when the size check read them
+	hot          []lpRef                // logical partitions whose deltas piled up: fold after commit
+	ixWork       IndexWork              // secondary index entries written
+	fences       []*sync.RWMutex        // collections' fences held shared until the end (fence.go)
+	owner        *Transaction           // the multi-statement transaction this is, or nil
 	// added is what set and del wrote, for the disk guard; grows says
 	// set wrote something (diskspace.go).
 	added int64

@@ -47,8 +47,8 @@ type Store struct {
 	onePartition bool
 	// grouped is the kv, when it commits each transaction in one of
 	// several groups (Txn.Plan).
-	grouped kv.Grouped
-	readOnly     bool // Options.ReadOnly
+	grouped  kv.Grouped
+	readOnly bool // Options.ReadOnly
 	// db is the node's key-value store; local is the same store when it
 	// is Badger in this process (for what only that reports: levels,
 	// tables, value-log garbage collection).
