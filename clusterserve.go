@@ -371,6 +371,11 @@ func (h *clusterHandler) watch(ctx context.Context) {
 			if err := h.groups.startGroups(); err != nil && ctx.Err() == nil {
 				h.logger.Warn("starting this node's replicas of partition groups", "err", err)
 			}
+			if w := h.cur.Load(); w != nil {
+				if err := h.groups.maybeReconcile(w); err != nil && ctx.Err() == nil {
+					h.logger.Warn("splitting partition groups", "err", err)
+				}
+			}
 		}
 		w := h.cur.Load()
 		switch mine := ok && leader == h.self; {
@@ -421,6 +426,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 			return err
 		}
 		kvs = h.node.Routed(h.groups.route(w))
+		kvs.Gate = h.groups.gate
 		kvs.FenceGroup(dataGroup, fenceKey, claim)
 		w.kv = kvs
 		if err := h.groups.claim(bctx, w, h.groups.registry().all); err != nil {

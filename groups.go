@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/parsecdb/parsec/cluster"
 	"github.com/parsecdb/parsec/engine/kv"
@@ -37,9 +39,18 @@ import (
 // does not run yet when its catalog replica changes (startGroups), so a
 // group's three replicas start within moments of its registration.
 //
-// A group's range is fixed for its life: a partition map that changes
-// for a collection with groups (a split, sharding a collection that has
-// data) is refused for now.
+// A split is an entry in the group's own log: the writer, finding a
+// partition boundary of the collection's map inside a group's range
+// (reconcile), reserves the new group's id in the catalog
+// (m/gsplit/<parent:8>), commits the parent's narrowed range to the
+// parent (m/grange/<shardID:8> -> <min:8><max:8>, a key the group owns,
+// which its replicas observe as they apply it: from that entry on they
+// own the narrower range), then registers both ranges in the catalog.
+// The new group starts on the same replicas from the keys they already
+// hold: a node starts its replica of it once its replica of the parent
+// has applied the split. A writer that dies part way is followed by one
+// that finishes the split from what the catalog and the parent's range
+// say (reconcile again).
 
 var (
 	groupRegistryPrefix = []byte("m/group/")
@@ -61,13 +72,20 @@ type partitionGroup struct {
 	id       uint64
 	coll     uint32
 	min, max uint64
-	nodes    []uint64 // the members it was created with
+	// parent is the group this one was split from (0: none): a node
+	// starts its replica once its replica of the parent no longer owns
+	// min, so the parent's entries before the split all apply first.
+	parent uint64
+	nodes  []uint64 // the members it was created with
 }
+
+const groupEntryFixed = 4 + 8 + 8 + 8
 
 func (g partitionGroup) encode() []byte {
 	b := binary.BigEndian.AppendUint32(nil, g.coll)
 	b = binary.BigEndian.AppendUint64(b, g.min)
 	b = binary.BigEndian.AppendUint64(b, g.max)
+	b = binary.BigEndian.AppendUint64(b, g.parent)
 	for _, n := range g.nodes {
 		b = binary.BigEndian.AppendUint64(b, n)
 	}
@@ -75,14 +93,15 @@ func (g partitionGroup) encode() []byte {
 }
 
 func decodeGroup(key, v []byte) (partitionGroup, error) {
-	if len(key) != len(groupRegistryPrefix)+8 || len(v) < 20 || (len(v)-20)%8 != 0 {
+	if len(key) != len(groupRegistryPrefix)+8 || len(v) < groupEntryFixed || (len(v)-groupEntryFixed)%8 != 0 {
 		return partitionGroup{}, fmt.Errorf("group registry entry %x=%x is malformed", key, v)
 	}
 	g := partitionGroup{
 		id:   binary.BigEndian.Uint64(key[len(groupRegistryPrefix):]),
 		coll: binary.BigEndian.Uint32(v), min: binary.BigEndian.Uint64(v[4:]), max: binary.BigEndian.Uint64(v[12:]),
+		parent: binary.BigEndian.Uint64(v[20:]),
 	}
-	for rest := v[20:]; len(rest) > 0; rest = rest[8:] {
+	for rest := v[groupEntryFixed:]; len(rest) > 0; rest = rest[8:] {
 		g.nodes = append(g.nodes, binary.BigEndian.Uint64(rest))
 	}
 	return g, nil
@@ -129,23 +148,72 @@ func (r *registry) find(coll uint32, point uint64) (partitionGroup, bool) {
 
 // catalogOwns is the catalog group's share of the spans it shares.
 func catalogOwns(k, v []byte) bool {
-	if bytes.HasPrefix(k, groupFencePrefix) {
+	if bytes.HasPrefix(k, groupFencePrefix) || bytes.HasPrefix(k, groupRangePrefix) {
 		return false
 	}
 	o, err := store.OwnerOf(k, v)
 	return err == nil && o.Scope == store.ScopeCatalog
 }
 
-// owns is g's share.
-func (g partitionGroup) owns() func(k, v []byte) bool {
-	fence := groupFenceKey(g.id)
+var (
+	groupRangePrefix = []byte("m/grange/")
+	groupSplitPrefix = []byte("m/gsplit/")
+)
+
+func groupRangeKey(id uint64) []byte {
+	return binary.BigEndian.AppendUint64(bytes.Clone(groupRangePrefix), id)
+}
+
+func groupSplitKey(parent uint64) []byte {
+	return binary.BigEndian.AppendUint64(bytes.Clone(groupSplitPrefix), parent)
+}
+
+// groupRange is the points a group's replica on this node owns now: its
+// registered range, narrowed by the splits its log has applied.
+type groupRange struct {
+	id       uint64
+	coll     uint32
+	min, max atomic.Uint64
+}
+
+func newGroupRange(g partitionGroup) *groupRange {
+	r := &groupRange{id: g.id, coll: g.coll}
+	r.min.Store(g.min)
+	r.max.Store(g.max)
+	return r
+}
+
+// apply observes a write of the range key (cluster.GroupConfig.OnApply).
+func (r *groupRange) apply(_, v []byte) {
+	if len(v) == 16 {
+		r.min.Store(binary.BigEndian.Uint64(v))
+		r.max.Store(binary.BigEndian.Uint64(v[8:]))
+	}
+}
+
+// owns is the group's share of its spans, judged with lo..hi (nil: the
+// range as it is at each call).
+func (r *groupRange) owns(fixed *[2]uint64) func(k, v []byte) bool {
+	fence, rng := groupFenceKey(r.id), groupRangeKey(r.id)
 	return func(k, v []byte) bool {
-		if bytes.HasPrefix(k, groupFencePrefix) {
-			return bytes.Equal(k, fence)
+		if bytes.HasPrefix(k, groupFencePrefix) || bytes.HasPrefix(k, groupRangePrefix) {
+			return bytes.Equal(k, fence) || bytes.Equal(k, rng)
 		}
 		o, err := store.OwnerOf(k, v)
-		return err == nil && o.Scope == store.ScopePartition && o.Coll == g.coll && o.Point >= g.min && o.Point <= g.max
+		if err != nil || o.Scope != store.ScopePartition || o.Coll != r.coll {
+			return false
+		}
+		lo, hi := r.min.Load(), r.max.Load()
+		if fixed != nil {
+			lo, hi = fixed[0], fixed[1]
+		}
+		return o.Point >= lo && o.Point <= hi
 	}
+}
+
+// freeze is owns with the range as it is now.
+func (r *groupRange) freeze() func(k, v []byte) bool {
+	return r.owns(&[2]uint64{r.min.Load(), r.max.Load()})
 }
 
 // sharedSpans hold keys of the catalog and of every partition.
@@ -157,7 +225,7 @@ func collPrefix(tag byte, coll uint32) []byte {
 
 // spans are where g's keys can be: its documents' range, its
 // collection's counters, index entries and unique guards, the shared
-// spans, and its fence.
+// spans, its fence and its range.
 func (g partitionGroup) spans() []cluster.Span {
 	docs := cluster.Span{Start: binary.BigEndian.AppendUint64(collPrefix('d', g.coll), g.min)}
 	if g.max == ^uint64(0) {
@@ -170,6 +238,7 @@ func (g partitionGroup) spans() []cluster.Span {
 		cluster.PrefixSpan(collPrefix('x', g.coll)),
 		cluster.PrefixSpan(collPrefix('u', g.coll)),
 		cluster.PrefixSpan(groupFenceKey(g.id)),
+		cluster.PrefixSpan(groupRangeKey(g.id)),
 	}, sharedSpans...)
 }
 
@@ -182,15 +251,25 @@ func catalogGroupConfig(g cluster.GroupConfig) cluster.GroupConfig {
 }
 
 // groups is a node's partition groups: the registry as it last read it,
-// and (on the writer) the registration of new ones.
+// the ranges its replicas own, and (on the writer) the registration and
+// splitting of groups.
 type groups struct {
 	h  *clusterHandler
-	mu sync.Mutex // serialises startGroups and ensure
+	mu sync.Mutex // serialises startGroups, ensure and reconcile
 	// reg is the registry as last read or written (replaced whole).
 	reg   *registry
 	regMu sync.RWMutex
-	// seen is the catalog generation startGroups last read.
-	seen uint64
+	// ranges are this node's replicas' ranges, by group.
+	ranges sync.Map // uint64 -> *groupRange
+	// seen is the catalog generation startGroups last read; waiting says
+	// a split group waits for its parent's replica to apply the split.
+	seen    uint64
+	waiting bool
+	// reconciled is the catalog generation reconcile last finished at.
+	reconciled atomic.Uint64
+	// routing is held shared by every routed commit and exclusively by a
+	// split while it changes what owns what (cluster.Replicated.Gate).
+	routing sync.RWMutex
 }
 
 func (gs *groups) registry() *registry {
@@ -199,29 +278,74 @@ func (gs *groups) registry() *registry {
 	return gs.reg
 }
 
-// config is this node's replica of g: one of the members g was created
-// with, or one added since (Join).
-func (gs *groups) config(g partitionGroup) cluster.GroupConfig {
-	cfg := cluster.GroupConfig{ShardID: g.id, ReplicaID: gs.h.self, Spans: g.spans(), Owns: g.owns()}
-	if !slices.Contains(g.nodes, gs.h.self) {
+func (gs *groups) setRegistry(r *registry) {
+	gs.regMu.Lock()
+	gs.reg = r
+	gs.regMu.Unlock()
+}
+
+func (gs *groups) rangeOf(id uint64) *groupRange {
+	if r, ok := gs.ranges.Load(id); ok {
+		return r.(*groupRange)
+	}
+	return nil
+}
+
+// gate is the routed store's commit gate.
+func (gs *groups) gate() func() {
+	gs.routing.RLock()
+	return gs.routing.RUnlock
+}
+
+// start starts this node's replica of g: one of the members g was
+// created with, or one added since (Join).
+func (gs *groups) start(g partitionGroup) error {
+	r := newGroupRange(g)
+	cfg := cluster.GroupConfig{ShardID: g.id, ReplicaID: gs.h.self, Spans: g.spans(),
+		Owns: r.owns(nil), Freeze: r.freeze, Observe: groupRangeKey(g.id), OnApply: r.apply}
+	if slices.Contains(g.nodes, gs.h.self) {
+		raft := gs.h.view.Load().raft
+		cfg.Members = map[uint64]string{}
+		for _, n := range g.nodes {
+			cfg.Members[n] = raft[n]
+		}
+	} else {
 		cfg.Join = true
-		return cfg
 	}
-	raft := gs.h.view.Load().raft
-	cfg.Members = map[uint64]string{}
-	for _, n := range g.nodes {
-		cfg.Members[n] = raft[n]
+	gs.ranges.Store(g.id, r)
+	if err := gs.h.node.StartGroup(cfg); err != nil {
+		gs.ranges.Delete(g.id)
+		return err
 	}
-	return cfg
+	if g.parent != 0 {
+		go gs.compact(g.id)
+	}
+	return nil
+}
+
+// compact makes this node's replica of a group split from another start
+// its log with a snapshot, once the replica runs (CompactGroup).
+func (gs *groups) compact(id uint64) {
+	for try := 0; try < 50; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := gs.h.node.CompactGroup(ctx, id)
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	gs.h.logger.Warn("no snapshot of a split group's replica: a replica added to it later replays its log", "group", id)
 }
 
 // startGroups starts this node's replica of every registered group it
-// does not run yet, when the catalog changed since it last looked.
+// does not run yet, when the catalog changed since it last looked (or a
+// split group waits for its parent).
 func (gs *groups) startGroups() error {
 	gen := gs.h.node.Generation(dataGroup)
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	if gen == gs.seen && gs.reg != nil {
+	if gen == gs.seen && gs.reg != nil && !gs.waiting {
 		return nil
 	}
 	kvs, err := gs.h.node.KV(dataGroup)
@@ -232,18 +356,23 @@ func (gs *groups) startGroups() error {
 	if err := kvs.View(func(t kv.Txn) error { reg, err = readRegistry(t); return err }); err != nil {
 		return err
 	}
-	for _, g := range reg.all {
+	waiting := false
+	for _, g := range reg.all { // parents before the groups split from them
 		if gs.h.node.Started(g.id) {
 			continue
 		}
-		if err := gs.h.node.StartGroup(gs.config(g)); err != nil {
+		if g.parent != 0 {
+			if p := gs.rangeOf(g.parent); p == nil || p.max.Load() >= g.min {
+				waiting = true // the parent's replica here has not applied the split yet
+				continue
+			}
+		}
+		if err := gs.start(g); err != nil {
 			return err
 		}
 	}
-	gs.regMu.Lock()
-	gs.reg = reg
-	gs.regMu.Unlock()
-	gs.seen = gen
+	gs.setRegistry(reg)
+	gs.seen, gs.waiting = gen, waiting
 	return nil
 }
 
@@ -254,8 +383,10 @@ func (gs *groups) route(w *writer) cluster.Route {
 		if len(key) > 0 && key[0] == 'x' && len(value) < 8 {
 			return 0, false, nil // an index entry is judged by its value
 		}
-		if bytes.HasPrefix(key, groupFencePrefix) && len(key) == len(groupFencePrefix)+8 {
-			return binary.BigEndian.Uint64(key[len(groupFencePrefix):]), true, nil
+		for _, p := range [][]byte{groupFencePrefix, groupRangePrefix} {
+			if bytes.HasPrefix(key, p) && len(key) == len(p)+8 {
+				return binary.BigEndian.Uint64(key[len(p):]), true, nil
+			}
 		}
 		o, err := store.OwnerOf(key, value)
 		if err != nil {
@@ -279,8 +410,39 @@ func (gs *groups) route(w *writer) cluster.Route {
 	}
 }
 
-// ensure registers, starts and claims the groups of collection coll's
-// partitions, and returns the one holding point.
+// catalogTxn runs fn in a transaction of the catalog group fenced by w's
+// claim (not through the routed store, whose commits a split holds back).
+func (gs *groups) catalogTxn(w *writer, fn func(kv.Txn) error) error {
+	kvs, err := gs.h.node.KV(dataGroup)
+	if err != nil {
+		return err
+	}
+	kvs.Fence(fenceKey, w.claim)
+	tx := kvs.NewTransaction(true)
+	defer tx.Discard()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// nextGroupIDs hands out n new group ids in tx.
+func nextGroupIDs(tx kv.Txn, n int) (uint64, error) {
+	var seq uint64
+	if item, err := tx.Get(groupSeqKey); err == nil {
+		if err := item.Value(func(v []byte) error { seq = binary.BigEndian.Uint64(v); return nil }); err != nil {
+			return 0, err
+		}
+	} else if !errors.Is(err, kv.ErrNotFound) {
+		return 0, err
+	}
+	seq = max(seq, dataGroup)
+	return seq + 1, tx.Set(groupSeqKey, binary.BigEndian.AppendUint64(nil, seq+uint64(n)))
+}
+
+// ensure registers, starts and claims groups for the points of
+// collection coll's partitions that no group holds, and returns the one
+// holding point.
 func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, error) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
@@ -295,60 +457,43 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 	if c == nil {
 		return partitionGroup{}, fmt.Errorf("collection %d has no groups and no longer exists", coll)
 	}
-	have := gs.registry().byColl[coll]
+	reg := gs.registry()
 	var added []partitionGroup
-	tx := w.kv.NewTransaction(true)
-	defer tx.Discard()
-	var seq uint64
-	if item, err := tx.Get(groupSeqKey); err == nil {
-		if err := item.Value(func(v []byte) error { seq = binary.BigEndian.Uint64(v); return nil }); err != nil {
-			return partitionGroup{}, err
-		}
-	} else if !errors.Is(err, kv.ErrNotFound) {
-		return partitionGroup{}, err
-	}
-	seq = max(seq, dataGroup)
-	for _, p := range c.Map().Partitions() {
-		exact := false
-		for _, g := range have {
+	nodes := slices.Sorted(maps.Keys(gs.h.view.Load().raft))
+	err := gs.catalogTxn(w, func(tx kv.Txn) error {
+		added = added[:0]
+		var todo []partitionGroup
+		for _, p := range c.Map().Partitions() {
+			_, lo := reg.find(coll, p.Min)
+			_, hi := reg.find(coll, p.Max)
 			switch {
-			case g.min == p.Min && g.max == p.Max:
-				exact = true
-			case g.min <= p.Max && p.Min <= g.max:
-				return partitionGroup{}, fmt.Errorf("collection %s's partition [%#x, %#x] overlaps its group %d [%#x, %#x]: changing a partition map of a collection with groups (a split) is not available yet with --partition-groups",
-					c.Namespace(), p.Min, p.Max, g.id, g.min, g.max)
+			case lo && hi:
+				continue
+			case lo || hi:
+				return fmt.Errorf("collection %s's partition [%#x, %#x] is held by its groups in part", c.Namespace(), p.Min, p.Max)
 			}
+			todo = append(todo, partitionGroup{coll: coll, min: p.Min, max: p.Max, nodes: nodes})
 		}
-		if exact {
-			continue
+		first, err := nextGroupIDs(tx, len(todo))
+		if err != nil {
+			return err
 		}
-		seq++
-		g := partitionGroup{id: seq, coll: coll, min: p.Min, max: p.Max, nodes: slices.Sorted(maps.Keys(gs.h.view.Load().raft))}
-		if err := tx.Set(groupKey(g.id), g.encode()); err != nil {
-			return partitionGroup{}, err
+		for i, g := range todo {
+			g.id = first + uint64(i)
+			if err := tx.Set(groupKey(g.id), g.encode()); err != nil {
+				return err
+			}
+			added = append(added, g)
 		}
-		added = append(added, g)
-	}
-	if err := tx.Set(groupSeqKey, binary.BigEndian.AppendUint64(nil, seq)); err != nil {
-		return partitionGroup{}, err
-	}
-	if err := tx.Commit(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return partitionGroup{}, fmt.Errorf("registering collection %s's groups: %w", c.Namespace(), err)
 	}
-	reg := &registry{byColl: map[uint32][]partitionGroup{}}
-	old := gs.registry()
-	reg.all = append(slices.Clone(old.all), added...)
-	for _, g := range reg.all {
-		reg.byColl[g.coll] = append(reg.byColl[g.coll], g)
-	}
-	for _, l := range reg.byColl {
-		sort.Slice(l, func(i, j int) bool { return l[i].min < l[j].min })
-	}
-	gs.regMu.Lock()
-	gs.reg = reg
-	gs.regMu.Unlock()
+	next := reg.with(added...)
+	gs.setRegistry(next)
 	for _, g := range added {
-		if err := gs.h.node.StartGroup(gs.config(g)); err != nil {
+		if err := gs.start(g); err != nil {
 			return partitionGroup{}, err
 		}
 	}
@@ -357,29 +502,49 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 	if err := gs.claim(ctx, w, added); err != nil {
 		return partitionGroup{}, err
 	}
-	g, ok := reg.find(coll, point)
+	g, ok := next.find(coll, point)
 	if !ok {
 		return partitionGroup{}, fmt.Errorf("collection %s has no partition holding point %#x", c.Namespace(), point)
 	}
 	return g, nil
 }
 
+// with is r with groups replaced or added (by id).
+func (r *registry) with(gs ...partitionGroup) *registry {
+	out := &registry{byColl: map[uint32][]partitionGroup{}}
+	byID := map[uint64]partitionGroup{}
+	for _, g := range r.all {
+		byID[g.id] = g
+	}
+	for _, g := range gs {
+		byID[g.id] = g
+	}
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		g := byID[id]
+		out.all = append(out.all, g)
+		out.byColl[g.coll] = append(out.byColl[g.coll], g)
+	}
+	for _, l := range out.byColl {
+		sort.Slice(l, func(i, j int) bool { return l[i].min < l[j].min })
+	}
+	return out
+}
+
 // claimTimeout bounds the claims of new groups, which wait for their
 // first election.
-const claimTimeout = 15_000_000_000 // 15 s
+const claimTimeout = 15 * time.Second
 
 // claim makes w the writer of every group in list, in parallel: its
 // claim is committed in each, and its commits to each are fenced by it.
 func (gs *groups) claim(ctx context.Context, w *writer, list []partitionGroup) error {
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
-	value := w.claim
 	for i, g := range list {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = w.kv.ClaimGroup(ctx, g.id, groupFenceKey(g.id), value); errs[i] == nil {
-				w.kv.FenceGroup(g.id, groupFenceKey(g.id), value)
+			if errs[i] = w.kv.ClaimGroup(ctx, g.id, groupFenceKey(g.id), w.claim); errs[i] == nil {
+				w.kv.FenceGroup(g.id, groupFenceKey(g.id), w.claim)
 				// Leading the group saves each commit a hop; dragonboat
 				// forwards proposals to a leader elsewhere meanwhile.
 				_ = gs.h.node.TransferLeader(g.id, gs.h.self)
@@ -402,4 +567,160 @@ func (gs *groups) forEachGroup(fn func(shardID uint64) error) error {
 		}
 	}
 	return nil
+}
+
+// maybeReconcile reconciles when the catalog changed since the last
+// time (or it failed).
+func (gs *groups) maybeReconcile(w *writer) error {
+	gen := gs.h.node.Generation(dataGroup)
+	if gen == gs.reconciled.Load() {
+		return nil
+	}
+	if err := gs.reconcile(w); err != nil {
+		return err
+	}
+	gs.reconciled.Store(gen)
+	return nil
+}
+
+// reconcile splits, on the writer, every group whose range holds a
+// boundary of its collection's partition map, and finishes the splits a
+// writer before it left part way.
+func (gs *groups) reconcile(w *writer) error {
+	st := w.open.Load()
+	if st == nil {
+		return nil
+	}
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	for _, g := range gs.registry().all {
+		if err := gs.finishSplit(w, g); err != nil {
+			return err
+		}
+	}
+	for {
+		split := false
+		for _, g := range gs.registry().all {
+			c := st.CollectionByID(g.coll)
+			if c == nil {
+				continue
+			}
+			for _, p := range c.Map().Partitions() {
+				if p.Min > g.min && p.Min <= g.max {
+					if err := gs.split(w, g, p.Min); err != nil {
+						return err
+					}
+					split = true
+					break
+				}
+			}
+			if split {
+				break
+			}
+		}
+		if !split {
+			return nil
+		}
+	}
+}
+
+// pendingSplit is a split reserved in the catalog: its new group's id
+// and first point.
+func (gs *groups) pendingSplit(parent uint64) (child, at uint64, ok bool, err error) {
+	kvs, err := gs.h.node.KV(dataGroup)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	err = kvs.View(func(t kv.Txn) error {
+		item, err := t.Get(groupSplitKey(parent))
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) != 16 {
+				return fmt.Errorf("split record of group %d is malformed", parent)
+			}
+			child, at, ok = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), true
+			return nil
+		})
+	})
+	return child, at, ok, err
+}
+
+// split divides g at point at: [g.min, at-1] stays g's, [at, g.max] is a
+// new group's.
+func (gs *groups) split(w *writer, g partitionGroup, at uint64) error {
+	start := time.Now()
+	var child uint64
+	err := gs.catalogTxn(w, func(tx kv.Txn) error {
+		id, err := nextGroupIDs(tx, 1)
+		if err != nil {
+			return err
+		}
+		child = id
+		return tx.Set(groupSplitKey(g.id), binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, id), at))
+	})
+	if err != nil {
+		return fmt.Errorf("reserving the split of group %d: %w", g.id, err)
+	}
+	if err := gs.finishSplit(w, g); err != nil {
+		return err
+	}
+	gs.h.logger.Info("partition group split", "group", g.id, "new_group", child, "at", fmt.Sprintf("%#x", at), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// finishSplit completes a split of g reserved in the catalog, from
+// wherever it stopped: the parent's narrowed range committed in its own
+// log, then both ranges in the registry, then the new group started and
+// claimed.
+func (gs *groups) finishSplit(w *writer, g partitionGroup) error {
+	child, at, ok, err := gs.pendingSplit(g.id)
+	if err != nil || !ok {
+		return err
+	}
+	r := gs.rangeOf(g.id)
+	if r == nil {
+		return fmt.Errorf("group %d is not started on the writer", g.id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+	defer cancel()
+	gs.routing.Lock() // no commit is routed while what owns what changes
+	if r.max.Load() >= at {
+		b := cluster.NewBatch()
+		b.Expect(groupFenceKey(g.id), w.claim)
+		b.Put(groupRangeKey(g.id), binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, g.min), at-1))
+		if err := gs.h.node.Propose(ctx, g.id, b); err != nil {
+			gs.routing.Unlock()
+			return fmt.Errorf("splitting group %d: %w", g.id, err)
+		}
+	}
+	left := g
+	left.max = at - 1
+	right := partitionGroup{id: child, coll: g.coll, min: at, max: g.max, parent: g.id, nodes: g.nodes}
+	err = gs.catalogTxn(w, func(tx kv.Txn) error {
+		if err := tx.Set(groupKey(left.id), left.encode()); err != nil {
+			return err
+		}
+		if err := tx.Set(groupKey(right.id), right.encode()); err != nil {
+			return err
+		}
+		return tx.Delete(groupSplitKey(g.id))
+	})
+	if err == nil {
+		gs.setRegistry(gs.registry().with(left, right))
+	}
+	gs.routing.Unlock()
+	if err != nil {
+		return fmt.Errorf("registering the split of group %d: %w", g.id, err)
+	}
+	if !gs.h.node.Started(right.id) {
+		if err := gs.start(right); err != nil {
+			return err
+		}
+	}
+	return gs.claim(ctx, w, []partitionGroup{right})
 }

@@ -45,6 +45,12 @@ type Replicated struct {
 	route       Route
 	fenceMu     sync.Mutex
 	groupFences map[uint64]fence
+	// Gate, when set on a routed store, is held from routing a commit to
+	// its proposal's end (release): what changes routing (a split)
+	// waits for commits in flight and holds new ones back. Route is
+	// called once before it too, and may then take locks the holder of
+	// the gate's exclusive side takes.
+	Gate func() (release func())
 	// OnFenced, when set, is called (once per commit that finds it) when
 	// a commit fails because another writer's claim replaced the fence,
 	// before the commit returns kv.ErrFenced.
@@ -346,6 +352,14 @@ func (t *kvTxn) Commit() error {
 	}
 	group := t.k.shardID
 	if t.k.route != nil {
+		// Routing first outside the gate (it may register groups), then
+		// again inside it, where no split changes the answer.
+		if _, err := t.target(); err != nil {
+			return err
+		}
+		if t.k.Gate != nil {
+			defer t.k.Gate()()
+		}
 		var err error
 		if group, err = t.target(); err != nil {
 			return err
@@ -574,66 +588,60 @@ const kvBatchBytes = 1 << 20
 
 type kvBatch struct {
 	k *Replicated
-	b *Batch // an unrouted store's
-	// groups are a routed store's batches, by group.
-	groups map[uint64]*Batch
-}
-
-func (w *kvBatch) batch(key, value []byte, deleted bool) (*Batch, error) {
-	if w.k.route == nil {
-		return w.b, nil
-	}
-	g, known, err := w.k.routeWrite(key, value, deleted)
-	if err != nil || !known {
-		return nil, err
-	}
-	if w.groups == nil {
-		w.groups = map[uint64]*Batch{}
-	}
-	b := w.groups[g]
-	if b == nil {
-		b = NewBatch()
-		w.groups[g] = b
-	}
-	return b, nil
+	b *Batch // the writes so far; a routed store's are routed at Flush
 }
 
 func (w *kvBatch) Set(key, value []byte) error {
-	b, err := w.batch(key, value, false)
-	if err != nil {
-		return err
-	}
-	if b == nil {
-		return fmt.Errorf("cluster: no group keeps key %q", key)
-	}
-	b.Put(key, value)
-	return w.maybeFlush(b)
+	w.b.Put(key, value)
+	return w.maybeFlush()
 }
 
 func (w *kvBatch) Delete(key []byte) error {
-	b, err := w.batch(key, nil, true)
-	if err != nil || b == nil {
-		return err // nil batch: the key is not there
-	}
-	b.Delete(key)
-	return w.maybeFlush(b)
+	w.b.Delete(key)
+	return w.maybeFlush()
 }
 
-func (w *kvBatch) maybeFlush(b *Batch) error {
-	if len(b.Encoded()) < kvBatchBytes {
+func (w *kvBatch) maybeFlush() error {
+	if len(w.b.Encoded()) < kvBatchBytes {
 		return nil
 	}
 	return w.Flush()
 }
 
 func (w *kvBatch) Flush() error {
-	if w.k.route == nil {
-		b := w.b
-		w.b = NewBatch()
-		return w.flush(w.k.shardID, b)
+	collected := w.b
+	w.b = NewBatch()
+	if collected.Len() == 0 {
+		return nil
 	}
-	groups := w.groups
-	w.groups = nil
+	ops, err := DecodeBatch(collected.Encoded())
+	if err != nil {
+		return err
+	}
+	if w.k.route == nil {
+		return w.flush(w.k.shardID, ops)
+	}
+	for _, op := range ops { // outside the gate: routing may register groups
+		if _, _, err := w.k.routeWrite(op.Key, op.Value, op.Kind == OpDelete); err != nil {
+			return err
+		}
+	}
+	if w.k.Gate != nil {
+		defer w.k.Gate()()
+	}
+	groups := map[uint64][]Op{}
+	for _, op := range ops {
+		g, known, err := w.k.routeWrite(op.Key, op.Value, op.Kind == OpDelete)
+		switch {
+		case err != nil:
+			return err
+		case known:
+			groups[g] = append(groups[g], op)
+		case op.Kind != OpDelete:
+			return fmt.Errorf("cluster: no group keeps key %q", op.Key)
+		}
+		// An unknown delete deletes nothing: the key is not there.
+	}
 	ids := make([]uint64, 0, len(groups))
 	for g := range groups {
 		ids = append(ids, g)
@@ -647,17 +655,10 @@ func (w *kvBatch) Flush() error {
 	return nil
 }
 
-func (w *kvBatch) flush(group uint64, collected *Batch) error {
-	if collected.Len() == 0 {
-		return nil
-	}
+// flush proposes ops to group, guarded by its fence.
+func (w *kvBatch) flush(group uint64, ops []Op) error {
 	b := NewBatch()
 	w.k.guard(group, b)
-	// The guard goes first: re-encode the collected writes after it.
-	ops, err := DecodeBatch(collected.Encoded())
-	if err != nil {
-		return err
-	}
 	for _, op := range ops {
 		if op.Kind == OpDelete {
 			b.Delete(op.Key)
@@ -668,4 +669,4 @@ func (w *kvBatch) flush(group uint64, collected *Batch) error {
 	return w.k.propose(group, b)
 }
 
-func (w *kvBatch) Cancel() { w.b, w.groups = NewBatch(), nil }
+func (w *kvBatch) Cancel() { w.b = NewBatch() }

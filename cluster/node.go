@@ -58,6 +58,19 @@ type GroupConfig struct {
 	// groups sharing a span must accept disjoint keys and must depend on
 	// nothing but their arguments, so that every replica judges alike.
 	Owns func(key, value []byte) bool
+	// Observe, when set, is a key prefix whose writes the group reports
+	// to OnApply (value nil: deleted), in log order, each once the entry
+	// writing it is committed to Badger and before the next entry is
+	// applied; and once per key under it at every start and after every
+	// snapshot restore, from Badger. State that Owns depends on (a
+	// range that a split narrows) lives in such keys, so that every
+	// replica judges each entry with the state the entries before it left.
+	Observe []byte
+	OnApply func(key, value []byte)
+	// Freeze, when set, is Owns as it judges now, unchanged by later
+	// entries: what a snapshot, whose point is fixed before it is
+	// written while entries go on applying, filters its keys with.
+	Freeze func() func(key, value []byte) bool
 	// ElectionRTT and HeartbeatRTT are in RTTs; 0 means 20 and 2 (with
 	// the default RTT, a heartbeat every 20 ms and an election after
 	// 200-400 ms of silence: slack for a loaded machine's scheduling).
@@ -201,7 +214,8 @@ func (n *Node) StartGroup(g GroupConfig) error {
 		Quiesce:            g.Quiesce,
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
-		m := &StateMachine{db: n.db, shardID: shardID, spans: spans, owns: g.Owns, watch: rep.watch, gen: &rep.gen}
+		m := &StateMachine{db: n.db, shardID: shardID, spans: spans, owns: g.Owns, watch: rep.watch, gen: &rep.gen,
+			observe: bytes.Clone(g.Observe), onApply: g.OnApply, freeze: g.Freeze}
 		rep.gen.Add(1) // a new instance: what it opens may differ
 		n.mu.Lock()
 		rep.sm = m
@@ -536,4 +550,16 @@ func (n *Node) Started(shardID uint64) bool {
 // happen, and nothing waits for it).
 func (n *Node) TransferLeader(shardID, replicaID uint64) error {
 	return n.nh.RequestLeaderTransfer(shardID, replicaID)
+}
+
+// CompactGroup takes a snapshot of this node's replica of group shardID
+// and compacts its log up to it: a replica added later, or one that lost
+// its state, then starts from a snapshot rather than the log's first
+// entry. (A group split from another starts from keys its replicas
+// already hold, which its log does not contain.)
+func (n *Node) CompactGroup(ctx context.Context, shardID uint64) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	_, err := n.nh.SyncRequestSnapshot(ctx, shardID, dragonboat.SnapshotOption{OverrideCompactionOverhead: true, CompactionOverhead: 0})
+	return err
 }

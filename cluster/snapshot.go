@@ -31,11 +31,16 @@ const (
 type snapshotPoint struct {
 	txn     *badger.Txn
 	applied uint64
+	owns    func(k, v []byte) bool // the group's ownership at the point
 }
 
 // PrepareSnapshot fixes the snapshot point.
 func (m *StateMachine) PrepareSnapshot() (interface{}, error) {
-	return &snapshotPoint{txn: m.db.NewTransaction(false), applied: m.applied.Load()}, nil
+	owns := m.owns
+	if m.freeze != nil {
+		owns = m.freeze()
+	}
+	return &snapshotPoint{txn: m.db.NewTransaction(false), applied: m.applied.Load(), owns: owns}, nil
 }
 
 // SaveSnapshot streams the group's spans as of the prepared point.
@@ -60,7 +65,7 @@ func (m *StateMachine) SaveSnapshot(ctx interface{}, w io.Writer, stop <-chan st
 	var count uint64
 	var rec []byte
 	var werr error
-	err := m.scan(p.txn, nil, nil, func(k, v []byte) bool {
+	err := m.scanOwned(p.txn, p.owns, nil, nil, func(k, v []byte) bool {
 		if count%1024 == 0 {
 			select {
 			case <-stop:
@@ -168,6 +173,9 @@ func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) er
 		return err
 	}
 	m.applied.Store(applied)
+	if err := m.loadObserved(); err != nil {
+		return err
+	}
 	if m.gen != nil {
 		m.gen.Add(1)
 	}

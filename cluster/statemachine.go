@@ -42,6 +42,12 @@ type StateMachine struct {
 	watch   []byte
 	gen     *atomic.Uint64
 	watched bool
+	// observe and onApply are GroupConfig's Observe and OnApply;
+	// observed holds the observed writes of the entry being applied.
+	observe  []byte
+	onApply  func(key, value []byte)
+	observed []KV
+	freeze   func() func(key, value []byte) bool
 
 	// applied is the last index in Badger; only the serialised methods
 	// write it.
@@ -129,10 +135,32 @@ func (m *StateMachine) Open(stop <-chan struct{}) (uint64, error) {
 		applied = 0
 	}
 	m.applied.Store(applied)
+	if err := m.loadObserved(); err != nil {
+		return 0, fmt.Errorf("open group %d: %w", m.shardID, err)
+	}
 	m.mu.Lock()
 	m.stats.OpenIndex = applied
 	m.mu.Unlock()
 	return applied, nil
+}
+
+// loadObserved reports every key under the Observe prefix to OnApply.
+func (m *StateMachine) loadObserved() error {
+	if m.onApply == nil || len(m.observe) == 0 {
+		return nil
+	}
+	return m.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: m.observe})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			m.onApply(it.Item().KeyCopy(nil), v)
+		}
+		return nil
+	})
 }
 
 // Update applies entries in as few Badger commits as fit: each commit
@@ -154,6 +182,7 @@ func (m *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 	txn := m.db.NewTransaction(true)
 	defer txn.Discard()
+	m.observed = m.observed[:0]
 	var rejected int64
 	for i := range entries {
 		e := &entries[i]
@@ -180,6 +209,12 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 			rejected++
 		}
 		e.Result = r
+		if len(m.observed) > 0 {
+			// Observed state changed: the entries after this one are
+			// judged with it, so the commit ends here.
+			entries = entries[:i+1]
+			break
+		}
 	}
 	last := entries[len(entries)-1].Index
 	err := txn.Set(appliedKey(m.shardID), binary.BigEndian.AppendUint64(nil, last))
@@ -194,6 +229,10 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 		return 0, err
 	}
 	m.applied.Store(last)
+	for _, o := range m.observed {
+		m.onApply(o.Key, o.Value)
+	}
+	m.observed = m.observed[:0]
 	if m.watched && m.gen != nil {
 		m.gen.Add(1)
 	}
@@ -302,6 +341,13 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 		w := overlay[k]
 		if w.written && len(m.watch) > 0 && strings.HasPrefix(k, string(m.watch)) {
 			m.watched = true
+		}
+		if w.written && m.onApply != nil && len(m.observe) > 0 && strings.HasPrefix(k, string(m.observe)) {
+			var v []byte
+			if w.exists {
+				v = bytes.Clone(w.value)
+			}
+			m.observed = append(m.observed, KV{Key: []byte(k), Value: v})
 		}
 		switch {
 		case !w.written:
@@ -425,6 +471,11 @@ func (m *StateMachine) Lookup(q interface{}) (interface{}, error) {
 // scan visits the group's keys in [start, end) (nil end: no bound) in key
 // order, copies handed to fn, until fn returns false.
 func (m *StateMachine) scan(txn *badger.Txn, start, end []byte, fn func(k, v []byte) bool) error {
+	return m.scanOwned(txn, m.owns, start, end, fn)
+}
+
+// scanOwned is scan judging ownership with owns (nil: every key).
+func (m *StateMachine) scanOwned(txn *badger.Txn, owns func(k, v []byte) bool, start, end []byte, fn func(k, v []byte) bool) error {
 	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
 	defer it.Close()
 	first := sort.Search(len(m.spans), func(i int) bool { return bytes.Compare(m.spans[i].End, start) > 0 })
@@ -451,7 +502,7 @@ func (m *StateMachine) scan(txn *badger.Txn, start, end []byte, fn func(k, v []b
 			if err != nil {
 				return err
 			}
-			if m.owns != nil && !m.owns(item.Key(), v) {
+			if owns != nil && !owns(item.Key(), v) {
 				continue
 			}
 			if !fn(item.KeyCopy(nil), v) {
