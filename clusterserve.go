@@ -463,6 +463,16 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 // client port (a node that does not answer is reported unhealthy).
 func (h *clusterHandler) status(ctx context.Context, term uint64) engine.ClusterStatus {
 	st := engine.ClusterStatus{NodeID: h.self, Term: term, Group: dataGroup}
+	if h.groups != nil {
+		st.Groups = []engine.GroupStatus{}
+		for _, g := range h.groups.registry().all {
+			gs := engine.GroupStatus{ID: g.id, Coll: g.coll, Min: g.min, Max: g.max}
+			if leader, _, ok := h.node.LeaderTerm(g.id); ok {
+				gs.Leader = leader
+			}
+			st.Groups = append(st.Groups, gs)
+		}
+	}
 	v := h.view.Load()
 	ids := slices.Sorted(maps.Keys(v.clients))
 	st.Members = make([]engine.MemberStatus, len(ids))
@@ -472,44 +482,60 @@ func (h *clusterHandler) status(ctx context.Context, term uint64) engine.Cluster
 		*m = engine.MemberStatus{ID: id, Host: v.clients[id], RaftAddress: v.raft[id], Self: id == h.self, Writer: id == h.self}
 		if m.Self {
 			m.Healthy, m.Applied = true, h.node.Applied(dataGroup)
+			if h.groups != nil {
+				m.Groups = h.groups.applied()
+			}
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			applied, err := helloApplied(ctx, m.Host)
+			applied, groups, err := helloApplied(ctx, m.Host)
 			if err != nil {
 				m.Err = err.Error()
 				return
 			}
-			m.Healthy, m.Applied = true, applied
+			m.Healthy, m.Applied, m.Groups = true, applied, groups
 		}()
 	}
 	wg.Wait()
 	return st
 }
 
-// helloApplied asks a standby for its replica's applied index.
-func helloApplied(ctx context.Context, addr string) (uint64, error) {
+// helloApplied asks a standby for its replicas' applied indexes: the
+// catalog's (or the one group's), and each partition group's.
+func helloApplied(ctx context.Context, addr string) (uint64, map[uint64]uint64, error) {
 	up, err := dialUpstream(ctx, addr)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer up.close()
 	body, err := bson.Marshal(bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"}})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	reply, err := up.roundTrip(ctx, &wire.Request{OpCode: wire.OpMsg, Body: body})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	v, err := bsoncore.Document(reply).LookupErr("raftAppliedIndex")
 	if err != nil {
-		return 0, fmt.Errorf("%s did not say what it applied", addr)
+		return 0, nil, fmt.Errorf("%s did not say what it applied", addr)
 	}
 	n, _ := v.AsInt64OK()
-	return uint64(n), nil
+	groups := map[uint64]uint64{}
+	if gv, err := bsoncore.Document(reply).LookupErr("raftGroups"); err == nil {
+		if elems, err := gv.Document().Elements(); err == nil {
+			for _, e := range elems {
+				id, perr := strconv.ParseUint(e.Key(), 10, 64)
+				a, ok := e.Value().AsInt64OK()
+				if perr == nil && ok {
+					groups[id] = uint64(a)
+				}
+			}
+		}
+	}
+	return uint64(n), groups, nil
 }
 
 // depose stops serving through w at once (its commits are fenced off);
@@ -641,6 +667,9 @@ func (cc *clusterConn) standby(ctx context.Context, req *wire.Request) []byte {
 		s.Primary = *p
 	}
 	s.Applied = cc.h.node.Applied(dataGroup)
+	if cc.h.groups != nil {
+		s.Groups = cc.h.groups.applied()
+	}
 	if s.Primary == "" && req.OpCode == wire.OpMsg && req.Err == nil && !engine.StandbyAnswers(req.Body) {
 		// No writer known yet (an election, or this node just started):
 		// wait a little for one rather than fail the command at once.

@@ -76,16 +76,21 @@ type partitionGroup struct {
 	// starts its replica once its replica of the parent no longer owns
 	// min, so the parent's entries before the split all apply first.
 	parent uint64
-	nodes  []uint64 // the members it was created with
+	// born is the range it was created with: its spans (every replica's
+	// alike, whenever it starts), which its splits never change.
+	born  [2]uint64
+	nodes []uint64 // the members it was created with
 }
 
-const groupEntryFixed = 4 + 8 + 8 + 8
+const groupEntryFixed = 4 + 8 + 8 + 8 + 16
 
 func (g partitionGroup) encode() []byte {
 	b := binary.BigEndian.AppendUint32(nil, g.coll)
 	b = binary.BigEndian.AppendUint64(b, g.min)
 	b = binary.BigEndian.AppendUint64(b, g.max)
 	b = binary.BigEndian.AppendUint64(b, g.parent)
+	b = binary.BigEndian.AppendUint64(b, g.born[0])
+	b = binary.BigEndian.AppendUint64(b, g.born[1])
 	for _, n := range g.nodes {
 		b = binary.BigEndian.AppendUint64(b, n)
 	}
@@ -100,6 +105,7 @@ func decodeGroup(key, v []byte) (partitionGroup, error) {
 		id:   binary.BigEndian.Uint64(key[len(groupRegistryPrefix):]),
 		coll: binary.BigEndian.Uint32(v), min: binary.BigEndian.Uint64(v[4:]), max: binary.BigEndian.Uint64(v[12:]),
 		parent: binary.BigEndian.Uint64(v[20:]),
+		born:   [2]uint64{binary.BigEndian.Uint64(v[28:]), binary.BigEndian.Uint64(v[36:])},
 	}
 	for rest := v[groupEntryFixed:]; len(rest) > 0; rest = rest[8:] {
 		g.nodes = append(g.nodes, binary.BigEndian.Uint64(rest))
@@ -223,15 +229,15 @@ func collPrefix(tag byte, coll uint32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{tag, '/'}, coll)
 }
 
-// spans are where g's keys can be: its documents' range, its
-// collection's counters, index entries and unique guards, the shared
-// spans, its fence and its range.
+// spans are where g's keys can be: the documents of the range it was
+// created with, its collection's counters, index entries and unique
+// guards, the shared spans, its fence and its range.
 func (g partitionGroup) spans() []cluster.Span {
-	docs := cluster.Span{Start: binary.BigEndian.AppendUint64(collPrefix('d', g.coll), g.min)}
-	if g.max == ^uint64(0) {
+	docs := cluster.Span{Start: binary.BigEndian.AppendUint64(collPrefix('d', g.coll), g.born[0])}
+	if g.born[1] == ^uint64(0) {
 		docs.End = cluster.PrefixSpan(collPrefix('d', g.coll)).End
 	} else {
-		docs.End = binary.BigEndian.AppendUint64(collPrefix('d', g.coll), g.max+1)
+		docs.End = binary.BigEndian.AppendUint64(collPrefix('d', g.coll), g.born[1]+1)
 	}
 	return append([]cluster.Span{docs,
 		cluster.PrefixSpan(collPrefix('c', g.coll)),
@@ -265,6 +271,9 @@ type groups struct {
 	// a split group waits for its parent's replica to apply the split.
 	seen    uint64
 	waiting bool
+	// unclaimed are groups the writer started but has not claimed yet:
+	// a commit routed to one waits for its channel to close.
+	unclaimed sync.Map // uint64 -> chan struct{}
 	// reconciled is the catalog generation reconcile last finished at.
 	reconciled atomic.Uint64
 	// routing is held shared by every routed commit and exclusively by a
@@ -275,6 +284,9 @@ type groups struct {
 func (gs *groups) registry() *registry {
 	gs.regMu.RLock()
 	defer gs.regMu.RUnlock()
+	if gs.reg == nil {
+		return &registry{byColl: map[uint32][]partitionGroup{}}
+	}
 	return gs.reg
 }
 
@@ -400,6 +412,13 @@ func (gs *groups) route(w *writer) cluster.Route {
 			return 0, false, nil
 		}
 		if g, ok := gs.registry().find(o.Coll, o.Point); ok {
+			if ch, waiting := gs.unclaimed.Load(g.id); waiting {
+				select { // a group just split off: its writer's claim first
+				case <-ch.(chan struct{}):
+				case <-time.After(claimTimeout):
+					return 0, false, fmt.Errorf("group %d was not claimed within %v", g.id, claimTimeout)
+				}
+			}
 			return g.id, true, nil
 		}
 		if w == nil {
@@ -472,7 +491,7 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 			case lo || hi:
 				return fmt.Errorf("collection %s's partition [%#x, %#x] is held by its groups in part", c.Namespace(), p.Min, p.Max)
 			}
-			todo = append(todo, partitionGroup{coll: coll, min: p.Min, max: p.Max, nodes: nodes})
+			todo = append(todo, partitionGroup{coll: coll, min: p.Min, max: p.Max, born: [2]uint64{p.Min, p.Max}, nodes: nodes})
 		}
 		first, err := nextGroupIDs(tx, len(todo))
 		if err != nil {
@@ -543,16 +562,28 @@ func (gs *groups) claim(ctx context.Context, w *writer, list []partitionGroup) e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The group's leader may be another node: dragonboat forwards
+			// proposals to it. (Moving leaders to the writer was tried:
+			// proposals made while a leader hands over are dropped, and
+			// commits stalled for seconds.)
 			if errs[i] = w.kv.ClaimGroup(ctx, g.id, groupFenceKey(g.id), w.claim); errs[i] == nil {
 				w.kv.FenceGroup(g.id, groupFenceKey(g.id), w.claim)
-				// Leading the group saves each commit a hop; dragonboat
-				// forwards proposals to a leader elsewhere meanwhile.
-				_ = gs.h.node.TransferLeader(g.id, gs.h.self)
 			}
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// applied is what this node's replicas of partition groups applied.
+func (gs *groups) applied() map[uint64]uint64 {
+	out := map[uint64]uint64{}
+	gs.ranges.Range(func(k, _ any) bool {
+		id := k.(uint64)
+		out[id] = gs.h.node.Applied(id)
+		return true
+	})
+	return out
 }
 
 // forEachGroup runs fn on every partition group, the registry's as this
@@ -700,7 +731,7 @@ func (gs *groups) finishSplit(w *writer, g partitionGroup) error {
 	}
 	left := g
 	left.max = at - 1
-	right := partitionGroup{id: child, coll: g.coll, min: at, max: g.max, parent: g.id, nodes: g.nodes}
+	right := partitionGroup{id: child, coll: g.coll, min: at, max: g.max, parent: g.id, born: [2]uint64{at, g.max}, nodes: g.nodes}
 	err = gs.catalogTxn(w, func(tx kv.Txn) error {
 		if err := tx.Set(groupKey(left.id), left.encode()); err != nil {
 			return err
@@ -710,17 +741,22 @@ func (gs *groups) finishSplit(w *writer, g partitionGroup) error {
 		}
 		return tx.Delete(groupSplitKey(g.id))
 	})
+	if err == nil && !gs.h.node.Started(right.id) {
+		err = gs.start(right)
+	}
+	claimed := make(chan struct{})
 	if err == nil {
+		// Commits routed to the new group wait for the claim below:
+		// none may commit there unfenced.
+		gs.unclaimed.Store(right.id, claimed)
 		gs.setRegistry(gs.registry().with(left, right))
 	}
 	gs.routing.Unlock()
 	if err != nil {
 		return fmt.Errorf("registering the split of group %d: %w", g.id, err)
 	}
-	if !gs.h.node.Started(right.id) {
-		if err := gs.start(right); err != nil {
-			return err
-		}
-	}
-	return gs.claim(ctx, w, []partitionGroup{right})
+	err = gs.claim(ctx, w, []partitionGroup{right})
+	gs.unclaimed.Delete(right.id)
+	close(claimed)
+	return err
 }

@@ -545,13 +545,6 @@ func (n *Node) Started(shardID uint64) bool {
 	return err == nil
 }
 
-// TransferLeader asks group shardID's leader to hand its place to this
-// node's replica replicaID (dragonboat's leader transfer; it may not
-// happen, and nothing waits for it).
-func (n *Node) TransferLeader(shardID, replicaID uint64) error {
-	return n.nh.RequestLeaderTransfer(shardID, replicaID)
-}
-
 // CompactGroup takes a snapshot of this node's replica of group shardID
 // and compacts its log up to it: a replica added later, or one that lost
 // its state, then starts from a snapshot rather than the log's first

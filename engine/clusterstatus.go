@@ -11,10 +11,32 @@ import (
 type ClusterStatus struct {
 	NodeID uint64
 	Term   uint64
-	// Group is the Raft group that holds the data; every node has a
-	// replica of it.
+	// Group is the Raft group that holds the catalog (and, without
+	// partition groups, all the data); every node has a replica of it.
 	Group   uint64
 	Members []MemberStatus
+	// Groups are the partition groups (a cluster started with
+	// --partition-groups): each physical partition's own Raft group.
+	Groups []GroupStatus
+}
+
+// GroupStatus is one partition group: collection Coll's points
+// [Min, Max], led by node Leader (0: none known).
+type GroupStatus struct {
+	ID       uint64
+	Coll     uint32
+	Min, Max uint64
+	Leader   uint64
+}
+
+// groupOf is the partition group holding point of collection coll.
+func (st ClusterStatus) groupOf(coll uint32, point uint64) (GroupStatus, bool) {
+	for _, g := range st.Groups {
+		if g.Coll == coll && g.Min <= point && point <= g.Max {
+			return g, true
+		}
+	}
+	return GroupStatus{}, false
 }
 
 // MemberStatus is one node of a cluster.
@@ -27,6 +49,9 @@ type MemberStatus struct {
 	Healthy     bool   // answered (itself, or a hello over its client port)
 	Applied     uint64 // the Raft index its replica has applied
 	Err         string // why it did not answer
+	// Groups are the indexes its replicas of partition groups have
+	// applied, by group.
+	Groups map[uint64]uint64
 }
 
 // clusterStatus asks Config.Cluster, within a second.
@@ -81,6 +106,26 @@ func (e *Engine) replSetMembers(st ClusterStatus, now time.Time) bson.A {
 		members = append(members, d)
 	}
 	return members
+}
+
+// groupReplicaDocs are a partition group's replicas for
+// GetPartitionStats and serverStatus.
+func groupReplicaDocs(st ClusterStatus, g GroupStatus) bson.A {
+	out := bson.A{}
+	for _, m := range st.Members {
+		applied, ok := m.Groups[g.ID]
+		d := bson.D{
+			{Key: "node", Value: int64(m.ID)},
+			{Key: "host", Value: m.Host},
+			{Key: "leader", Value: m.ID == g.Leader},
+			{Key: "healthy", Value: m.Healthy && ok},
+		}
+		if ok {
+			d = append(d, bson.E{Key: "appliedIndex", Value: int64(applied)})
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // replicaDocs are a partition's replicas for GetPartitionStats: every

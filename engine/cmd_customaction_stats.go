@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -55,7 +56,7 @@ func (e *Engine) getPartitionStats(ctx context.Context, db string, a *customActi
 		if err != nil {
 			return nil, err
 		}
-		e.addReplicas(ctx, d)
+		e.addReplicas(ctx, c, d)
 		return okReply(d...)
 	}
 	var colls []*store.Collection
@@ -72,7 +73,7 @@ func (e *Engine) getPartitionStats(ctx context.Context, db string, a *customActi
 		if err != nil {
 			return nil, err
 		}
-		e.addReplicas(ctx, d)
+		e.addReplicas(ctx, c, d)
 		all = append(all, d)
 	}
 	if db == "admin" {
@@ -83,8 +84,10 @@ func (e *Engine) getPartitionStats(ctx context.Context, db string, a *customActi
 }
 
 // addReplicas gives each partition of a collection's statistics its
-// replicas, on a cluster: the nodes, which one leads, what each applied.
-func (e *Engine) addReplicas(ctx context.Context, d bson.D) {
+// replicas, on a cluster: the group, the nodes, which one leads, what
+// each applied. With partition groups each partition names its own
+// group (null until its first write creates it).
+func (e *Engine) addReplicas(ctx context.Context, c *store.Collection, d bson.D) {
 	st, ok := e.clusterStatus(ctx)
 	if !ok {
 		return
@@ -95,8 +98,24 @@ func (e *Engine) addReplicas(ctx context.Context, d bson.D) {
 			continue
 		}
 		for j, p := range parts {
-			if pd, ok := p.(bson.D); ok {
+			pd, ok := p.(bson.D)
+			if !ok {
+				continue
+			}
+			if st.Groups == nil {
 				parts[j] = append(pd, bson.E{Key: "replicas", Value: replicaDocs(st)}, bson.E{Key: "raftGroup", Value: int64(st.Group)})
+				continue
+			}
+			var min uint64
+			for _, f := range pd {
+				if h, ok := f.Value.(string); ok && f.Key == "minInclusive" && h != "" {
+					min, _ = strconv.ParseUint(h, 16, 64)
+				}
+			}
+			if g, ok := st.groupOf(c.ID, min); ok {
+				parts[j] = append(pd, bson.E{Key: "replicas", Value: groupReplicaDocs(st, g)}, bson.E{Key: "raftGroup", Value: int64(g.ID)})
+			} else {
+				parts[j] = append(pd, bson.E{Key: "replicas", Value: bson.A{}}, bson.E{Key: "raftGroup", Value: nil})
 			}
 		}
 	}

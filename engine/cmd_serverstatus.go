@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -62,6 +63,20 @@ func (e *Engine) cmdServerStatus(ctx context.Context, _ *request) ([]byte, error
 	)
 }
 
+// groupHolds says what a partition group holds: its collection's
+// namespace and its points.
+func (e *Engine) groupHolds(g GroupStatus) string {
+	ns := fmt.Sprintf("collection %d", g.Coll)
+	for _, db := range e.store.Databases() {
+		for _, c := range e.store.Collections(db) {
+			if c.ID == g.Coll {
+				ns = c.Namespace()
+			}
+		}
+	}
+	return fmt.Sprintf("%s [%016X, %016X]", ns, g.Min, g.Max)
+}
+
 // parsecSection is serverStatus' Parsec section: request units of the
 // whole server (engine/billing/stats.go), the disk, and on a cluster the
 // node's role and its Raft group.
@@ -77,16 +92,35 @@ func (e *Engine) parsecSection(ctx context.Context, now time.Time) bson.D {
 				applied = m.Applied
 			}
 		}
+		holds := "everything"
+		if st.Groups != nil {
+			holds = "catalog"
+		}
+		groups := bson.A{bson.D{
+			{Key: "group", Value: int64(st.Group)},
+			{Key: "holds", Value: holds},
+			{Key: "leader", Value: true},
+			{Key: "appliedIndex", Value: int64(applied)},
+			{Key: "replicas", Value: replicaDocs(st)},
+		}}
+		for _, g := range st.Groups {
+			gd := bson.D{
+				{Key: "group", Value: int64(g.ID)},
+				{Key: "holds", Value: e.groupHolds(g)},
+				{Key: "leader", Value: g.Leader == st.NodeID},
+			}
+			for _, m := range st.Members {
+				if a, ok := m.Groups[g.ID]; ok && m.Self {
+					gd = append(gd, bson.E{Key: "appliedIndex", Value: int64(a)})
+				}
+			}
+			groups = append(groups, append(gd, bson.E{Key: "replicas", Value: groupReplicaDocs(st, g)}))
+		}
 		d = append(d, bson.E{Key: "cluster", Value: bson.D{
 			{Key: "nodeId", Value: int64(st.NodeID)},
 			{Key: "role", Value: "writer"},
 			{Key: "term", Value: int64(st.Term)},
-			{Key: "groups", Value: bson.A{bson.D{
-				{Key: "group", Value: int64(st.Group)},
-				{Key: "leader", Value: true},
-				{Key: "appliedIndex", Value: int64(applied)},
-				{Key: "replicas", Value: replicaDocs(st)},
-			}}},
+			{Key: "groups", Value: groups},
 		}})
 	}
 	return d

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -18,6 +21,8 @@ type Standby struct {
 	Members []string // every node's client address
 	Primary string   // the writer's client address ("": none known)
 	Applied uint64   // the Raft index this node's replica has applied
+	// Groups are what its replicas of partition groups applied, by group.
+	Groups map[uint64]uint64
 }
 
 // standbyCommands are what a standby answers itself: the handshake and
@@ -98,6 +103,13 @@ func StandbyReply(body []byte, s Standby, connID int64) []byte {
 			bson.E{Key: "readOnly", Value: false},
 			bson.E{Key: "raftAppliedIndex", Value: int64(s.Applied)},
 		)
+		if len(s.Groups) > 0 {
+			groups := bson.D{}
+			for _, id := range slices.Sorted(maps.Keys(s.Groups)) {
+				groups = append(groups, bson.E{Key: strconv.FormatUint(id, 10), Value: int64(s.Groups[id])})
+			}
+			d = append(d, bson.E{Key: "raftGroups", Value: groups})
+		}
 		if _, err := doc.LookupErr("helloOk"); err == nil {
 			d = append(d, bson.E{Key: "helloOk", Value: true})
 		}

@@ -1,0 +1,203 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// partitionGroups is what GetPartitionStats says of a collection's
+// partitions' Raft groups: for each partition (in hash order) its group,
+// its leader's node and its replicas' nodes with what each applied.
+type partitionGroupsView struct {
+	groups   []int64
+	leaders  []int64
+	replicas [][]int64 // nodes with an applied index, per partition
+	applied  []map[int64]int64
+}
+
+func readPartitionGroups(t *testing.T, db *mongo.Database, coll string) partitionGroupsView {
+	t.Helper()
+	raw := runOK(t, db, bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "collection", Value: coll}})
+	var v partitionGroupsView
+	parts, err := raw.LookupErr("partitions")
+	if err != nil {
+		t.Fatalf("GetPartitionStats without partitions: %v", raw)
+	}
+	vals, _ := parts.Array().Values()
+	for _, p := range vals {
+		doc := p.Document()
+		g, ok := doc.Lookup("raftGroup").AsInt64OK()
+		if !ok {
+			g = -1 // null: no group yet
+		}
+		v.groups = append(v.groups, g)
+		var leader int64
+		var nodes []int64
+		applied := map[int64]int64{}
+		reps, _ := doc.Lookup("replicas").Array().Values()
+		for _, r := range reps {
+			rd := r.Document()
+			node, _ := rd.Lookup("node").AsInt64OK()
+			if rd.Lookup("leader").Boolean() {
+				leader = node
+			}
+			if a, ok := rd.Lookup("appliedIndex").AsInt64OK(); ok && rd.Lookup("healthy").Boolean() {
+				nodes = append(nodes, node)
+				applied[node] = a
+			}
+		}
+		v.leaders = append(v.leaders, leader)
+		v.replicas = append(v.replicas, nodes)
+		v.applied = append(v.applied, applied)
+	}
+	return v
+}
+
+// TestClusterPartitionGroups: with --partition-groups every physical
+// partition is a Raft group of its own. Three writers insert while
+// partitions split by size and the writer is killed (SIGKILL); then
+// every acknowledged document is there exactly once, the statistics
+// match a scan, and GetPartitionStats shows each partition in a group of
+// its own with three replicas and a leader; writes that span partitions
+// (updateMany, deleteMany, an index build) commit in each partition's
+// group; serverStatus lists the catalog group and every partition's.
+func TestClusterPartitionGroups(t *testing.T) {
+	c := startTestCluster(t, "--partition-groups", "--partition-max-bytes", "64KiB")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range c.nodes {
+				t.Logf("--- node %d:\n%s", n.id, n.logText())
+			}
+		}
+	})
+	cl := c.connect()
+	ctx := testCtx(t)
+	db := cl.Database("groups")
+	runOK(t, cl.Database("admin"), bson.D{{Key: "shardCollection", Value: "groups.c"}, {Key: "key", Value: bson.D{{Key: "tenant", Value: "hashed"}}}})
+	coll := db.Collection("c")
+
+	var mu sync.Mutex
+	acked := map[int]bool{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	pad := strings.Repeat("p", 400)
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 20_000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := w*100_000 + i
+				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				_, err := coll.InsertOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: fmt.Sprintf("t%03d", id%97)}, {Key: "n", Value: 0}, {Key: "pad", Value: pad}})
+				cancel()
+				if err == nil {
+					mu.Lock()
+					acked[id] = true
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	waitFor := func(n int) { waitCount(t, &mu, func() int { return len(acked) }, n, 60*time.Second) }
+	waitFor(500)
+	c.kill(c.primary(cl))
+	waitFor(1200)
+	close(stop)
+	wg.Wait()
+	for _, n := range c.nodes {
+		if n.cmd == nil {
+			c.start(n)
+		}
+	}
+
+	// Every partition gets a group of its own (the writer splits groups
+	// after the map splits), each with three healthy replicas and one
+	// leader among them.
+	var v partitionGroupsView
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v = readPartitionGroups(t, db, "c")
+		seen := map[int64]bool{}
+		ok := len(v.groups) >= 2
+		for i, g := range v.groups {
+			ok = ok && g > 1 && !seen[g] && len(v.replicas[i]) == 3 && v.leaders[i] != 0
+			seen[g] = true
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions' groups %v, leaders %v, replicas %v: want a group of its own for each of the %d partitions, three replicas and a leader", v.groups, v.leaders, v.replicas, len(v.groups))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%d partitions, groups %v, leaders %v", len(v.groups), v.groups, v.leaders)
+
+	checkStatsAgainstScan(t, coll, "tenant")
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	for cur.Next(ctx) {
+		id, _ := cur.Current.Lookup("_id").AsInt64OK()
+		seen[int(id)]++
+	}
+	mu.Lock()
+	missing := 0
+	for id := range acked {
+		if seen[id] != 1 {
+			missing++
+		}
+	}
+	total := len(seen)
+	t.Logf("%d inserts acknowledged, %d documents", len(acked), total)
+	mu.Unlock()
+	if missing > 0 {
+		t.Fatalf("%d acknowledged documents missing or stored twice", missing)
+	}
+
+	// Writes over every partition commit group by group.
+	up, err := coll.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+	if err != nil || int(up.ModifiedCount) != total {
+		t.Fatalf("updateMany: %+v, %v; want %d modified", up, err, total)
+	}
+	del, err := coll.DeleteMany(ctx, bson.D{{Key: "tenant", Value: bson.D{{Key: "$in", Value: bson.A{"t001", "t002", "t003"}}}}})
+	if err != nil || del.DeletedCount == 0 {
+		t.Fatalf("deleteMany: %+v, %v", del, err)
+	}
+	checkStatsAgainstScan(t, coll, "tenant")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "n", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "n", Value: 1}}, options.Count().SetHint("n_1")); err != nil || int(n) != total-int(del.DeletedCount) {
+		t.Errorf("count by the new index: %d, %v; want %d", n, err, total-int(del.DeletedCount))
+	}
+
+	// serverStatus: the catalog group and one per partition.
+	ss := runOK(t, cl.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+	groups, err := ss.LookupErr("parsec", "cluster", "groups")
+	if err != nil {
+		t.Fatalf("serverStatus has no parsec.cluster.groups: %v", err)
+	}
+	vals, _ := groups.Array().Values()
+	if len(vals) < 1+len(v.groups) {
+		t.Errorf("serverStatus lists %d groups, want the catalog's and at least the %d partitions'", len(vals), len(v.groups))
+	}
+	if holds := vals[0].Document().Lookup("holds").StringValue(); holds != "catalog" {
+		t.Errorf("the first group holds %q, want the catalog", holds)
+	}
+}
