@@ -56,8 +56,9 @@ type clusterOptions struct {
 	initialMembers string
 	join           string // a node's client address: join its running cluster
 	// partitionGroups makes each physical partition a group of its own
-	// (groups.go).
-	partitionGroups bool
+	// (groups.go); groupsExplicit says the flag was given (else a data
+	// directory keeps the layout it was made with).
+	partitionGroups, groupsExplicit bool
 }
 
 // clustered is whether serve runs as a node of a cluster.
@@ -147,40 +148,48 @@ const identityFile = "cluster.json"
 // checkIdentity refuses a data directory made for another node or
 // another cluster, and records the identity of a new one. Nothing in the
 // directory changes when it refuses.
-func checkIdentity(dir string, nodeID uint64, members map[uint64]string, partitionGroups bool) error {
+// A directory made before partition groups existed, or with
+// --partition-groups=false, keeps one group for everything: the layout
+// it was made with is used unless the flag, given explicitly, disagrees
+// (then it is refused); checkIdentity returns the layout.
+func checkIdentity(dir string, nodeID uint64, members map[uint64]string, partitionGroups, explicit bool) (bool, error) {
 	path := filepath.Join(dir, identityFile)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			if e.Name() != "tls-cert.pem" && e.Name() != "tls-key.pem" {
-				return fmt.Errorf("data directory %s holds a single server's data (or another program's), not a cluster node's: give this node an empty --data-dir", dir)
+				return false, fmt.Errorf("data directory %s holds a single server's data (or another program's), not a cluster node's: give this node an empty --data-dir", dir)
 			}
 		}
-		raw, err = json.MarshalIndent(clusterIdentity{NodeID: nodeID, Members: members, PartitionGroups: partitionGroups}, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(path, append(raw, '\n'), 0o600)
+		return partitionGroups, writeIdentity(dir, nodeID, members, partitionGroups)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	var id clusterIdentity
 	if err := json.Unmarshal(raw, &id); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return false, fmt.Errorf("%s: %w", path, err)
 	}
 	if id.NodeID != nodeID {
-		return fmt.Errorf("data directory %s is node %d's of its cluster, not node %d's: start it with --node-id %d, or give node %d a --data-dir of its own", dir, id.NodeID, nodeID, id.NodeID, nodeID)
+		return false, fmt.Errorf("data directory %s is node %d's of its cluster, not node %d's: start it with --node-id %d, or give node %d a --data-dir of its own", dir, id.NodeID, nodeID, id.NodeID, nodeID)
 	}
-	if id.PartitionGroups != partitionGroups {
+	if explicit && id.PartitionGroups != partitionGroups {
 		with := map[bool]string{true: "with", false: "without"}
-		return fmt.Errorf("data directory %s was made %s --partition-groups: start the node %s it, or give it an empty --data-dir", dir, with[id.PartitionGroups], with[id.PartitionGroups])
+		return false, fmt.Errorf("data directory %s was made %s --partition-groups: start the node %s it, or give it an empty --data-dir", dir, with[id.PartitionGroups], with[id.PartitionGroups])
 	}
 	if !maps.Equal(id.Members, members) {
-		return fmt.Errorf("--initial-members %s disagrees with the members data directory %s was created with (%s): a node keeps the membership it was started with; start it with the same list, or give it an empty --data-dir to join a new cluster", formatMembers(members), dir, formatMembers(id.Members))
+		return false, fmt.Errorf("--initial-members %s disagrees with the members data directory %s was created with (%s): a node keeps the membership it was started with; start it with the same list, or give it an empty --data-dir to join a new cluster", formatMembers(members), dir, formatMembers(id.Members))
 	}
-	return nil
+	return id.PartitionGroups, nil
+}
+
+func writeIdentity(dir string, nodeID uint64, members map[uint64]string, partitionGroups bool) error {
+	raw, err := json.MarshalIndent(clusterIdentity{NodeID: nodeID, Members: members, PartitionGroups: partitionGroups}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, identityFile), append(raw, '\n'), 0o600)
 }
 
 func formatMembers(m map[uint64]string) string {
@@ -212,9 +221,11 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	}
 	_, statErr := os.Stat(filepath.Join(dataDir, "raft"))
 	restarted := statErr == nil
-	if err := checkIdentity(dataDir, o.cluster.nodeID, members, o.cluster.partitionGroups); err != nil {
+	groupsLayout, err := checkIdentity(dataDir, o.cluster.nodeID, members, o.cluster.partitionGroups, o.cluster.groupsExplicit)
+	if err != nil {
 		return err
 	}
+	o.cluster.partitionGroups = groupsLayout
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
@@ -237,18 +248,24 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 		return err
 	}
 	group := cluster.GroupConfig{ShardID: dataGroup, ReplicaID: o.cluster.nodeID, Members: members, Spans: cluster.DataSpans, Watch: catalogPrefix}
-	if o.cluster.partitionGroups {
-		group = catalogGroupConfig(group)
-	}
 	if o.cluster.join != "" {
 		// A node that joined restarts from its own state; the first time
-		// it asks the cluster to add it, then starts as a new member.
+		// it asks the cluster to add it, then starts as a new member,
+		// with the cluster's layout.
 		group.Members = nil
 		if !restarted {
-			if err = askToJoin(ctx, o.cluster.join, o.cluster.nodeID, o.cluster.raftAddress); err == nil {
+			var layout bool
+			if layout, err = askToJoin(ctx, o.cluster.join, o.cluster.nodeID, o.cluster.raftAddress); err == nil {
 				group.Join = true
+				if layout != o.cluster.partitionGroups {
+					o.cluster.partitionGroups = layout
+					err = writeIdentity(dataDir, o.cluster.nodeID, members, layout)
+				}
 			}
 		}
+	}
+	if o.cluster.partitionGroups {
+		group = catalogGroupConfig(group)
 	}
 	if err == nil {
 		err = node.StartGroup(group)
@@ -449,6 +466,9 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 	cfg.AddNode, cfg.RemoveNode = h.addNode, h.removeNode
 	cfg.ReadBarrier = func(ctx context.Context) error { return h.node.Barrier(ctx, dataGroup) }
 	cfg.Cluster = func(ctx context.Context) engine.ClusterStatus { return h.status(ctx, term) }
+	if h.groups != nil {
+		cfg.PartitionLeader = h.groups.leaderOf
+	}
 	w.eng, w.st = engine.New(cfg), st
 	if h.web {
 		w.console = console.New(w.eng, console.Options{Logger: h.logger, Auth: h.o.auth || h.o.rootUser != ""})
@@ -886,12 +906,12 @@ func (h *clusterHandler) removeNode(ctx context.Context, id uint64) error {
 
 // askToJoin asks the cluster, through any of its nodes' client address,
 // to add this node (addNode; a standby forwards it to the writer).
-func askToJoin(ctx context.Context, addr string, id uint64, raftAddr string) error {
+func askToJoin(ctx context.Context, addr string, id uint64, raftAddr string) (partitionGroups bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	body, err := bson.Marshal(bson.D{{Key: "addNode", Value: raftAddr}, {Key: "nodeId", Value: int64(id)}, {Key: "$db", Value: "admin"}})
 	if err != nil {
-		return err
+		return false, err
 	}
 	// A connection that breaks (the writer changed while the request
 	// was on its way) is tried again: adding a member twice with the
@@ -908,13 +928,14 @@ func askToJoin(ctx context.Context, addr string, id uint64, raftAddr string) err
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("--join %s: %w", addr, err)
+		return false, fmt.Errorf("--join %s: %w", addr, err)
 	}
 	if ok, _ := bsoncore.Document(reply).Lookup("ok").AsFloat64OK(); ok != 1 {
 		msg, _ := bsoncore.Document(reply).Lookup("errmsg").StringValueOK()
-		return fmt.Errorf("--join %s: the cluster refused to add node %d at %s: %s", addr, id, raftAddr, msg)
+		return false, fmt.Errorf("--join %s: the cluster refused to add node %d at %s: %s", addr, id, raftAddr, msg)
 	}
-	return nil
+	groups, _ := bsoncore.Document(reply).Lookup("partitionGroups").BooleanOK()
+	return groups, nil
 }
 
 // askOnce sends one command to addr over a connection of its own.

@@ -553,6 +553,9 @@ func (r *registry) with(gs ...partitionGroup) *registry {
 // first election.
 const claimTimeout = 15 * time.Second
 
+// claimAttempt bounds one attempt of a claim.
+const claimAttempt = 700 * time.Millisecond
+
 // claim makes w the writer of every group in list, in parallel: its
 // claim is committed in each, and its commits to each are fenced by it.
 func (gs *groups) claim(ctx context.Context, w *writer, list []partitionGroup) error {
@@ -566,13 +569,34 @@ func (gs *groups) claim(ctx context.Context, w *writer, list []partitionGroup) e
 			// proposals to it. (Moving leaders to the writer was tried:
 			// proposals made while a leader hands over are dropped, and
 			// commits stalled for seconds.)
-			if errs[i] = w.kv.ClaimGroup(ctx, g.id, groupFenceKey(g.id), w.claim); errs[i] == nil {
+			// A proposal forwarded to a leader that just died is lost
+			// until it times out: claims are tried again in short
+			// attempts (the same claim twice is harmless).
+			for {
+				attempt, cancel := context.WithTimeout(ctx, claimAttempt)
+				errs[i] = w.kv.ClaimGroup(attempt, g.id, groupFenceKey(g.id), w.claim)
+				cancel()
+				if errs[i] == nil || ctx.Err() != nil {
+					break
+				}
+			}
+			if errs[i] == nil {
 				w.kv.FenceGroup(g.id, groupFenceKey(g.id), w.claim)
 			}
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// leaderOf is the node leading the group that holds point of coll.
+func (gs *groups) leaderOf(coll uint32, point uint64) (uint64, bool) {
+	g, ok := gs.registry().find(coll, point)
+	if !ok {
+		return 0, false
+	}
+	leader, _, ok := gs.h.node.LeaderTerm(g.id)
+	return leader, ok
 }
 
 // applied is what this node's replicas of partition groups applied.

@@ -96,6 +96,7 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 				return err
 			}
 			o.httpExplicit = cmd.Flags().Changed("http")
+			o.cluster.groupsExplicit = cmd.Flags().Changed("partition-groups")
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, o, os.Args)
@@ -137,8 +138,7 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.Uint64Var(&o.cluster.nodeID, "node-id", 0, "with --initial-members: this node's id among them")
 	f.StringVar(&o.cluster.raftAddress, "raft-address", "", "with --initial-members: the host:port this node's replicas talk Raft on (default: its address in --initial-members, which it must equal)")
 	f.StringVar(&o.cluster.join, "join", "", "join a running cluster as a new node, through any of its nodes' client address (host:port), with --node-id (an id no member has) and --raft-address; it catches up from the others")
-	f.BoolVar(&o.cluster.partitionGroups, "partition-groups", false, "with --initial-members: make each physical partition a Raft group of its own, and the catalog one more")
-	_ = f.MarkHidden("partition-groups")
+	f.BoolVar(&o.cluster.partitionGroups, "partition-groups", true, "with --initial-members: make each physical partition a Raft group of its own, and the catalog one more (false: one group holds everything); a node's data directory keeps the layout it was made with")
 	f.StringVar(&o.cluster.initialMembers, "initial-members", "", "run as a node of a cluster of these members, \"1=host:port,2=host:port,3=host:port\" (node ids and Raft addresses); every node listens for clients on the same port, at its Raft host")
 	f.StringVar(&o.defaultConsistency, "default-consistency", "session", "Cosmos DB consistency level of reads that give no readConcern: strong (confirmed with a majority of the cluster, charged twice), bounded (charged twice), session, prefix or eventual")
 	f.BoolVar(&o.auth, "auth", false, "access control: every command but the handshake needs an authenticated user (SCRAM-SHA-1/256) whose built-in roles allow it; while no user exists, a client on localhost may create the first one in admin")

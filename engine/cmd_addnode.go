@@ -34,5 +34,5 @@ func (e *Engine) cmdAddNode(ctx context.Context, req *request) ([]byte, error) {
 	if err := e.cfg.AddNode(ctx, uint64(id), addr); err != nil {
 		return nil, err
 	}
-	return okReply(bson.E{Key: "nodeId", Value: id}, bson.E{Key: "raftAddress", Value: addr})
+	return okReply(bson.E{Key: "nodeId", Value: id}, bson.E{Key: "raftAddress", Value: addr}, bson.E{Key: "partitionGroups", Value: e.cfg.PartitionLeader != nil})
 }

@@ -116,16 +116,22 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 					hi = spec.BoundDoc(next, false)
 				}
 				version := bson.Timestamp{T: uint32(c.MapVersion) + 1, I: uint32(i)}
+				shardName := e.shardName()
+				if e.cfg.PartitionLeader != nil {
+					if node, ok := e.cfg.PartitionLeader(c.ID, p.Min); ok {
+						shardName = fmt.Sprintf("node%d", node) // its group's leader
+					}
+				}
 				chunk := bson.D{
 					{Key: "_id", Value: chunkOID(c, p.ID)},
 					{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
 					{Key: "ns", Value: c.Namespace()},
 					{Key: "min", Value: lo},
 					{Key: "max", Value: hi},
-					{Key: "shard", Value: e.shardName()},
+					{Key: "shard", Value: shardName},
 					{Key: "lastmod", Value: version},
 					{Key: "onCurrentShardSince", Value: ts},
-					{Key: "history", Value: bson.A{bson.D{{Key: "validAfter", Value: ts}, {Key: "shard", Value: e.shardName()}}}},
+					{Key: "history", Value: bson.A{bson.D{{Key: "validAfter", Value: ts}, {Key: "shard", Value: shardName}}}},
 					{Key: "partitionKeyRangeId", Value: p.IDString()},
 					{Key: "parents", Value: idStrings(p.Parents)},
 				}

@@ -117,6 +117,10 @@ type Config struct {
 	// writer) sees them: replSetGetStatus, serverStatus and
 	// GetPartitionStats show them (clusterstatus.go).
 	Cluster func(ctx context.Context) ClusterStatus
+	// PartitionLeader, on a cluster of partition groups, is the node
+	// leading the group that holds point of collection coll (ok false:
+	// none known): the shard config.chunks names for a chunk.
+	PartitionLeader func(coll uint32, point uint64) (node uint64, ok bool)
 	// DefaultConsistency is the Cosmos DB consistency level of reads that
 	// give no readConcern: "strong", "bounded", "session" (""), "prefix"
 	// or "eventual" (consistency.go).

@@ -214,7 +214,9 @@ func (t *Txn) delta(id uint32) *Counts {
 func (t *Txn) Plan(c *Collection, key []byte) bool { return t.planKey(key) }
 
 func (t *Txn) planKey(key []byte) bool {
-	if t.s.grouped == nil {
+	if t.s.grouped == nil || t.owner != nil {
+		// A multi-statement transaction cannot be cut in two: its
+		// writes to a second partition are refused (checkScope).
 		return true
 	}
 	g, known := t.s.grouped.GroupOf(key)
