@@ -30,9 +30,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// A cluster of Parsec nodes. Today every node holds a replica of one
-// group that keeps all of the data (dataGroup): its Raft leader is the
-// cluster's one writer and runs the engine; the other nodes are standbys
+// A cluster of Parsec nodes. Every node holds a replica of the catalog's
+// group (dataGroup) and of every physical partition's (groups.go; a
+// cluster made with --partition-groups=false keeps everything in
+// dataGroup). The catalog group's Raft leader is the cluster's one writer
+// and runs the engine; the other nodes are standbys
 // that answer as secondaries of the replica set the cluster presents,
 // naming the primary, so drivers given every node find the writer and
 // follow it through a failover. A standby forwards what it receives to
@@ -42,7 +44,8 @@ import (
 // the group (fenceKey: from that entry on, the previous writer commits
 // nothing more), opens the store on the group and starts its engine.
 
-// dataGroup is the group that holds the whole key space.
+// dataGroup is the catalog's group (with --partition-groups=false, the
+// group that holds the whole key space).
 const dataGroup = 1
 
 // fenceKey holds the claim of the group's current writer (a catalog

@@ -13,8 +13,9 @@
 // nothing of Parsec but engine/kv, the seam it implements (Replicated,
 // kv.go: engine/store's document layer runs on a group through it), and
 // badgerkv's view of a Badger transaction. `parsec serve --initial-members`
-// (clusterserve.go) runs one group over all of a node's data through it;
-// groups per physical partition are the next step.
+// (clusterserve.go, groups.go) runs a group per physical partition and
+// one for the catalog, through a routed seam (Node.Routed) that commits
+// each transaction in the group its keys belong to.
 //
 // # Entries
 //
@@ -112,39 +113,25 @@
 // and throughput fell by a third: it leaves dragonboat fewer proposals to
 // pipeline, and per-entry costs are small beside per-update ones.
 //
-// # What the replicated storage.Storage will build on this
+// # Groups sharing spans
 //
-// This state machine replicates raw key writes, not document operations.
-// The engine's writes (engine/store's Txn: document, index entries,
-// counters, retryable-write records) will run on the group's leader
-// against its replica's committed state, and what they wrote becomes one
-// Batch: puts and deletes of the keys, 'a' ops for the counters. The
-// alternative, replicating document-level operations and running
-// engine/store's code on every replica, would make every replica's
-// result depend on that code being deterministic and identical across
-// versions during a rolling upgrade, and would apply unique-index checks
-// and counter reads three times; raw batches keep replicas byte-equal by
-// construction and keep the state machine small. What raw batches need
-// from the layer above, and do not have yet:
+// Groups may share spans when each judges, with GroupConfig.Owns, which
+// keys of them are its own, by key and value (the physical partitions of
+// a collection share its index entries' span: an index entry belongs to
+// the partition of the document its value names). A group applies,
+// reads, snapshots and restores only the keys it owns, and rejects a
+// batch touching another's. State that ownership depends on (a range a
+// split narrows) lives in keys the group observes (GroupConfig.Observe,
+// OnApply): an entry writing one ends its Badger commit, and the next
+// entries are judged with the new state; a snapshot filters with the
+// ownership as of its point (GroupConfig.Freeze).
 //
-//   - Conflicts: a leader computes a batch from state that later entries
-//     may change before it commits. 'e' ops make such a batch
-//     conditional on what it read (the document, the unique index
-//     entries it checked), so a stale batch conflicts instead of
-//     applying; the writer then reads again and retries, as
-//     engine/store's Update does on a Badger conflict.
-//   - Key ranges: documents and logical-partition counters of a physical
-//     partition are contiguous ranges (d/ and c/<collID>l), but secondary
-//     index entries (x/) of all partitions of a collection interleave;
-//     index keys will need a partition component, or index entries a
-//     group of their own, before a group can own them as spans.
-//   - Splits change spans; a group's spans are fixed here, and a snapshot
-//     is refused by a replica whose spans differ.
-//   - Exactly-once: Node.Propose uses dragonboat's no-op session. A
-//     proposal forwarded to a leader that just lost its place is dropped
-//     without an answer, so it times out with ErrUnknownOutcome and may
-//     or may not have applied; 'a' ops are not idempotent. A batch that
-//     expects a key it creates to be absent applies at most once and
-//     can be proposed again (a conflict on the retry means the first
-//     attempt applied); retryable-write records will be such keys.
+// # Exactly once
+//
+// Node.Propose uses dragonboat's no-op session. A proposal forwarded to
+// a leader that just lost its place is dropped without an answer, so it
+// times out with ErrUnknownOutcome and may or may not have applied; 'a'
+// ops are not idempotent. A batch that expects a key it creates to be
+// absent applies at most once and can be proposed again (a conflict on
+// the retry means the first attempt applied).
 package cluster
