@@ -16,6 +16,7 @@ import (
 	"github.com/parsecdb/parsec/cluster"
 	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/shard"
 )
 
 // Partition groups (--partition-groups): every physical partition of
@@ -472,9 +473,14 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 	if st == nil {
 		return partitionGroup{}, errors.New("the store is not open yet")
 	}
-	c := st.CollectionByID(coll)
-	if c == nil {
-		return partitionGroup{}, fmt.Errorf("collection %d has no groups and no longer exists", coll)
+	// A collection not in the catalog yet (one being built to be
+	// published whole: sharding a collection that has documents) gets
+	// one group for all its points; reconcile splits it along the
+	// partition map once the collection is published.
+	ns := fmt.Sprintf("collection %d", coll)
+	parts := []shard.Partition{{Min: 0, Max: ^uint64(0)}}
+	if c := st.CollectionByID(coll); c != nil {
+		ns, parts = c.Namespace(), c.Map().Partitions()
 	}
 	reg := gs.registry()
 	var added []partitionGroup
@@ -482,14 +488,14 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 	err := gs.catalogTxn(w, func(tx kv.Txn) error {
 		added = added[:0]
 		var todo []partitionGroup
-		for _, p := range c.Map().Partitions() {
+		for _, p := range parts {
 			_, lo := reg.find(coll, p.Min)
 			_, hi := reg.find(coll, p.Max)
 			switch {
 			case lo && hi:
 				continue
 			case lo || hi:
-				return fmt.Errorf("collection %s's partition [%#x, %#x] is held by its groups in part", c.Namespace(), p.Min, p.Max)
+				return fmt.Errorf("%s's partition [%#x, %#x] is held by its groups in part", ns, p.Min, p.Max)
 			}
 			todo = append(todo, partitionGroup{coll: coll, min: p.Min, max: p.Max, born: [2]uint64{p.Min, p.Max}, nodes: nodes})
 		}
@@ -507,7 +513,7 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 		return nil
 	})
 	if err != nil {
-		return partitionGroup{}, fmt.Errorf("registering collection %s's groups: %w", c.Namespace(), err)
+		return partitionGroup{}, fmt.Errorf("registering %s's groups: %w", ns, err)
 	}
 	next := reg.with(added...)
 	gs.setRegistry(next)
@@ -523,7 +529,7 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 	}
 	g, ok := next.find(coll, point)
 	if !ok {
-		return partitionGroup{}, fmt.Errorf("collection %s has no partition holding point %#x", c.Namespace(), point)
+		return partitionGroup{}, fmt.Errorf("%s has no partition holding point %#x", ns, point)
 	}
 	return g, nil
 }

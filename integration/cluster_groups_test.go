@@ -187,6 +187,39 @@ func TestClusterPartitionGroups(t *testing.T) {
 		t.Errorf("count by the new index: %d, %v; want %d", n, err, total-int(del.DeletedCount))
 	}
 
+	// Sharding a collection that has documents copies them into the new
+	// layout (one group first, split along the new map once published).
+	plain := db.Collection("plain")
+	var docs []any
+	for i := 0; i < 400; i++ {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: fmt.Sprintf("k%03d", i%50)}})
+	}
+	if _, err := plain.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	runOK(t, cl.Database("admin"), bson.D{{Key: "shardCollection", Value: "groups.plain"}, {Key: "key", Value: bson.D{{Key: "k", Value: "hashed"}}}, {Key: "numInitialChunks", Value: 4}})
+	if n, err := plain.CountDocuments(ctx, bson.D{}); err != nil || n != 400 {
+		t.Fatalf("after sharding: %d documents, %v", n, err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		pv := readPartitionGroups(t, db, "plain")
+		seen := map[int64]bool{}
+		ok := len(pv.groups) >= 2
+		for _, g := range pv.groups {
+			ok = ok && g > 1 && !seen[g]
+			seen[g] = true
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sharded collection's partitions' groups: %v", pv.groups)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkStatsAgainstScan(t, plain, "k")
+
 	// serverStatus: the catalog group and one per partition.
 	ss := runOK(t, cl.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
 	groups, err := ss.LookupErr("parsec", "cluster", "groups")

@@ -684,9 +684,17 @@ func (s *Store) replace(from, to *Collection, spec shard.Spec) error {
 		if err != nil {
 			return err
 		}
-		if len(batch) > 0 {
+		// Documents of another group than the first's go in the next
+		// transaction (Txn.Plan).
+		for pending := batch; len(pending) > 0; {
+			var later []moved
 			err := s.Update(func(tx *Txn) error {
-				for _, m := range batch {
+				later = later[:0]
+				for _, m := range pending {
+					if !tx.Plan(to, m.key) {
+						later = append(later, m)
+						continue
+					}
 					if err := tx.insertUnchecked(to, m.key, m.doc); err != nil {
 						return err
 					}
@@ -696,6 +704,7 @@ func (s *Store) replace(from, to *Collection, spec shard.Spec) error {
 			if err != nil {
 				return err
 			}
+			pending = later
 		}
 		if next == nil {
 			return nil
