@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -54,7 +55,8 @@ func reshardError(code Code, format string, args ...any) *CommandError {
 type reshardStore interface {
 	BeginResharding(src *store.Collection, spec shard.Spec, partitions int) (*store.Resharding, error)
 	Reshardings() ([]*store.Resharding, error)
-	CopyResharding(r *store.Resharding, n int) (bool, error)
+	CopyReshardingRange(r *store.Resharding, i int, cr *store.CopyRange, n int) error
+	EndReshardingCopy(r *store.Resharding, ranges []store.CopyRange) error
 	ApplyResharding(r *store.Resharding, upTo uint64, n int) (int, error)
 	SwitchResharding(r *store.Resharding, catchUp func() error) (*store.Collection, error)
 	AbortResharding(r *store.Resharding) error
@@ -111,6 +113,14 @@ type resharding struct {
 func (rs *resharding) setState(s string) {
 	rs.mu.Lock()
 	rs.state = s
+	rs.mu.Unlock()
+}
+
+// copiedMore adds a batch of the copy to the progress shown.
+func (rs *resharding) copiedMore(docs, bytes int64) {
+	rs.mu.Lock()
+	rs.rec.Copied += docs
+	rs.rec.CopiedBytes += bytes
 	rs.mu.Unlock()
 }
 
@@ -311,29 +321,14 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 	rs.mu.Lock()
 	rs.copyStart = time.Now()
 	rs.mu.Unlock()
-	for r.Phase == store.ReshardCloning {
-		if err := check(); err != nil {
+	if r.Phase == store.ReshardCloning {
+		if err := e.copyResharding(rst, rs, r, check); err != nil {
 			if errors.Is(err, errReshardStopped) {
 				return err
 			}
-			return fail(err)
-		}
-		served, began := e.foregroundOps(), time.Now()
-		if _, err := rst.CopyResharding(r, reshardCopyBatch); err != nil {
 			return fail(reshardFailure(rs.ns, err))
 		}
 		rs.progress(r)
-		// While the server serves reads and writes, the copy leaves them
-		// half the time: each of its commits makes every new read wait
-		// until it is written, and it competes for the same cores.
-		// Alone, it runs flat out.
-		if e.foregroundOps() != served {
-			select {
-			case <-time.After(reshardYield * time.Since(began)):
-			case <-rs.abort:
-			case <-e.stop:
-			}
-		}
 	}
 	rs.mu.Lock()
 	rs.copyEnd, rs.applyStart, rs.state = time.Now(), time.Now(), reshardStateApplying
@@ -408,6 +403,91 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 			"changes", r.Applied, "writesBlocked", writesBlocked)
 	}
 	return nil
+}
+
+// copyResharding copies r's documents, one worker per range of the
+// copy (each commits its own batches with its range's progress, so a
+// crash resumes every range where it was), and ends the copy once all
+// are done. Alone, the workers run side by side: while one's batch
+// commits through the store's one write path, the other reads and keys
+// its next one. While the server serves reads and writes, the copy
+// leaves them half the time: one worker at a time copies a batch, then
+// pauses as long as the batch took (each commit makes every new read
+// wait until it is written, and the copy competes for the same cores).
+func (e *Engine) copyResharding(rst reshardStore, rs *resharding, r *store.Resharding, check func() error) error {
+	ranges := r.CopyRanges()
+	var (
+		turn   sync.Mutex  // held for a batch and its pause while the server is busy
+		loaded atomic.Bool // the last batch saw reads or writes served
+		quit   = make(chan struct{})
+		once   sync.Once
+		errMu  sync.Mutex
+		first  error
+		wg     sync.WaitGroup
+	)
+	failed := func(err error) {
+		errMu.Lock()
+		if first == nil {
+			first = err
+		}
+		errMu.Unlock()
+		once.Do(func() { close(quit) })
+	}
+	for i := range ranges {
+		if ranges[i].Done {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, cr *store.CopyRange) {
+			defer wg.Done()
+			for !cr.Done {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				if err := check(); err != nil {
+					failed(err)
+					return
+				}
+				paced := loaded.Load()
+				if paced {
+					turn.Lock()
+				}
+				served, began := e.foregroundOps(), time.Now()
+				copied, bytesCopied := cr.Copied, cr.CopiedBytes
+				err := rst.CopyReshardingRange(r, i, cr, reshardCopyBatch)
+				if err == nil {
+					rs.copiedMore(cr.Copied-copied, cr.CopiedBytes-bytesCopied)
+				}
+				busy := e.foregroundOps() != served
+				loaded.Store(busy)
+				if err == nil && busy {
+					select {
+					case <-time.After(reshardYield * time.Since(began)):
+					case <-rs.abort:
+					case <-e.stop:
+					case <-quit:
+					}
+				}
+				if paced {
+					turn.Unlock()
+				}
+				if err != nil {
+					failed(err)
+					return
+				}
+			}
+		}(i, &ranges[i])
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if err := check(); err != nil {
+		return err
+	}
+	return rst.EndReshardingCopy(r, ranges)
 }
 
 // foregroundOps counts the reads and writes the server has served (its

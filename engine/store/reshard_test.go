@@ -89,7 +89,7 @@ func TestReshardingResumesAndSwitches(t *testing.T) {
 		t.Fatalf("reshardings after reopening: %v, %v", recs, err)
 	}
 	r = recs[0]
-	if r.Phase != ReshardCloning || r.Copied != 30 || r.Resume == nil || r.ApproxDocs != 100 {
+	if r.Phase != ReshardCloning || r.Copied != 30 || len(r.Ranges) != ReshardCopyRanges || r.Ranges[0].Resume == nil || r.ApproxDocs != 100 {
 		t.Fatalf("record after reopening: %+v", r)
 	}
 	src = s.Collection("db", "c")
