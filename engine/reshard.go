@@ -375,6 +375,16 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 	}
 	e.logger.Debug("resharding: changes caught up", "ns", rs.ns, "events", r.Applied, "took", time.Since(rs.applyStart))
 	rs.setState(reshardStateBlocking)
+	// The critical section waits for the writers in flight, and an open
+	// transaction that wrote the collection holds it until it ends: as
+	// MongoDB's donors do when they prepare to block writes, such
+	// transactions are aborted (their next statement or commit gets 251
+	// NoSuchTransaction, labelled TransientTransactionError, on which
+	// drivers run them again). One that writes it between here and the
+	// critical section is still waited for.
+	if n := e.sessions.AbortWriters(r.SourceID, fmt.Sprintf("reshardCollection of %s entered its critical section", rs.ns)); n > 0 {
+		e.logger.Info("resharding: aborted transactions that wrote the collection", "ns", rs.ns, "transactions", n)
+	}
 	// Writers released by the switch must find the new entry to be the
 	// same collection (the temporary one's uuid becomes its uuid).
 	e.reshards.switched(r.SourceUUID, r.TempUUID)
