@@ -472,9 +472,20 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 	ncr := *cr
 	ncr.Resume, ncr.Copied, ncr.CopiedBytes = next, cr.Copied+int64(len(batch)), cr.CopiedBytes+bytesCopied
 	ncr.Done = next == nil
+	filter, err := s.copyFilterOf(r, tmp)
+	if err != nil {
+		return err
+	}
+	keys := make([][]byte, len(batch))
+	for j, d := range batch {
+		keys[j] = d.key
+	}
+	claim, read := filter.claim(keys)
+	defer filter.release(claim, keys)
 	err = s.Update(func(tx *Txn) error {
 		tx.unlogged = true // the hidden copy is no change of anyone's
-		for _, d := range batch {
+		for j, d := range batch {
+			tx.absent = func([]byte) bool { return !read[j] }
 			if err := tx.Insert(tmp, d.key, d.raw); err != nil {
 				return err
 			}
@@ -514,6 +525,7 @@ func (s *Store) EndReshardingCopy(r *Resharding, ranges []CopyRange) error {
 	if err != nil {
 		return fmt.Errorf("reshard %s: %w", r.Namespace(), err)
 	}
+	s.dropCopyFilter(r.TempID)
 	*r = nr
 	return nil
 }
@@ -852,6 +864,7 @@ func (s *Store) FinishResharding(r *Resharding) error {
 	default:
 		return fmt.Errorf("resharding %s is %s, not finished", r.Namespace(), r.Phase)
 	}
+	s.dropCopyFilter(r.TempID)
 	if err := s.purge(id); err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 package store
 
 import (
+	"bytes"
+	"errors"
+	"sync"
 	"testing"
 
 	"github.com/parsecdb/parsec/engine/value"
@@ -217,4 +220,97 @@ func TestReshardingAbort(t *testing.T) {
 		t.Errorf("the source changed: %+v", cur)
 	}
 	checkExact(t, s, src, 50)
+}
+
+// dupSource makes a source sharded by a with 200 documents and a second
+// document of _id 5 with another a but the same b, in the other copy
+// range than the first: resharded by b, both have one key.
+func dupSource(t *testing.T, s *Store) (*Collection, *Resharding) {
+	t.Helper()
+	src, err := s.CreateCollectionWith("db", "c", NewCollection{Spec: shard.Spec{Path: "a"}, Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int32(200) {
+		doc := abDoc(i, i, i)
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, doc), doc) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ranges, err := s.copyRanges(src, ReshardCopyRanges)
+	if err != nil || len(ranges) != 2 {
+		t.Fatalf("copy ranges: %v, %v", ranges, err)
+	}
+	inFirst := func(doc []byte) bool { return bytes.Compare(keyIn(t, src, doc), ranges[0].End) < 0 }
+	orig := abDoc(5, 5, 5)
+	for a := int32(1000); ; a++ {
+		dup := abDoc(5, a, 5)
+		if inFirst(dup) == inFirst(orig) {
+			continue
+		}
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, dup), dup) }); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	r, err := s.BeginResharding(src, shard.Spec{Path: "b", Ranged: true}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, r
+}
+
+// Two source documents with one key under the new shard key fail the
+// copy with a duplicate key, though the copy inserts without reading
+// keys its filter rules out: when the first was copied before a restart
+// (the filter is built again from the copied documents), and when the
+// two ranges' workers copy them at the same time.
+func TestReshardingCopyFindsDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	_, r := dupSource(t, s)
+	for !r.Ranges[0].Done {
+		if _, err := s.CopyResharding(r, 7); err != nil {
+			t.Fatalf("copying the first range: %v", err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openDir(t, dir)
+	defer s.Close()
+	recs, err := s.Reshardings()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("reshardings after reopening: %v, %v", recs, err)
+	}
+	r = recs[0]
+	var dup *DuplicateKeyError
+	for {
+		done, err := s.CopyResharding(r, 7)
+		if errors.As(err, &dup) {
+			break
+		}
+		if err != nil || done {
+			t.Fatalf("the copy after the restart ended with %v (done %v), want a duplicate key", err, done)
+		}
+	}
+
+	s2 := openMem(t)
+	_, r = dupSource(t, s2)
+	ranges := r.CopyRanges()
+	errs := make([]error, len(ranges))
+	var wg sync.WaitGroup
+	for i := range ranges {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !ranges[i].Done && errs[i] == nil {
+				errs[i] = s2.CopyReshardingRange(r, i, &ranges[i], 1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); !errors.As(err, &dup) {
+		t.Fatalf("copying both ranges at once: %v, want a duplicate key", err)
+	}
 }
