@@ -63,22 +63,27 @@ type reshardStore interface {
 	FinishResharding(r *store.Resharding) error
 }
 
-// Batch sizes: documents per copy transaction (small: a new read waits
-// until the commits in flight are written, and writers queue behind them
-// in the store's write pipeline), change events per apply transaction;
-// and the lag (events brought over in one round) under which the
-// critical section starts.
+// Batch sizes: documents per copy transaction while the server serves
+// reads and writes (small: a new read waits until the commits in flight
+// are written, and writers queue behind them in the store's write
+// pipeline) and while nothing else runs (larger: fewer commits, and each
+// worker's longer batch overlaps more of the other's), change events per
+// apply transaction; and the lag (events brought over in one round)
+// under which the critical section starts.
 const (
-	reshardCopyBatch  = 64
-	reshardApplyBatch = 1000
-	reshardSmallLag   = 200
-	reshardQuickRound = 200 * time.Millisecond
+	reshardCopyBatch      = 64
+	reshardCopyBatchAlone = 256
+	reshardApplyBatch     = 1000
+	reshardSmallLag       = 200
+	reshardQuickRound     = 200 * time.Millisecond
 	// reshardCatchUpLimit bounds the rounds before the critical section.
 	reshardCatchUpLimit = 5 * time.Second
 	reshardMaxRounds    = 50
-	// reshardYield is the copy's pause after a batch during which the
-	// server served reads or writes, in multiples of the batch's time.
-	reshardYield = 1
+	// reshardYield is the copy's pause after a batch while the server
+	// serves reads or writes, in multiples of the batch's time; it
+	// counts as serving them until reshardQuietAfter after the last.
+	reshardYield      = 1
+	reshardQuietAfter = 250 * time.Millisecond
 )
 
 // Coordinator states, as MongoDB's $currentOp names them.
@@ -418,23 +423,38 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 // copyResharding copies r's documents, one worker per range of the
 // copy (each commits its own batches with its range's progress, so a
 // crash resumes every range where it was), and ends the copy once all
-// are done. Alone, the workers run side by side: while one's batch
-// commits through the store's one write path, the other reads and keys
-// its next one. While the server serves reads and writes, the copy
-// leaves them half the time: one worker at a time copies a batch, then
-// pauses as long as the batch took (each commit makes every new read
-// wait until it is written, and the copy competes for the same cores).
+// are done. Alone, the workers run side by side, in batches of
+// reshardCopyBatchAlone: while one's batch commits through the store's
+// one write path, the other reads and keys its next one. While the
+// server serves reads and writes, the copy leaves them half the time:
+// one worker at a time copies a batch of reshardCopyBatch, then pauses
+// as long as the batch took (each commit makes every new read wait
+// until it is written, and the copy competes for the same cores).
 func (e *Engine) copyResharding(rst reshardStore, rs *resharding, r *store.Resharding, check func() error) error {
 	ranges := r.CopyRanges()
 	var (
-		turn   sync.Mutex  // held for a batch and its pause while the server is busy
-		loaded atomic.Bool // the last batch saw reads or writes served
-		quit   = make(chan struct{})
-		once   sync.Once
-		errMu  sync.Mutex
-		first  error
-		wg     sync.WaitGroup
+		turn      sync.Mutex // held for a batch and its pause while the server is busy
+		lastOps   atomic.Int64
+		busyUntil atomic.Int64 // Unix nanoseconds: paced until then
+		quit      = make(chan struct{})
+		once      sync.Once
+		errMu     sync.Mutex
+		first     error
+		wg        sync.WaitGroup
 	)
+	// busy reports whether the server served reads or writes lately: a
+	// batch during which none started proves nothing (they may all wait
+	// for the copy's commits), so the copy stays paced for
+	// reshardQuietAfter after the last one it saw.
+	lastOps.Store(e.foregroundOps())
+	busy := func() bool {
+		now := time.Now()
+		if ops := e.foregroundOps(); lastOps.Swap(ops) != ops {
+			busyUntil.Store(now.Add(reshardQuietAfter).UnixNano())
+			return true
+		}
+		return now.UnixNano() < busyUntil.Load()
+	}
 	failed := func(err error) {
 		errMu.Lock()
 		if first == nil {
@@ -460,19 +480,18 @@ func (e *Engine) copyResharding(rst reshardStore, rs *resharding, r *store.Resha
 					failed(err)
 					return
 				}
-				paced := loaded.Load()
+				paced, batch := busy(), reshardCopyBatchAlone
 				if paced {
 					turn.Lock()
+					batch = reshardCopyBatch
 				}
-				served, began := e.foregroundOps(), time.Now()
+				began := time.Now()
 				copied, bytesCopied := cr.Copied, cr.CopiedBytes
-				err := rst.CopyReshardingRange(r, i, cr, reshardCopyBatch)
+				err := rst.CopyReshardingRange(r, i, cr, batch)
 				if err == nil {
 					rs.copiedMore(cr.Copied-copied, cr.CopiedBytes-bytesCopied)
 				}
-				busy := e.foregroundOps() != served
-				loaded.Store(busy)
-				if err == nil && busy {
+				if err == nil && paced {
 					select {
 					case <-time.After(reshardYield * time.Since(began)):
 					case <-rs.abort:
