@@ -448,6 +448,7 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 	if start == nil {
 		start = cr.Start
 	}
+	var raws []byte // the batch's documents, one after the other
 	err = s.View(func(tx *Txn) error {
 		return tx.ScanRange(src, start, cr.End, func(key, raw []byte) (bool, error) {
 			if len(batch) == n {
@@ -458,7 +459,12 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 			if err != nil {
 				return false, err
 			}
-			batch = append(batch, doc{k, bytes.Clone(raw)})
+			if raws == nil {
+				raws = make([]byte, 0, n*(len(raw)+len(raw)/4))
+			}
+			at := len(raws)
+			raws = append(raws, raw...)
+			batch = append(batch, doc{k, raws[at:len(raws):len(raws)]})
 			return true, nil
 		})
 	})
@@ -557,7 +563,8 @@ func reshardKeyOf(tmp *Collection, spec shard.Spec, raw []byte) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: a document without _id", ErrCorrupted)
 	}
-	return DocKey(tmp.ID, spec.Point(sk), value.EncodeKey(nil, sk), value.EncodeKey(nil, id)), nil
+	k := DocKey(tmp.ID, spec.Point(sk), nil, nil)
+	return value.EncodeKey(value.EncodeKey(k, sk), id), nil
 }
 
 // ApplyResharding brings over the source's changes from r.From() up to
