@@ -50,12 +50,13 @@ import (
 //
 // So after a crash the record says where to go on: "cloning" and
 // "applying" resume (each range of the copy from its Resume, the changes
-// from From; both
-// are idempotent: a change is brought over by making the temporary
-// collection hold exactly the source's documents of that _id), "cleanup"
-// and "aborting" finish purging and delete the record. Before the switch
-// commits the source is the collection and the temporary one is hidden;
-// after it, the new entry is: never both.
+// from From; bringing a change over is idempotent: it makes the
+// temporary collection hold exactly the source's documents of that _id;
+// the copy's filter of keys, copyfilter.go, is built again from the
+// documents copied before), "cleanup" and "aborting" finish purging and
+// delete the record. Before the switch commits the source is the
+// collection and the temporary one is hidden; after it, the new entry
+// is: never both.
 
 // Resharding phases, as the record keeps them.
 const (
