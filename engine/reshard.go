@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -54,29 +55,35 @@ func reshardError(code Code, format string, args ...any) *CommandError {
 type reshardStore interface {
 	BeginResharding(src *store.Collection, spec shard.Spec, partitions int) (*store.Resharding, error)
 	Reshardings() ([]*store.Resharding, error)
-	CopyResharding(r *store.Resharding, n int) (bool, error)
+	CopyReshardingRange(r *store.Resharding, i int, cr *store.CopyRange, n int) error
+	EndReshardingCopy(r *store.Resharding, ranges []store.CopyRange) error
 	ApplyResharding(r *store.Resharding, upTo uint64, n int) (int, error)
 	SwitchResharding(r *store.Resharding, catchUp func() error) (*store.Collection, error)
 	AbortResharding(r *store.Resharding) error
 	FinishResharding(r *store.Resharding) error
 }
 
-// Batch sizes: documents per copy transaction (small: a new read waits
-// until the commits in flight are written, and writers queue behind them
-// in the store's write pipeline), change events per apply transaction;
-// and the lag (events brought over in one round) under which the
-// critical section starts.
+// Batch sizes: documents per copy transaction while the server serves
+// reads and writes (small: a new read waits until the commits in flight
+// are written, and writers queue behind them in the store's write
+// pipeline) and while nothing else runs (larger: fewer commits, and each
+// worker's longer batch overlaps more of the other's), change events per
+// apply transaction; and the lag (events brought over in one round)
+// under which the critical section starts.
 const (
-	reshardCopyBatch  = 64
-	reshardApplyBatch = 1000
-	reshardSmallLag   = 200
-	reshardQuickRound = 200 * time.Millisecond
+	reshardCopyBatch      = 64
+	reshardCopyBatchAlone = 256
+	reshardApplyBatch     = 1000
+	reshardSmallLag       = 200
+	reshardQuickRound     = 200 * time.Millisecond
 	// reshardCatchUpLimit bounds the rounds before the critical section.
 	reshardCatchUpLimit = 5 * time.Second
 	reshardMaxRounds    = 50
-	// reshardYield is the copy's pause after a batch during which the
-	// server served reads or writes, in multiples of the batch's time.
-	reshardYield = 1
+	// reshardYield is the copy's pause after a batch while the server
+	// serves reads or writes, in multiples of the batch's time; it
+	// counts as serving them until reshardQuietAfter after the last.
+	reshardYield      = 1
+	reshardQuietAfter = 250 * time.Millisecond
 )
 
 // Coordinator states, as MongoDB's $currentOp names them.
@@ -111,6 +118,14 @@ type resharding struct {
 func (rs *resharding) setState(s string) {
 	rs.mu.Lock()
 	rs.state = s
+	rs.mu.Unlock()
+}
+
+// copiedMore adds a batch of the copy to the progress shown.
+func (rs *resharding) copiedMore(docs, bytes int64) {
+	rs.mu.Lock()
+	rs.rec.Copied += docs
+	rs.rec.CopiedBytes += bytes
 	rs.mu.Unlock()
 }
 
@@ -311,29 +326,14 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 	rs.mu.Lock()
 	rs.copyStart = time.Now()
 	rs.mu.Unlock()
-	for r.Phase == store.ReshardCloning {
-		if err := check(); err != nil {
+	if r.Phase == store.ReshardCloning {
+		if err := e.copyResharding(rst, rs, r, check); err != nil {
 			if errors.Is(err, errReshardStopped) {
 				return err
 			}
-			return fail(err)
-		}
-		served, began := e.foregroundOps(), time.Now()
-		if _, err := rst.CopyResharding(r, reshardCopyBatch); err != nil {
 			return fail(reshardFailure(rs.ns, err))
 		}
 		rs.progress(r)
-		// While the server serves reads and writes, the copy leaves them
-		// half the time: each of its commits makes every new read wait
-		// until it is written, and it competes for the same cores.
-		// Alone, it runs flat out.
-		if e.foregroundOps() != served {
-			select {
-			case <-time.After(reshardYield * time.Since(began)):
-			case <-rs.abort:
-			case <-e.stop:
-			}
-		}
 	}
 	rs.mu.Lock()
 	rs.copyEnd, rs.applyStart, rs.state = time.Now(), time.Now(), reshardStateApplying
@@ -380,6 +380,16 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 	}
 	e.logger.Debug("resharding: changes caught up", "ns", rs.ns, "events", r.Applied, "took", time.Since(rs.applyStart))
 	rs.setState(reshardStateBlocking)
+	// The critical section waits for the writers in flight, and an open
+	// transaction that wrote the collection holds it until it ends: as
+	// MongoDB's donors do when they prepare to block writes, such
+	// transactions are aborted (their next statement or commit gets 251
+	// NoSuchTransaction, labelled TransientTransactionError, on which
+	// drivers run them again). One that writes it between here and the
+	// critical section is still waited for.
+	if n := e.sessions.AbortWriters(r.SourceID, fmt.Sprintf("reshardCollection of %s entered its critical section", rs.ns)); n > 0 {
+		e.logger.Info("resharding: aborted transactions that wrote the collection", "ns", rs.ns, "transactions", n)
+	}
 	// Writers released by the switch must find the new entry to be the
 	// same collection (the temporary one's uuid becomes its uuid).
 	e.reshards.switched(r.SourceUUID, r.TempUUID)
@@ -408,6 +418,105 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 			"changes", r.Applied, "writesBlocked", writesBlocked)
 	}
 	return nil
+}
+
+// copyResharding copies r's documents, one worker per range of the
+// copy (each commits its own batches with its range's progress, so a
+// crash resumes every range where it was), and ends the copy once all
+// are done. Alone, the workers run side by side, in batches of
+// reshardCopyBatchAlone: while one's batch commits through the store's
+// one write path, the other reads and keys its next one. While the
+// server serves reads and writes, the copy leaves them half the time:
+// one worker at a time copies a batch of reshardCopyBatch, then pauses
+// as long as the batch took (each commit makes every new read wait
+// until it is written, and the copy competes for the same cores).
+func (e *Engine) copyResharding(rst reshardStore, rs *resharding, r *store.Resharding, check func() error) error {
+	ranges := r.CopyRanges()
+	var (
+		turn      sync.Mutex // held for a batch and its pause while the server is busy
+		lastOps   atomic.Int64
+		busyUntil atomic.Int64 // Unix nanoseconds: paced until then
+		quit      = make(chan struct{})
+		once      sync.Once
+		errMu     sync.Mutex
+		first     error
+		wg        sync.WaitGroup
+	)
+	// busy reports whether the server served reads or writes lately: a
+	// batch during which none started proves nothing (they may all wait
+	// for the copy's commits), so the copy stays paced for
+	// reshardQuietAfter after the last one it saw.
+	lastOps.Store(e.foregroundOps())
+	busy := func() bool {
+		now := time.Now()
+		if ops := e.foregroundOps(); lastOps.Swap(ops) != ops {
+			busyUntil.Store(now.Add(reshardQuietAfter).UnixNano())
+			return true
+		}
+		return now.UnixNano() < busyUntil.Load()
+	}
+	failed := func(err error) {
+		errMu.Lock()
+		if first == nil {
+			first = err
+		}
+		errMu.Unlock()
+		once.Do(func() { close(quit) })
+	}
+	for i := range ranges {
+		if ranges[i].Done {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, cr *store.CopyRange) {
+			defer wg.Done()
+			for !cr.Done {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				if err := check(); err != nil {
+					failed(err)
+					return
+				}
+				paced, batch := busy(), reshardCopyBatchAlone
+				if paced {
+					turn.Lock()
+					batch = reshardCopyBatch
+				}
+				began := time.Now()
+				copied, bytesCopied := cr.Copied, cr.CopiedBytes
+				err := rst.CopyReshardingRange(r, i, cr, batch)
+				if err == nil {
+					rs.copiedMore(cr.Copied-copied, cr.CopiedBytes-bytesCopied)
+				}
+				if err == nil && paced {
+					select {
+					case <-time.After(reshardYield * time.Since(began)):
+					case <-rs.abort:
+					case <-e.stop:
+					case <-quit:
+					}
+				}
+				if paced {
+					turn.Unlock()
+				}
+				if err != nil {
+					failed(err)
+					return
+				}
+			}
+		}(i, &ranges[i])
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if err := check(); err != nil {
+		return err
+	}
+	return rst.EndReshardingCopy(r, ranges)
 }
 
 // foregroundOps counts the reads and writes the server has served (its

@@ -602,3 +602,67 @@ func TestReshardKill9(t *testing.T) {
 		})
 	}
 }
+
+// TestReshardAbortsTransactions: a transaction in progress that wrote
+// the collection does not hold the resharding's critical section for its
+// lifetime: it is aborted, as MongoDB aborts such transactions when the
+// critical section begins, and its commit fails with 251
+// NoSuchTransaction labelled TransientTransactionError; its write is
+// gone, and a transaction on another collection goes on.
+func TestReshardAbortsTransactions(t *testing.T) {
+	s := StartServer(t, ServerOptions{Dir: t.TempDir()})
+	client := newTestClient(t, s)
+	admin := client.Database("admin")
+	docs := loadReshardColl(t, client, "rst", "c", 500)
+	other := client.Database("rst").Collection("other")
+	if _, err := other.InsertOne(testCtx(t), bson.D{{Key: "_id", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	coll := client.Database("rst").Collection("c")
+	begin := func() (*mongo.Session, context.Context) {
+		sess, err := client.StartSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sess.EndSession(context.Background()) })
+		if err := sess.StartTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		return sess, mongo.NewSessionContext(testCtx(t), sess)
+	}
+	writer, wctx := begin()
+	if _, err := coll.InsertOne(wctx, reshardDoc{ID: 1_000_000, Tenant: 3, K: 3, V: 3}); err != nil {
+		t.Fatal(err)
+	}
+	bystander, bctx := begin()
+	if _, err := other.InsertOne(bctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := admin.RunCommand(ctx, bson.D{{Key: "reshardCollection", Value: "rst.c"}, {Key: "key", Value: bson.D{{Key: "k", Value: 1}}}}).Err(); err != nil {
+		t.Fatalf("reshardCollection with a transaction open on the collection: %v", err)
+	}
+	if took := time.Since(began); took > 20*time.Second {
+		t.Errorf("reshardCollection took %v: it waited for the transaction", took)
+	}
+	if key, _ := shardKeyOf(t, client, "rst.c"); string(key) != string(mustMarshal(t, bson.D{{Key: "k", Value: int32(1)}})) {
+		t.Errorf("after the resharding the key is %v", key)
+	}
+
+	err := writer.CommitTransaction(testCtx(t))
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 251 || ce.Name != "NoSuchTransaction" || !ce.HasErrorLabel("TransientTransactionError") {
+		t.Fatalf("committing the transaction that wrote the collection: %v, want 251 NoSuchTransaction with TransientTransactionError", err)
+	}
+	checkReshardDocs(t, coll, docs)
+
+	if err := bystander.CommitTransaction(testCtx(t)); err != nil {
+		t.Fatalf("committing the transaction on another collection: %v", err)
+	}
+	if n, err := other.CountDocuments(testCtx(t), bson.D{}); err != nil || n != 2 {
+		t.Errorf("the other collection has %d documents (%v), want 2", n, err)
+	}
+}

@@ -204,7 +204,10 @@ type txn struct {
 	committed, aborted int
 	published          []uint32
 	failCommit         bool
+	wrote              map[uint32]bool // collections it wrote to
 }
+
+func (t *txn) Writes(id uint32) bool { return t.wrote[id] }
 
 func (t *txn) Publish(id uint32) error {
 	t.published = append(t.published, id)

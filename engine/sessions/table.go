@@ -43,8 +43,10 @@ type Table struct {
 
 	mu sync.Mutex
 	m  map[string]*Session
-	// openTxns is the number of transactions in progress.
+	// openTxns is the number of transactions in progress; active holds
+	// them (*Transaction -> struct{}).
 	openTxns atomic.Int64
+	active   sync.Map
 }
 
 // NewTable makes an empty table over store. after starts transactions'
@@ -175,6 +177,23 @@ func (t *Table) Len() int {
 
 // OpenTransactions is the number of transactions in progress.
 func (t *Table) OpenTransactions() int64 { return t.openTxns.Load() }
+
+// AbortWriters aborts the transactions in progress that wrote to
+// collection id, each saying why to the statements that come after
+// (251 NoSuchTransaction); it returns how many it aborted. A statement
+// in progress in one ends first.
+func (t *Table) AbortWriters(id uint32, why string) int {
+	n := 0
+	t.active.Range(func(k, _ any) bool {
+		if tx := k.(*Transaction); tx.st.Writes(id) {
+			if tx.abort(why) {
+				n++
+			}
+		}
+		return true
+	})
+	return n
+}
 
 // load reads the session's txnNumber and statement span from the store
 // the first time the session is checked out (invariant 2).

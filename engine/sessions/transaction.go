@@ -39,6 +39,9 @@ type Transaction struct {
 	// open counts the table's transactions in progress: t adds 1 when
 	// it starts and takes it back when it leaves Active.
 	open *atomic.Int64
+	// active is the table's set of transactions in progress
+	// (Table.AbortWriters): t is in it while Active.
+	active *sync.Map
 
 	ran bool // a statement has run (not only failed by a fail point)
 
@@ -71,8 +74,9 @@ func (s *Session) StartTransaction(n int64, lifetime time.Duration, now time.Tim
 	if err != nil {
 		return nil, err
 	}
-	t := &Transaction{number: n, st: st, store: s.t.store, logger: s.t.logger, open: &s.t.openTxns}
+	t := &Transaction{number: n, st: st, store: s.t.store, logger: s.t.logger, open: &s.t.openTxns, active: &s.t.active}
 	t.open.Add(1)
+	t.active.Store(t, struct{}{})
 	t.mu.Lock() // Abort, from the timer, reads stop under mu
 	t.stop = s.t.after(lifetime, func() {
 		t.Abort(fmt.Sprintf("it ran longer than transactionLifetimeLimitSeconds (%v)", lifetime))
@@ -149,20 +153,25 @@ func (t *Transaction) CheckActive() error {
 
 // Abort aborts t if it is in progress; why says why, for the statements
 // that come after (empty for abortTransaction).
-func (t *Transaction) Abort(why string) {
+func (t *Transaction) Abort(why string) { t.abort(why) }
+
+// abort is Abort, reporting whether it ended t (false: t had ended).
+func (t *Transaction) abort(why string) bool {
 	t.mu.Lock()
 	if t.state != Active {
 		t.mu.Unlock()
-		return
+		return false
 	}
 	t.state, t.why = Aborted, why
 	t.open.Add(-1)
+	t.active.Delete(t)
 	t.stop()
 	created := t.created
 	t.created = nil
 	t.mu.Unlock()
 	t.st.Abort()
 	t.withdraw(created)
+	return true
 }
 
 // withdraw takes back the collections an aborted t created.
@@ -205,6 +214,7 @@ func (t *Transaction) Commit() error {
 	}
 	t.stop()
 	t.open.Add(-1) // committed or aborted below
+	t.active.Delete(t)
 	var err error
 	for _, c := range t.created {
 		// The pending key goes with the commit: a crash leaves either the

@@ -145,3 +145,44 @@ func TestTransactionLifetime(t *testing.T) {
 		t.Fatal("a commit left its lifetime timer running")
 	}
 }
+
+// AbortWriters aborts the transactions in progress that wrote to a
+// collection, saying why, and leaves the others and the ended ones.
+func TestAbortWriters(t *testing.T) {
+	tab, recs, c, _ := newTxnTable(t)
+	start := func(id string) *Transaction {
+		s, _ := tab.Checkout(context.Background(), []byte(id))
+		defer s.Release(c.now())
+		tx, err := s.StartTransaction(1, time.Minute, c.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	wrote, other, ended := start("session-1......."), start("session-2......."), start("session-3.......")
+	recs.txns[0].wrote = map[uint32]bool{7: true}
+	recs.txns[1].wrote = map[uint32]bool{8: true}
+	recs.txns[2].wrote = map[uint32]bool{7: true}
+	if err := ended.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := tab.AbortWriters(7, "its collection is being resharded"); n != 1 {
+		t.Fatalf("aborted %d transactions, want 1", n)
+	}
+	if st, why := wrote.State(); st != Aborted || why != "its collection is being resharded" || recs.txns[0].aborted != 1 {
+		t.Errorf("the writer: %v %q", st, why)
+	}
+	if st, _ := other.State(); st != Active || tab.OpenTransactions() != 1 {
+		t.Errorf("the other transaction: %v, %d open", st, tab.OpenTransactions())
+	}
+	if st, _ := ended.State(); st != Committed {
+		t.Errorf("the committed transaction: %v", st)
+	}
+	if n := tab.AbortWriters(7, "again"); n != 0 {
+		t.Errorf("aborted %d transactions again", n)
+	}
+	other.Abort("")
+	if n := tab.AbortWriters(8, "after its end"); n != 0 {
+		t.Errorf("aborted %d ended transactions", n)
+	}
+}

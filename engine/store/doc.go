@@ -27,6 +27,7 @@
 //	m/user/<db> 0x00 <name>            -> a user (BSON, opaque to the store: engine/auth defines it)
 //	m/pending/<collID:4>               -> a collection created by a transaction still open; its commit deletes the key (pending.go)
 //	m/reshard/<db> 0x00 <coll>         -> a resharding in progress or left to clean up (BSON: Resharding, reshard.go)
+//	m/reshardcopy/<db> 0x00 <coll> 0x00 <range:1> -> one range of a resharding's copy, while it copies (BSON: CopyRange)
 //	m/seq/coll                         -> last collection id handed out (uint32 BE)
 //	m/boot                             -> boot counter (uint64 BE), +1 per open
 //	d/<collID:4><point:8><shardKey><id> -> document (raw BSON)

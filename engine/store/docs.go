@@ -50,6 +50,9 @@ type Txn struct {
 	// unlogged writes make no change events (a resharding's hidden
 	// copy); versions that events name are still kept.
 	unlogged bool
+	// absent, when set, says that a key holds no document, so Insert
+	// need not read it (a resharding's copy: copyfilter.go).
+	absent func(key []byte) bool
 }
 
 // lpDelta is what a transaction changes in one logical partition.
@@ -384,16 +387,19 @@ func (t *Txn) Insert(c *Collection, key, doc []byte) error {
 	if err := t.checkScope(c, key); err != nil {
 		return err
 	}
-	_, err := t.t.Get(key)
-	if err == nil {
-		return &DuplicateKeyError{Key: key}
-	}
-	if !errors.Is(err, kv.ErrNotFound) {
-		return err
+	if t.absent == nil || !t.absent(key) {
+		_, err := t.t.Get(key)
+		if err == nil {
+			return &DuplicateKeyError{Key: key}
+		}
+		if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
 	}
 	if err := t.checkGrowth(c, key, int64(len(doc)+len(key))); err != nil {
 		return err
 	}
+	var err error
 	var changes []ixChange
 	if len(c.Indexes) > 0 {
 		if changes, err = t.indexChanges(c, key, nil, doc); err != nil {

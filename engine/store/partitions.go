@@ -53,6 +53,9 @@ type partitionState struct {
 
 	reshardMu sync.Mutex
 	resharded map[string]chan struct{} // by namespace: closed when done
+	// copyFilters are the filters of the resharding copies in progress,
+	// by temporary collection id (*copyFilter, copyfilter.go).
+	copyFilters sync.Map
 
 	splits splitHistory // splits published since Open (splitlog.go)
 	tables tableWatch   // Badger's tables at the last look (enginestats.go)

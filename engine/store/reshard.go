@@ -33,9 +33,14 @@ import (
 //	begin      the temporary collection's entry and the record (Phase
 //	           "cloning", From: the first commit time after the copy's
 //	           start)
-//	copy       each batch of copied documents and the record's Resume
-//	           (the next source key) and counts; the last one sets Phase
-//	           "applying"
+//	copy       each batch of copied documents and its range's progress
+//	           (m/reshardcopy/<db> 0x00 <coll> 0x00 <range>, a CopyRange:
+//	           the next source key and counts): the source's documents
+//	           are split into ranges at the start, each copied by a
+//	           worker of its own, so the workers' transactions write
+//	           apart; once every range is done, one transaction sets
+//	           the record's counts and Phase "applying" and deletes the
+//	           ranges
 //	apply      each batch of changes brought over and the record's From
 //	switch     the source's entry replaced by the temporary one, the
 //	           temporary entry deleted, and the record set to Phase
@@ -44,12 +49,14 @@ import (
 //	           "aborting" (the temporary documents are left to purge)
 //
 // So after a crash the record says where to go on: "cloning" and
-// "applying" resume (the copy from Resume, the changes from From; both
-// are idempotent: a change is brought over by making the temporary
-// collection hold exactly the source's documents of that _id), "cleanup"
-// and "aborting" finish purging and delete the record. Before the switch
-// commits the source is the collection and the temporary one is hidden;
-// after it, the new entry is: never both.
+// "applying" resume (each range of the copy from its Resume, the changes
+// from From; bringing a change over is idempotent: it makes the
+// temporary collection hold exactly the source's documents of that _id;
+// the copy's filter of keys, copyfilter.go, is built again from the
+// documents copied before), "cleanup" and "aborting" finish purging and
+// delete the record. Before the switch commits the source is the
+// collection and the temporary one is hidden; after it, the new entry
+// is: never both.
 
 // Resharding phases, as the record keeps them.
 const (
@@ -66,12 +73,56 @@ const ReshardTempPrefix = "system.resharding."
 // ChangeReshard is the change event of a resharding's switch.
 const ChangeReshard = "reshardCollection"
 
-var reshardSpace = "m/reshard/"
+var (
+	reshardSpace     = "m/reshard/"
+	reshardCopySpace = "m/reshardcopy/"
+)
 
 func reshardKey(db, name string) []byte {
 	k := append([]byte(reshardSpace), db...)
 	k = append(k, 0)
 	return append(k, name...)
+}
+
+// reshardCopyPrefix starts the keys of the copy ranges of db.name's
+// resharding; reshardCopyKey is range i's.
+func reshardCopyPrefix(db, name string) []byte {
+	k := append([]byte(reshardCopySpace), db...)
+	k = append(k, 0)
+	k = append(k, name...)
+	return append(k, 0)
+}
+
+func reshardCopyKey(db, name string, i int) []byte {
+	return append(reshardCopyPrefix(db, name), byte(i))
+}
+
+// ReshardCopyRanges is how many ranges the copy splits the source's
+// documents into, each copied by a worker of its own: while one
+// worker's batch commits (the store's one write path), the other reads
+// and keys its next one.
+const ReshardCopyRanges = 2
+
+// CopyRanges are a copy of r's copy ranges (while Phase is "cloning"):
+// one from Resume for a record without any.
+func (r *Resharding) CopyRanges() []CopyRange {
+	if len(r.Ranges) == 0 {
+		return []CopyRange{{Resume: r.Resume, Copied: r.Copied, CopiedBytes: r.CopiedBytes}}
+	}
+	return append([]CopyRange(nil), r.Ranges...)
+}
+
+// CopyRange is one range of the source's documents the copy goes
+// through: document keys [Start, End) (nil Start: from the first, nil
+// End: to the last), Resume the next one to copy (nil: Start), Done once
+// every one was copied, and what it copied.
+type CopyRange struct {
+	Start       []byte `bson:"start,omitempty"`
+	End         []byte `bson:"end,omitempty"`
+	Resume      []byte `bson:"resume,omitempty"`
+	Done        bool   `bson:"done"`
+	Copied      int64  `bson:"copied"`
+	CopiedBytes int64  `bson:"copiedBytes"`
 }
 
 // Resharding is one resharding's record.
@@ -90,8 +141,13 @@ type Resharding struct {
 	Key        bson.Raw `bson:"key"`
 	Partitions int      `bson:"partitions"`
 	Phase      string   `bson:"phase"`
-	// Resume is the next source document key to copy (nil: the first).
+	// Resume is the next source document key to copy (nil: the first),
+	// as a record written before the copy had ranges keeps it: it is
+	// then the one range's.
 	Resume []byte `bson:"resume,omitempty"`
+	// Ranges are the copy's ranges while Phase is "cloning", kept apart
+	// from the record (reshardCopyKey), one per copy worker.
+	Ranges []CopyRange `bson:"-"`
 	// FromTS and FromIndex are the next change event to bring over.
 	FromTS    int64     `bson:"fromTS"`
 	FromIndex int32     `bson:"fromIndex"`
@@ -139,9 +195,48 @@ func (s *Store) Reshardings() ([]*Resharding, error) {
 			}
 			out = append(out, &r)
 		}
+		for _, r := range out {
+			if err := loadCopyRanges(txn, r); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	return out, mapKVErr(err)
+}
+
+// loadCopyRanges reads the copy ranges of r, while it copies, into
+// r.Ranges, and their counts into r.Copied and r.CopiedBytes. A record
+// written before the copy had ranges has none: its one range is the
+// whole source from r.Resume.
+func loadCopyRanges(txn kv.Txn, r *Resharding) error {
+	r.Ranges = nil
+	if r.Phase != ReshardCloning {
+		return nil
+	}
+	it := txn.NewIterator(kv.IterOptions{Prefix: reshardCopyPrefix(r.DB, r.Name)})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		raw, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		var cr CopyRange
+		if err := bson.Unmarshal(raw, &cr); err != nil {
+			return fmt.Errorf("%w: resharding copy range %q: %v", ErrCorrupted, it.Item().Key(), err)
+		}
+		r.Ranges = append(r.Ranges, cr)
+	}
+	if len(r.Ranges) == 0 {
+		r.Ranges = []CopyRange{{Resume: r.Resume, Copied: r.Copied, CopiedBytes: r.CopiedBytes}}
+		return nil
+	}
+	r.Copied, r.CopiedBytes = 0, 0
+	for _, cr := range r.Ranges {
+		r.Copied += cr.Copied
+		r.CopiedBytes += cr.CopiedBytes
+	}
+	return nil
 }
 
 // Resharding is the record of db.name's resharding, or nil.
@@ -160,7 +255,10 @@ func (s *Store) Resharding(db, name string) (*Resharding, error) {
 			return err
 		}
 		r = &Resharding{}
-		return bson.Unmarshal(raw, r)
+		if err := bson.Unmarshal(raw, r); err != nil {
+			return err
+		}
+		return loadCopyRanges(txn, r)
 	})
 	return r, mapKVErr(err)
 }
@@ -182,6 +280,10 @@ func (s *Store) BeginResharding(src *Collection, spec shard.Spec, partitions int
 		return nil, fmt.Errorf("%s: the _id index is being built: %w", src.Namespace(), ErrConflict)
 	}
 	counts, err := s.Counts(src)
+	if err != nil {
+		return nil, err
+	}
+	ranges, err := s.copyRanges(src, ReshardCopyRanges)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +318,7 @@ func (s *Store) BeginResharding(src *Collection, spec shard.Spec, partitions int
 	r := &Resharding{DB: src.DB, Name: src.Name, SourceID: src.ID, SourceUUID: src.UUID,
 		TempID: tmp.ID, TempName: tmp.Name, TempUUID: uuid, Key: bson.Raw(spec.Doc()), Partitions: partitions,
 		Phase: ReshardCloning, FromTS: int64(visible + 1), Started: time.Now().UTC(),
-		ApproxDocs: counts.Docs, ApproxBytes: counts.Bytes}
+		ApproxDocs: counts.Docs, ApproxBytes: counts.Bytes, Ranges: ranges}
 	raw, err := bson.Marshal(tmp)
 	if err != nil {
 		return nil, err
@@ -227,6 +329,11 @@ func (s *Store) BeginResharding(src *Collection, spec shard.Spec, partitions int
 		}
 		if err := txn.Set(collKey(tmp.DB, tmp.Name), raw); err != nil {
 			return err
+		}
+		for i := range ranges {
+			if err := putCopyRange(txn, r, i, &ranges[i]); err != nil {
+				return err
+			}
 		}
 		return putReshard(txn, r)
 	})
@@ -257,21 +364,94 @@ func (s *Store) reshardColls(r *Resharding) (src, tmp *Collection, err error) {
 	return src, tmp, nil
 }
 
+// copyRanges splits src's documents into at most n ranges of about the
+// same bytes, at points of its logical partitions (a logical partition
+// is never split; one that holds most of the data makes fewer ranges).
+func (s *Store) copyRanges(src *Collection, n int) ([]CopyRange, error) {
+	points, sizes, err := s.dataPoints(src)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, size := range sizes {
+		total += size
+	}
+	out := []CopyRange{{}}
+	var before int64 // bytes at the points before points[i]
+	for i, p := range points {
+		if len(out) == n {
+			break
+		}
+		if k := int64(len(out)); before > 0 && before >= total*k/int64(n) {
+			at := binary.BigEndian.AppendUint64(DocPrefix(src.ID), p)
+			out[len(out)-1].End = at
+			out = append(out, CopyRange{Start: at})
+		}
+		before += sizes[i]
+	}
+	return out, nil
+}
+
+func putCopyRange(txn kv.Txn, r *Resharding, i int, cr *CopyRange) error {
+	raw, err := bson.Marshal(cr)
+	if err != nil {
+		return err
+	}
+	return txn.Set(reshardCopyKey(r.DB, r.Name, i), raw)
+}
+
 // CopyResharding copies the next batch of at most n source documents
-// into the temporary collection, with r's progress in the same
-// transaction; done once every document was copied (r.Phase is then
-// "applying"). r is updated in place.
+// into the temporary collection, the ranges one after the other (as
+// CopyReshardingRange); done once every document was copied (r.Phase is
+// then "applying", as EndReshardingCopy leaves it). r is updated in
+// place.
 func (s *Store) CopyResharding(r *Resharding, n int) (done bool, err error) {
+	r.Ranges = r.CopyRanges()
+	for i := range r.Ranges {
+		cr := &r.Ranges[i]
+		if cr.Done {
+			continue
+		}
+		copied, bytesCopied := cr.Copied, cr.CopiedBytes
+		if err := s.CopyReshardingRange(r, i, cr, n); err != nil {
+			return false, err
+		}
+		r.Copied += cr.Copied - copied
+		r.CopiedBytes += cr.CopiedBytes - bytesCopied
+		if !cr.Done {
+			return false, nil
+		}
+	}
+	if err := s.EndReshardingCopy(r, r.Ranges); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// CopyReshardingRange copies the next batch of at most n documents of
+// cr, range i of r's copy, into the temporary collection, with cr's
+// progress in the same transaction; cr is updated in place, and Done
+// once the range is copied. Different ranges may be copied at the same
+// time (each its own caller's); r is only read.
+func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) error {
+	if cr.Done {
+		return nil
+	}
 	src, tmp, err := s.reshardColls(r)
 	if err != nil {
-		return false, err
+		return err
 	}
 	spec := tmp.Spec()
 	type doc struct{ key, raw []byte }
 	batch := make([]doc, 0, n)
 	var next []byte
+	start := cr.Resume
+	if start == nil {
+		start = cr.Start
+	}
+	var raws []byte // the batch's documents, one after the other
 	err = s.View(func(tx *Txn) error {
-		return tx.Scan(src, r.Resume, func(key, raw []byte) (bool, error) {
+		return tx.ScanRange(src, start, cr.End, func(key, raw []byte) (bool, error) {
 			if len(batch) == n {
 				next = bytes.Clone(key)
 				return false, nil
@@ -280,36 +460,97 @@ func (s *Store) CopyResharding(r *Resharding, n int) (done bool, err error) {
 			if err != nil {
 				return false, err
 			}
-			batch = append(batch, doc{k, bytes.Clone(raw)})
+			if raws == nil {
+				raws = make([]byte, 0, n*(len(raw)+len(raw)/4))
+			}
+			at := len(raws)
+			raws = append(raws, raw...)
+			batch = append(batch, doc{k, raws[at:len(raws):len(raws)]})
 			return true, nil
 		})
 	})
 	if err != nil {
-		return false, err
+		return err
 	}
 	var bytesCopied int64
 	for _, d := range batch {
 		bytesCopied += int64(len(d.raw))
 	}
-	nr := *r
-	nr.Resume, nr.Copied, nr.CopiedBytes = next, r.Copied+int64(len(batch)), r.CopiedBytes+bytesCopied
-	if next == nil {
-		nr.Phase = ReshardApplying
+	ncr := *cr
+	ncr.Resume, ncr.Copied, ncr.CopiedBytes = next, cr.Copied+int64(len(batch)), cr.CopiedBytes+bytesCopied
+	ncr.Done = next == nil
+	filter, err := s.copyFilterOf(r, tmp)
+	if err != nil {
+		return err
 	}
+	keys := make([][]byte, len(batch))
+	for j, d := range batch {
+		keys[j] = d.key
+	}
+	claim, read := filter.claim(keys)
+	defer filter.release(claim, keys)
 	err = s.Update(func(tx *Txn) error {
 		tx.unlogged = true // the hidden copy is no change of anyone's
-		for _, d := range batch {
+		for j, d := range batch {
+			tx.absent = func([]byte) bool { return !read[j] }
 			if err := tx.Insert(tmp, d.key, d.raw); err != nil {
 				return err
 			}
 		}
-		return putReshard(tx.t, &nr)
+		return putCopyRange(tx.t, r, i, &ncr)
 	})
 	if err != nil {
-		return false, err
+		return err
 	}
+	*cr = ncr
+	return nil
+}
+
+// EndReshardingCopy ends r's copy once every one of ranges (r's, as the
+// copy left them) is done: the record takes their counts and Phase
+// "applying", and the ranges are deleted, in one transaction. r is
+// updated in place.
+func (s *Store) EndReshardingCopy(r *Resharding, ranges []CopyRange) error {
+	nr := *r
+	nr.Phase, nr.Resume, nr.Ranges, nr.Copied, nr.CopiedBytes = ReshardApplying, nil, nil, 0, 0
+	if len(ranges) == 0 {
+		return fmt.Errorf("resharding %s: the copy has no range", r.Namespace())
+	}
+	for _, cr := range ranges {
+		if !cr.Done {
+			return fmt.Errorf("resharding %s: a range of the copy is not done", r.Namespace())
+		}
+		nr.Copied += cr.Copied
+		nr.CopiedBytes += cr.CopiedBytes
+	}
+	err := s.update(func(txn kv.Txn) error {
+		if err := deleteCopyRanges(txn, r); err != nil {
+			return err
+		}
+		return putReshard(txn, &nr)
+	})
+	if err != nil {
+		return fmt.Errorf("reshard %s: %w", r.Namespace(), err)
+	}
+	s.dropCopyFilter(r.TempID)
 	*r = nr
-	return next == nil, nil
+	return nil
+}
+
+// deleteCopyRanges deletes the keys of r's copy ranges.
+func deleteCopyRanges(txn kv.Txn, r *Resharding) error {
+	var keys [][]byte
+	it := txn.NewIterator(kv.IterOptions{Prefix: reshardCopyPrefix(r.DB, r.Name)})
+	for it.Rewind(); it.Valid(); it.Next() {
+		keys = append(keys, it.Item().KeyCopy(nil))
+	}
+	it.Close()
+	for _, k := range keys {
+		if err := txn.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reshardKeyOf is the key of raw in tmp, sharded by spec.
@@ -323,7 +564,8 @@ func reshardKeyOf(tmp *Collection, spec shard.Spec, raw []byte) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: a document without _id", ErrCorrupted)
 	}
-	return DocKey(tmp.ID, spec.Point(sk), value.EncodeKey(nil, sk), value.EncodeKey(nil, id)), nil
+	k := DocKey(tmp.ID, spec.Point(sk), nil, nil)
+	return value.EncodeKey(value.EncodeKey(k, sk), id), nil
 }
 
 // ApplyResharding brings over the source's changes from r.From() up to
@@ -630,8 +872,14 @@ func (s *Store) FinishResharding(r *Resharding) error {
 	default:
 		return fmt.Errorf("resharding %s is %s, not finished", r.Namespace(), r.Phase)
 	}
+	s.dropCopyFilter(r.TempID)
 	if err := s.purge(id); err != nil {
 		return err
 	}
-	return s.update(func(txn kv.Txn) error { return txn.Delete(reshardKey(r.DB, r.Name)) })
+	return s.update(func(txn kv.Txn) error {
+		if err := deleteCopyRanges(txn, r); err != nil {
+			return err
+		}
+		return txn.Delete(reshardKey(r.DB, r.Name))
+	})
 }

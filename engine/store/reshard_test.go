@@ -1,6 +1,9 @@
 package store
 
 import (
+	"bytes"
+	"errors"
+	"sync"
 	"testing"
 
 	"github.com/parsecdb/parsec/engine/value"
@@ -89,7 +92,7 @@ func TestReshardingResumesAndSwitches(t *testing.T) {
 		t.Fatalf("reshardings after reopening: %v, %v", recs, err)
 	}
 	r = recs[0]
-	if r.Phase != ReshardCloning || r.Copied != 30 || r.Resume == nil || r.ApproxDocs != 100 {
+	if r.Phase != ReshardCloning || r.Copied != 30 || len(r.Ranges) != ReshardCopyRanges || r.Ranges[0].Resume == nil || r.ApproxDocs != 100 {
 		t.Fatalf("record after reopening: %+v", r)
 	}
 	src = s.Collection("db", "c")
@@ -217,4 +220,217 @@ func TestReshardingAbort(t *testing.T) {
 		t.Errorf("the source changed: %+v", cur)
 	}
 	checkExact(t, s, src, 50)
+}
+
+// dupSource makes a source sharded by a with 200 documents and a second
+// document of _id 5 with another a but the same b, in the other copy
+// range than the first: resharded by b, both have one key.
+func dupSource(t *testing.T, s *Store) (*Collection, *Resharding) {
+	t.Helper()
+	src, err := s.CreateCollectionWith("db", "c", NewCollection{Spec: shard.Spec{Path: "a"}, Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int32(200) {
+		doc := abDoc(i, i, i)
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, doc), doc) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ranges, err := s.copyRanges(src, ReshardCopyRanges)
+	if err != nil || len(ranges) != 2 {
+		t.Fatalf("copy ranges: %v, %v", ranges, err)
+	}
+	inFirst := func(doc []byte) bool { return bytes.Compare(keyIn(t, src, doc), ranges[0].End) < 0 }
+	orig := abDoc(5, 5, 5)
+	for a := int32(1000); ; a++ {
+		dup := abDoc(5, a, 5)
+		if inFirst(dup) == inFirst(orig) {
+			continue
+		}
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, dup), dup) }); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	r, err := s.BeginResharding(src, shard.Spec{Path: "b", Ranged: true}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, r
+}
+
+// Two source documents with one key under the new shard key fail the
+// copy with a duplicate key, though the copy inserts without reading
+// keys its filter rules out: when the first was copied before a restart
+// (the filter is built again from the copied documents), and when the
+// two ranges' workers copy them at the same time.
+func TestReshardingCopyFindsDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	_, r := dupSource(t, s)
+	for !r.Ranges[0].Done {
+		if _, err := s.CopyResharding(r, 7); err != nil {
+			t.Fatalf("copying the first range: %v", err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openDir(t, dir)
+	defer s.Close()
+	recs, err := s.Reshardings()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("reshardings after reopening: %v, %v", recs, err)
+	}
+	r = recs[0]
+	var dup *DuplicateKeyError
+	for {
+		done, err := s.CopyResharding(r, 7)
+		if errors.As(err, &dup) {
+			break
+		}
+		if err != nil || done {
+			t.Fatalf("the copy after the restart ended with %v (done %v), want a duplicate key", err, done)
+		}
+	}
+
+	s2 := openMem(t)
+	_, r = dupSource(t, s2)
+	ranges := r.CopyRanges()
+	errs := make([]error, len(ranges))
+	var wg sync.WaitGroup
+	for i := range ranges {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !ranges[i].Done && errs[i] == nil {
+				errs[i] = s2.CopyReshardingRange(r, i, &ranges[i], 1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); !errors.As(err, &dup) {
+		t.Fatalf("copying both ranges at once: %v, want a duplicate key", err)
+	}
+}
+
+// The copy's two ranges split the source's bytes about in half, each
+// copied by a worker of its own; stopped with both in the middle, the
+// copy resumes each range where it was, and the switch leaves exactly
+// the source's documents with exact counters.
+func TestReshardingRangesResume(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir)
+	src, err := s.CreateCollectionWith("db", "c", NewCollection{Spec: shard.Spec{Path: "a"}, Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ranges, err := s.copyRanges(src, ReshardCopyRanges); err != nil || len(ranges) != 1 || ranges[0].Start != nil || ranges[0].End != nil {
+		t.Fatalf("the ranges of an empty collection: %+v, %v", ranges, err)
+	}
+	want := map[int32]int32{}
+	for i := range int32(400) {
+		doc := abDoc(i, i%97, i)
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, doc), doc) }); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = i
+	}
+	r, err := s.BeginResharding(src, shard.Spec{Path: "b", Ranged: true}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Ranges) != 2 || r.Ranges[0].End == nil || !bytes.Equal(r.Ranges[0].End, r.Ranges[1].Start) || r.Ranges[1].End != nil {
+		t.Fatalf("ranges: %+v", r.Ranges)
+	}
+	// Each range holds 30 % to 70 % of the documents.
+	inFirst := 0
+	for i := range int32(400) {
+		if bytes.Compare(keyIn(t, src, abDoc(i, i%97, i)), r.Ranges[0].End) < 0 {
+			inFirst++
+		}
+	}
+	if inFirst < 120 || inFirst > 280 {
+		t.Errorf("the first range has %d of 400 documents", inFirst)
+	}
+	ranges := r.CopyRanges()
+	var wg sync.WaitGroup
+	errs := make([]error, len(ranges))
+	for i := range ranges {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if errs[i] = s.CopyReshardingRange(r, i, &ranges[i], 20); errs[i] != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openDir(t, dir)
+	defer s.Close()
+	recs, err := s.Reshardings()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("reshardings after reopening: %v, %v", recs, err)
+	}
+	r = recs[0]
+	if r.Copied != 200 || len(r.Ranges) != 2 {
+		t.Fatalf("after reopening: %d copied, ranges %+v", r.Copied, r.Ranges)
+	}
+	for i, cr := range r.Ranges {
+		if cr.Done || cr.Copied != 100 || cr.Resume == nil {
+			t.Errorf("range %d after reopening: %+v", i, cr)
+		}
+	}
+	src = s.Collection("db", "c")
+	// A change while the copy is stopped.
+	extra := abDoc(1000, 3, 1000)
+	if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, extra), extra) }); err != nil {
+		t.Fatal(err)
+	}
+	want[1000] = 1000
+	for {
+		done, err := s.CopyResharding(r, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			break
+		}
+	}
+	if r.Phase != ReshardApplying || r.Copied < 400 || len(r.Ranges) != 0 {
+		t.Fatalf("after the copy: %+v", r)
+	}
+	c, err := s.SwitchResharding(r, func() error {
+		_, err := s.ApplyResharding(r, s.LastChangeTime(), 100)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := docsOf(t, s, c)
+	if len(got) != len(want) {
+		t.Errorf("%d documents, want %d", len(got), len(want))
+	}
+	for id, b := range want {
+		if got[id] != b {
+			t.Errorf("document %d: b = %d, want %d", id, got[id], b)
+		}
+	}
+	checkExact(t, s, c, int64(len(want)))
+	if err := s.FinishResharding(r); err != nil {
+		t.Fatal(err)
+	}
+	if n := rawKeys(t, s, []byte(reshardCopySpace)); n != 0 {
+		t.Errorf("%d copy range keys left", n)
+	}
 }

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/parsecdb/parsec/engine/kv"
+)
+
+// copyFilter lets a resharding's copy insert into the temporary
+// collection without reading each key first to rule out a duplicate (a
+// source document the copy saw twice, or two of one _id with the same
+// new shard key): the read is a lookup in every memtable and level of
+// Badger, a sixth of the copy's time. It is a Bloom filter of the
+// temporary collection's document keys, those there when the copy
+// (re)started and those the copy claimed since; while it copies, only
+// the copy writes that collection. A key the filter does not hold holds
+// no document and goes in without the read; a key it may hold is read,
+// as any insert reads it.
+//
+// Two batches that claim one key at the same time would race (the one
+// that skips the read could overwrite the other's document unseen), so
+// a batch claims all its keys at once, and one that meets a key another
+// batch claimed and has not finished with waits for that batch before
+// it claims anything: its read then sees the other's commit.
+type copyFilter struct {
+	build sync.Once
+	err   error
+	seed  maphash.Seed
+	bits  []uint64
+
+	mu       sync.Mutex
+	done     *sync.Cond
+	inFlight map[string]int // keys claimed by batches not finished, by batch
+	batches  int
+}
+
+// copyFilterBits is the filter's size per document of the source, and
+// copyFilterHashes the bits set per key: about 1 % false positives.
+const (
+	copyFilterBits   = 10
+	copyFilterHashes = 7
+)
+
+// copyFilterOf is the filter of r's copy, built on first use from the
+// keys its temporary collection holds.
+func (s *Store) copyFilterOf(r *Resharding, tmp *Collection) (*copyFilter, error) {
+	v, _ := s.copyFilters.LoadOrStore(r.TempID, &copyFilter{})
+	f := v.(*copyFilter)
+	f.build.Do(func() {
+		n := max(r.ApproxDocs, 1024) * copyFilterBits
+		f.seed = maphash.MakeSeed()
+		f.bits = make([]uint64, (n+63)/64)
+		f.done = sync.NewCond(&f.mu)
+		f.inFlight = map[string]int{}
+		f.err = s.db.View(func(txn kv.Txn) error {
+			it := txn.NewIterator(kv.IterOptions{Prefix: DocPrefix(tmp.ID)})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				f.add(it.Item().Key())
+			}
+			return nil
+		})
+	})
+	if f.err != nil {
+		s.copyFilters.CompareAndDelete(r.TempID, f)
+		return nil, mapKVErr(f.err)
+	}
+	return f, nil
+}
+
+// dropCopyFilter forgets the filter of the copy into collection id.
+func (s *Store) dropCopyFilter(id uint32) { s.copyFilters.Delete(id) }
+
+func (f *copyFilter) positions(key []byte, fn func(word int, bit uint64) bool) bool {
+	h := maphash.Bytes(f.seed, key)
+	h1, h2 := h, h>>32|1
+	m := uint64(len(f.bits)) * 64
+	for i := range uint64(copyFilterHashes) {
+		p := (h1 + i*h2) % m
+		if !fn(int(p/64), 1<<(p%64)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *copyFilter) add(key []byte) {
+	f.positions(key, func(w int, b uint64) bool { f.bits[w] |= b; return true })
+}
+
+func (f *copyFilter) mayHold(key []byte) bool {
+	return f.positions(key, func(w int, b uint64) bool { return f.bits[w]&b != 0 })
+}
+
+// claim claims keys for one batch, waiting first for the batches that
+// claimed any of them and have not finished; it returns the batch's
+// number (for release) and which keys may hold a document and must be
+// read before an insert.
+func (f *copyFilter) claim(keys [][]byte) (batch int, read []bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.claimedElsewhere(keys) {
+		f.done.Wait()
+	}
+	f.batches++
+	batch = f.batches
+	read = make([]bool, len(keys))
+	for i, k := range keys {
+		read[i] = f.mayHold(k)
+		f.add(k)
+		f.inFlight[string(k)] = batch
+	}
+	return batch, read
+}
+
+func (f *copyFilter) claimedElsewhere(keys [][]byte) bool {
+	if len(f.inFlight) == 0 {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := f.inFlight[string(k)]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// release ends batch's claim on keys, once its transaction committed or
+// failed.
+func (f *copyFilter) release(batch int, keys [][]byte) {
+	f.mu.Lock()
+	for _, k := range keys {
+		if f.inFlight[string(k)] == batch {
+			delete(f.inFlight, string(k))
+		}
+	}
+	f.mu.Unlock()
+	f.done.Broadcast()
+}
