@@ -446,7 +446,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 			return err
 		}
 		kvs = h.node.Routed(h.groups.route(w))
-		kvs.Gate = h.groups.gate
+		kvs.Gate, kvs.Last = h.groups.gate, dataGroup
 		kvs.FenceGroup(dataGroup, fenceKey, claim)
 		w.kv = kvs
 		if err := h.groups.claim(bctx, w, h.groups.registry().all); err != nil {

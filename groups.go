@@ -515,16 +515,25 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 	if err != nil {
 		return partitionGroup{}, fmt.Errorf("registering %s's groups: %w", ns, err)
 	}
-	next := reg.with(added...)
-	gs.setRegistry(next)
+	// Started before they are routed to, claimed before a commit
+	// routed to one proceeds (route waits for the claim).
+	claimed := make(chan struct{})
+	defer close(claimed)
 	for _, g := range added {
 		if err := gs.start(g); err != nil {
 			return partitionGroup{}, err
 		}
+		gs.unclaimed.Store(g.id, claimed)
 	}
+	next := reg.with(added...)
+	gs.setRegistry(next)
 	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 	defer cancel()
-	if err := gs.claim(ctx, w, added); err != nil {
+	err = gs.claim(ctx, w, added)
+	for _, g := range added {
+		gs.unclaimed.Delete(g.id)
+	}
+	if err != nil {
 		return partitionGroup{}, err
 	}
 	g, ok := next.find(coll, point)

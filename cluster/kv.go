@@ -45,6 +45,9 @@ type Replicated struct {
 	route       Route
 	fenceMu     sync.Mutex
 	groupFences map[uint64]fence
+	// Last, on a routed store, is the group CommitEach commits last (the
+	// catalog's: what records progress goes after what it records).
+	Last uint64
 	// Gate, when set on a routed store, is held from routing a commit to
 	// its proposal's end (release): what changes routing (a split)
 	// waits for commits in flight and holds new ones back. Route is
@@ -391,6 +394,92 @@ func (t *kvTxn) Commit() error {
 		}
 	}
 	return t.k.propose(group, b)
+}
+
+// CommitEach commits a routed transaction's writes group by group
+// (kv.EachCommitter): each group's in one entry, guarded by its fence and
+// by what the transaction read of that group, Last's after the others.
+// The groups' entries are not atomic together: for writes that may land
+// one group at a time (a copy and the record of its progress, redone
+// from the record after a crash). An unrouted store commits as Commit.
+func (t *kvTxn) CommitEach() error {
+	if t.k.route == nil {
+		return t.Commit()
+	}
+	if t.done {
+		return errors.New("cluster: commit of an ended transaction")
+	}
+	t.done = true
+	defer t.rt.Discard()
+	if !t.update || len(t.writes) == 0 {
+		return nil
+	}
+	for _, k := range t.order { // outside the gate: routing may register groups
+		if _, _, err := t.k.routeWrite([]byte(k), t.writes[k].value, t.writes[k].deleted); err != nil {
+			return err
+		}
+	}
+	if t.k.Gate != nil {
+		defer t.k.Gate()()
+	}
+	byGroup := map[uint64][]string{}
+	for _, k := range t.order {
+		g, known, err := t.k.routeWrite([]byte(k), t.writes[k].value, t.writes[k].deleted)
+		switch {
+		case err != nil:
+			return err
+		case known:
+			byGroup[g] = append(byGroup[g], k)
+		case !t.writes[k].deleted:
+			return fmt.Errorf("cluster: no group keeps key %q", k)
+		}
+	}
+	groups := make([]uint64, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	slices.SortFunc(groups, func(a, b uint64) int {
+		switch {
+		case a == b:
+			return 0
+		case a == t.k.Last:
+			return 1
+		case b == t.k.Last:
+			return -1
+		case a < b:
+			return -1
+		}
+		return 1
+	})
+	reads := make([]string, 0, len(t.reads))
+	for k := range t.reads {
+		reads = append(reads, k)
+	}
+	sort.Strings(reads)
+	for _, g := range groups {
+		b := NewBatch()
+		t.k.guard(g, b)
+		for _, k := range reads {
+			if r := t.reads[k]; r.known && r.group == g {
+				if r.absent {
+					b.ExpectAbsent([]byte(k))
+				} else {
+					b.ExpectHash([]byte(k), r.digest)
+				}
+			}
+		}
+		for _, k := range byGroup[g] {
+			if w := t.writes[k]; w.deleted {
+				b.Delete([]byte(k))
+			} else {
+				b.Put([]byte(k), w.value)
+			}
+		}
+		if err := t.k.propose(g, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // target is the one group a routed transaction's writes belong to.

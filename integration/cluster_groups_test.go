@@ -220,6 +220,16 @@ func TestClusterPartitionGroups(t *testing.T) {
 	}
 	checkStatsAgainstScan(t, plain, "k")
 
+	// Resharding copies into a new collection's groups and switches.
+	runOK(t, cl.Database("admin"), bson.D{{Key: "reshardCollection", Value: "groups.plain"}, {Key: "key", Value: bson.D{{Key: "_id", Value: "hashed"}}}})
+	if n, err := plain.CountDocuments(ctx, bson.D{}); err != nil || n != 400 {
+		t.Fatalf("after resharding: %d documents, %v", n, err)
+	}
+	checkStatsAgainstScan(t, plain, "_id")
+	if pv := readPartitionGroups(t, db, "plain"); len(pv.groups) == 0 || pv.groups[0] <= 1 {
+		t.Errorf("the resharded collection's partitions' groups: %v", pv.groups)
+	}
+
 	// serverStatus: the catalog group and one per partition.
 	ss := runOK(t, cl.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
 	groups, err := ss.LookupErr("parsec", "cluster", "groups")

@@ -72,6 +72,14 @@ type Grouped interface {
 	GroupOf(key []byte) (group uint64, known bool)
 }
 
+// EachCommitter is a Txn of a Grouped DB that can commit its writes
+// group by group, not atomically together (each group's atomically):
+// for writes that may land one group at a time and are redone after a
+// crash from a record written last.
+type EachCommitter interface {
+	CommitEach() error
+}
+
 // DB is a key-value store.
 type DB interface {
 	// NewTransaction begins a transaction, read-only unless update.

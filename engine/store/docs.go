@@ -26,7 +26,15 @@ type Txn struct {
 	// deltaPts is where each collection's delta is kept: the point of
 	// the transaction's first document in it (keys.go: cells).
 	deltaPts map[uint32]uint64
+	// cells are the deltas by collection and partition (its first
+	// point), kept when each is set: committed group by group, each
+	// partition's cell goes with its documents.
+	cells map[cellAt]*Counts
 	home     home // the partition of the first document written
+	// each lets a kv that keeps groups apart commit the writes group by
+	// group (kv.EachCommitter): a resharding's copy and catch-up, which
+	// are redone from their progress record after a crash.
+	each bool
 	// planned says Plan chose plannedGroup, the kv group the
 	// transaction commits in.
 	planned      bool
@@ -53,6 +61,12 @@ type Txn struct {
 	// absent, when set, says that a key holds no document, so Insert
 	// need not read it (a resharding's copy: copyfilter.go).
 	absent func(key []byte) bool
+}
+
+// cellAt is a collection and the first point of one of its partitions.
+type cellAt struct {
+	coll  uint32
+	point uint64
 }
 
 // lpDelta is what a transaction changes in one logical partition.
@@ -140,12 +154,23 @@ func (t *Txn) commit() error {
 			return err
 		}
 	}
-	for id, d := range t.deltas {
-		if *d == (Counts{}) {
-			continue
+	if t.each {
+		for at, d := range t.cells {
+			if *d == (Counts{}) {
+				continue
+			}
+			if err := t.t.Set(t.s.deltaKey(at.coll, at.point), encodeCounts(*d)); err != nil {
+				return err
+			}
 		}
-		if err := t.t.Set(t.s.deltaKey(id, t.deltaPts[id]), encodeCounts(*d)); err != nil {
-			return err
+	} else {
+		for id, d := range t.deltas {
+			if *d == (Counts{}) {
+				continue
+			}
+			if err := t.t.Set(t.s.deltaKey(id, t.deltaPts[id]), encodeCounts(*d)); err != nil {
+				return err
+			}
 		}
 	}
 	for _, l := range t.lps {
@@ -156,7 +181,11 @@ func (t *Txn) commit() error {
 			return err
 		}
 	}
-	if err := t.t.Commit(); err != nil {
+	commit := t.t.Commit
+	if ec, ok := t.t.(kv.EachCommitter); ok && t.each {
+		commit = ec.CommitEach
+	}
+	if err := commit(); err != nil {
 		return err
 	}
 	t.s.recent.add(t.changes) // before the deferred release makes them visible
@@ -263,6 +292,17 @@ func (t *Txn) account(c *Collection, key []byte, d Counts) error {
 		l.d.add(d)
 	}
 	t.delta(c.ID).add(d)
+	if t.each {
+		if t.cells == nil {
+			t.cells = map[cellAt]*Counts{}
+		}
+		m := c.Map()
+		at := cellAt{c.ID, m.At(m.Lookup(pointOf(key))).Min}
+		if t.cells[at] == nil {
+			t.cells[at] = &Counts{}
+		}
+		t.cells[at].add(d)
+	}
 	if t.deltaPts == nil {
 		t.deltaPts = map[uint32]uint64{}
 	}
