@@ -30,7 +30,7 @@ type Txn struct {
 	// point), kept when each is set: committed group by group, each
 	// partition's cell goes with its documents.
 	cells map[cellAt]*Counts
-	home     home // the partition of the first document written
+	home  home // the partition of the first document written
 	// each lets a kv that keeps groups apart commit the writes group by
 	// group (kv.EachCommitter): a resharding's copy and catch-up, which
 	// are redone from their progress record after a crash.
