@@ -59,13 +59,13 @@ var (
 	groupFencePrefix    = []byte("m/gfence/")
 )
 
-func groupKey(id uint64) []byte {
-	return binary.BigEndian.AppendUint64(bytes.Clone(groupRegistryPrefix), id)
+// idKey is prefix followed by a group's id.
+func idKey(prefix []byte, id uint64) []byte {
+	return binary.BigEndian.AppendUint64(bytes.Clone(prefix), id)
 }
 
-func groupFenceKey(id uint64) []byte {
-	return binary.BigEndian.AppendUint64(bytes.Clone(groupFencePrefix), id)
-}
+func groupKey(id uint64) []byte      { return idKey(groupRegistryPrefix, id) }
+func groupFenceKey(id uint64) []byte { return idKey(groupFencePrefix, id) }
 
 // partitionGroup is one registered group: collection coll's points
 // [min, max].
@@ -167,13 +167,8 @@ var (
 	groupSplitPrefix = []byte("m/gsplit/")
 )
 
-func groupRangeKey(id uint64) []byte {
-	return binary.BigEndian.AppendUint64(bytes.Clone(groupRangePrefix), id)
-}
-
-func groupSplitKey(parent uint64) []byte {
-	return binary.BigEndian.AppendUint64(bytes.Clone(groupSplitPrefix), parent)
-}
+func groupRangeKey(id uint64) []byte     { return idKey(groupRangePrefix, id) }
+func groupSplitKey(parent uint64) []byte { return idKey(groupSplitPrefix, parent) }
 
 // groupRange is the points a group's replica on this node owns now: its
 // registered range, narrowed by the splits its log has applied.

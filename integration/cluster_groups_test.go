@@ -1,10 +1,7 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,39 +81,7 @@ func TestClusterPartitionGroups(t *testing.T) {
 	runOK(t, cl.Database("admin"), bson.D{{Key: "shardCollection", Value: "groups.c"}, {Key: "key", Value: bson.D{{Key: "tenant", Value: "hashed"}}}})
 	coll := db.Collection("c")
 
-	var mu sync.Mutex
-	acked := map[int]bool{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	pad := strings.Repeat("p", 400)
-	for w := 0; w < 3; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; i < 20_000; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := w*100_000 + i
-				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-				_, err := coll.InsertOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: fmt.Sprintf("t%03d", id%97)}, {Key: "n", Value: 0}, {Key: "pad", Value: pad}})
-				cancel()
-				if err == nil {
-					mu.Lock()
-					acked[id] = true
-					mu.Unlock()
-				}
-			}
-		}(w)
-	}
-	waitFor := func(n int) { waitCount(t, &mu, func() int { return len(acked) }, n, 60*time.Second) }
-	waitFor(500)
-	c.kill(c.primary(cl))
-	waitFor(1200)
-	close(stop)
-	wg.Wait()
+	acked := insertKillingWriter(t, c, cl, coll, 500, 1200)
 	for _, n := range c.nodes {
 		if n.cmd == nil {
 			c.start(n)
@@ -147,16 +112,7 @@ func TestClusterPartitionGroups(t *testing.T) {
 	t.Logf("%d partitions, groups %v, leaders %v", len(v.groups), v.groups, v.leaders)
 
 	checkStatsAgainstScan(t, coll, "tenant")
-	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int]int{}
-	for cur.Next(ctx) {
-		id, _ := cur.Current.Lookup("_id").AsInt64OK()
-		seen[int(id)]++
-	}
-	mu.Lock()
+	seen := countIDs(t, coll)
 	missing := 0
 	for id := range acked {
 		if seen[id] != 1 {
@@ -165,7 +121,6 @@ func TestClusterPartitionGroups(t *testing.T) {
 	}
 	total := len(seen)
 	t.Logf("%d inserts acknowledged, %d documents", len(acked), total)
-	mu.Unlock()
 	if missing > 0 {
 		t.Fatalf("%d acknowledged documents missing or stored twice", missing)
 	}

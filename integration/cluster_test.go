@@ -622,10 +622,35 @@ func TestClusterStatus(t *testing.T) {
 func TestClusterSplitsAcrossFailover(t *testing.T) {
 	c := startTestCluster(t, "--partition-max-bytes", "64KiB")
 	cl := c.connect()
-	ctx := testCtx(t)
 	db := cl.Database("splits")
 	runOK(t, cl.Database("admin"), bson.D{{Key: "shardCollection", Value: "splits.c"}, {Key: "key", Value: bson.D{{Key: "tenant", Value: "hashed"}}}})
 	coll := db.Collection("c")
+	acked := insertKillingWriter(t, c, cl, coll, 600, 1500)
+
+	stats := checkStatsAgainstScan(t, coll, "tenant")
+	if stats.PartitionCount < 2 {
+		t.Errorf("%d partitions: the collection never split", stats.PartitionCount)
+	}
+	seen := countIDs(t, coll)
+	missing := 0
+	for id := range acked {
+		if seen[id] != 1 {
+			missing++
+		}
+	}
+	t.Logf("%d inserts acknowledged, %d documents in %d partitions", len(acked), len(seen), stats.PartitionCount)
+	if missing > 0 {
+		t.Errorf("%d acknowledged documents missing or stored twice", missing)
+	}
+}
+
+// insertKillingWriter runs three writers inserting documents of 97
+// tenants into coll, kills the writer node (SIGKILL) once before inserts
+// are acknowledged, and stops them once after are; it returns the
+// acknowledged _ids.
+func insertKillingWriter(t *testing.T, c *testCluster, cl *mongo.Client, coll *mongo.Collection, before, after int) map[int]bool {
+	t.Helper()
+	ctx := testCtx(t)
 	var mu sync.Mutex
 	acked := map[int]bool{}
 	stop := make(chan struct{})
@@ -643,7 +668,7 @@ func TestClusterSplitsAcrossFailover(t *testing.T) {
 				}
 				id := w*100_000 + i
 				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-				_, err := coll.InsertOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: fmt.Sprintf("t%03d", id%97)}, {Key: "pad", Value: pad}})
+				_, err := coll.InsertOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: fmt.Sprintf("t%03d", id%97)}, {Key: "n", Value: 0}, {Key: "pad", Value: pad}})
 				cancel()
 				if err == nil {
 					mu.Lock()
@@ -654,18 +679,18 @@ func TestClusterSplitsAcrossFailover(t *testing.T) {
 		}(w)
 	}
 	waitFor := func(n int) { waitCount(t, &mu, func() int { return len(acked) }, n, 60*time.Second) }
-	waitFor(600)
+	waitFor(before)
 	c.kill(c.primary(cl))
-	waitFor(1500)
+	waitFor(after)
 	close(stop)
 	wg.Wait()
+	return acked
+}
 
-	stats := checkStatsAgainstScan(t, coll, "tenant")
-	mu.Lock()
-	defer mu.Unlock()
-	if stats.PartitionCount < 2 {
-		t.Errorf("%d partitions: the collection never split", stats.PartitionCount)
-	}
+// countIDs counts coll's documents by _id.
+func countIDs(t *testing.T, coll *mongo.Collection) map[int]int {
+	t.Helper()
+	ctx := testCtx(t)
 	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
 	if err != nil {
 		t.Fatal(err)
@@ -675,16 +700,10 @@ func TestClusterSplitsAcrossFailover(t *testing.T) {
 		id, _ := cur.Current.Lookup("_id").AsInt64OK()
 		seen[int(id)]++
 	}
-	missing := 0
-	for id := range acked {
-		if seen[id] != 1 {
-			missing++
-		}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%d inserts acknowledged, %d documents in %d partitions", len(acked), len(seen), stats.PartitionCount)
-	if missing > 0 {
-		t.Errorf("%d acknowledged documents missing or stored twice", missing)
-	}
+	return seen
 }
 
 // TestClusterAuth: with --root-user on every node, the writer makes the

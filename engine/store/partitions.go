@@ -291,7 +291,7 @@ func (s *Store) splitLoop() {
 		s.splitting = true
 		s.splitMu.Unlock()
 
-		if c := s.collectionByID(id); c != nil && c.Sharded() {
+		if c := s.CollectionByID(id); c != nil && c.Sharded() {
 			err := s.splitOversized(c)
 			switch {
 			case errors.Is(err, ErrCollectionChanged):
@@ -336,17 +336,6 @@ func (s *Store) SettleSplits(ctx context.Context) error {
 			return err
 		}
 		s.splitCond.Wait()
-	}
-	return nil
-}
-
-func (s *Store) collectionByID(id uint32) *Collection {
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
-	for _, c := range s.colls {
-		if c.ID == id {
-			return c
-		}
 	}
 	return nil
 }

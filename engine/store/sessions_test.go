@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/parsecdb/parsec/engine/kv"
 )
 
 func TestSessionStatements(t *testing.T) {
@@ -158,7 +156,7 @@ func TestSessionHeadsPerPartition(t *testing.T) {
 	}
 	write(1, a, 7, late, 1, 0)
 	write(2, b, 7, early, 3, 2)
-	if n := rawPrefixKeys(t, s, sessionHeadsPrefix(lsid)); n != 2 {
+	if n := rawKeys(t, s, sessionHeadsPrefix(lsid)); n != 2 {
 		t.Fatalf("%d heads, want one in each of the two partitions written", n)
 	}
 	head, ok, err := s.SessionHead(lsid)
@@ -178,10 +176,10 @@ func TestSessionHeadsPerPartition(t *testing.T) {
 	if err := s.ResetSession(lsid, SessionHead{TxnNumber: 8, LastUse: late}); err != nil {
 		t.Fatal(err)
 	}
-	if n := rawPrefixKeys(t, s, sessionHeadsPrefix(lsid)); n != 1 {
+	if n := rawKeys(t, s, sessionHeadsPrefix(lsid)); n != 1 {
 		t.Errorf("%d heads after a reset, want 1", n)
 	}
-	if n := rawPrefixKeys(t, s, sessionStmtsPrefix(lsid)); n != 0 {
+	if n := rawKeys(t, s, sessionStmtsPrefix(lsid)); n != 0 {
 		t.Errorf("%d statements after a reset", n)
 	}
 	if head, _, _ := s.SessionHead(lsid); head.TxnNumber != 8 {
@@ -193,21 +191,4 @@ func TestSessionHeadsPerPartition(t *testing.T) {
 	if _, ok, _ := s.SessionHead(lsid); ok {
 		t.Error("head left after DeleteSession")
 	}
-}
-
-func rawPrefixKeys(t *testing.T, s *Store, prefix []byte) int {
-	t.Helper()
-	n := 0
-	err := s.db.View(func(txn kv.Txn) error {
-		it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
