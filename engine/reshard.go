@@ -80,9 +80,11 @@ const (
 	reshardCatchUpLimit = 5 * time.Second
 	reshardMaxRounds    = 50
 	// reshardYield is the copy's pause after a batch while the server
-	// serves reads or writes, in multiples of the batch's time; it
-	// counts as serving them until reshardQuietAfter after the last.
-	reshardYield      = 1
+	// serves reads or writes, in multiples of the batch's time (2: the
+	// copy takes a third of the time, and reads and writes keep about
+	// two thirds of their rate, `bench -only reshard`); it counts as
+	// serving them until reshardQuietAfter after the last.
+	reshardYield      = 2
 	reshardQuietAfter = 250 * time.Millisecond
 )
 
