@@ -482,7 +482,7 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 	nodes := slices.Sorted(maps.Keys(gs.h.view.Load().raft))
 	err := gs.catalogTxn(w, func(tx kv.Txn) error {
 		added = added[:0]
-		var todo []partitionGroup
+		var fresh []partitionGroup
 		for _, p := range parts {
 			_, lo := reg.find(coll, p.Min)
 			_, hi := reg.find(coll, p.Max)
@@ -492,13 +492,13 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 			case lo || hi:
 				return fmt.Errorf("%s's partition [%#x, %#x] is held by its groups in part", ns, p.Min, p.Max)
 			}
-			todo = append(todo, partitionGroup{coll: coll, min: p.Min, max: p.Max, born: [2]uint64{p.Min, p.Max}, nodes: nodes})
+			fresh = append(fresh, partitionGroup{coll: coll, min: p.Min, max: p.Max, born: [2]uint64{p.Min, p.Max}, nodes: nodes})
 		}
-		first, err := nextGroupIDs(tx, len(todo))
+		first, err := nextGroupIDs(tx, len(fresh))
 		if err != nil {
 			return err
 		}
-		for i, g := range todo {
+		for i, g := range fresh {
 			g.id = first + uint64(i)
 			if err := tx.Set(groupKey(g.id), g.encode()); err != nil {
 				return err
