@@ -344,14 +344,19 @@ func (t *kvTxn) write(key, value []byte, deleted bool) error {
 	return nil
 }
 
-func (t *kvTxn) Commit() error {
+// end ends the transaction for a commit; false: nothing to commit.
+func (t *kvTxn) end() (bool, error) {
 	if t.done {
-		return errors.New("cluster: commit of an ended transaction")
+		return false, errors.New("cluster: commit of an ended transaction")
 	}
 	t.done = true
+	return t.update && len(t.writes) > 0, nil
+}
+
+func (t *kvTxn) Commit() error {
 	defer t.rt.Discard()
-	if !t.update || len(t.writes) == 0 {
-		return nil
+	if ok, err := t.end(); !ok {
+		return err
 	}
 	group := t.k.shardID
 	if t.k.route != nil {
@@ -406,13 +411,9 @@ func (t *kvTxn) CommitEach() error {
 	if t.k.route == nil {
 		return t.Commit()
 	}
-	if t.done {
-		return errors.New("cluster: commit of an ended transaction")
-	}
-	t.done = true
 	defer t.rt.Discard()
-	if !t.update || len(t.writes) == 0 {
-		return nil
+	if ok, err := t.end(); !ok {
+		return err
 	}
 	for _, k := range t.order { // outside the gate: routing may register groups
 		if _, _, err := t.k.routeWrite([]byte(k), t.writes[k].value, t.writes[k].deleted); err != nil {
