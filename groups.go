@@ -178,10 +178,16 @@ type groupRange struct {
 	min, max atomic.Uint64
 }
 
+// newGroupRange is g's range as its replica starts: the range it was
+// created with, until the replica's own state (its range key, read at
+// open or applied from its log) says a split narrowed it. Not the
+// registry's current range: a replica that has not applied the split
+// yet still owns the upper part, and the group split from it must not
+// start on this node before it has.
 func newGroupRange(g partitionGroup) *groupRange {
 	r := &groupRange{id: g.id, coll: g.coll}
-	r.min.Store(g.min)
-	r.max.Store(g.max)
+	r.min.Store(g.born[0])
+	r.max.Store(g.born[1])
 	return r
 }
 
