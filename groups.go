@@ -121,7 +121,7 @@ type registry struct {
 }
 
 func readRegistry(t kv.Txn) (*registry, error) {
-	r := &registry{byColl: map[uint32][]partitionGroup{}}
+	var all []partitionGroup
 	it := t.NewIterator(kv.IterOptions{Prefix: groupRegistryPrefix})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -134,13 +134,9 @@ func readRegistry(t kv.Txn) (*registry, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.all = append(r.all, g)
-		r.byColl[g.coll] = append(r.byColl[g.coll], g)
+		all = append(all, g)
 	}
-	for _, gs := range r.byColl {
-		sort.Slice(gs, func(i, j int) bool { return gs[i].min < gs[j].min })
-	}
-	return r, nil
+	return (&registry{}).with(all...), nil
 }
 
 // find is the group of coll that holds point.
@@ -664,9 +660,15 @@ func (gs *groups) reconcile(w *writer) error {
 	}
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
+	pending, err := gs.pendingSplits()
+	if err != nil {
+		return err
+	}
 	for _, g := range gs.registry().all {
-		if err := gs.finishSplit(w, g); err != nil {
-			return err
+		if ps, ok := pending[g.id]; ok {
+			if err := gs.finishSplit(w, g, ps); err != nil {
+				return err
+			}
 		}
 	}
 	for {
@@ -697,28 +699,33 @@ func (gs *groups) reconcile(w *writer) error {
 
 // pendingSplit is a split reserved in the catalog: its new group's id
 // and first point.
-func (gs *groups) pendingSplit(parent uint64) (child, at uint64, ok bool, err error) {
+type pendingSplit struct{ child, at uint64 }
+
+// pendingSplits are the splits reserved in the catalog, by parent group.
+func (gs *groups) pendingSplits() (map[uint64]pendingSplit, error) {
 	kvs, err := gs.h.node.KV(dataGroup)
 	if err != nil {
-		return 0, 0, false, err
+		return nil, err
 	}
+	out := map[uint64]pendingSplit{}
 	err = kvs.View(func(t kv.Txn) error {
-		item, err := t.Get(groupSplitKey(parent))
-		if errors.Is(err, kv.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			if len(v) != 16 {
-				return fmt.Errorf("split record of group %d is malformed", parent)
+		it := t.NewIterator(kv.IterOptions{Prefix: groupSplitPrefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if err := it.Item().Value(func(v []byte) error {
+				if len(k) != len(groupSplitPrefix)+8 || len(v) != 16 {
+					return fmt.Errorf("split record %x is malformed", k)
+				}
+				out[binary.BigEndian.Uint64(k[len(groupSplitPrefix):])] = pendingSplit{binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])}
+				return nil
+			}); err != nil {
+				return err
 			}
-			child, at, ok = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), true
-			return nil
-		})
+		}
+		return nil
 	})
-	return child, at, ok, err
+	return out, err
 }
 
 // split divides g at point at: [g.min, at-1] stays g's, [at, g.max] is a
@@ -737,7 +744,7 @@ func (gs *groups) split(w *writer, g partitionGroup, at uint64) error {
 	if err != nil {
 		return fmt.Errorf("reserving the split of group %d: %w", g.id, err)
 	}
-	if err := gs.finishSplit(w, g); err != nil {
+	if err := gs.finishSplit(w, g, pendingSplit{child, at}); err != nil {
 		return err
 	}
 	gs.h.logger.Info("partition group split", "group", g.id, "new_group", child, "at", fmt.Sprintf("%#x", at), "took", time.Since(start).Round(time.Millisecond))
@@ -748,11 +755,8 @@ func (gs *groups) split(w *writer, g partitionGroup, at uint64) error {
 // wherever it stopped: the parent's narrowed range committed in its own
 // log, then both ranges in the registry, then the new group started and
 // claimed.
-func (gs *groups) finishSplit(w *writer, g partitionGroup) error {
-	child, at, ok, err := gs.pendingSplit(g.id)
-	if err != nil || !ok {
-		return err
-	}
+func (gs *groups) finishSplit(w *writer, g partitionGroup, ps pendingSplit) error {
+	child, at := ps.child, ps.at
 	r := gs.rangeOf(g.id)
 	if r == nil {
 		return fmt.Errorf("group %d is not started on the writer", g.id)
@@ -772,7 +776,7 @@ func (gs *groups) finishSplit(w *writer, g partitionGroup) error {
 	left := g
 	left.max = at - 1
 	right := partitionGroup{id: child, coll: g.coll, min: at, max: g.max, parent: g.id, born: [2]uint64{at, g.max}, nodes: g.nodes}
-	err = gs.catalogTxn(w, func(tx kv.Txn) error {
+	err := gs.catalogTxn(w, func(tx kv.Txn) error {
 		if err := tx.Set(groupKey(left.id), left.encode()); err != nil {
 			return err
 		}

@@ -64,15 +64,11 @@ func (e *Engine) cmdServerStatus(ctx context.Context, _ *request) ([]byte, error
 }
 
 // groupHolds says what a partition group holds: its collection's
-// namespace and its points.
-func (e *Engine) groupHolds(g GroupStatus) string {
-	ns := fmt.Sprintf("collection %d", g.Coll)
-	for _, db := range e.store.Databases() {
-		for _, c := range e.store.Collections(db) {
-			if c.ID == g.Coll {
-				ns = c.Namespace()
-			}
-		}
+// namespace (from names, by collection id) and its points.
+func groupHolds(g GroupStatus, names map[uint32]string) string {
+	ns, ok := names[g.Coll]
+	if !ok {
+		ns = fmt.Sprintf("collection %d", g.Coll)
 	}
 	return fmt.Sprintf("%s [%016X, %016X]", ns, g.Min, g.Max)
 }
@@ -103,10 +99,18 @@ func (e *Engine) parsecSection(ctx context.Context, now time.Time) bson.D {
 			{Key: "appliedIndex", Value: int64(applied)},
 			{Key: "replicas", Value: replicaDocs(st)},
 		}}
+		names := map[uint32]string{}
+		if len(st.Groups) > 0 {
+			for _, db := range e.store.Databases() {
+				for _, c := range e.store.Collections(db) {
+					names[c.ID] = c.Namespace()
+				}
+			}
+		}
 		for _, g := range st.Groups {
 			gd := bson.D{
 				{Key: "group", Value: int64(g.ID)},
-				{Key: "holds", Value: e.groupHolds(g)},
+				{Key: "holds", Value: groupHolds(g, names)},
 				{Key: "leader", Value: g.Leader == st.NodeID},
 			}
 			for _, m := range st.Members {
