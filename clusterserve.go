@@ -290,6 +290,7 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	h.view.Store(newMemberView(members, port))
 	if o.cluster.partitionGroups {
 		h.groups = &groups{h: h}
+		h.groups.peers = newPeers(h.groups)
 	}
 	var web *http.Server
 	if addr := clusterHTTPAddr(o, ln); addr != "" {
@@ -445,7 +446,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 		if err := h.groups.startGroups(); err != nil {
 			return err
 		}
-		kvs = h.node.Routed(h.groups.route(w))
+		kvs = h.groups.routed(w)
 		kvs.Gate, kvs.Last = h.groups.gate, dataGroup
 		kvs.FenceGroup(dataGroup, fenceKey, claim)
 		w.kv = kvs
@@ -652,6 +653,9 @@ func (cc *clusterConn) Handle(ctx context.Context, req *wire.Request) []byte {
 		req.CloseConnection = true
 		return nil
 	}
+	if req.OpCode == wire.OpMsg && req.Err == nil && isPeerRequest(req.Body) {
+		return cc.h.servePeer(ctx, cc.c.RemoteAddr(), req.Body)
+	}
 	cc.used, cc.w = true, w
 	if w == nil {
 		return cc.standby(ctx, req)
@@ -842,7 +846,7 @@ func (h *clusterHandler) addNode(ctx context.Context, id uint64, addr string) er
 	if h.groups != nil {
 		// The node joins every partition group too (those created from
 		// now on name it among their members).
-		if err := h.groups.forEachGroup(func(g uint64) error { return h.node.AddReplica(ctx, g, id, addr) }); err != nil {
+		if err := h.groups.changeMembers(ctx, w, id, addr); err != nil {
 			return err
 		}
 	}
@@ -891,7 +895,7 @@ func (h *clusterHandler) removeNode(ctx context.Context, id uint64) error {
 		return engine.BadValue("removing node %d would leave %d member: a cluster keeps at least two (three to survive a failure)", id, len(v.raft)-1)
 	}
 	if h.groups != nil {
-		if err := h.groups.forEachGroup(func(g uint64) error { return h.node.RemoveReplica(ctx, g, id) }); err != nil {
+		if err := h.groups.changeMembers(ctx, w, id, ""); err != nil {
 			return err
 		}
 	}

@@ -66,7 +66,7 @@ func (h *clusterHandler) follower() (*follower, error) {
 	}
 	var kvs kv.DB
 	if h.groups != nil {
-		kvs = h.node.Routed(h.groups.route(nil)) // reads every group's keys
+		kvs = h.groups.routed(nil) // reads every group's keys
 	} else {
 		r, err := h.node.KV(dataGroup)
 		if err != nil {

@@ -27,11 +27,16 @@ import (
 // key and value (cluster.GroupConfig.Owns).
 //
 // The registry of groups is in the catalog group: m/group/<shardID:8> ->
-// <collID:4><min:8><max:8><node id:8>*, the nodes being the members the
-// group was created with, and m/seq/group the last shardID handed out. A
-// node starts its replica of a group as one of those members, or, when
-// it is not one of them, as a replica added later (addNode adds every
-// node to every group the node was not created with).
+// <collID:4><min:8><max:8><parent:8><born:16><node id:8>*, the nodes
+// being the members the group was created with and, flagged by the top
+// bit, those added since (addNode adds a node to every group), and
+// m/seq/group the last shardID handed out. A group is created on three
+// of the cluster's nodes (all of them when there are three or fewer),
+// those holding the fewest groups; a node starts its replica of a group
+// only when it is one of its members, as one it was created with or as
+// one added later (Join), or when it already holds one. The groups a
+// node holds no replica of it reaches through the nodes that do (peers
+// in peers.go, cluster.Far).
 // The writer registers a collection's partitions the first time a write
 // goes to one of them (ensure), starts its replicas and claims each
 // group (m/gfence/<shardID:8>, a key the group owns: the writer's
@@ -81,7 +86,18 @@ type partitionGroup struct {
 	// alike, whenever it starts), which its splits never change.
 	born  [2]uint64
 	nodes []uint64 // the members it was created with
+	// joined are nodes added to its members since (addNode).
+	joined []uint64
 }
+
+// members are the nodes that hold a replica of g.
+func (g partitionGroup) members() []uint64 {
+	return append(slices.Clone(g.nodes), g.joined...)
+}
+
+// joinedFlag marks, in a registry entry, a node added to the group's
+// members after it was created.
+const joinedFlag = 1 << 63
 
 const groupEntryFixed = 4 + 8 + 8 + 8 + 16
 
@@ -94,6 +110,9 @@ func (g partitionGroup) encode() []byte {
 	b = binary.BigEndian.AppendUint64(b, g.born[1])
 	for _, n := range g.nodes {
 		b = binary.BigEndian.AppendUint64(b, n)
+	}
+	for _, n := range g.joined {
+		b = binary.BigEndian.AppendUint64(b, n|joinedFlag)
 	}
 	return b
 }
@@ -109,7 +128,11 @@ func decodeGroup(key, v []byte) (partitionGroup, error) {
 		born:   [2]uint64{binary.BigEndian.Uint64(v[28:]), binary.BigEndian.Uint64(v[36:])},
 	}
 	for rest := v[groupEntryFixed:]; len(rest) > 0; rest = rest[8:] {
-		g.nodes = append(g.nodes, binary.BigEndian.Uint64(rest))
+		if n := binary.BigEndian.Uint64(rest); n&joinedFlag != 0 {
+			g.joined = append(g.joined, n&^joinedFlag)
+		} else {
+			g.nodes = append(g.nodes, n)
+		}
 	}
 	return g, nil
 }
@@ -277,6 +300,19 @@ type groups struct {
 	// routing is held shared by every routed commit and exclusively by a
 	// split while it changes what owns what (cluster.Replicated.Gate).
 	routing sync.RWMutex
+	// far are the registered groups this node runs no replica of
+	// (refreshFar), reached through peers.
+	far   atomic.Pointer[[]partitionGroup]
+	peers *peers
+}
+
+// routed is the node's routed store over every group, those it holds no
+// replica of reached through peers; w is the writer it is for (nil: a
+// standby's reads).
+func (gs *groups) routed(w *writer) *cluster.Replicated {
+	kvs := gs.h.node.Routed(gs.route(w))
+	kvs.Far = gs.peers
+	return kvs
 }
 
 func (gs *groups) registry() *registry {
@@ -292,6 +328,24 @@ func (gs *groups) setRegistry(r *registry) {
 	gs.regMu.Lock()
 	gs.reg = r
 	gs.regMu.Unlock()
+	gs.refreshFar()
+}
+
+// byID is the registered group id.
+func (r *registry) byID(id uint64) (partitionGroup, bool) {
+	i, ok := slices.BinarySearchFunc(r.all, id, func(g partitionGroup, id uint64) int {
+		switch {
+		case g.id < id:
+			return -1
+		case g.id > id:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return partitionGroup{}, false
+	}
+	return r.all[i], true
 }
 
 func (gs *groups) rangeOf(id uint64) *groupRange {
@@ -368,7 +422,7 @@ func (gs *groups) startGroups() error {
 	}
 	waiting := false
 	for _, g := range reg.all { // parents before the groups split from them
-		if gs.h.node.Started(g.id) {
+		if gs.h.node.Started(g.id) || !slices.Contains(g.members(), gs.h.self) && !gs.h.node.HasReplica(g.id, gs.h.self) {
 			continue
 		}
 		if g.parent != 0 {
@@ -386,6 +440,16 @@ func (gs *groups) startGroups() error {
 	return nil
 }
 
+// fencedGroupKey is the group whose fence or range key is key.
+func fencedGroupKey(key []byte) (uint64, bool) {
+	for _, p := range [][]byte{groupFencePrefix, groupRangePrefix} {
+		if bytes.HasPrefix(key, p) && len(key) == len(p)+8 {
+			return binary.BigEndian.Uint64(key[len(p):]), true
+		}
+	}
+	return 0, false
+}
+
 // route says which group keeps a key; w is the writer whose store asks
 // (it registers the groups of a collection written for the first time).
 func (gs *groups) route(w *writer) cluster.Route {
@@ -393,10 +457,8 @@ func (gs *groups) route(w *writer) cluster.Route {
 		if len(key) > 0 && key[0] == 'x' && len(value) < 8 {
 			return 0, false, nil // an index entry is judged by its value
 		}
-		for _, p := range [][]byte{groupFencePrefix, groupRangePrefix} {
-			if bytes.HasPrefix(key, p) && len(key) == len(p)+8 {
-				return binary.BigEndian.Uint64(key[len(p):]), true, nil
-			}
+		if id, ok := fencedGroupKey(key); ok {
+			return id, true, nil
 		}
 		o, err := store.OwnerOf(key, value)
 		if err != nil {
@@ -481,9 +543,10 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 	}
 	reg := gs.registry()
 	var added []partitionGroup
-	nodes := slices.Sorted(maps.Keys(gs.h.view.Load().raft))
+	members := slices.Sorted(maps.Keys(gs.h.view.Load().raft))
 	err := gs.catalogTxn(w, func(tx kv.Txn) error {
 		added = added[:0]
+		place := newPlacer(reg, members)
 		var fresh []partitionGroup
 		for _, p := range parts {
 			_, lo := reg.find(coll, p.Min)
@@ -494,7 +557,7 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 			case lo || hi:
 				return fmt.Errorf("%s's partition [%#x, %#x] is held by its groups in part", ns, p.Min, p.Max)
 			}
-			fresh = append(fresh, partitionGroup{coll: coll, min: p.Min, max: p.Max, born: [2]uint64{p.Min, p.Max}, nodes: nodes})
+			fresh = append(fresh, partitionGroup{coll: coll, min: p.Min, max: p.Max, born: [2]uint64{p.Min, p.Max}, nodes: place.next()})
 		}
 		first, err := nextGroupIDs(tx, len(fresh))
 		if err != nil {
@@ -517,8 +580,10 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 	claimed := make(chan struct{})
 	defer close(claimed)
 	for _, g := range added {
-		if err := gs.start(g); err != nil {
-			return partitionGroup{}, err
+		if slices.Contains(g.nodes, gs.h.self) {
+			if err := gs.start(g); err != nil {
+				return partitionGroup{}, err
+			}
 		}
 		gs.unclaimed.Store(g.id, claimed)
 	}
@@ -538,6 +603,41 @@ func (gs *groups) ensure(w *writer, coll uint32, point uint64) (partitionGroup, 
 		return partitionGroup{}, fmt.Errorf("%s has no partition holding point %#x", ns, point)
 	}
 	return g, nil
+}
+
+// replicasPerGroup is how many nodes a new group is created on.
+const replicasPerGroup = 3
+
+// placer chooses the nodes new groups are created on: all of the
+// members when there are replicasPerGroup or fewer, else the
+// replicasPerGroup holding the fewest groups (by node id when equal),
+// counting the groups it placed before.
+type placer struct {
+	members []uint64
+	held    map[uint64]int
+}
+
+func newPlacer(reg *registry, members []uint64) *placer {
+	p := &placer{members: members, held: map[uint64]int{}}
+	for _, g := range reg.all {
+		for _, n := range g.members() {
+			p.held[n]++
+		}
+	}
+	return p
+}
+
+func (p *placer) next() []uint64 {
+	if len(p.members) <= replicasPerGroup {
+		return p.members
+	}
+	byLoad := slices.Clone(p.members)
+	slices.SortStableFunc(byLoad, func(a, b uint64) int { return p.held[a] - p.held[b] })
+	nodes := slices.Sorted(slices.Values(byLoad[:replicasPerGroup]))
+	for _, n := range nodes {
+		p.held[n]++
+	}
+	return nodes
 }
 
 // with is r with groups replaced or added (by id).
@@ -622,19 +722,73 @@ func (gs *groups) applied() map[uint64]uint64 {
 	return out
 }
 
-// forEachGroup runs fn on every partition group, the registry's as this
-// node last read it.
-func (gs *groups) forEachGroup(fn func(shardID uint64) error) error {
+// changeMembers adds node id at addr to every partition group's members
+// (addr empty: removes it from every group it is a member of), here or
+// through a node holding the group, and records it in the registry.
+func (gs *groups) changeMembers(ctx context.Context, w *writer, id uint64, addr string) error {
 	if err := gs.startGroups(); err != nil {
 		return err
 	}
+	var changed []partitionGroup
 	for _, g := range gs.registry().all {
-		if err := fn(g.id); err != nil {
+		member := slices.Contains(g.members(), id)
+		if member == (addr != "") {
+			continue
+		}
+		var err error
+		switch {
+		case gs.h.node.Started(g.id) && addr != "":
+			err = gs.h.node.AddReplica(ctx, g.id, id, addr)
+		case gs.h.node.Started(g.id):
+			err = gs.h.node.RemoveReplica(ctx, g.id, id)
+		default:
+			err = gs.peers.Member(ctx, g.id, id, addr)
+		}
+		if err != nil {
 			return fmt.Errorf("group %d: %w", g.id, err)
 		}
+		if addr != "" {
+			g.joined = append(g.joined, id)
+		} else {
+			g.nodes = slices.DeleteFunc(g.nodes, func(n uint64) bool { return n == id })
+			g.joined = slices.DeleteFunc(g.joined, func(n uint64) bool { return n == id })
+		}
+		changed = append(changed, g)
 	}
+	if len(changed) == 0 {
+		return nil
+	}
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	var now []partitionGroup
+	err := gs.catalogTxn(w, func(tx kv.Txn) error {
+		now = now[:0]
+		for _, c := range changed {
+			// As the registry has it now (a split may have narrowed it),
+			// with the new members.
+			item, err := tx.Get(groupKey(c.id))
+			if err != nil {
+				return err
+			}
+			var g partitionGroup
+			if err := item.Value(func(v []byte) error { g, err = decodeGroup(groupKey(c.id), v); return err }); err != nil {
+				return err
+			}
+			g.nodes, g.joined = c.nodes, c.joined
+			if err := tx.Set(groupKey(g.id), g.encode()); err != nil {
+				return err
+			}
+			now = append(now, g)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("recording the groups' members: %w", err)
+	}
+	gs.setRegistry(gs.registry().with(now...))
 	return nil
 }
+
 
 // maybeReconcile reconciles when the catalog changed since the last
 // time (or it failed).
@@ -751,32 +905,51 @@ func (gs *groups) split(w *writer, g partitionGroup, at uint64) error {
 	return nil
 }
 
+// rangeMax is the upper end of g's range as its log has it now: this
+// node's replica's, or read from a node holding one.
+func (gs *groups) rangeMax(ctx context.Context, g partitionGroup) (uint64, error) {
+	if r := gs.rangeOf(g.id); r != nil && gs.h.node.Started(g.id) {
+		return r.max.Load(), nil
+	}
+	v, found, err := gs.peers.Get(ctx, g.id, groupRangeKey(g.id))
+	switch {
+	case err != nil:
+		return 0, err
+	case !found:
+		return g.born[1], nil
+	case len(v) != 16:
+		return 0, fmt.Errorf("group %d's range %x is malformed", g.id, v)
+	}
+	return binary.BigEndian.Uint64(v[8:]), nil
+}
+
 // finishSplit completes a split of g reserved in the catalog, from
 // wherever it stopped: the parent's narrowed range committed in its own
 // log, then both ranges in the registry, then the new group started and
 // claimed.
 func (gs *groups) finishSplit(w *writer, g partitionGroup, ps pendingSplit) error {
 	child, at := ps.child, ps.at
-	r := gs.rangeOf(g.id)
-	if r == nil {
-		return fmt.Errorf("group %d is not started on the writer", g.id)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 	defer cancel()
 	gs.routing.Lock() // no commit is routed while what owns what changes
-	if r.max.Load() >= at {
+	upper, err := gs.rangeMax(ctx, g)
+	if err != nil {
+		gs.routing.Unlock()
+		return fmt.Errorf("splitting group %d: %w", g.id, err)
+	}
+	if upper >= at {
 		b := cluster.NewBatch()
 		b.Expect(groupFenceKey(g.id), w.claim)
 		b.Put(groupRangeKey(g.id), binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, g.min), at-1))
-		if err := gs.h.node.Propose(ctx, g.id, b); err != nil {
+		if err := w.kv.ProposeTo(ctx, g.id, b); err != nil {
 			gs.routing.Unlock()
 			return fmt.Errorf("splitting group %d: %w", g.id, err)
 		}
 	}
 	left := g
 	left.max = at - 1
-	right := partitionGroup{id: child, coll: g.coll, min: at, max: g.max, parent: g.id, born: [2]uint64{at, g.max}, nodes: g.nodes}
-	err := gs.catalogTxn(w, func(tx kv.Txn) error {
+	right := partitionGroup{id: child, coll: g.coll, min: at, max: g.max, parent: g.id, born: [2]uint64{at, g.max}, nodes: g.members()}
+	err = gs.catalogTxn(w, func(tx kv.Txn) error {
 		if err := tx.Set(groupKey(left.id), left.encode()); err != nil {
 			return err
 		}
@@ -785,7 +958,7 @@ func (gs *groups) finishSplit(w *writer, g partitionGroup, ps pendingSplit) erro
 		}
 		return tx.Delete(groupSplitKey(g.id))
 	})
-	if err == nil && !gs.h.node.Started(right.id) {
+	if err == nil && !gs.h.node.Started(right.id) && slices.Contains(right.nodes, gs.h.self) {
 		err = gs.start(right)
 	}
 	claimed := make(chan struct{})

@@ -24,7 +24,12 @@ type upstream struct {
 }
 
 func dialUpstream(ctx context.Context, addr string) (*upstream, error) {
-	d := net.Dialer{Timeout: 5 * time.Second}
+	return dialUpstreamFrom(ctx, addr, nil)
+}
+
+// dialUpstreamFrom is dialUpstream from a local address (nil: any).
+func dialUpstreamFrom(ctx context.Context, addr string, local net.Addr) (*upstream, error) {
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: local}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -130,6 +131,16 @@ func appendBytes(buf, p []byte) []byte {
 }
 
 var errMalformed = errors.New("malformed entry")
+
+// BatchFrom is the batch an encoded one (Batch.Encoded) holds, checked
+// whole: what a node proposes for another that sent it.
+func BatchFrom(entry []byte) (*Batch, error) {
+	ops, err := DecodeBatch(entry)
+	if err != nil {
+		return nil, err
+	}
+	return &Batch{buf: bytes.Clone(entry), ops: len(ops)}, nil
+}
 
 // DecodeBatch parses an entry into its ops. Every malformed input is an
 // error, never a panic.

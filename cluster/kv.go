@@ -58,7 +58,44 @@ type Replicated struct {
 	// a commit fails because another writer's claim replaced the fence,
 	// before the commit returns kv.ErrFenced.
 	OnFenced func()
+	// Far, when set on a routed store, reaches the groups this node
+	// holds no replica of (Far).
+	Far Far
 }
+
+// Far reaches, for a routed store, the groups its node holds no replica
+// of, through nodes that hold one: their reads are linearizable
+// (ReadIndex on the holder), so a transaction sees every write
+// committed before the read, its own included; they are not one
+// snapshot with the node's own replicas (a read-write transaction's
+// guards still make its commit lose to a change of what it read in the
+// group it writes).
+type Far interface {
+	// Held is whether this node runs a replica of group.
+	Held(group uint64) bool
+	// Under is the groups this node holds no replica of that may own
+	// keys under prefix (none when it holds them all).
+	Under(prefix []byte) []uint64
+	// Propose is Node.Propose run by a node holding a replica of group,
+	// with the same errors (ErrConflict, *RejectedError,
+	// ErrUnknownOutcome).
+	Propose(ctx context.Context, group uint64, b *Batch) error
+	// Get and Scan are Node.Get and Node.Scan, linearizable, run by a
+	// node holding a replica of group.
+	Get(ctx context.Context, group uint64, key []byte) ([]byte, bool, error)
+	Scan(ctx context.Context, group uint64, q ScanQuery) (ScanResult, error)
+	// GroupOf is the group that owns key holding value, judged without
+	// registering anything (known false: no group does yet).
+	GroupOf(key, value []byte) (group uint64, known bool)
+}
+
+// far is whether group is reached through Far.
+func (k *Replicated) far(group uint64) bool {
+	return k.route != nil && k.Far != nil && !k.Far.Held(group)
+}
+
+// farTimeout bounds one read of a group through Far.
+const farTimeout = 10 * time.Second
 
 // Route says which group keeps a key, judged from the key and the value
 // it holds or is written with (nil: a delete, or a key read absent);
@@ -108,6 +145,15 @@ func (k *Replicated) FenceGroup(shardID uint64, key, value []byte) {
 func (k *Replicated) ClaimGroup(ctx context.Context, shardID uint64, key, value []byte) error {
 	b := NewBatch()
 	b.Put(key, value)
+	return k.ProposeTo(ctx, shardID, b)
+}
+
+// ProposeTo proposes b to group shardID, here or through Far (a routed
+// store: a group this node holds no replica of).
+func (k *Replicated) ProposeTo(ctx context.Context, shardID uint64, b *Batch) error {
+	if k.far(shardID) {
+		return k.Far.Propose(ctx, shardID, b)
+	}
 	return k.n.Propose(ctx, shardID, b)
 }
 
@@ -145,6 +191,12 @@ func (k *Replicated) fenced(shardID uint64) bool {
 	f := k.fenceOf(shardID)
 	if f.key == nil {
 		return false
+	}
+	if k.far(shardID) {
+		ctx, cancel := context.WithTimeout(context.Background(), farTimeout)
+		defer cancel()
+		v, found, err := k.Far.Get(ctx, shardID, f.key)
+		return err == nil && !(found && bytes.Equal(v, f.value))
 	}
 	var holds bool
 	_ = k.n.db.View(func(txn *badger.Txn) error {
@@ -209,7 +261,7 @@ func (k *Replicated) propose(shardID uint64, b *Batch) error {
 		ctx, cancel = context.WithTimeout(ctx, k.Timeout)
 		defer cancel()
 	}
-	err := k.n.Propose(ctx, shardID, b)
+	err := k.ProposeTo(ctx, shardID, b)
 	var rejected *RejectedError
 	switch {
 	case err == nil:
@@ -301,9 +353,16 @@ func (t *kvTxn) Get(key []byte) (kv.Item, error) {
 	if !inSpans(t.k.spans, key) {
 		return nil, kv.ErrNotFound
 	}
+	var far []uint64
+	if t.k.route != nil && t.k.Far != nil {
+		far = t.k.Far.Under(key)
+	}
 	item, err := t.base.Get(key)
-	if err == nil && !t.k.ownsItem(item) {
+	if err == nil && (!t.k.ownsItem(item) || len(far) > 0 && t.farItem(item, far)) {
 		err = kv.ErrNotFound // another group's
+	}
+	if errors.Is(err, kv.ErrNotFound) && len(far) > 0 {
+		item, err = t.farGet(key, far)
 	}
 	if errors.Is(err, kv.ErrNotFound) {
 		t.read(key, nil, true)
@@ -318,6 +377,33 @@ func (t *kvTxn) Get(key []byte) (kv.Item, error) {
 		}
 	}
 	return item, nil
+}
+
+// farItem is whether a key the node's Badger holds belongs to one of
+// far, groups this node holds no replica of (what a replica moved away
+// left before its keys were deleted): not the group's current state.
+func (t *kvTxn) farItem(item kv.Item, far []uint64) bool {
+	var g uint64
+	var known bool
+	_ = item.Value(func(v []byte) error { g, known = t.k.Far.GroupOf(item.Key(), v); return nil })
+	return known && slices.Contains(far, g)
+}
+
+// farGet reads key from the first of groups, reached through Far, that
+// holds it.
+func (t *kvTxn) farGet(key []byte, groups []uint64) (kv.Item, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), farTimeout)
+	defer cancel()
+	for _, g := range groups {
+		v, found, err := t.k.Far.Get(ctx, g, key)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			return &kvItem{key: bytes.Clone(key), value: v}, nil
+		}
+	}
+	return nil, kv.ErrNotFound
 }
 
 func (t *kvTxn) Set(key, value []byte) error { return t.write(key, value, false) }
@@ -522,10 +608,31 @@ func (k *Replicated) routeWrite(key, value []byte, deleted bool) (uint64, bool, 
 	if err := k.n.db.View(func(txn *badger.Txn) error {
 		cur, found, err = getValue(txn, key)
 		return err
-	}); err != nil || !found {
+	}); err != nil {
 		return 0, false, err
 	}
-	return k.route(key, cur)
+	if found {
+		if g, known, err := k.route(key, cur); err != nil || known && !k.far(g) {
+			return g, known, err
+		}
+	}
+	if k.Far == nil {
+		return 0, false, nil
+	}
+	// Not here, or here only as what a replica moved away left: the
+	// groups held elsewhere may have it.
+	ctx, cancel := context.WithTimeout(context.Background(), farTimeout)
+	defer cancel()
+	for _, g := range k.Far.Under(key) {
+		v, found, err := k.Far.Get(ctx, g, key)
+		if err != nil {
+			return 0, false, err
+		}
+		if found {
+			return k.route(key, v)
+		}
+	}
+	return 0, false, nil
 }
 
 func (t *kvTxn) Discard() {
@@ -536,7 +643,13 @@ func (t *kvTxn) Discard() {
 }
 
 func (t *kvTxn) NewIterator(o kv.IterOptions) kv.Iterator {
-	it := &mergeIter{t: t, base: t.base.NewIterator(o), prefix: o.Prefix, reverse: o.Reverse}
+	base := t.base.NewIterator(o)
+	if t.k.route != nil && t.k.Far != nil {
+		if far := t.k.Far.Under(o.Prefix); len(far) > 0 {
+			base = newFarIter(t.k, base, o, far)
+		}
+	}
+	it := &mergeIter{t: t, base: base, prefix: o.Prefix, reverse: o.Reverse}
 	if t.update && len(t.writes) > 0 {
 		if t.sorted == nil {
 			t.sorted = append([]string(nil), t.order...)

@@ -167,6 +167,13 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 // ErrLogDBType, which it does not export).
 const errLogDBTypeChanged = "logdb type changed"
 
+// HasReplica is whether the node's Raft log store holds a replica of
+// the group (one it ran before, which StartGroup restarts from its own
+// state).
+func (n *Node) HasReplica(shardID, replicaID uint64) bool {
+	return n.nh.HasNodeInfo(shardID, replicaID)
+}
+
 // StartGroup starts (creates, restarts or joins) the node's replica of a
 // group.
 func (n *Node) StartGroup(g GroupConfig) error {

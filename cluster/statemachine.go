@@ -401,10 +401,12 @@ type (
 	// GetQuery reads one key; the answer is a GetResult.
 	GetQuery struct{ Key []byte }
 	// ScanQuery reads at most Limit (> 0) pairs of [Start, End) within
-	// the group's spans, in key order; the answer is a ScanResult.
+	// the group's spans, in key order (Reverse: from End down, End nil
+	// meaning no bound); the answer is a ScanResult.
 	ScanQuery struct {
 		Start, End []byte
 		Limit      int
+		Reverse    bool
 	}
 	// AppliedQuery asks for the applied index (a uint64).
 	AppliedQuery struct{}
@@ -450,15 +452,19 @@ func (m *StateMachine) Lookup(q interface{}) (interface{}, error) {
 			return nil, fmt.Errorf("scan limit %d: must be positive", q.Limit)
 		}
 		var r ScanResult
+		visit := func(k, v []byte) bool {
+			if len(r.Pairs) == q.Limit {
+				r.More = true
+				return false
+			}
+			r.Pairs = append(r.Pairs, KV{Key: k, Value: v})
+			return true
+		}
 		err := m.db.View(func(txn *badger.Txn) error {
-			return m.scan(txn, q.Start, q.End, func(k, v []byte) bool {
-				if len(r.Pairs) == q.Limit {
-					r.More = true
-					return false
-				}
-				r.Pairs = append(r.Pairs, KV{Key: k, Value: v})
-				return true
-			})
+			if q.Reverse {
+				return m.scanReverse(txn, q.Start, q.End, visit)
+			}
+			return m.scan(txn, q.Start, q.End, visit)
 		})
 		return r, err
 	case AppliedQuery:
@@ -503,6 +509,49 @@ func (m *StateMachine) scanOwned(txn *badger.Txn, owns func(k, v []byte) bool, s
 				return err
 			}
 			if owns != nil && !owns(item.Key(), v) {
+				continue
+			}
+			if !fn(item.KeyCopy(nil), v) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// scanReverse is scan from the end of [start, end) (nil end: no bound)
+// down to its start.
+func (m *StateMachine) scanReverse(txn *badger.Txn, start, end []byte, fn func(k, v []byte) bool) error {
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Reverse: true})
+	defer it.Close()
+	for i := len(m.spans) - 1; i >= 0; i-- {
+		s := m.spans[i]
+		lo, hi := s.Start, s.End
+		if bytes.Compare(start, lo) > 0 {
+			lo = start
+		}
+		if end != nil && bytes.Compare(end, hi) < 0 {
+			hi = end
+		}
+		if bytes.Compare(lo, hi) >= 0 {
+			if bytes.Compare(start, s.End) >= 0 {
+				return nil
+			}
+			continue
+		}
+		for it.Seek(hi); it.Valid(); it.Next() {
+			item := it.Item()
+			if bytes.Compare(item.Key(), hi) >= 0 {
+				continue // Seek lands at or before hi: hi itself is out
+			}
+			if bytes.Compare(item.Key(), lo) < 0 {
+				break
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if m.owns != nil && !m.owns(item.Key(), v) {
 				continue
 			}
 			if !fn(item.KeyCopy(nil), v) {

@@ -49,7 +49,7 @@ type testCluster struct {
 	extra   []string // more flags for every node
 }
 
-// freePort is a port free on 127.0.0.1, .2 and .3 at once.
+// freePort is a port free on 127.0.0.1 to .5 at once.
 func freePort(t *testing.T) int {
 	t.Helper()
 	for attempt := 0; attempt < 20; attempt++ {
@@ -60,7 +60,7 @@ func freePort(t *testing.T) int {
 		port := l.Addr().(*net.TCPAddr).Port
 		ok := true
 		var others []net.Listener
-		for _, host := range []string{"127.0.0.2", "127.0.0.3"} {
+		for _, host := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
 			o, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 			if err != nil {
 				ok = false
@@ -76,17 +76,24 @@ func freePort(t *testing.T) int {
 			return port
 		}
 	}
-	t.Fatal("no port free on 127.0.0.1-3")
+	t.Fatal("no port free on 127.0.0.1-5")
 	return 0
 }
 
 func startTestCluster(t *testing.T, extra ...string) *testCluster {
 	t.Helper()
+	return startTestClusterOf(t, 3, extra...)
+}
+
+// startTestClusterOf starts a cluster of n nodes (at most 5) on
+// 127.0.0.1 to .n.
+func startTestClusterOf(t *testing.T, n int, extra ...string) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t, port: freePort(t), extra: extra}
 	raft := freePort(t)
 	c.raft = raft
 	var members []string
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= n; i++ {
 		members = append(members, fmt.Sprintf("%d=127.0.0.%d:%d", i, i, raft))
 		c.nodes = append(c.nodes, &clusterNode{id: i, dir: t.TempDir(), client: fmt.Sprintf("127.0.0.%d:%d", i, c.port)})
 	}

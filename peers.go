@@ -1,0 +1,470 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parsecdb/parsec/cluster"
+	"github.com/parsecdb/parsec/engine/store"
+	"github.com/parsecdb/parsec/wire"
+)
+
+// A node reaches the partition groups it holds no replica of through a
+// node that holds one: the writer's routed store reads their keys and
+// proposes their commits with peer requests (cluster.Far), sent on the
+// other node's client port as the command _parsecPeer. A node answers
+// them only from the hosts of the cluster's members (its Raft peers),
+// as its Raft transport does.
+//
+//	{_parsecPeer: "get", group, key}            -> {ok: 1, found, value}
+//	{_parsecPeer: "scan", group, start, end, limit, reverse}
+//	                                            -> {ok: 1, pairs: [key, value, ...], more}
+//	{_parsecPeer: "propose", group, batch}      -> {ok: 1}
+//	{_parsecPeer: "member", group, replica, addr} -> {ok: 1}  (addr "": remove)
+//
+// Reads are linearizable (ReadIndex on the holder). A failed request
+// answers ok: 0 with peerError: "conflict", "rejected" (errmsg the
+// reason), "unknown" (the proposal's fate is unknown), "notHeld" (the
+// node runs no replica of the group: the requester tries another) or
+// "failed".
+
+const peerCommand = "_parsecPeer"
+
+// isPeerRequest is whether body is a peer request.
+func isPeerRequest(body []byte) bool {
+	el, err := bson.Raw(body).IndexErr(0)
+	return err == nil && el.Key() == peerCommand
+}
+
+// servePeer answers a peer request from remote.
+func (h *clusterHandler) servePeer(ctx context.Context, remote net.Addr, body []byte) []byte {
+	fail := func(kind, msg string) []byte {
+		b, _ := bson.Marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: msg},
+			{Key: "code", Value: int32(8000)}, {Key: "codeName", Value: "ParsecPeerError"}, {Key: "peerError", Value: kind}})
+		return b
+	}
+	if !h.isMemberHost(remote) {
+		return fail("failed", fmt.Sprintf("%s is not a member of this cluster: peer requests come only from its nodes' hosts", remote))
+	}
+	raw := bson.Raw(body)
+	op, _ := raw.Lookup(peerCommand).StringValueOK()
+	group, ok := raw.Lookup("group").Int64OK()
+	if !ok {
+		return fail("failed", "peer request without a group")
+	}
+	if !h.node.Started(uint64(group)) {
+		return fail("notHeld", fmt.Sprintf("this node runs no replica of group %d", group))
+	}
+	if ms, ok := raw.Lookup("timeoutMS").Int64OK(); ok && ms > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		defer cancel()
+	}
+	bin := func(k string) []byte {
+		_, b, _ := raw.Lookup(k).BinaryOK()
+		return b
+	}
+	var reply bson.D
+	switch op {
+	case "get":
+		v, found, err := h.node.Get(ctx, uint64(group), bin("key"), cluster.Linearizable)
+		if err != nil {
+			return fail("failed", err.Error())
+		}
+		reply = bson.D{{Key: "found", Value: found}, {Key: "value", Value: bson.Binary{Data: v}}}
+	case "scan":
+		limit, _ := raw.Lookup("limit").Int32OK()
+		reverse, _ := raw.Lookup("reverse").BooleanOK()
+		q := cluster.ScanQuery{Start: bin("start"), End: bin("end"), Limit: int(limit), Reverse: reverse}
+		if _, _, ok := raw.Lookup("end").BinaryOK(); !ok {
+			q.End = nil
+		}
+		v, err := h.node.Read(ctx, uint64(group), q, cluster.Linearizable)
+		if err != nil {
+			return fail("failed", err.Error())
+		}
+		r := v.(cluster.ScanResult)
+		pairs := make(bson.A, 0, 2*len(r.Pairs))
+		for _, p := range r.Pairs {
+			pairs = append(pairs, bson.Binary{Data: p.Key}, bson.Binary{Data: p.Value})
+		}
+		reply = bson.D{{Key: "pairs", Value: pairs}, {Key: "more", Value: r.More}}
+	case "propose":
+		b, err := cluster.BatchFrom(bin("batch"))
+		if err != nil {
+			return fail("failed", err.Error())
+		}
+		err = h.node.Propose(ctx, uint64(group), b)
+		var rejected *cluster.RejectedError
+		switch {
+		case err == nil:
+		case errors.Is(err, cluster.ErrConflict):
+			return fail("conflict", err.Error())
+		case errors.As(err, &rejected):
+			return fail("rejected", rejected.Reason)
+		case errors.Is(err, cluster.ErrUnknownOutcome):
+			return fail("unknown", err.Error())
+		default:
+			return fail("failed", err.Error())
+		}
+	case "member":
+		replica, _ := raw.Lookup("replica").Int64OK()
+		addr, _ := raw.Lookup("addr").StringValueOK()
+		var err error
+		if addr != "" {
+			err = h.node.AddReplica(ctx, uint64(group), uint64(replica), addr)
+		} else {
+			err = h.node.RemoveReplica(ctx, uint64(group), uint64(replica))
+		}
+		if err != nil {
+			return fail("failed", err.Error())
+		}
+	default:
+		return fail("failed", fmt.Sprintf("unknown peer request %q", op))
+	}
+	out, err := bson.Marshal(append(reply, bson.E{Key: "ok", Value: 1.0}))
+	if err != nil {
+		return fail("failed", err.Error())
+	}
+	return out
+}
+
+// isMemberHost is whether addr is the host of one of the members.
+func (h *clusterHandler) isMemberHost(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	for _, raft := range h.view.Load().raft {
+		host, _, err := net.SplitHostPort(raft)
+		if err != nil {
+			continue
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.Equal(tcp.IP) {
+			return true
+		}
+		if ips, err := net.LookupIP(host); err == nil && slices.ContainsFunc(ips, tcp.IP.Equal) {
+			return true
+		}
+	}
+	return false
+}
+
+// peers is this node's side of the peer requests it sends: a few open
+// connections per node, and which node last answered for each group.
+type peers struct {
+	gs   *groups
+	mu   sync.Mutex
+	idle map[string][]*upstream
+	last map[uint64]uint64 // group -> the node that last answered for it
+}
+
+var _ cluster.Far = (*peers)(nil)
+
+func newPeers(gs *groups) *peers {
+	return &peers{gs: gs, idle: map[string][]*upstream{}, last: map[uint64]uint64{}}
+}
+
+// maxIdlePeerConns bounds the idle connections kept to one node.
+const maxIdlePeerConns = 8
+
+func (p *peers) Held(group uint64) bool { return p.gs.h.node.Started(group) }
+
+func (p *peers) Under(prefix []byte) []uint64 { return p.gs.farUnder(prefix) }
+
+func (p *peers) GroupOf(key, value []byte) (uint64, bool) { return p.gs.groupOf(key, value) }
+
+func (p *peers) Get(ctx context.Context, group uint64, key []byte) ([]byte, bool, error) {
+	r, err := p.call(ctx, group, bson.D{{Key: peerCommand, Value: "get"}, {Key: "group", Value: int64(group)},
+		{Key: "key", Value: bson.Binary{Data: key}}}, true)
+	if err != nil {
+		return nil, false, err
+	}
+	found, _ := r.Lookup("found").BooleanOK()
+	_, v, _ := r.Lookup("value").BinaryOK()
+	return bytes.Clone(v), found, nil
+}
+
+func (p *peers) Scan(ctx context.Context, group uint64, q cluster.ScanQuery) (cluster.ScanResult, error) {
+	cmd := bson.D{{Key: peerCommand, Value: "scan"}, {Key: "group", Value: int64(group)},
+		{Key: "start", Value: bson.Binary{Data: q.Start}}, {Key: "limit", Value: int32(q.Limit)}, {Key: "reverse", Value: q.Reverse}}
+	if q.End != nil {
+		cmd = append(cmd, bson.E{Key: "end", Value: bson.Binary{Data: q.End}})
+	}
+	r, err := p.call(ctx, group, cmd, true)
+	if err != nil {
+		return cluster.ScanResult{}, err
+	}
+	var out cluster.ScanResult
+	out.More, _ = r.Lookup("more").BooleanOK()
+	vals, _ := r.Lookup("pairs").Array().Values()
+	for i := 0; i+1 < len(vals); i += 2 {
+		_, k, _ := vals[i].BinaryOK()
+		_, v, _ := vals[i+1].BinaryOK()
+		out.Pairs = append(out.Pairs, cluster.KV{Key: bytes.Clone(k), Value: bytes.Clone(v)})
+	}
+	return out, nil
+}
+
+func (p *peers) Propose(ctx context.Context, group uint64, b *cluster.Batch) error {
+	_, err := p.call(ctx, group, bson.D{{Key: peerCommand, Value: "propose"}, {Key: "group", Value: int64(group)},
+		{Key: "batch", Value: bson.Binary{Data: b.Encoded()}}}, false)
+	return err
+}
+
+// Member adds replica at addr to group's members (addr empty: removes
+// it), through a node holding a replica of the group; like
+// Node.AddReplica it may be asked again.
+func (p *peers) Member(ctx context.Context, group, replica uint64, addr string) error {
+	_, err := p.call(ctx, group, bson.D{{Key: peerCommand, Value: "member"}, {Key: "group", Value: int64(group)},
+		{Key: "replica", Value: int64(replica)}, {Key: "addr", Value: addr}}, true)
+	return err
+}
+
+// peerErr is a peer's failed answer.
+type peerErr struct{ kind, msg string }
+
+func (e *peerErr) Error() string { return e.msg }
+
+// call sends cmd for group to a node holding a replica of it: the one
+// that last answered first, then the others, again while none does
+// (until ctx ends). A read may be sent again anywhere; a proposal only
+// while it surely did not reach a group (the node said it holds none,
+// or could not be reached): once sent, its outcome is the answer's.
+func (p *peers) call(ctx context.Context, group uint64, cmd bson.D, read bool) (bson.Raw, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		cmd = append(cmd, bson.E{Key: "timeoutMS", Value: max(int64(time.Until(dl)/time.Millisecond)-100, 1)})
+	}
+	cmd = append(cmd, bson.E{Key: "$db", Value: "admin"})
+	body, err := bson.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	for {
+		for _, node := range p.holders(group) {
+			r, sent, err := p.send(ctx, node, body)
+			if err == nil {
+				if ok, _ := r.Lookup("ok").AsFloat64OK(); ok == 1 {
+					p.mu.Lock()
+					p.last[group] = node
+					p.mu.Unlock()
+					return r, nil
+				}
+				kind, _ := r.Lookup("peerError").StringValueOK()
+				msg, _ := r.Lookup("errmsg").StringValueOK()
+				switch kind {
+				case "conflict":
+					return nil, fmt.Errorf("%w: %s", cluster.ErrConflict, msg)
+				case "rejected":
+					return nil, &cluster.RejectedError{Reason: msg}
+				case "unknown":
+					return nil, fmt.Errorf("%w: %s", cluster.ErrUnknownOutcome, msg)
+				case "notHeld":
+					last = &peerErr{kind, msg}
+					continue
+				}
+				if !read {
+					return nil, fmt.Errorf("group %d through node %d: %s", group, node, msg)
+				}
+				last = &peerErr{kind, msg}
+				continue
+			}
+			if sent && !read {
+				return nil, fmt.Errorf("%w: group %d through node %d: %v", cluster.ErrUnknownOutcome, group, node, err)
+			}
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = fmt.Errorf("no node holds a replica of group %d", group)
+			}
+			if !read {
+				return nil, fmt.Errorf("%w: group %d: %v", cluster.ErrUnknownOutcome, group, last)
+			}
+			return nil, fmt.Errorf("reading group %d: %w (last: %v)", group, ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// holders are the nodes that may hold a replica of group, the one that
+// last answered first.
+func (p *peers) holders(group uint64) []uint64 {
+	self := p.gs.h.self
+	var nodes []uint64
+	if g, ok := p.gs.registry().byID(group); ok {
+		nodes = slices.Clone(g.nodes)
+	}
+	for id := range p.gs.h.view.Load().raft {
+		if !slices.Contains(nodes, id) {
+			nodes = append(nodes, id)
+		}
+	}
+	nodes = slices.DeleteFunc(nodes, func(n uint64) bool { return n == self })
+	p.mu.Lock()
+	last, ok := p.last[group]
+	p.mu.Unlock()
+	if i := slices.Index(nodes, last); ok && i > 0 {
+		nodes[0], nodes[i] = nodes[i], nodes[0]
+	}
+	return nodes
+}
+
+// send sends body to node; sent says the request may have reached it.
+func (p *peers) send(ctx context.Context, node uint64, body []byte) (bson.Raw, bool, error) {
+	v := p.gs.h.view.Load()
+	addr, ok := v.clients[node]
+	if !ok {
+		return nil, false, fmt.Errorf("node %d is not a member", node)
+	}
+	u, err := p.conn(ctx, addr)
+	if err != nil {
+		return nil, false, err
+	}
+	reply, err := u.roundTrip(ctx, &wire.Request{OpCode: wire.OpMsg, Body: body})
+	if err != nil {
+		u.close()
+		return nil, true, err
+	}
+	p.mu.Lock()
+	if len(p.idle[addr]) < maxIdlePeerConns {
+		p.idle[addr] = append(p.idle[addr], u)
+		u = nil
+	}
+	p.mu.Unlock()
+	if u != nil {
+		u.close()
+	}
+	return bson.Raw(reply), true, nil
+}
+
+// conn is an idle connection to addr, or a new one from this node's
+// host (peers accept requests only from members' hosts).
+func (p *peers) conn(ctx context.Context, addr string) (*upstream, error) {
+	p.mu.Lock()
+	if l := p.idle[addr]; len(l) > 0 {
+		u := l[len(l)-1]
+		p.idle[addr] = l[:len(l)-1]
+		p.mu.Unlock()
+		return u, nil
+	}
+	p.mu.Unlock()
+	var local net.Addr
+	if host, _, err := net.SplitHostPort(p.gs.h.view.Load().raft[p.gs.h.self]); err == nil {
+		if ip := net.ParseIP(host); ip != nil {
+			local = &net.TCPAddr{IP: ip}
+		}
+	}
+	return dialUpstreamFrom(ctx, addr, local)
+}
+
+// farUnder is the groups this node holds no replica of that may own keys
+// under prefix (cluster.Far.Under).
+func (gs *groups) farUnder(prefix []byte) []uint64 {
+	fp := gs.far.Load()
+	if fp == nil || len(*fp) == 0 {
+		return nil
+	}
+	far := *fp
+	all := func(keep func(partitionGroup) bool) []uint64 {
+		var out []uint64
+		for _, g := range far {
+			if keep == nil || keep(g) {
+				out = append(out, g.id)
+			}
+		}
+		return out
+	}
+	if len(prefix) < 2 || prefix[1] != '/' {
+		return all(nil)
+	}
+	switch prefix[0] {
+	case 'r', 'u':
+		return nil // a replica's own keys; unique guards are never stored
+	case 'm':
+		for _, p := range [][]byte{groupFencePrefix, groupRangePrefix} {
+			switch {
+			case bytes.HasPrefix(prefix, p) && len(prefix) >= len(p)+8:
+				id := binary.BigEndian.Uint64(prefix[len(p):])
+				return all(func(g partitionGroup) bool { return g.id == id })
+			case bytes.HasPrefix(p, prefix) || bytes.HasPrefix(prefix, p):
+				return all(nil)
+			}
+		}
+		return nil // the catalog's
+	case 'd', 'c', 'x':
+		if len(prefix) < 6 {
+			return all(nil)
+		}
+		coll := binary.BigEndian.Uint32(prefix[2:6])
+		var pts []byte
+		switch {
+		case prefix[0] == 'd':
+			pts = prefix[6:]
+		case prefix[0] == 'c' && len(prefix) > 6 && (prefix[6] == 'k' || prefix[6] == 'l'):
+			pts = prefix[7:]
+		}
+		lo, hi := pointBounds(pts)
+		return all(func(g partitionGroup) bool { return g.coll == coll && g.min <= hi && g.max >= lo })
+	}
+	return all(nil)
+}
+
+// pointBounds are the least and greatest points whose 8 bytes begin
+// with pts.
+func pointBounds(pts []byte) (uint64, uint64) {
+	var lo, hi [8]byte
+	for i := range 8 {
+		lo[i], hi[i] = 0, 0xff
+		if i < len(pts) {
+			lo[i], hi[i] = pts[i], pts[i]
+		}
+	}
+	return binary.BigEndian.Uint64(lo[:]), binary.BigEndian.Uint64(hi[:])
+}
+
+// groupOf is the group that owns key holding value, from the registry as
+// this node last read it (registering nothing).
+func (gs *groups) groupOf(key, value []byte) (uint64, bool) {
+	if len(key) > 0 && key[0] == 'x' && len(value) < 8 {
+		return 0, false // an index entry is judged by its value
+	}
+	if id, ok := fencedGroupKey(key); ok {
+		return id, true
+	}
+	o, err := store.OwnerOf(key, value)
+	if err != nil {
+		return 0, false
+	}
+	switch o.Scope {
+	case store.ScopeCatalog:
+		return dataGroup, true
+	case store.ScopePartition:
+		if g, ok := gs.registry().find(o.Coll, o.Point); ok {
+			return g.id, true
+		}
+	}
+	return 0, false
+}
+
+// refreshFar notes which registered groups this node runs no replica of.
+func (gs *groups) refreshFar() {
+	var far []partitionGroup
+	for _, g := range gs.registry().all {
+		if !gs.h.node.Started(g.id) {
+			far = append(far, g)
+		}
+	}
+	gs.far.Store(&far)
+}
