@@ -789,7 +789,6 @@ func (gs *groups) changeMembers(ctx context.Context, w *writer, id uint64, addr 
 	return nil
 }
 
-
 // maybeReconcile reconciles when the catalog changed since the last
 // time (or it failed).
 func (gs *groups) maybeReconcile(w *writer) error {
