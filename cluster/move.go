@@ -191,17 +191,8 @@ func (n *Node) DropGroup(ctx context.Context, shardID uint64) error {
 	if err := n.stillMember(ctx, shardID, rep.replicaID); err != nil {
 		return err
 	}
-	if err := n.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(droppingKey(shardID), binary.BigEndian.AppendUint64(nil, rep.replicaID))
-	}); err != nil {
-		return fmt.Errorf("cluster: drop group %d: %w", shardID, err)
-	}
-	if err := n.db.Sync(); err != nil {
-		return fmt.Errorf("cluster: drop group %d: %w", shardID, err)
-	}
-	// A replica that applied its own removal has stopped already.
-	if err := n.nh.StopReplica(shardID, rep.replicaID); err != nil && !errors.Is(err, dragonboat.ErrShardNotFound) {
-		return fmt.Errorf("cluster: drop group %d: stop replica %d: %w", shardID, rep.replicaID, err)
+	if err := n.beginDrop(shardID, rep.replicaID); err != nil {
+		return err
 	}
 	err = n.finishDrop(shardID, dropTarget{spans: rep.spans, owns: rep.owns, observe: rep.observe})
 	if err != nil {
@@ -210,6 +201,23 @@ func (n *Node) DropGroup(ctx context.Context, shardID uint64) error {
 	n.mu.Lock()
 	delete(n.groups, shardID)
 	n.mu.Unlock()
+	return nil
+}
+
+// beginDrop makes the drop mark durable and stops the replica.
+func (n *Node) beginDrop(shardID, replicaID uint64) error {
+	if err := n.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(droppingKey(shardID), binary.BigEndian.AppendUint64(nil, replicaID))
+	}); err != nil {
+		return fmt.Errorf("cluster: drop group %d: %w", shardID, err)
+	}
+	if err := n.db.Sync(); err != nil {
+		return fmt.Errorf("cluster: drop group %d: %w", shardID, err)
+	}
+	// A replica that applied its own removal has stopped already.
+	if err := n.nh.StopReplica(shardID, replicaID); err != nil && !errors.Is(err, dragonboat.ErrShardNotFound) {
+		return fmt.Errorf("cluster: drop group %d: stop replica %d: %w", shardID, replicaID, err)
+	}
 	return nil
 }
 
