@@ -112,8 +112,8 @@ type replica struct {
 	owns      func(key, value []byte) bool
 	observe   []byte // GroupConfig.Observe
 	watch     []byte
-	gen   atomic.Uint64 // Generation
-	sm    *StateMachine // the current instance (dragonboat makes a new one on restart)
+	gen       atomic.Uint64 // Generation
+	sm        *StateMachine // the current instance (dragonboat makes a new one on restart)
 }
 
 // defaultTimeout bounds calls whose context has no deadline (dragonboat
