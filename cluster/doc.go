@@ -126,6 +126,57 @@
 // entries are judged with the new state; a snapshot filters with the
 // ownership as of its point (GroupConfig.Freeze).
 //
+// # Moving a replica
+//
+// Every node may hold a replica of a group under a replica ID of its
+// own; a replica moves from node A to node B while the group takes
+// writes:
+//
+//  1. AddNonVoting(id, B's address) through a member, then StartGroup on
+//     B with Join and NonVoting. A non-voting member receives the log or,
+//     when the log is compacted, a snapshot, but neither votes nor counts
+//     toward a quorum. dragonboat requires a replica that joined
+//     non-voting to start non-voting every time (as a voter it panics
+//     replaying its own addition), so the node marks it, r/v<shardID:8>
+//     -> replica ID, durably before the first start, and later starts of
+//     that replica are non-voting whatever the caller says; once the
+//     membership it loads (from a snapshot or the log) names it a voter,
+//     dragonboat makes it a follower.
+//  2. Catch-up: dragonboat does not tell a leader's node what a remote
+//     replica applied. The mover takes CommitIndex from a caught-up
+//     member (a ReadIndex round: at least the commit index when it began)
+//     and B's node waits until its own replica applied that far
+//     (WaitApplied, or polling Applied).
+//  3. AddReplica with the same ID and address promotes it to a voter;
+//     then RemoveReplica of A's replica. Each returns once the membership,
+//     read linearizably, shows it, asking again when a request is lost.
+//  4. DropGroup on A: it refuses a replica the group still counts (when A
+//     can read the membership), makes r/d<shardID:8> -> replica ID
+//     durable, stops the replica, removes dragonboat's data of it, deletes
+//     the keys of the group's spans that its Owns accepts (other groups'
+//     keys in shared spans stay) in batches of bounded size, and in one
+//     last commit its Observe keys, r/a, r/s, r/v and r/d. Every step can
+//     be done again: a crash after the mark leaves it (DroppingGroups
+//     lists it), and StartGroup of the group, or FinishDrop with the
+//     configuration the replica would start with, finishes the drop
+//     first, judging ownership with the group's observed keys as Badger
+//     still holds them (a split's narrowed range), not only the range the
+//     configuration was created with.
+//
+// Replica IDs: dragonboat never lets a removed replica ID back into its
+// group (ErrReplicaIDUsed), so a replica moved to a node that held the
+// group before takes a new ID: Membership(...).NewReplicaID, one more
+// than any ID the group names, members and removed alike. Choosing IDs is
+// the caller's, one move of a group at a time.
+//
+// Catch-up speed: a snapshot is SaveSnapshot's stream, cut by dragonboat
+// into 2 MB chunks, written to files on the receiver and then restored.
+// Locally SaveSnapshot streams 20 MB of 4 KB values at about 700 MB/s
+// warm (70-120 MB/s right after the writes, beside Badger's memtable
+// flushes) and RecoverFromSnapshot restores them at 180-260 MB/s; the
+// whole catch-up of a 20 MB group by a fourth loopback node under writes,
+// on two shared cores running four nodes, took 0.4-1.1 s (18-48 MB/s).
+//
 // # Exactly once
 //
 // Node.Propose uses dragonboat's no-op session. A proposal forwarded to

@@ -44,6 +44,8 @@ const (
 	metaPrefix   = "r/"
 	appliedTag   = 'a' // r/a<shardID:8> -> applied index (uint64 BE)
 	restoringTag = 's' // r/s<shardID:8> -> present while a snapshot is being restored
+	nonVotingTag = 'v' // r/v<shardID:8> -> replica ID (uint64 BE) that joined the group non-voting
+	droppingTag  = 'd' // r/d<shardID:8> -> replica ID (uint64 BE) whose data DropGroup is deleting
 )
 
 func appliedKey(shardID uint64) []byte {
@@ -52,6 +54,14 @@ func appliedKey(shardID uint64) []byte {
 
 func restoringKey(shardID uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{metaPrefix[0], metaPrefix[1], restoringTag}, shardID)
+}
+
+func nonVotingKey(shardID uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{metaPrefix[0], metaPrefix[1], nonVotingTag}, shardID)
+}
+
+func droppingKey(shardID uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{metaPrefix[0], metaPrefix[1], droppingTag}, shardID)
 }
 
 // checkSpans validates a group's spans and returns them sorted by Start:

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -49,6 +50,12 @@ type GroupConfig struct {
 	Members map[uint64]string
 	// Join starts a replica added to a running group (AddReplica).
 	Join bool
+	// NonVoting, with Join, starts a replica added to a running group as
+	// a non-voting member (AddNonVoting). The node remembers it: every
+	// later start of the same replica is non-voting too, as dragonboat
+	// requires of a replica that joined so, even once it is promoted
+	// (its membership then makes it a voter as it loads).
+	NonVoting bool
 	// Spans are the key ranges the group owns in the node's Badger.
 	Spans []Span
 	// Owns, when set, narrows the spans to the keys it accepts, judged
@@ -100,11 +107,13 @@ type Node struct {
 }
 
 type replica struct {
-	spans []Span
-	owns  func(key, value []byte) bool
-	watch []byte
-	gen   atomic.Uint64 // Generation
-	sm    *StateMachine // the current instance (dragonboat makes a new one on restart)
+	replicaID uint64
+	spans     []Span
+	owns      func(key, value []byte) bool
+	observe   []byte // GroupConfig.Observe
+	watch     []byte
+	gen       atomic.Uint64 // Generation
+	sm        *StateMachine // the current instance (dragonboat makes a new one on restart)
 }
 
 // defaultTimeout bounds calls whose context has no deadline (dragonboat
@@ -181,6 +190,9 @@ func (n *Node) StartGroup(g GroupConfig) error {
 	if err != nil {
 		return fmt.Errorf("cluster: group %d: %w", g.ShardID, err)
 	}
+	if g.NonVoting && !g.Join {
+		return fmt.Errorf("cluster: group %d: a non-voting replica joins a running group (Join)", g.ShardID)
+	}
 	n.mu.Lock()
 	if _, ok := n.groups[g.ShardID]; ok {
 		n.mu.Unlock()
@@ -199,9 +211,29 @@ func (n *Node) StartGroup(g GroupConfig) error {
 			}
 		}
 	}
-	rep := &replica{spans: spans, owns: g.Owns, watch: bytes.Clone(g.Watch)}
+	rep := &replica{replicaID: g.ReplicaID, spans: spans, owns: g.Owns, observe: bytes.Clone(g.Observe), watch: bytes.Clone(g.Watch)}
 	n.groups[g.ShardID] = rep
 	n.mu.Unlock()
+	fail := func(err error) error {
+		n.mu.Lock()
+		delete(n.groups, g.ShardID)
+		n.mu.Unlock()
+		return fmt.Errorf("cluster: start group %d replica %d: %w", g.ShardID, g.ReplicaID, err)
+	}
+	// A drop a crash interrupted is finished first (with this
+	// configuration's ownership); dragonboat then refuses to start the
+	// dropped replica again, but not a new one of the same group.
+	if dropping, _, err := metaUint64(n.db, droppingKey(g.ShardID)); err != nil {
+		return fail(err)
+	} else if dropping {
+		if err := n.finishDrop(g.ShardID, dropTarget{spans: spans, owns: g.Owns, observe: g.Observe, onApply: g.OnApply}); err != nil {
+			return fail(err)
+		}
+	}
+	nonVoting, err := n.startsNonVoting(g)
+	if err != nil {
+		return fail(err)
+	}
 
 	members := map[uint64]dragonboat.Target{}
 	if !g.Join && !n.nh.HasNodeInfo(g.ShardID, g.ReplicaID) {
@@ -219,6 +251,7 @@ func (n *Node) StartGroup(g GroupConfig) error {
 		SnapshotEntries:    orDefault(g.SnapshotEntries, 10000),
 		CompactionOverhead: orDefault(g.CompactionOverhead, 5000),
 		Quiesce:            g.Quiesce,
+		IsNonVoting:        nonVoting,
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
 		m := &StateMachine{db: n.db, shardID: shardID, spans: spans, owns: g.Owns, watch: rep.watch, gen: &rep.gen,
@@ -230,12 +263,44 @@ func (n *Node) StartGroup(g GroupConfig) error {
 		return m
 	}
 	if err := n.nh.StartOnDiskReplica(members, g.Join, create, cfg); err != nil {
-		n.mu.Lock()
-		delete(n.groups, g.ShardID)
-		n.mu.Unlock()
-		return fmt.Errorf("cluster: start group %d replica %d: %w", g.ShardID, g.ReplicaID, err)
+		return fail(err)
 	}
 	return nil
+}
+
+// startsNonVoting says whether g's replica starts non-voting: one that
+// joins so now, or one that joined so before (r/v<shardID>). The mark is
+// made durable before dragonboat records the replica: a replica that
+// joined non-voting and restarted as a voter would panic replaying its
+// own addition.
+func (n *Node) startsNonVoting(g GroupConfig) (bool, error) {
+	key := nonVotingKey(g.ShardID)
+	if g.NonVoting {
+		if err := n.db.Update(func(txn *badger.Txn) error {
+			return txn.Set(key, binary.BigEndian.AppendUint64(nil, g.ReplicaID))
+		}); err != nil {
+			return false, err
+		}
+		return true, n.db.Sync()
+	}
+	found, id, err := metaUint64(n.db, key)
+	return found && id == g.ReplicaID, err
+}
+
+// metaUint64 reads a metadata key holding a uint64.
+func metaUint64(db *badger.DB, key []byte) (found bool, v uint64, err error) {
+	err = db.View(func(txn *badger.Txn) error {
+		b, ok, err := getValue(txn, key)
+		if err != nil || !ok {
+			return err
+		}
+		if len(b) != 8 {
+			return fmt.Errorf("metadata key %q holds %d bytes", key, len(b))
+		}
+		found, v = true, binary.BigEndian.Uint64(b)
+		return nil
+	})
+	return found, v, err
 }
 
 func orDefault(v, d uint64) uint64 {
@@ -451,10 +516,17 @@ func (n *Node) Stats(shardID uint64) ApplyStats {
 // AddReplica adds a member to a group (the new replica then starts with
 // GroupConfig.Join on its node and catches up, by snapshot when the log
 // is compacted). It returns once the member is in the group's
-// membership, trying again when a request is lost.
+// membership, trying again when a request is lost. Adding a non-voting
+// member (AddNonVoting) again, with its ID and address, promotes it to a
+// voter. An ID the group removed is refused (ErrReplicaIDUsed).
 func (n *Node) AddReplica(ctx context.Context, shardID, replicaID uint64, addr string) error {
 	return n.changeMembership(ctx, shardID, fmt.Sprintf("add replica %d to group %d", replicaID, shardID),
-		func(m *dragonboat.Membership) bool { return m.Nodes[replicaID] == addr },
+		func(m *dragonboat.Membership) (bool, error) {
+			if err := usable(m, replicaID, addr); err != nil {
+				return false, err
+			}
+			return m.Nodes[replicaID] == addr, nil
+		},
 		func(ctx context.Context) error { return n.nh.SyncRequestAddReplica(ctx, shardID, replicaID, addr, 0) })
 }
 
@@ -462,7 +534,7 @@ func (n *Node) AddReplica(ctx context.Context, shardID, replicaID uint64, addr s
 // once the membership says so.
 func (n *Node) RemoveReplica(ctx context.Context, shardID, replicaID uint64) error {
 	return n.changeMembership(ctx, shardID, fmt.Sprintf("remove replica %d from group %d", replicaID, shardID),
-		func(m *dragonboat.Membership) bool { _, ok := m.Removed[replicaID]; return ok },
+		func(m *dragonboat.Membership) (bool, error) { _, ok := m.Removed[replicaID]; return ok, nil },
 		func(ctx context.Context) error { return n.nh.SyncRequestDeleteReplica(ctx, shardID, replicaID, 0) })
 }
 
@@ -471,18 +543,25 @@ const membershipAttempt = 2 * time.Second
 
 // changeMembership requests a change until the membership shows it done.
 // A request can be lost (or rejected because an earlier, timed-out one
-// already applied), so the membership, read linearizably, is the answer.
+// already applied), so the membership, read linearizably, is the answer;
+// done's error is a change the membership makes impossible.
 func (n *Node) changeMembership(ctx context.Context, shardID uint64, what string,
-	done func(*dragonboat.Membership) bool, request func(context.Context) error) error {
+	done func(*dragonboat.Membership) (bool, error), request func(context.Context) error) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	var last error
 	for {
 		attempt, cancelAttempt := context.WithTimeout(ctx, membershipAttempt)
 		m, err := n.nh.SyncGetShardMembership(attempt, shardID)
-		if err == nil && done(m) {
-			cancelAttempt()
-			return nil
+		if err == nil {
+			ok, derr := done(m)
+			if derr != nil || ok {
+				cancelAttempt()
+				if derr != nil {
+					return fmt.Errorf("cluster: %s: %w", what, derr)
+				}
+				return nil
+			}
 		}
 		if err == nil {
 			err = request(attempt)

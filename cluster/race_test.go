@@ -1,0 +1,6 @@
+//go:build race
+
+package cluster
+
+// raceEnabled says the race detector slows this test binary down.
+const raceEnabled = true
