@@ -291,6 +291,7 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	if o.cluster.partitionGroups {
 		h.groups = &groups{h: h}
 		h.groups.peers = newPeers(h.groups)
+		h.groups.bal = newBalancer(h.groups)
 	}
 	var web *http.Server
 	if addr := clusterHTTPAddr(o, ln); addr != "" {
@@ -396,6 +397,7 @@ func (h *clusterHandler) watch(ctx context.Context) {
 				if err := h.groups.maybeReconcile(w); err != nil && ctx.Err() == nil {
 					h.logger.Warn("splitting partition groups", "err", err)
 				}
+				h.groups.bal.maybeRound(w)
 			}
 		}
 		w := h.cur.Load()
@@ -468,6 +470,9 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 	cfg.ReplicaSet, cfg.Advertise, cfg.ElectionTerm, cfg.NodeID = h.setName, h.view.Load().clients[h.self], term, h.self
 	cfg.Members = func() []string { return h.view.Load().hosts }
 	cfg.AddNode, cfg.RemoveNode = h.addNode, h.removeNode
+	if h.groups != nil {
+		cfg.Balancer = h.groups.bal
+	}
 	cfg.ReadBarrier = func(ctx context.Context) error { return h.node.Barrier(ctx, dataGroup) }
 	cfg.Cluster = func(ctx context.Context) engine.ClusterStatus { return h.status(ctx, term) }
 	if h.groups != nil {
@@ -488,14 +493,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 func (h *clusterHandler) status(ctx context.Context, term uint64) engine.ClusterStatus {
 	st := engine.ClusterStatus{NodeID: h.self, Term: term, Group: dataGroup}
 	if h.groups != nil {
-		st.Groups = []engine.GroupStatus{}
-		for _, g := range h.groups.registry().all {
-			gs := engine.GroupStatus{ID: g.id, Coll: g.coll, Min: g.min, Max: g.max}
-			if leader, _, ok := h.node.LeaderTerm(g.id); ok {
-				gs.Leader = leader
-			}
-			st.Groups = append(st.Groups, gs)
-		}
+		st.Groups = h.groups.status(ctx)
 	}
 	v := h.view.Load()
 	ids := slices.Sorted(maps.Keys(v.clients))
@@ -843,13 +841,9 @@ func (h *clusterHandler) addNode(ctx context.Context, id uint64, addr string) er
 	if err := h.node.AddReplica(ctx, dataGroup, id, addr); err != nil {
 		return err
 	}
-	if h.groups != nil {
-		// The node joins every partition group too (those created from
-		// now on name it among their members).
-		if err := h.groups.changeMembers(ctx, w, id, addr); err != nil {
-			return err
-		}
-	}
+	// With partition groups the node joins empty: the balancer moves
+	// replicas onto it, and groups created from now on may be placed
+	// on it.
 	raft := maps.Clone(v.raft)
 	raft[id] = addr
 	if err := h.storeMembers(w, raft); err != nil {

@@ -86,8 +86,13 @@ type partitionGroup struct {
 	// alike, whenever it starts), which its splits never change.
 	born  [2]uint64
 	nodes []uint64 // the members it was created with
-	// joined are nodes added to its members since (addNode).
+	// joined are nodes added to its members since (a replica moved
+	// there, or addNode of an earlier version).
 	joined []uint64
+	// replicas are the replica IDs of members whose ID is not their
+	// node's (a replica moved to a node that held the group before: a
+	// removed ID never rejoins its group).
+	replicas map[uint64]uint64
 }
 
 // members are the nodes that hold a replica of g.
@@ -95,9 +100,42 @@ func (g partitionGroup) members() []uint64 {
 	return append(slices.Clone(g.nodes), g.joined...)
 }
 
-// joinedFlag marks, in a registry entry, a node added to the group's
-// members after it was created.
-const joinedFlag = 1 << 63
+// replicaOf is node's replica ID in g.
+func (g partitionGroup) replicaOf(node uint64) uint64 {
+	if r, ok := g.replicas[node]; ok {
+		return r
+	}
+	return node
+}
+
+// nodeOf is the member whose replica ID in g is replica (ok false: none).
+func (g partitionGroup) nodeOf(replica uint64) (uint64, bool) {
+	for _, n := range g.members() {
+		if g.replicaOf(n) == replica {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// A registry entry's member is <flags:1 bit><replica ID:31 bits, 0 when
+// the node's id><node id:32 bits>; joinedFlag marks a node added to the
+// group's members after it was created.
+const (
+	joinedFlag  = 1 << 63
+	replicaMask = 1<<31 - 1
+)
+
+func (g partitionGroup) memberEntry(node uint64, joined bool) uint64 {
+	e := node
+	if r := g.replicaOf(node); r != node {
+		e |= (r & replicaMask) << 32
+	}
+	if joined {
+		e |= joinedFlag
+	}
+	return e
+}
 
 const groupEntryFixed = 4 + 8 + 8 + 8 + 16
 
@@ -109,10 +147,10 @@ func (g partitionGroup) encode() []byte {
 	b = binary.BigEndian.AppendUint64(b, g.born[0])
 	b = binary.BigEndian.AppendUint64(b, g.born[1])
 	for _, n := range g.nodes {
-		b = binary.BigEndian.AppendUint64(b, n)
+		b = binary.BigEndian.AppendUint64(b, g.memberEntry(n, false))
 	}
 	for _, n := range g.joined {
-		b = binary.BigEndian.AppendUint64(b, n|joinedFlag)
+		b = binary.BigEndian.AppendUint64(b, g.memberEntry(n, true))
 	}
 	return b
 }
@@ -128,8 +166,16 @@ func decodeGroup(key, v []byte) (partitionGroup, error) {
 		born:   [2]uint64{binary.BigEndian.Uint64(v[28:]), binary.BigEndian.Uint64(v[36:])},
 	}
 	for rest := v[groupEntryFixed:]; len(rest) > 0; rest = rest[8:] {
-		if n := binary.BigEndian.Uint64(rest); n&joinedFlag != 0 {
-			g.joined = append(g.joined, n&^joinedFlag)
+		e := binary.BigEndian.Uint64(rest)
+		n := e & (1<<32 - 1)
+		if r := e >> 32 & replicaMask; r != 0 {
+			if g.replicas == nil {
+				g.replicas = map[uint64]uint64{}
+			}
+			g.replicas[n] = r
+		}
+		if e&joinedFlag != 0 {
+			g.joined = append(g.joined, n)
 		} else {
 			g.nodes = append(g.nodes, n)
 		}
@@ -304,6 +350,11 @@ type groups struct {
 	// (refreshFar), reached through peers.
 	far   atomic.Pointer[[]partitionGroup]
 	peers *peers
+	bal   *balancer
+	// dropping are the groups whose replica here is being dropped.
+	dropping sync.Map // uint64 -> struct{}
+	// finished says the drops a crash interrupted were finished.
+	finished bool
 }
 
 // routed is the node's routed store over every group, those it holds no
@@ -364,14 +415,19 @@ func (gs *groups) gate() func() {
 // start starts this node's replica of g: one of the members g was
 // created with, or one added since (Join).
 func (gs *groups) start(g partitionGroup) error {
-	r := newGroupRange(g)
-	cfg := cluster.GroupConfig{ShardID: g.id, ReplicaID: gs.h.self, Spans: g.spans(),
-		Owns: r.owns(nil), Freeze: r.freeze, Observe: groupRangeKey(g.id), OnApply: r.apply}
-	if slices.Contains(g.nodes, gs.h.self) {
+	return gs.startAs(g, g.replicaOf(gs.h.self), false)
+}
+
+// startAs starts this node's replica of g with replica ID id; nonVoting:
+// one a move adds, which joins as a non-voting member.
+func (gs *groups) startAs(g partitionGroup, id uint64, nonVoting bool) error {
+	cfg, r := gs.config(g)
+	cfg.ReplicaID, cfg.NonVoting = id, nonVoting
+	if slices.Contains(g.nodes, gs.h.self) && !nonVoting {
 		raft := gs.h.view.Load().raft
 		cfg.Members = map[uint64]string{}
 		for _, n := range g.nodes {
-			cfg.Members[n] = raft[n]
+			cfg.Members[g.replicaOf(n)] = raft[n]
 		}
 	} else {
 		cfg.Join = true
@@ -385,6 +441,14 @@ func (gs *groups) start(g partitionGroup) error {
 		go gs.compact(g.id)
 	}
 	return nil
+}
+
+// config is g's configuration on this node (its replica ID and members
+// left to the caller), and the range its ownership is judged by.
+func (gs *groups) config(g partitionGroup) (cluster.GroupConfig, *groupRange) {
+	r := newGroupRange(g)
+	return cluster.GroupConfig{ShardID: g.id, Spans: g.spans(),
+		Owns: r.owns(nil), Freeze: r.freeze, Observe: groupRangeKey(g.id), OnApply: r.apply}, r
 }
 
 // compact makes this node's replica of a group split from another start
@@ -417,12 +481,34 @@ func (gs *groups) startGroups() error {
 		return err
 	}
 	var reg *registry
-	if err := kvs.View(func(t kv.Txn) error { reg, err = readRegistry(t); return err }); err != nil {
+	var bs balanceState
+	if err := kvs.View(func(t kv.Txn) error {
+		if reg, err = readRegistry(t); err != nil {
+			return err
+		}
+		bs, err = readBalanceState(t)
 		return err
+	}); err != nil {
+		return err
+	}
+	if !gs.finished {
+		gs.finishDrops(reg)
 	}
 	waiting := false
 	for _, g := range reg.all { // parents before the groups split from them
-		if gs.h.node.Started(g.id) || !slices.Contains(g.members(), gs.h.self) && !gs.h.node.HasReplica(g.id, gs.h.self) {
+		mv, moving := bs.moves[g.id]
+		target := moving && mv.to == gs.h.self
+		member := slices.Contains(g.members(), gs.h.self) || target
+		switch {
+		case gs.h.node.Started(g.id):
+			if !member {
+				gs.drop(g.id)
+			}
+			continue
+		case !member && gs.h.node.HasReplica(g.id, gs.h.self):
+			// A replica moved away while this node was down: started to
+			// be dropped.
+		case !member:
 			continue
 		}
 		if g.parent != 0 {
@@ -431,13 +517,68 @@ func (gs *groups) startGroups() error {
 				continue
 			}
 		}
-		if err := gs.start(g); err != nil {
+		var err error
+		if target && !slices.Contains(g.members(), gs.h.self) {
+			err = gs.startAs(g, mv.toReplica, true)
+		} else {
+			err = gs.start(g)
+		}
+		if err != nil {
 			return err
+		}
+		if !member {
+			gs.drop(g.id)
 		}
 	}
 	gs.setRegistry(reg)
 	gs.seen, gs.waiting = gen, waiting
 	return nil
+}
+
+// finishDrops finishes the drops of replicas a crash interrupted.
+func (gs *groups) finishDrops(reg *registry) {
+	ids, err := gs.h.node.DroppingGroups()
+	if err != nil {
+		gs.h.logger.Warn("listing the replicas being dropped", "err", err)
+		return
+	}
+	for _, id := range ids {
+		g, ok := reg.byID(id)
+		if !ok {
+			continue // the collection was dropped: its keys went with it
+		}
+		cfg, _ := gs.config(g)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := gs.h.node.FinishDrop(ctx, cfg)
+		cancel()
+		if err != nil {
+			gs.h.logger.Warn("finishing the drop of a moved replica", "group", id, "err", err)
+			return
+		}
+	}
+	gs.finished = true
+}
+
+// drop drops this node's replica of group id, which moved to another
+// node (once at a time; tried again at the next catalog change if it
+// fails).
+func (gs *groups) drop(id uint64) {
+	if _, busy := gs.dropping.LoadOrStore(id, struct{}{}); busy {
+		return
+	}
+	go func() {
+		defer gs.dropping.Delete(id)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		start := time.Now()
+		if err := gs.h.node.DropGroup(ctx, id); err != nil {
+			gs.h.logger.Warn("dropping a replica that moved to another node", "group", id, "err", err)
+			return
+		}
+		gs.ranges.Delete(id)
+		gs.refreshFar()
+		gs.h.logger.Info("dropped a replica that moved to another node", "group", id, "duration", time.Since(start).Round(time.Millisecond).String())
+	}()
 }
 
 // fencedGroupKey is the group whose fence or range key is key.
@@ -737,12 +878,10 @@ func (gs *groups) changeMembers(ctx context.Context, w *writer, id uint64, addr 
 		}
 		var err error
 		switch {
-		case gs.h.node.Started(g.id) && addr != "":
-			err = gs.h.node.AddReplica(ctx, g.id, id, addr)
-		case gs.h.node.Started(g.id):
-			err = gs.h.node.RemoveReplica(ctx, g.id, id)
+		case addr != "":
+			err = gs.memberChange(ctx, g.id, "add", g.replicaOf(id), addr)
 		default:
-			err = gs.peers.Member(ctx, g.id, id, addr)
+			err = gs.memberChange(ctx, g.id, "remove", g.replicaOf(id), "")
 		}
 		if err != nil {
 			return fmt.Errorf("group %d: %w", g.id, err)

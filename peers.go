@@ -29,7 +29,13 @@ import (
 //	{_parsecPeer: "scan", group, start, end, limit, reverse}
 //	                                            -> {ok: 1, pairs: [key, value, ...], more}
 //	{_parsecPeer: "propose", group, batch}      -> {ok: 1}
-//	{_parsecPeer: "member", group, replica, addr} -> {ok: 1}  (addr "": remove)
+//	{_parsecPeer: "member", group, kind, replica, addr} -> {ok: 1}
+//	                                    (kind "add", "nonVoting" or "remove")
+//	{_parsecPeer: "membership", group}   -> {ok: 1, voters, nonVoting, removed}
+//	{_parsecPeer: "commitIndex", group}  -> {ok: 1, index}
+//	{_parsecPeer: "waitApplied", group, index} -> {ok: 1}  (asked of one node)
+//	{_parsecPeer: "leader", group}       -> {ok: 1, leader}  (a replica ID, 0: none)
+//	{_parsecPeer: "transfer", group, replica} -> {ok: 1}
 //
 // Reads are linearizable (ReadIndex on the holder). A failed request
 // answers ok: 0 with peerError: "conflict", "rejected" (errmsg the
@@ -119,13 +125,47 @@ func (h *clusterHandler) servePeer(ctx context.Context, remote net.Addr, body []
 	case "member":
 		replica, _ := raw.Lookup("replica").Int64OK()
 		addr, _ := raw.Lookup("addr").StringValueOK()
-		var err error
-		if addr != "" {
-			err = h.node.AddReplica(ctx, uint64(group), uint64(replica), addr)
-		} else {
-			err = h.node.RemoveReplica(ctx, uint64(group), uint64(replica))
+		kind, _ := raw.Lookup("kind").StringValueOK()
+		if err := localMemberChange(ctx, h.node, uint64(group), kind, uint64(replica), addr); err != nil {
+			return fail("failed", err.Error())
 		}
+	case "membership":
+		m, err := h.node.Membership(ctx, uint64(group))
 		if err != nil {
+			return fail("failed", err.Error())
+		}
+		ids := func(set map[uint64]string) bson.A {
+			out := bson.A{}
+			for id, addr := range set {
+				out = append(out, bson.D{{Key: "id", Value: int64(id)}, {Key: "addr", Value: addr}})
+			}
+			return out
+		}
+		removed := bson.A{}
+		for id := range m.Removed {
+			removed = append(removed, int64(id))
+		}
+		reply = bson.D{{Key: "voters", Value: ids(m.Voters)}, {Key: "nonVoting", Value: ids(m.NonVoting)}, {Key: "removed", Value: removed}}
+	case "commitIndex":
+		i, err := h.node.CommitIndex(ctx, uint64(group))
+		if err != nil {
+			return fail("failed", err.Error())
+		}
+		reply = bson.D{{Key: "index", Value: int64(i)}}
+	case "waitApplied":
+		index, _ := raw.Lookup("index").Int64OK()
+		if err := h.node.WaitApplied(ctx, uint64(group), uint64(index)); err != nil {
+			return fail("failed", err.Error())
+		}
+	case "leader":
+		leader, _, ok := h.node.LeaderTerm(uint64(group))
+		if !ok {
+			leader = 0
+		}
+		reply = bson.D{{Key: "leader", Value: int64(leader)}}
+	case "transfer":
+		replica, _ := raw.Lookup("replica").Int64OK()
+		if err := h.node.TransferLeader(uint64(group), uint64(replica)); err != nil {
 			return fail("failed", err.Error())
 		}
 	default:
@@ -221,13 +261,93 @@ func (p *peers) Propose(ctx context.Context, group uint64, b *cluster.Batch) err
 	return err
 }
 
-// Member adds replica at addr to group's members (addr empty: removes
-// it), through a node holding a replica of the group; like
+// Member changes group's membership (kind "add", "nonVoting" or
+// "remove" replica), through a node holding a replica of the group; like
 // Node.AddReplica it may be asked again.
-func (p *peers) Member(ctx context.Context, group, replica uint64, addr string) error {
+func (p *peers) Member(ctx context.Context, group uint64, kind string, replica uint64, addr string) error {
 	_, err := p.call(ctx, group, bson.D{{Key: peerCommand, Value: "member"}, {Key: "group", Value: int64(group)},
-		{Key: "replica", Value: int64(replica)}, {Key: "addr", Value: addr}}, true)
+		{Key: "kind", Value: kind}, {Key: "replica", Value: int64(replica)}, {Key: "addr", Value: addr}}, true)
 	return err
+}
+
+// Membership is group's membership, read through a member.
+func (p *peers) Membership(ctx context.Context, group uint64) (cluster.Membership, error) {
+	r, err := p.call(ctx, group, bson.D{{Key: peerCommand, Value: "membership"}, {Key: "group", Value: int64(group)}}, true)
+	if err != nil {
+		return cluster.Membership{}, err
+	}
+	m := cluster.Membership{Voters: map[uint64]string{}, NonVoting: map[uint64]string{}, Removed: map[uint64]bool{}}
+	for key, set := range map[string]map[uint64]string{"voters": m.Voters, "nonVoting": m.NonVoting} {
+		vals, _ := r.Lookup(key).Array().Values()
+		for _, v := range vals {
+			id, _ := v.Document().Lookup("id").AsInt64OK()
+			addr, _ := v.Document().Lookup("addr").StringValueOK()
+			set[uint64(id)] = addr
+		}
+	}
+	vals, _ := r.Lookup("removed").Array().Values()
+	for _, v := range vals {
+		id, _ := v.AsInt64OK()
+		m.Removed[uint64(id)] = true
+	}
+	return m, nil
+}
+
+// CommitIndex is group's commit index, through a member.
+func (p *peers) CommitIndex(ctx context.Context, group uint64) (uint64, error) {
+	r, err := p.call(ctx, group, bson.D{{Key: peerCommand, Value: "commitIndex"}, {Key: "group", Value: int64(group)}}, true)
+	if err != nil {
+		return 0, err
+	}
+	i, _ := r.Lookup("index").AsInt64OK()
+	return uint64(i), nil
+}
+
+// Leader is the replica leading group as a member sees it (0: none).
+func (p *peers) Leader(ctx context.Context, group uint64) (uint64, error) {
+	r, err := p.call(ctx, group, bson.D{{Key: peerCommand, Value: "leader"}, {Key: "group", Value: int64(group)}}, true)
+	if err != nil {
+		return 0, err
+	}
+	l, _ := r.Lookup("leader").AsInt64OK()
+	return uint64(l), nil
+}
+
+// Transfer asks group's leader, through a member, to hand its place to
+// replica.
+func (p *peers) Transfer(ctx context.Context, group, replica uint64) error {
+	_, err := p.call(ctx, group, bson.D{{Key: peerCommand, Value: "transfer"}, {Key: "group", Value: int64(group)},
+		{Key: "replica", Value: int64(replica)}}, true)
+	return err
+}
+
+// WaitApplied returns once node's replica of group applied index (asked
+// of that node: only it knows), trying again until ctx ends.
+func (p *peers) WaitApplied(ctx context.Context, node, group, index uint64) error {
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cmd := bson.D{{Key: peerCommand, Value: "waitApplied"}, {Key: "group", Value: int64(group)}, {Key: "index", Value: int64(index)},
+			{Key: "timeoutMS", Value: int64(9000)}, {Key: "$db", Value: "admin"}}
+		body, err := bson.Marshal(cmd)
+		if err != nil {
+			cancel()
+			return err
+		}
+		r, _, err := p.send(attempt, node, body)
+		cancel()
+		if err == nil {
+			if ok, _ := r.Lookup("ok").AsFloat64OK(); ok == 1 {
+				return nil
+			}
+			msg, _ := r.Lookup("errmsg").StringValueOK()
+			err = errors.New(msg)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %d's replica of group %d did not apply index %d: %w (last: %v)", node, group, index, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // peerErr is a peer's failed answer.

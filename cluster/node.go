@@ -490,6 +490,16 @@ func (n *Node) LeaderTerm(shardID uint64) (replicaID, term uint64, ok bool) {
 	return id, term, ok && err == nil
 }
 
+// TransferLeader asks the group's leader to hand its place to replica
+// (dragonboat's leader transfer; it may not happen, and the caller sees
+// the leader later).
+func (n *Node) TransferLeader(shardID, replicaID uint64) error {
+	if _, err := n.group(shardID); err != nil {
+		return err
+	}
+	return n.nh.RequestLeaderTransfer(shardID, replicaID)
+}
+
 // Barrier returns once the node's replica has applied everything the
 // group committed before the call (a ReadIndex round).
 func (n *Node) Barrier(ctx context.Context, shardID uint64) error {

@@ -56,6 +56,7 @@ var commandClasses = map[string]auth.Class{
 	"listShards": auth.ClassClusterMonitor, "balancerStatus": auth.ClassClusterMonitor, "currentOp": auth.ClassClusterMonitor,
 	"profile": auth.ClassDBAdmin,
 	"fsync":   auth.ClassClusterAdmin, "fsyncUnlock": auth.ClassClusterAdmin, "killOp": auth.ClassClusterAdmin, "addNode": auth.ClassClusterAdmin, "removeNode": auth.ClassClusterAdmin,
+	"balancerStart": auth.ClassClusterAdmin, "balancerStop": auth.ClassClusterAdmin, "addShard": auth.ClassClusterAdmin, "removeShard": auth.ClassClusterAdmin,
 
 	"shardCollection": auth.ClassClusterAdmin, "enableSharding": auth.ClassClusterAdmin,
 	"reshardCollection": auth.ClassClusterAdmin, "abortReshardCollection": auth.ClassClusterAdmin, "commitReshardCollection": auth.ClassClusterAdmin,

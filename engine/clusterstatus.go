@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -27,6 +28,10 @@ type GroupStatus struct {
 	Coll     uint32
 	Min, Max uint64
 	Leader   uint64
+	// Replicas are the nodes holding a replica (nil: every member).
+	Replicas []uint64
+	// Moving is a replica moving between nodes (nil: none).
+	Moving *MoveStatus
 }
 
 // groupOf is the partition group holding point of collection coll.
@@ -114,6 +119,9 @@ func groupReplicaDocs(st ClusterStatus, g GroupStatus) bson.A {
 	out := bson.A{}
 	for _, m := range st.Members {
 		applied, ok := m.Groups[g.ID]
+		if g.Replicas != nil && !slices.Contains(g.Replicas, m.ID) && !ok {
+			continue // not a member of the group
+		}
 		d := bson.D{
 			{Key: "node", Value: int64(m.ID)},
 			{Key: "host", Value: m.Host},

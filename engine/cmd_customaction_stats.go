@@ -113,7 +113,11 @@ func (e *Engine) addReplicas(ctx context.Context, c *store.Collection, d bson.D)
 				}
 			}
 			if g, ok := st.groupOf(c.ID, min); ok {
-				parts[j] = append(pd, bson.E{Key: "replicas", Value: groupReplicaDocs(st, g)}, bson.E{Key: "raftGroup", Value: int64(g.ID)})
+				pd = append(pd, bson.E{Key: "replicas", Value: groupReplicaDocs(st, g)}, bson.E{Key: "raftGroup", Value: int64(g.ID)})
+				if g.Moving != nil {
+					pd = append(pd, bson.E{Key: "moving", Value: g.Moving.doc(e.now())})
+				}
+				parts[j] = pd
 			} else {
 				parts[j] = append(pd, bson.E{Key: "replicas", Value: bson.A{}}, bson.E{Key: "raftGroup", Value: nil})
 			}

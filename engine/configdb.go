@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/store"
@@ -45,9 +46,17 @@ func (e *Engine) shardDocs(ctx context.Context) []bson.D {
 		}
 	}
 	if st, ok := e.clusterStatus(ctx); ok && e.cfg.NodeID != 0 && len(st.Members) > 0 {
+		var draining []uint64
+		if e.cfg.Balancer != nil {
+			draining = e.cfg.Balancer.Status().Draining
+		}
 		out := make([]bson.D, 0, len(st.Members))
 		for _, m := range st.Members {
-			out = append(out, doc(fmt.Sprintf("node%d", m.ID), m.Host))
+			d := doc(nodeName(m.ID), m.Host)
+			if slices.Contains(draining, m.ID) {
+				d = append(d, bson.E{Key: "draining", Value: true})
+			}
+			out = append(out, d)
 		}
 		return out
 	}
@@ -102,9 +111,11 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 				{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: c.UUID}},
 				{Key: "key", Value: plan.ShardKeyIndexKey(c)},
 				{Key: "unique", Value: c.Index(plan.ShardKeyIndexName(c)+"_unique") != nil}, // ensureUniqueShardKeyIndex
-				{Key: "noBalance", Value: true},
+				{Key: "noBalance", Value: e.cfg.Balancer == nil},
 			})
 		}
+	case "settings":
+		docs = e.balancerSettings()
 	case "chunks":
 		for _, c := range e.shardedCollections() {
 			ts := collTimestamp(c)

@@ -113,6 +113,9 @@ type Config struct {
 	AddNode func(ctx context.Context, id uint64, raftAddress string) error
 	// RemoveNode, when set, takes a node out of the cluster (removeNode).
 	RemoveNode func(ctx context.Context, id uint64) error
+	// Balancer, on a cluster of partition groups, moves replicas and
+	// leaders between nodes (balancerStatus, removeShard).
+	Balancer Balancer
 	// Cluster, when set, reports the cluster's nodes as this node (its
 	// writer) sees them: replSetGetStatus, serverStatus and
 	// GetPartitionStats show them (clusterstatus.go).

@@ -95,6 +95,8 @@ const (
 	ErrOutOfDiskSpace                 Code = 14031
 	ErrAlreadyInitialized             Code = 23
 	ErrConflictingOperationInProgress Code = 117
+	// ErrShardNotFound: removeShard of a shard that is not one.
+	ErrShardNotFound Code = 70
 
 	// ErrValueNegative is the IDL's "value must be >= 0" check (codeName Location51024).
 	ErrValueNegative Code = 51024
@@ -268,6 +270,7 @@ var codeNames = map[Code]string{
 	ErrOutOfDiskSpace:                 "OutOfDiskSpace",
 	ErrAlreadyInitialized:             "AlreadyInitialized",
 	ErrConflictingOperationInProgress: "ConflictingOperationInProgress",
+	ErrShardNotFound:                  "ShardNotFound",
 	ErrCannotConvertIndexToUnique:     "CannotConvertIndexToUnique",
 	ErrDocumentValidationFailure:      "DocumentValidationFailure",
 	ErrQueryFeatureNotAllowed:         "QueryFeatureNotAllowed",
@@ -379,6 +382,20 @@ func errorf(code Code, format string, args ...any) *CommandError {
 // engine that serves a command (a cluster node's membership changes).
 func BadValue(format string, args ...any) error {
 	return errorf(ErrBadValue, format, args...)
+}
+
+// ShardNotFound, ConflictingOperation and IllegalOperation are
+// MongoDB's errors for a cluster's balancer's commands (removeShard).
+func ShardNotFound(format string, args ...any) error {
+	return errorf(ErrShardNotFound, format, args...)
+}
+
+func ConflictingOperation(format string, args ...any) error {
+	return errorf(ErrConflictingOperationInProgress, format, args...)
+}
+
+func IllegalOperation(format string, args ...any) error {
+	return errorf(ErrIllegalOperation, format, args...)
 }
 
 // toCommandError turns any error into what the client sees: command errors

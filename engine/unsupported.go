@@ -22,8 +22,6 @@ var unsupportedCommands = map[string]string{
 	"moveChunk":                "physical partitions split on their own, by throughput and size; there are no chunks",
 	"moveRange":                "physical partitions split on their own, by throughput and size; there are no chunks",
 	"mergeChunks":              "physical partitions split on their own, by throughput and size; there are no chunks",
-	"balancerStart":            "physical partitions split on their own; there is no balancer to start or stop",
-	"balancerStop":             "physical partitions split on their own; there is no balancer to start or stop",
 	"filemd5":                  "compute the checksum on the client (the drivers' GridFS no longer asks for it)",
 }
 

@@ -1,0 +1,746 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parsecdb/parsec/cluster"
+	"github.com/parsecdb/parsec/engine"
+	"github.com/parsecdb/parsec/engine/kv"
+)
+
+// The balancer (on the writer, the catalog group's leader) spreads the
+// partition groups' replicas and leaders over the cluster's nodes, and
+// drains a node being removed (removeShard).
+//
+// A replica moves from node A to node B by membership changes of its
+// group (cluster package, "Moving a replica"), each step recorded first
+// in the catalog so that a writer that dies part way is followed by one
+// that finishes the move:
+//
+//  1. m/gmove/<group:8> -> <from:8><from replica:8><to:8><to replica:8>
+//     <started ms:8><bytes:8> is written; the replica ID on B is one the
+//     group never used. B starts a non-voting replica on seeing it.
+//  2. The replica is added non-voting and catches up, by snapshot when
+//     the log is compacted: the writer takes the group's commit index
+//     from a member and waits until B's replica applied that far.
+//  3. It is promoted to a voter, A's replica is removed, and the
+//     registry entry (A replaced by B) is written with the record's
+//     deletion in one catalog commit. A, seeing it is no longer a member,
+//     drops its replica: its Raft data and its keys.
+//
+// A round resumes recorded moves first, then plans at most one new move:
+// off a draining node (m/drain/<node:8>), else from the node holding the
+// most replicas to the one holding the fewest when they differ by more
+// than one; then, when replicas are spread, it moves one leader from the
+// node leading the most load (each group weighs one plus its share of
+// the request units its partition consumed lately) to a member node
+// leading the least. It does nothing while a member does not answer.
+// balancerStop (m/balancer) stops new moves; one under way is finished.
+
+var (
+	groupMovePrefix = []byte("m/gmove/")
+	balancerKey     = []byte("m/balancer")
+	drainPrefix     = []byte("m/drain/")
+)
+
+func groupMoveKey(id uint64) []byte { return idKey(groupMovePrefix, id) }
+func drainKey(node uint64) []byte   { return idKey(drainPrefix, node) }
+
+// groupMove is one replica move under way.
+type groupMove struct {
+	group             uint64
+	from, fromReplica uint64
+	to, toReplica     uint64
+	started           time.Time
+	bytes             int64 // the partition's bytes when it began
+	phase             string
+	done              bool
+}
+
+func (m groupMove) encode() []byte {
+	b := make([]byte, 0, 48)
+	for _, v := range []uint64{m.from, m.fromReplica, m.to, m.toReplica, uint64(m.started.UnixMilli()), uint64(m.bytes)} {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+func decodeMove(key, v []byte) (groupMove, error) {
+	if len(key) != len(groupMovePrefix)+8 || len(v) != 48 {
+		return groupMove{}, fmt.Errorf("move record %x=%x is malformed", key, v)
+	}
+	u := func(i int) uint64 { return binary.BigEndian.Uint64(v[8*i:]) }
+	return groupMove{group: binary.BigEndian.Uint64(key[len(groupMovePrefix):]), from: u(0), fromReplica: u(1),
+		to: u(2), toReplica: u(3), started: time.UnixMilli(int64(u(4))), bytes: int64(u(5))}, nil
+}
+
+// balanceState is what the catalog says of the balancer.
+type balanceState struct {
+	enabled bool
+	moves   map[uint64]groupMove // by group
+	drains  map[uint64]time.Time // draining nodes, since
+}
+
+func readBalanceState(t kv.Txn) (balanceState, error) {
+	st := balanceState{enabled: true, moves: map[uint64]groupMove{}, drains: map[uint64]time.Time{}}
+	if item, err := t.Get(balancerKey); err == nil {
+		_ = item.Value(func(v []byte) error { st.enabled = len(v) == 0 || v[0] != 0; return nil })
+	} else if !errors.Is(err, kv.ErrNotFound) {
+		return st, err
+	}
+	err := scanPrefix(t, groupMovePrefix, func(k, v []byte) error {
+		m, err := decodeMove(k, v)
+		st.moves[m.group] = m
+		return err
+	})
+	if err != nil {
+		return st, err
+	}
+	err = scanPrefix(t, drainPrefix, func(k, v []byte) error {
+		if len(k) != len(drainPrefix)+8 || len(v) != 8 {
+			return fmt.Errorf("drain record %x=%x is malformed", k, v)
+		}
+		st.drains[binary.BigEndian.Uint64(k[len(drainPrefix):])] = time.UnixMilli(int64(binary.BigEndian.Uint64(v)))
+		return nil
+	})
+	return st, err
+}
+
+// scanPrefix calls fn with every key and value under prefix.
+func scanPrefix(t kv.Txn, prefix []byte, fn func(k, v []byte) error) error {
+	it := t.NewIterator(kv.IterOptions{Prefix: prefix})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		if err := item.Value(func(v []byte) error { return fn(item.Key(), v) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// balancer is the writer's balancing loop and what it shows.
+type balancer struct {
+	gs      *groups
+	busy    atomic.Bool // a round runs
+	rounds  atomic.Int64
+	mu      sync.Mutex
+	current map[uint64]*groupMove // moves this writer is making, by group
+	paused  string                // why the last round did nothing ("": it did not pause)
+}
+
+func newBalancer(gs *groups) *balancer {
+	return &balancer{gs: gs, current: map[uint64]*groupMove{}}
+}
+
+// balanceEvery is how often the writer runs a round.
+const balanceEvery = time.Second
+
+// maybeRound starts a round on w unless one runs or ran within
+// balanceEvery.
+func (b *balancer) maybeRound(w *writer) {
+	if !b.busy.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer func() {
+			time.Sleep(balanceEvery)
+			b.busy.Store(false)
+		}()
+		if err := b.round(w); err != nil && b.gs.h.cur.Load() == w {
+			b.gs.h.logger.Warn("balancing the cluster's partitions", "err", err)
+		}
+	}()
+}
+
+func (b *balancer) setPaused(why string) {
+	b.mu.Lock()
+	changed := b.paused != why
+	b.paused = why
+	b.mu.Unlock()
+	if changed && why != "" {
+		b.gs.h.logger.Info("the balancer waits", "why", why)
+	}
+}
+
+// round is one balancing round on writer w.
+func (b *balancer) round(w *writer) error {
+	gs := b.gs
+	if w.open.Load() == nil {
+		return nil
+	}
+	b.rounds.Add(1)
+	st, err := gs.balanceState()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if down := gs.downMembers(ctx); len(down) > 0 {
+		b.setPaused(fmt.Sprintf("node %v does not answer", down))
+		return nil
+	}
+	for _, m := range st.moves {
+		if err := b.finish(ctx, w, m); err != nil {
+			return fmt.Errorf("moving group %d's replica from node %d to node %d: %w", m.group, m.from, m.to, err)
+		}
+	}
+	if !st.enabled {
+		b.setPaused("stopped (balancerStop)")
+		return nil
+	}
+	b.setPaused("")
+	if len(st.moves) > 0 {
+		return nil // the next round plans with the registry they left
+	}
+	if m, ok := gs.planMove(st); ok {
+		return b.start(ctx, w, m)
+	}
+	return gs.balanceLeaders(ctx)
+}
+
+// balanceState reads the balancer's records from this node's catalog
+// replica.
+func (gs *groups) balanceState() (balanceState, error) {
+	kvs, err := gs.h.node.KV(dataGroup)
+	if err != nil {
+		return balanceState{}, err
+	}
+	var st balanceState
+	err = kvs.View(func(t kv.Txn) error { st, err = readBalanceState(t); return err })
+	return st, err
+}
+
+// downMembers are the members that do not answer.
+func (gs *groups) downMembers(ctx context.Context) []uint64 {
+	v := gs.h.view.Load()
+	var mu sync.Mutex
+	var down []uint64
+	var wg sync.WaitGroup
+	for id, addr := range v.clients {
+		if id == gs.h.self {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if _, _, err := helloApplied(hctx, addr); err != nil {
+				mu.Lock()
+				down = append(down, id)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(down)
+	return down
+}
+
+// replicaCounts are how many replicas each member holds.
+func replicaCounts(reg *registry, members []uint64) map[uint64]int {
+	held := map[uint64]int{}
+	for _, n := range members {
+		held[n] = 0
+	}
+	for _, g := range reg.all {
+		for _, n := range g.members() {
+			if _, ok := held[n]; ok {
+				held[n]++
+			}
+		}
+	}
+	return held
+}
+
+// planMove chooses the next replica to move: off a draining node first,
+// else from the most to the least loaded node when they differ by more
+// than one.
+func (gs *groups) planMove(st balanceState) (groupMove, bool) {
+	reg := gs.registry()
+	members := slices.Sorted(maps.Keys(gs.h.view.Load().raft))
+	var targets []uint64
+	for _, n := range members {
+		if _, draining := st.drains[n]; !draining {
+			targets = append(targets, n)
+		}
+	}
+	held := replicaCounts(reg, members)
+	// least is the target holding fewest replicas that holds none of g.
+	least := func(g partitionGroup) (uint64, bool) {
+		var best uint64
+		found := false
+		for _, n := range targets {
+			if slices.Contains(g.members(), n) {
+				continue
+			}
+			if !found || held[n] < held[best] {
+				best, found = n, true
+			}
+		}
+		return best, found
+	}
+	for _, from := range slices.Sorted(maps.Keys(st.drains)) {
+		for _, g := range reg.all {
+			if !slices.Contains(g.members(), from) {
+				continue
+			}
+			if to, ok := least(g); ok {
+				return groupMove{group: g.id, from: from, to: to}, true
+			}
+		}
+	}
+	if len(targets) < 2 {
+		return groupMove{}, false
+	}
+	byLoad := slices.Clone(targets)
+	slices.SortStableFunc(byLoad, func(a, b uint64) int { return held[b] - held[a] })
+	most := byLoad[0]
+	for _, g := range reg.all {
+		if !slices.Contains(g.members(), most) {
+			continue
+		}
+		if to, ok := least(g); ok && held[most]-held[to] > 1 {
+			return groupMove{group: g.id, from: most, to: to}, true
+		}
+	}
+	return groupMove{}, false
+}
+
+// start records move m (with the new replica's ID) and makes it.
+func (b *balancer) start(ctx context.Context, w *writer, m groupMove) error {
+	gs := b.gs
+	g, ok := gs.registry().byID(m.group)
+	if !ok {
+		return fmt.Errorf("group %d is not registered", m.group)
+	}
+	ms, err := gs.membership(ctx, g.id)
+	if err != nil {
+		return err
+	}
+	m.fromReplica = g.replicaOf(m.from)
+	m.toReplica = m.to
+	if used(ms, m.to) {
+		m.toReplica = ms.NewReplicaID()
+	}
+	m.started = time.Now()
+	m.bytes = gs.groupBytes(w, g)
+	if err := gs.catalogTxn(w, func(tx kv.Txn) error { return tx.Set(groupMoveKey(g.id), m.encode()) }); err != nil {
+		return err
+	}
+	gs.h.logger.Info("moving a partition's replica", "group", g.id, "from", m.from, "to", m.to, "replica", m.toReplica, "bytes", m.bytes)
+	return b.finish(ctx, w, m)
+}
+
+// used is whether replica ID id was ever used in the group.
+func used(ms cluster.Membership, id uint64) bool {
+	_, voter := ms.Voters[id]
+	_, nv := ms.NonVoting[id]
+	return voter || nv || ms.Removed[id]
+}
+
+// finish takes recorded move m from wherever it is to its end.
+func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
+	gs := b.gs
+	b.mu.Lock()
+	cur := &m
+	b.current[m.group] = cur
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.current, m.group)
+		b.mu.Unlock()
+	}()
+	phase := func(p string) {
+		b.mu.Lock()
+		cur.phase = p
+		b.mu.Unlock()
+	}
+	g, ok := gs.registry().byID(m.group)
+	if !ok {
+		// The collection was dropped: nothing to move.
+		return gs.catalogTxn(w, func(tx kv.Txn) error { return tx.Delete(groupMoveKey(m.group)) })
+	}
+	v := gs.h.view.Load()
+	toAddr, ok := v.raft[m.to]
+	if !ok {
+		return fmt.Errorf("node %d is not a member", m.to)
+	}
+	ms, err := gs.membership(ctx, g.id)
+	if err != nil {
+		return err
+	}
+	if _, voter := ms.Voters[m.toReplica]; !voter {
+		if _, nv := ms.NonVoting[m.toReplica]; !nv {
+			phase("adding")
+			if err := gs.memberChange(ctx, g.id, "nonVoting", m.toReplica, toAddr); err != nil {
+				return err
+			}
+		}
+		phase("catching up")
+		commit, err := gs.commitIndex(ctx, g.id)
+		if err != nil {
+			return err
+		}
+		if err := gs.peers.WaitApplied(ctx, m.to, g.id, commit); err != nil {
+			return err
+		}
+		phase("promoting")
+		if err := gs.memberChange(ctx, g.id, "add", m.toReplica, toAddr); err != nil {
+			return err
+		}
+	}
+	if _, still := ms.Voters[m.fromReplica]; still || !ms.Removed[m.fromReplica] {
+		phase("removing the old replica")
+		if err := gs.memberChange(ctx, g.id, "remove", m.fromReplica, ""); err != nil {
+			return err
+		}
+	}
+	phase("recording")
+	gs.mu.Lock()
+	var now partitionGroup
+	err = gs.catalogTxn(w, func(tx kv.Txn) error {
+		item, err := tx.Get(groupKey(g.id))
+		if err != nil {
+			return err
+		}
+		if err := item.Value(func(v []byte) error { now, err = decodeGroup(groupKey(g.id), v); return err }); err != nil {
+			return err
+		}
+		now.nodes = slices.DeleteFunc(now.nodes, func(n uint64) bool { return n == m.from })
+		now.joined = slices.DeleteFunc(now.joined, func(n uint64) bool { return n == m.from })
+		delete(now.replicas, m.from)
+		if !slices.Contains(now.members(), m.to) {
+			now.joined = append(now.joined, m.to)
+		}
+		if m.toReplica != m.to {
+			if now.replicas == nil {
+				now.replicas = map[uint64]uint64{}
+			}
+			now.replicas[m.to] = m.toReplica
+		}
+		if err := tx.Set(groupKey(g.id), now.encode()); err != nil {
+			return err
+		}
+		return tx.Delete(groupMoveKey(g.id))
+	})
+	if err == nil {
+		gs.setRegistry(gs.registry().with(now))
+	}
+	gs.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	gs.h.logger.Info("moved a partition's replica", "group", g.id, "from", m.from, "to", m.to,
+		"bytes", m.bytes, "duration", time.Since(m.started).Round(time.Millisecond).String())
+	return nil
+}
+
+// groupBytes is what the partitions of g hold, from the writer's
+// statistics (0 when unknown).
+func (gs *groups) groupBytes(w *writer, g partitionGroup) int64 {
+	st := w.open.Load()
+	if st == nil {
+		return 0
+	}
+	c := st.CollectionByID(g.coll)
+	if c == nil {
+		return 0
+	}
+	stats, err := st.PartitionStats(c, 0)
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, p := range stats {
+		if p.Partition.Min >= g.min && p.Partition.Min <= g.max {
+			total += p.Counts.Bytes + p.Counts.KeyBytes + p.Counts.IndexBytes
+		}
+	}
+	return total
+}
+
+// membership reads group's membership here or through a member.
+func (gs *groups) membership(ctx context.Context, group uint64) (cluster.Membership, error) {
+	if gs.h.node.Started(group) {
+		return gs.h.node.Membership(ctx, group)
+	}
+	return gs.peers.Membership(ctx, group)
+}
+
+// commitIndex is the group's commit index, here or through a member.
+func (gs *groups) commitIndex(ctx context.Context, group uint64) (uint64, error) {
+	if gs.h.node.Started(group) {
+		return gs.h.node.CommitIndex(ctx, group)
+	}
+	return gs.peers.CommitIndex(ctx, group)
+}
+
+// memberChange changes group's membership (kind "add", "nonVoting" or
+// "remove"), here or through a member.
+func (gs *groups) memberChange(ctx context.Context, group uint64, kind string, replica uint64, addr string) error {
+	if gs.h.node.Started(group) {
+		return localMemberChange(ctx, gs.h.node, group, kind, replica, addr)
+	}
+	return gs.peers.Member(ctx, group, kind, replica, addr)
+}
+
+func localMemberChange(ctx context.Context, n *cluster.Node, group uint64, kind string, replica uint64, addr string) error {
+	switch kind {
+	case "add":
+		return n.AddReplica(ctx, group, replica, addr)
+	case "nonVoting":
+		return n.AddNonVoting(ctx, group, replica, addr)
+	case "remove":
+		return n.RemoveReplica(ctx, group, replica)
+	}
+	return fmt.Errorf("unknown membership change %q", kind)
+}
+
+// balanceLeaders moves one leader from the node leading the most load to
+// a member of that group leading the least, when that evens them out.
+func (gs *groups) balanceLeaders(ctx context.Context) error {
+	reg := gs.registry()
+	if len(reg.all) == 0 {
+		return nil
+	}
+	w := gs.h.cur.Load()
+	if w == nil {
+		return nil
+	}
+	ru := gs.groupRU(w, reg)
+	var total float64
+	for _, v := range ru {
+		total += v
+	}
+	weight := func(id uint64) float64 {
+		if total == 0 {
+			return 1
+		}
+		return 1 + float64(len(reg.all))*ru[id]/total
+	}
+	leaders := map[uint64]uint64{} // group -> node
+	load := map[uint64]float64{}
+	for n := range gs.h.view.Load().raft {
+		load[n] = 0
+	}
+	for _, g := range reg.all {
+		leader, ok := gs.leaderNode(ctx, g)
+		if !ok {
+			return nil // an election: next round
+		}
+		leaders[g.id] = leader
+		load[leader] += weight(g.id)
+	}
+	// The heaviest node's groups, heaviest first: move one to the
+	// lightest member node if both end nearer the mean.
+	nodes := slices.Sorted(maps.Keys(load))
+	slices.SortStableFunc(nodes, func(a, b uint64) int {
+		switch {
+		case load[a] > load[b]:
+			return -1
+		case load[a] < load[b]:
+			return 1
+		}
+		return 0
+	})
+	heavy := nodes[0]
+	groupsOf := slices.DeleteFunc(slices.Clone(reg.all), func(g partitionGroup) bool { return leaders[g.id] != heavy })
+	slices.SortStableFunc(groupsOf, func(a, b partitionGroup) int {
+		switch wa, wb := weight(a.id), weight(b.id); {
+		case wa > wb:
+			return -1
+		case wa < wb:
+			return 1
+		}
+		return 0
+	})
+	for _, g := range groupsOf {
+		for i := len(nodes) - 1; i > 0; i-- {
+			to := nodes[i]
+			if !slices.Contains(g.members(), to) {
+				continue
+			}
+			if load[to]+weight(g.id) >= load[heavy] {
+				break // it would only swap the imbalance
+			}
+			gs.h.logger.Info("moving a partition's leader", "group", g.id, "from", heavy, "to", to)
+			return gs.transferLeader(ctx, g, to)
+		}
+	}
+	return nil
+}
+
+// leaderNode is the node leading g, as a member sees it.
+func (gs *groups) leaderNode(ctx context.Context, g partitionGroup) (uint64, bool) {
+	var replica uint64
+	var ok bool
+	if gs.h.node.Started(g.id) {
+		replica, _, ok = gs.h.node.LeaderTerm(g.id)
+	} else {
+		var err error
+		replica, err = gs.peers.Leader(ctx, g.id)
+		ok = err == nil && replica != 0
+	}
+	if !ok {
+		return 0, false
+	}
+	return g.nodeOf(replica)
+}
+
+// transferLeader asks g's leader to hand its place to node to's replica.
+func (gs *groups) transferLeader(ctx context.Context, g partitionGroup, to uint64) error {
+	if gs.h.node.Started(g.id) {
+		return gs.h.node.TransferLeader(g.id, g.replicaOf(to))
+	}
+	return gs.peers.Transfer(ctx, g.id, g.replicaOf(to))
+}
+
+// groupRU is the request units each group's partitions consumed lately.
+func (gs *groups) groupRU(w *writer, reg *registry) map[uint64]float64 {
+	out := map[uint64]float64{}
+	st := w.open.Load()
+	if st == nil || w.eng == nil {
+		return out
+	}
+	for _, g := range reg.all {
+		out[g.id] = w.eng.PartitionLoad(st.CollectionByID(g.coll), g.min, g.max)
+	}
+	return out
+}
+
+// status is what the balancer shows (balancerStatus).
+func (b *balancer) status() engine.BalancerStatus {
+	st, _ := b.gs.balanceState()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := engine.BalancerStatus{Enabled: st.enabled, Rounds: b.rounds.Load(), InRound: len(b.current) > 0, Paused: b.paused}
+	for _, m := range b.current {
+		out.Moves = append(out.Moves, engine.MoveStatus{Group: m.group, From: m.from, To: m.to, Phase: m.phase, Bytes: m.bytes, Started: m.started})
+	}
+	for n := range st.drains {
+		out.Draining = append(out.Draining, n)
+	}
+	slices.Sort(out.Draining)
+	return out
+}
+
+var _ engine.Balancer = (*balancer)(nil)
+
+func (b *balancer) Status() engine.BalancerStatus { return b.status() }
+
+func (b *balancer) SetEnabled(_ context.Context, on bool) error { return b.setEnabled(on) }
+
+// RemoveShard starts draining node, or follows it to its end: once the
+// node holds no replica of a partition, it leaves the cluster (a writer
+// draining itself first hands the catalog's lead to another node, which
+// finishes when asked again).
+func (b *balancer) RemoveShard(ctx context.Context, node uint64) (engine.RemoveShardState, error) {
+	gs := b.gs
+	w := gs.h.cur.Load()
+	if w == nil {
+		return engine.RemoveShardState{}, errors.New("this node is no longer the cluster's writer")
+	}
+	v := gs.h.view.Load()
+	if _, ok := v.raft[node]; !ok {
+		return engine.RemoveShardState{}, engine.ShardNotFound("removeShard: node%d is not a shard of this cluster (members: %s)", node, formatMembers(v.raft))
+	}
+	st, err := gs.balanceState()
+	if err != nil {
+		return engine.RemoveShardState{}, err
+	}
+	if _, draining := st.drains[node]; !draining {
+		for other := range st.drains {
+			return engine.RemoveShardState{}, engine.ConflictingOperation("removeShard: node%d is being removed already: one node leaves at a time (ask removeShard node%d until it completes)", other, other)
+		}
+		if len(v.raft)-1 < replicasPerGroup {
+			return engine.RemoveShardState{}, engine.IllegalOperation("removeShard: removing node%d would leave %d nodes: a cluster keeps at least %d, one per replica of a partition", node, len(v.raft)-1, replicasPerGroup)
+		}
+		ms := binary.BigEndian.AppendUint64(nil, uint64(time.Now().UnixMilli()))
+		if err := gs.catalogTxn(w, func(tx kv.Txn) error { return tx.Set(drainKey(node), ms) }); err != nil {
+			return engine.RemoveShardState{}, err
+		}
+		gs.h.logger.Info("draining a node", "node", node)
+		return engine.RemoveShardState{State: "started"}, nil
+	}
+	var remaining int64
+	for _, g := range gs.registry().all {
+		if slices.Contains(g.members(), node) {
+			remaining++
+		}
+	}
+	if remaining > 0 || len(st.moves) > 0 {
+		return engine.RemoveShardState{State: "ongoing", Remaining: remaining}, nil
+	}
+	if node == gs.h.self {
+		for other := range v.raft {
+			if other != node {
+				gs.h.logger.Info("handing the writer's place over before leaving the cluster", "to", other)
+				_ = gs.h.node.TransferLeader(dataGroup, other)
+				break
+			}
+		}
+		return engine.RemoveShardState{State: "ongoing"}, nil
+	}
+	if err := gs.h.removeNode(ctx, node); err != nil {
+		return engine.RemoveShardState{}, err
+	}
+	if err := gs.catalogTxn(w, func(tx kv.Txn) error { return tx.Delete(drainKey(node)) }); err != nil {
+		return engine.RemoveShardState{}, err
+	}
+	return engine.RemoveShardState{State: "completed"}, nil
+}
+
+// setEnabled starts or stops the balancer (balancerStart, balancerStop).
+func (b *balancer) setEnabled(on bool) error {
+	w := b.gs.h.cur.Load()
+	if w == nil {
+		return errors.New("this node is no longer the cluster's writer")
+	}
+	v := []byte{0}
+	if on {
+		v[0] = 1
+	}
+	return b.gs.catalogTxn(w, func(tx kv.Txn) error { return tx.Set(balancerKey, v) })
+}
+
+// status is every partition group as the writer sees it: its members,
+// its leader (asked of a member for a group this node holds no replica
+// of) and the move under way.
+func (gs *groups) status(ctx context.Context) []engine.GroupStatus {
+	reg := gs.registry()
+	out := make([]engine.GroupStatus, len(reg.all))
+	moves := map[uint64]engine.MoveStatus{}
+	for _, m := range gs.bal.status().Moves {
+		moves[m.Group] = m
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, g := range reg.all {
+		st := engine.GroupStatus{ID: g.id, Coll: g.coll, Min: g.min, Max: g.max, Replicas: g.members()}
+		if m, ok := moves[g.id]; ok {
+			st.Moving = &m
+		}
+		out[i] = st
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if leader, ok := gs.leaderNode(ctx, g); ok {
+				out[i].Leader = leader
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}

@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parsecdb/parsec/engine/store"
+)
+
+// Balancer is a cluster's balancer (Config.Balancer): it moves the
+// replicas of partitions' Raft groups between nodes to spread them, and
+// their leaders to spread the load, and drains a node being removed.
+type Balancer interface {
+	Status() BalancerStatus
+	// SetEnabled starts or stops it (a move under way finishes).
+	SetEnabled(ctx context.Context, on bool) error
+	// RemoveShard starts draining node, or says how far it is: "started"
+	// (the first call), "ongoing" with the replicas it still holds, and
+	// "completed" once it held none and left the cluster.
+	RemoveShard(ctx context.Context, node uint64) (RemoveShardState, error)
+}
+
+// BalancerStatus is what balancerStatus shows.
+type BalancerStatus struct {
+	Enabled  bool
+	InRound  bool
+	Rounds   int64
+	Paused   string // why it waits ("": it does not)
+	Moves    []MoveStatus
+	Draining []uint64
+}
+
+// MoveStatus is one replica moving between nodes.
+type MoveStatus struct {
+	Group    uint64
+	From, To uint64
+	Phase    string
+	Bytes    int64
+	Started  time.Time
+}
+
+// RemoveShardState is removeShard's answer.
+type RemoveShardState struct {
+	State     string // started, ongoing, completed
+	Remaining int64  // replicas still on the node
+}
+
+func (m MoveStatus) doc(now time.Time) bson.D {
+	return bson.D{
+		{Key: "raftGroup", Value: int64(m.Group)},
+		{Key: "from", Value: nodeName(m.From)},
+		{Key: "to", Value: nodeName(m.To)},
+		{Key: "phase", Value: m.Phase},
+		{Key: "bytes", Value: m.Bytes},
+		{Key: "startedAt", Value: bson.NewDateTimeFromTime(m.Started)},
+		{Key: "elapsedMillis", Value: now.Sub(m.Started).Milliseconds()},
+	}
+}
+
+// nodeName is a cluster node's shard name.
+func nodeName(id uint64) string { return fmt.Sprintf("node%d", id) }
+
+// parseNodeName reads a shard name ("node3", or the bare id).
+func parseNodeName(s string) (uint64, bool) {
+	id, err := strconv.ParseUint(strings.TrimPrefix(s, "node"), 10, 64)
+	return id, err == nil && id > 0
+}
+
+// balancerSettings is config.settings' balancer document.
+func (e *Engine) balancerSettings() []bson.D {
+	if e.cfg.Balancer == nil {
+		return nil
+	}
+	st := e.cfg.Balancer.Status()
+	mode := "full"
+	if !st.Enabled {
+		mode = "off"
+	}
+	return []bson.D{{{Key: "_id", Value: "balancer"}, {Key: "mode", Value: mode}, {Key: "stopped", Value: !st.Enabled}}}
+}
+
+// PartitionLoad is the request units collection c's partitions within
+// points [min, max] consumed in the last minute (0 when not metered).
+func (e *Engine) PartitionLoad(c *store.Collection, min, max uint64) float64 {
+	if e.ruOpts.Bypass || c == nil {
+		return 0
+	}
+	units := e.units.Of(c)
+	if units == nil {
+		return 0
+	}
+	now := e.now()
+	var total float64
+	for _, p := range c.Map().Partitions() {
+		if p.Min < min || p.Min > max {
+			continue
+		}
+		if rp := units.Partition(p.ID); rp != nil {
+			total += rp.Stats(now).LastMinuteRU
+		}
+	}
+	return total
+}
