@@ -135,6 +135,8 @@ type balancer struct {
 	mu      sync.Mutex
 	current map[uint64]*groupMove // moves this writer is making, by group
 	paused  string                // why the last round did nothing ("": it did not pause)
+	// lastLeaderMove is when this writer last moved a leader.
+	lastLeaderMove time.Time
 }
 
 func newBalancer(gs *groups) *balancer {
@@ -204,7 +206,14 @@ func (b *balancer) round(w *writer) error {
 	if m, ok := gs.planMove(st); ok {
 		return b.start(ctx, w, m)
 	}
-	return gs.balanceLeaders(ctx)
+	if time.Since(b.lastLeaderMove) < leaderEvery {
+		return nil
+	}
+	moved, err := gs.balanceLeaders(ctx)
+	if moved {
+		b.lastLeaderMove = time.Now()
+	}
+	return err
 }
 
 // balanceState reads the balancer's records from this node's catalog
@@ -400,13 +409,35 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 		}
 	}
 	if _, still := ms.Voters[m.fromReplica]; still || !ms.Removed[m.fromReplica] {
+		if leader, ok := gs.leaderNode(ctx, g); ok && leader == m.from {
+			phase("moving the leader")
+			if err := gs.transferLeader(ctx, g, m.to); err != nil {
+				return err
+			}
+		}
+	}
+	// No commit is routed while the writer's own replicas of the group
+	// change: one it loses can commit nothing more, and one it gains is
+	// read from only once it applied every commit acknowledged so far.
+	// (The registry's lock first, as a split takes them.)
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	gs.routing.Lock()
+	defer gs.routing.Unlock()
+	if _, still := ms.Voters[m.fromReplica]; still || !ms.Removed[m.fromReplica] {
 		phase("removing the old replica")
 		if err := gs.memberChange(ctx, g.id, "remove", m.fromReplica, ""); err != nil {
 			return err
 		}
 	}
+	if m.to == gs.h.self {
+		b := cluster.NewBatch()
+		b.Put(groupFenceKey(g.id), w.claim)
+		if err := gs.h.node.Propose(ctx, g.id, b); err != nil {
+			return fmt.Errorf("catching up this node's new replica: %w", err)
+		}
+	}
 	phase("recording")
-	gs.mu.Lock()
 	var now partitionGroup
 	err = gs.catalogTxn(w, func(tx kv.Txn) error {
 		item, err := tx.Get(groupKey(g.id))
@@ -433,13 +464,10 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 		}
 		return tx.Delete(groupMoveKey(g.id))
 	})
-	if err == nil {
-		gs.setRegistry(gs.registry().with(now))
-	}
-	gs.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	gs.setRegistry(gs.registry().with(now))
 	gs.h.logger.Info("moved a partition's replica", "group", g.id, "from", m.from, "to", m.to,
 		"bytes", m.bytes, "duration", time.Since(m.started).Round(time.Millisecond).String())
 	return nil
@@ -469,9 +497,17 @@ func (gs *groups) groupBytes(w *writer, g partitionGroup) int64 {
 	return total
 }
 
+// voterHere is whether this node runs a replica of group as one of its
+// registered members (not one a move is adding, which knows nothing
+// before it has caught up).
+func (gs *groups) voterHere(group uint64) bool {
+	g, ok := gs.registry().byID(group)
+	return ok && gs.h.node.Started(group) && slices.Contains(g.members(), gs.h.self)
+}
+
 // membership reads group's membership here or through a member.
 func (gs *groups) membership(ctx context.Context, group uint64) (cluster.Membership, error) {
-	if gs.h.node.Started(group) {
+	if gs.voterHere(group) {
 		return gs.h.node.Membership(ctx, group)
 	}
 	return gs.peers.Membership(ctx, group)
@@ -479,7 +515,7 @@ func (gs *groups) membership(ctx context.Context, group uint64) (cluster.Members
 
 // commitIndex is the group's commit index, here or through a member.
 func (gs *groups) commitIndex(ctx context.Context, group uint64) (uint64, error) {
-	if gs.h.node.Started(group) {
+	if gs.voterHere(group) {
 		return gs.h.node.CommitIndex(ctx, group)
 	}
 	return gs.peers.CommitIndex(ctx, group)
@@ -488,7 +524,13 @@ func (gs *groups) commitIndex(ctx context.Context, group uint64) (uint64, error)
 // memberChange changes group's membership (kind "add", "nonVoting" or
 // "remove"), here or through a member.
 func (gs *groups) memberChange(ctx context.Context, group uint64, kind string, replica uint64, addr string) error {
-	if gs.h.node.Started(group) {
+	local := gs.voterHere(group)
+	if g, ok := gs.registry().byID(group); ok && kind == "remove" && replica == g.replicaOf(gs.h.self) {
+		// A replica removed learns no more of its group's membership:
+		// another member makes the change and sees it done.
+		local = false
+	}
+	if local {
 		return localMemberChange(ctx, gs.h.node, group, kind, replica, addr)
 	}
 	return gs.peers.Member(ctx, group, kind, replica, addr)
@@ -508,14 +550,14 @@ func localMemberChange(ctx context.Context, n *cluster.Node, group uint64, kind 
 
 // balanceLeaders moves one leader from the node leading the most load to
 // a member of that group leading the least, when that evens them out.
-func (gs *groups) balanceLeaders(ctx context.Context) error {
+func (gs *groups) balanceLeaders(ctx context.Context) (bool, error) {
 	reg := gs.registry()
 	if len(reg.all) == 0 {
-		return nil
+		return false, nil
 	}
 	w := gs.h.cur.Load()
 	if w == nil {
-		return nil
+		return false, nil
 	}
 	ru := gs.groupRU(w, reg)
 	var total float64
@@ -536,7 +578,7 @@ func (gs *groups) balanceLeaders(ctx context.Context) error {
 	for _, g := range reg.all {
 		leader, ok := gs.leaderNode(ctx, g)
 		if !ok {
-			return nil // an election: next round
+			return false, nil // an election: next round
 		}
 		leaders[g.id] = leader
 		load[leader] += weight(g.id)
@@ -574,17 +616,17 @@ func (gs *groups) balanceLeaders(ctx context.Context) error {
 				break // it would only swap the imbalance
 			}
 			gs.h.logger.Info("moving a partition's leader", "group", g.id, "from", heavy, "to", to)
-			return gs.transferLeader(ctx, g, to)
+			return true, gs.transferLeader(ctx, g, to)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // leaderNode is the node leading g, as a member sees it.
 func (gs *groups) leaderNode(ctx context.Context, g partitionGroup) (uint64, bool) {
 	var replica uint64
 	var ok bool
-	if gs.h.node.Started(g.id) {
+	if gs.voterHere(g.id) {
 		replica, _, ok = gs.h.node.LeaderTerm(g.id)
 	} else {
 		var err error
@@ -597,13 +639,36 @@ func (gs *groups) leaderNode(ctx context.Context, g partitionGroup) (uint64, boo
 	return g.nodeOf(replica)
 }
 
-// transferLeader asks g's leader to hand its place to node to's replica.
+// transferLeader asks g's leader to hand its place to node to's replica
+// and waits (a few seconds at most) until it has. No commit is routed
+// meanwhile: a leader handing over drops the proposals it gets, whose
+// outcome its clients would then not learn.
 func (gs *groups) transferLeader(ctx context.Context, g partitionGroup, to uint64) error {
-	if gs.h.node.Started(g.id) {
-		return gs.h.node.TransferLeader(g.id, g.replicaOf(to))
+	gs.routing.Lock()
+	defer gs.routing.Unlock()
+	var err error
+	if gs.voterHere(g.id) {
+		err = gs.h.node.TransferLeader(g.id, g.replicaOf(to))
+	} else {
+		err = gs.peers.Transfer(ctx, g.id, g.replicaOf(to))
 	}
-	return gs.peers.Transfer(ctx, g.id, g.replicaOf(to))
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(leaderTransferWait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if leader, ok := gs.leaderNode(ctx, g); ok && leader == to {
+			return nil
+		}
+	}
+	return nil // the next round sees where it went
 }
+
+// leaderTransferWait bounds how long commits wait for a leader to hand
+// over.
+const leaderTransferWait = 3 * time.Second
+
+// leaderEvery is how often at most the balancer moves a leader.
+const leaderEvery = 10 * time.Second
 
 // groupRU is the request units each group's partitions consumed lately.
 func (gs *groups) groupRU(w *writer, reg *registry) map[uint64]float64 {

@@ -126,6 +126,11 @@ func (h *clusterHandler) servePeer(ctx context.Context, remote net.Addr, body []
 		replica, _ := raw.Lookup("replica").Int64OK()
 		addr, _ := raw.Lookup("addr").StringValueOK()
 		kind, _ := raw.Lookup("kind").StringValueOK()
+		if own, _ := h.node.ReplicaID(uint64(group)); kind == "remove" && own == uint64(replica) {
+			// A replica removed learns no more of its group's
+			// membership: another member makes the change.
+			return fail("notHeld", fmt.Sprintf("this node's replica %d of group %d is the one to remove", replica, group))
+		}
 		if err := localMemberChange(ctx, h.node, uint64(group), kind, uint64(replica), addr); err != nil {
 			return fail("failed", err.Error())
 		}
@@ -217,7 +222,10 @@ func newPeers(gs *groups) *peers {
 // maxIdlePeerConns bounds the idle connections kept to one node.
 const maxIdlePeerConns = 8
 
-func (p *peers) Held(group uint64) bool { return p.gs.h.node.Started(group) }
+// Held is whether this node runs a replica of group as one of its
+// registered members: a replica a move is adding (not caught up yet) is
+// not read from, and one a move removed is not either.
+func (p *peers) Held(group uint64) bool { return p.gs.voterHere(group) }
 
 func (p *peers) Under(prefix []byte) []uint64 { return p.gs.farUnder(prefix) }
 
@@ -582,7 +590,7 @@ func (gs *groups) groupOf(key, value []byte) (uint64, bool) {
 func (gs *groups) refreshFar() {
 	var far []partitionGroup
 	for _, g := range gs.registry().all {
-		if !gs.h.node.Started(g.id) {
+		if !gs.h.node.Started(g.id) || !slices.Contains(g.members(), gs.h.self) {
 			far = append(far, g)
 		}
 	}

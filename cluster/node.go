@@ -183,6 +183,16 @@ func (n *Node) HasReplica(shardID, replicaID uint64) bool {
 	return n.nh.HasNodeInfo(shardID, replicaID)
 }
 
+// ReplicaID is the ID of this node's replica of the group (ok false:
+// it runs none).
+func (n *Node) ReplicaID(shardID uint64) (uint64, bool) {
+	rep, err := n.group(shardID)
+	if err != nil {
+		return 0, false
+	}
+	return rep.replicaID, true
+}
+
 // StartGroup starts (creates, restarts or joins) the node's replica of a
 // group.
 func (n *Node) StartGroup(g GroupConfig) error {

@@ -118,6 +118,16 @@ func (e *Engine) parsecSection(ctx context.Context, now time.Time) bson.D {
 					gd = append(gd, bson.E{Key: "appliedIndex", Value: int64(a)})
 				}
 			}
+			if g.Replicas != nil {
+				nodes := bson.A{}
+				for _, n := range g.Replicas {
+					nodes = append(nodes, int64(n))
+				}
+				gd = append(gd, bson.E{Key: "nodes", Value: nodes})
+			}
+			if g.Moving != nil {
+				gd = append(gd, bson.E{Key: "moving", Value: g.Moving.doc(e.now())})
+			}
 			groups = append(groups, append(gd, bson.E{Key: "replicas", Value: groupReplicaDocs(st, g)}))
 		}
 		d = append(d, bson.E{Key: "cluster", Value: bson.D{

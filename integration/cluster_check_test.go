@@ -162,6 +162,39 @@ func TestClusterLinearizable(t *testing.T) {
 		duration, maxOps = 60*time.Second, 15000
 	}
 	c := startTestCluster(t)
+	checkRegisters(t, c, duration, maxOps, func(begin, end time.Time) int {
+		// The nemesis: every 5-10 s, SIGKILL a random node and start it again.
+		rng := rand.New(rand.NewPCG(uint64(begin.UnixNano()), 7))
+		kills := 0
+		for {
+			wait := 5*time.Second + time.Duration(rng.Int64N(int64(5*time.Second)))
+			if time.Now().Add(wait).After(end) {
+				break
+			}
+			time.Sleep(wait)
+			victim := c.nodes[rng.IntN(len(c.nodes))]
+			c.kill(victim)
+			kills++
+			t.Logf("%v: killed node %d", time.Since(begin).Round(time.Millisecond), victim.id)
+			time.Sleep(500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond))))
+			c.start(victim)
+			t.Logf("%v: node %d started again", time.Since(begin).Round(time.Millisecond), victim.id)
+		}
+		time.Sleep(time.Until(end))
+		return kills
+	})
+}
+
+// checkRegisters runs five clients, through the replica-set URI with
+// retryable writes, reading, writing and compare-and-setting
+// (findAndModify with a filter on the current value) four registers,
+// inserting documents and incrementing counters on cluster c for
+// duration (at most: they stop when nemesis returns), while nemesis
+// (given the start and the end) disturbs the cluster and returns how
+// many faults it caused. The register history
+// must be linearizable, every acknowledged insert there at the end and
+// every counter exactly the increments acknowledged.
+func checkRegisters(t *testing.T, c *testCluster, duration time.Duration, maxOps int, nemesis func(begin, end time.Time) int) {
 	cl := c.connect()
 	db := cl.Database("check")
 	majority := options.Collection().SetWriteConcern(writeconcern.Majority())
@@ -287,29 +320,12 @@ func TestClusterLinearizable(t *testing.T) {
 		}()
 	}
 
-	// The nemesis: every 5-10 s, SIGKILL a random node and start it again.
-	rng := rand.New(rand.NewPCG(uint64(begin.UnixNano()), 7))
-	kills := 0
 	end := begin.Add(duration)
-	for {
-		wait := 5*time.Second + time.Duration(rng.Int64N(int64(5*time.Second)))
-		if time.Now().Add(wait).After(end) {
-			break
-		}
-		time.Sleep(wait)
-		victim := c.nodes[rng.IntN(len(c.nodes))]
-		c.kill(victim)
-		kills++
-		t.Logf("%v: killed node %d", time.Since(begin).Round(time.Millisecond), victim.id)
-		time.Sleep(500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond))))
-		c.start(victim)
-		t.Logf("%v: node %d started again", time.Since(begin).Round(time.Millisecond), victim.id)
-	}
-	time.Sleep(time.Until(end))
+	kills := nemesis(begin, end)
 	close(stop)
 	wg.Wait()
 	if kills == 0 {
-		t.Fatal("the nemesis killed no node")
+		t.Fatal("the nemesis caused no fault")
 	}
 
 	var ops []porcupine.Operation

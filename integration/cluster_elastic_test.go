@@ -1,0 +1,253 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+)
+
+// addClusterNode starts node id (127.0.0.<id>) with --join through via.
+func (c *testCluster) addClusterNode(id int, via *clusterNode) *clusterNode {
+	c.t.Helper()
+	n := &clusterNode{id: id, dir: c.t.TempDir(), client: fmt.Sprintf("127.0.0.%d:%d", id, c.port)}
+	n.args = []string{"--join", via.client, "--raft-address", fmt.Sprintf("127.0.0.%d:%d", id, c.raft)}
+	c.nodes = append(c.nodes, n)
+	c.start(n)
+	return n
+}
+
+// groupPlacement is what serverStatus says of the partition groups: the
+// nodes holding each one's replicas, and the moves under way.
+type groupPlacement struct {
+	nodes  map[int64][]int64 // group -> nodes
+	moving map[int64]bson.Raw
+}
+
+func readPlacement(t *testing.T, admin *mongo.Database) (groupPlacement, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	raw, err := admin.RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}, options.RunCmd().SetReadPreference(readpref.Primary())).Raw()
+	if err != nil {
+		return groupPlacement{}, err
+	}
+	p := groupPlacement{nodes: map[int64][]int64{}, moving: map[int64]bson.Raw{}}
+	groups, err := raw.LookupErr("parsec", "cluster", "groups")
+	if err != nil {
+		return p, fmt.Errorf("serverStatus without parsec.cluster.groups")
+	}
+	vals, _ := groups.Array().Values()
+	for _, v := range vals[1:] { // the catalog's first
+		d := v.Document()
+		id, _ := d.Lookup("group").AsInt64OK()
+		nodes, _ := d.Lookup("nodes").Array().Values()
+		for _, n := range nodes {
+			x, _ := n.AsInt64OK()
+			p.nodes[id] = append(p.nodes[id], x)
+		}
+		if m, err := d.LookupErr("moving"); err == nil {
+			p.moving[id] = m.Document()
+		}
+	}
+	return p, nil
+}
+
+// spread is how many replicas each of nodes holds.
+func (p groupPlacement) spread(nodes []int64) map[int64]int {
+	out := map[int64]int{}
+	for _, n := range nodes {
+		out[n] = 0
+	}
+	for _, ns := range p.nodes {
+		for _, n := range ns {
+			out[n]++
+		}
+	}
+	return out
+}
+
+// balanced is whether every node of nodes holds within one replica of
+// the mean, every group has three and none is moving.
+func (p groupPlacement) balanced(nodes []int64) bool {
+	if len(p.moving) > 0 {
+		return false
+	}
+	total := 0
+	for _, ns := range p.nodes {
+		if len(ns) != 3 {
+			return false
+		}
+		for _, n := range ns {
+			if !slices.Contains(nodes, n) {
+				return false
+			}
+		}
+		total += len(ns)
+	}
+	mean := float64(total) / float64(len(nodes))
+	for _, count := range p.spread(nodes) {
+		if float64(count) < mean-1 || float64(count) > mean+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestClusterElastic: a cluster grows from three nodes to five and
+// shrinks back to three while clients read, write and compare-and-set
+// registers and insert and increment (the checks of
+// TestClusterLinearizable: a linearizable history, every acknowledged
+// insert there, counters exact). Nodes 4 and 5 join empty and the
+// balancer moves replicas onto them until every node holds within one
+// of the mean; the writer is killed (SIGKILL) in the middle of a move,
+// which the next writer finishes; then removeShard drains node 5 and
+// node 4 (started, ongoing with the replicas left, completed) and they
+// leave; every group ends with three replicas on nodes 1-3.
+func TestClusterElastic(t *testing.T) {
+	c := startTestCluster(t)
+	cl := c.connect()
+	admin := cl.Database("admin")
+	ctx := testCtx(t)
+	// Data to move: a collection of eight partitions.
+	runOK(t, admin, bson.D{{Key: "enableSharding", Value: "bulk"}})
+	runOK(t, admin, bson.D{{Key: "shardCollection", Value: "bulk.c"}, {Key: "key", Value: bson.D{{Key: "k", Value: "hashed"}}},
+		{Key: "numInitialChunks", Value: 8}})
+	bulk := cl.Database("bulk").Collection("c")
+	docs := make([]any, 2000)
+	pad := strings.Repeat("x", 1000)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i}, {Key: "pad", Value: pad}}
+	}
+	if _, err := bulk.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+
+	waitPlacement := func(what string, nodes []int64, within time.Duration, until func(groupPlacement) bool) groupPlacement {
+		t.Helper()
+		var last groupPlacement
+		var lastErr error
+		for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			p, err := readPlacement(t, admin)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			last = p
+			if until(p) {
+				return p
+			}
+		}
+		var logs strings.Builder
+		for _, n := range c.nodes {
+			for _, line := range strings.Split(n.logText(), "\n") {
+				if strings.Contains(line, "balanc") || strings.Contains(line, "mov") || strings.Contains(line, "drop") || strings.Contains(line, "WARN") {
+					fmt.Fprintf(&logs, "node %d: %s\n", n.id, line)
+				}
+			}
+		}
+		if os.Getenv("PARSEC_ELASTIC_STACKS") != "" {
+			for _, n := range c.nodes {
+				if n.cmd != nil {
+					_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+				}
+			}
+			time.Sleep(2 * time.Second)
+			for _, n := range c.nodes {
+				_ = os.WriteFile(fmt.Sprintf("/tmp/elastic-node%d.log", n.id), []byte(n.logText()), 0o644)
+			}
+		}
+		t.Fatalf("%s: not within %v; placement %v (spread %v), moving %v, last error %v\n%s", what, within, last.nodes, last.spread(nodes), last.moving, lastErr, logs.String())
+		return last
+	}
+
+	checkRegisters(t, c, 5*time.Minute, 6000, func(begin, end time.Time) int {
+		faults := 0
+		logf := func(format string, args ...any) {
+			t.Logf("%v: %s", time.Since(begin).Round(time.Millisecond), fmt.Sprintf(format, args...))
+		}
+		// Grow: two nodes join; the writer dies in the middle of a move.
+		c.addClusterNode(4, c.nodes[0])
+		c.addClusterNode(5, c.nodes[1])
+		logf("nodes 4 and 5 joined")
+		five := []int64{1, 2, 3, 4, 5}
+		waitPlacement("a replica moving", five, 60*time.Second, func(p groupPlacement) bool { return len(p.moving) > 0 })
+		writer := c.primary(cl)
+		c.kill(writer)
+		faults++
+		logf("killed the writer, node %d, during a move", writer.id)
+		time.Sleep(time.Second)
+		c.start(writer)
+		logf("node %d started again", writer.id)
+		p := waitPlacement("replicas spread over five nodes", five, 90*time.Second, func(p groupPlacement) bool { return p.balanced(five) })
+		logf("balanced over five nodes: %v", p.spread(five))
+		// Shrink: node 5, then node 4, drained and removed.
+		for _, gone := range []int{5, 4} {
+			name := fmt.Sprintf("node%d", gone)
+			var state string
+			var remaining []int64
+			for deadline := time.Now().Add(4 * time.Minute); state != "completed"; time.Sleep(500 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("removeShard %s did not complete: last state %q, remaining %v", name, state, remaining)
+				}
+				var r struct {
+					State     string `bson:"state"`
+					Remaining struct {
+						Chunks int64 `bson:"chunks"`
+					} `bson:"remaining"`
+				}
+				rctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				err := admin.RunCommand(rctx, bson.D{{Key: "removeShard", Value: name}}).Decode(&r)
+				cancel()
+				if err != nil {
+					logf("removeShard %s: %v", name, err)
+					continue
+				}
+				if state == "" && r.State != "started" {
+					t.Errorf("the first removeShard %s answered %q, not started", name, r.State)
+				}
+				if r.State == "ongoing" {
+					remaining = append(remaining, r.Remaining.Chunks)
+				}
+				state = r.State
+			}
+			logf("%s removed (remaining replicas seen: %v)", name, remaining)
+			for i, n := range c.nodes {
+				if n.id == gone {
+					c.kill(n)
+					c.nodes = slices.Delete(c.nodes, i, i+1)
+					break
+				}
+			}
+			faults++
+		}
+		three := []int64{1, 2, 3}
+		p = waitPlacement("replicas back on three nodes", three, time.Minute, func(p groupPlacement) bool { return p.balanced(three) })
+		logf("back on three nodes: %v", p.spread(three))
+		var shards struct {
+			Shards []struct {
+				ID string `bson:"_id"`
+			} `bson:"shards"`
+		}
+		lctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := admin.RunCommand(lctx, bson.D{{Key: "listShards", Value: 1}}).Decode(&shards); err != nil || len(shards.Shards) != 3 {
+			t.Errorf("listShards after the removals: %+v, %v", shards, err)
+		}
+		return faults
+	})
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n, err := bulk.CountDocuments(cctx, bson.D{}); err != nil || n != int64(len(docs)) {
+		t.Fatalf("the moved collection holds %d documents (%v), want %d", n, err, len(docs))
+	}
+}
