@@ -36,8 +36,12 @@ import (
 //     deletion in one catalog commit. A, seeing it is no longer a member,
 //     drops its replica: its Raft data and its keys.
 //
+// A move from no node (from 0) adds a replica to a group that has fewer
+// than three (one of its members was removed).
+//
 // A round resumes recorded moves first, then plans at most one new move:
-// off a draining node (m/drain/<node:8>), else from the node holding the
+// a replica for a group short of one, off a draining node
+// (m/drain/<node:8>), else from the node holding the
 // most replicas to the one holding the fewest when they differ by more
 // than one; then, when replicas are spread, it moves one leader from the
 // node leading the most load (each group weighs one plus its share of
@@ -298,6 +302,15 @@ func (gs *groups) planMove(st balanceState) (groupMove, bool) {
 		}
 		return best, found
 	}
+	// A group with fewer replicas than it should have (a member was
+	// removed, or lost) gets one on the least loaded node first.
+	for _, g := range reg.all {
+		if len(g.members()) < replicasPerGroup {
+			if to, ok := least(g); ok {
+				return groupMove{group: g.id, to: to}, true
+			}
+		}
+	}
 	for _, from := range slices.Sorted(maps.Keys(st.drains)) {
 		for _, g := range reg.all {
 			if !slices.Contains(g.members(), from) {
@@ -336,7 +349,9 @@ func (b *balancer) start(ctx context.Context, w *writer, m groupMove) error {
 	if err != nil {
 		return err
 	}
-	m.fromReplica = g.replicaOf(m.from)
+	if m.from != 0 {
+		m.fromReplica = g.replicaOf(m.from)
+	}
 	m.toReplica = m.to
 	if used(ms, m.to) {
 		m.toReplica = ms.NewReplicaID()
@@ -408,7 +423,12 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 			return err
 		}
 	}
-	if _, still := ms.Voters[m.fromReplica]; still || !ms.Removed[m.fromReplica] {
+	removing := false
+	if m.from != 0 {
+		_, still := ms.Voters[m.fromReplica]
+		removing = still || !ms.Removed[m.fromReplica]
+	}
+	if removing {
 		if leader, ok := gs.leaderNode(ctx, g); ok && leader == m.from {
 			phase("moving the leader")
 			if err := gs.transferLeader(ctx, g, m.to); err != nil {
@@ -424,7 +444,7 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 	defer gs.mu.Unlock()
 	gs.routing.Lock()
 	defer gs.routing.Unlock()
-	if _, still := ms.Voters[m.fromReplica]; still || !ms.Removed[m.fromReplica] {
+	if removing {
 		phase("removing the old replica")
 		if err := gs.memberChange(ctx, g.id, "remove", m.fromReplica, ""); err != nil {
 			return err
@@ -501,6 +521,9 @@ func (gs *groups) groupBytes(w *writer, g partitionGroup) int64 {
 // registered members (not one a move is adding, which knows nothing
 // before it has caught up).
 func (gs *groups) voterHere(group uint64) bool {
+	if group == dataGroup {
+		return gs.h.node.Started(group) // every node holds the catalog
+	}
 	g, ok := gs.registry().byID(group)
 	return ok && gs.h.node.Started(group) && slices.Contains(g.members(), gs.h.self)
 }

@@ -51,9 +51,13 @@ type RemoveShardState struct {
 }
 
 func (m MoveStatus) doc(now time.Time) bson.D {
+	var from any // a replica added to a group short of one comes from no node
+	if m.From != 0 {
+		from = nodeName(m.From)
+	}
 	return bson.D{
 		{Key: "raftGroup", Value: int64(m.Group)},
-		{Key: "from", Value: nodeName(m.From)},
+		{Key: "from", Value: from},
 		{Key: "to", Value: nodeName(m.To)},
 		{Key: "phase", Value: m.Phase},
 		{Key: "bytes", Value: m.Bytes},

@@ -145,7 +145,7 @@ func TestClusterWipedNodeRejoins(t *testing.T) {
 	// the log before the snapshot is compacted, so a node that starts from
 	// nothing cannot be rebuilt from the log alone.
 	var acked sync.Map
-	var count atomic.Int64
+	var count, failures atomic.Int64
 	insert := func(from, to int) {
 		var wg sync.WaitGroup
 		var next atomic.Int64
@@ -165,6 +165,8 @@ func TestClusterWipedNodeRejoins(t *testing.T) {
 					if err == nil {
 						acked.Store(id, true)
 						count.Add(1)
+					} else if failures.Add(1) <= 3 {
+						t.Logf("insert %d: %v", id, err)
 					}
 				}
 			}()
@@ -197,6 +199,22 @@ func TestClusterWipedNodeRejoins(t *testing.T) {
 	c.start(victim)
 	insert(12_500, 13_000) // while it catches up
 	t.Logf("node %d lost its data and came back as node %d; %d inserts acknowledged", lost.id, victim.id, count.Load())
+	// The partition's group lost a replica with node 1: the balancer
+	// gives it one on the new node, which starts it from a snapshot.
+	var members []int64
+	for _, n := range c.nodes {
+		members = append(members, int64(n.id))
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		p, err := readPlacement(t, cl.Database("admin"))
+		if err == nil && p.balanced(members) {
+			t.Logf("replicas: %v", p.nodes)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the partitions' groups did not get a replica on node %d: %v (%v)", victim.id, p.nodes, err)
+		}
+	}
 
 	// Kill the others in turn until the new node is the writer.
 	for round := 0; ; round++ {
