@@ -22,9 +22,9 @@ import (
 func newClusterCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Run a local cluster of Parsec nodes",
+		Short: "Run a local cluster of Parsec nodes, and change a running cluster's members",
 	}
-	cmd.AddCommand(newClusterUpCommand())
+	cmd.AddCommand(newClusterUpCommand(), newClusterAddCommand(), newClusterRemoveCommand(), newClusterBalancerCommand())
 	return cmd
 }
 

@@ -210,6 +210,16 @@ type partStat struct {
 	Hot             []hotStat `bson:"hotLogicalPartitions" json:"hotLogicalPartitions"`
 	// Replicas are the partition's copies on a cluster's nodes.
 	Replicas []replicaStat `bson:"replicas" json:"replicas,omitempty"`
+	// Moving is a replica of it moving between nodes (the balancer).
+	Moving *moveStat `bson:"moving" json:"moving,omitempty"`
+}
+
+// moveStat is a replica moving between a cluster's nodes.
+type moveStat struct {
+	From  string `bson:"from" json:"from,omitempty"` // empty: a replica added
+	To    string `bson:"to" json:"to"`
+	Phase string `bson:"phase" json:"phase"`
+	Bytes int64  `bson:"bytes" json:"bytes"`
 }
 
 // replicaStat is one copy of a partition on a cluster node.
@@ -233,7 +243,15 @@ func (p partStat) nodeColumn() string {
 			up++
 		}
 	}
-	return fmt.Sprintf("node %s, %d/%d replicas", leader, up, len(p.Replicas))
+	col := fmt.Sprintf("node %s, %d/%d replicas", leader, up, len(p.Replicas))
+	if m := p.Moving; m != nil {
+		from := m.From
+		if from == "" {
+			from = "(added)"
+		}
+		col += fmt.Sprintf(", moving %s -> %s (%s, %s)", from, m.To, m.Phase, sizeString(m.Bytes))
+	}
+	return col
 }
 
 // hotStat is one of a partition's hottest logical partitions.

@@ -354,7 +354,7 @@ func checkRegisters(t *testing.T, c *testCluster, duration time.Duration, maxOps
 			}
 		}
 	}
-	t.Logf("%d kills in %v; %d reads (%d failed, left out), %d writes, %d compare-and-sets (%d matched), %d operations of unknown outcome; %d inserts acknowledged, %d unknown; %d increments acknowledged, %d unknown",
+	t.Logf("%d faults in %v; %d reads (%d failed, left out), %d writes, %d compare-and-sets (%d matched), %d operations of unknown outcome; %d inserts acknowledged, %d unknown; %d increments acknowledged, %d unknown",
 		kills, duration, reads, readErrs, writes, cas, casOK, unknown, len(acked), len(maybe), incAcked, incUncertain)
 	if reads == 0 || writes == 0 || casOK == 0 {
 		t.Errorf("the clients did too little to check: %d reads, %d writes, %d successful compare-and-sets", reads, writes, casOK)

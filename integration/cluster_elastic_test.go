@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -190,8 +191,25 @@ func TestClusterElastic(t *testing.T) {
 		logf("node %d started again", writer.id)
 		p := waitPlacement("replicas spread over five nodes", five, 90*time.Second, func(p groupPlacement) bool { return p.balanced(five) })
 		logf("balanced over five nodes: %v", p.spread(five))
-		// Shrink: node 5, then node 4, drained and removed.
+		// Shrink: node 5, then node 4, drained and removed (node 4 by
+		// `parsec cluster remove`). One removal at a time.
 		for _, gone := range []int{5, 4} {
+			if gone == 4 {
+				out, err := exec.Command(parsecBinary(t), "cluster", "remove", "--uri", c.uri(), "--node-id", "4", "--wait", "4m").CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "completed") {
+					t.Fatalf("parsec cluster remove --node-id 4: %v\n%s", err, out)
+				}
+				logf("node4 removed by parsec cluster remove:\n%s", out)
+				for i, n := range c.nodes {
+					if n.id == gone {
+						c.kill(n)
+						c.nodes = slices.Delete(c.nodes, i, i+1)
+						break
+					}
+				}
+				faults++
+				continue
+			}
 			name := fmt.Sprintf("node%d", gone)
 			var state string
 			var remaining []int64
@@ -215,6 +233,15 @@ func TestClusterElastic(t *testing.T) {
 				if state == "" && r.State != "started" {
 					t.Errorf("the first removeShard %s answered %q, not started", name, r.State)
 				}
+				if state == "" {
+					// A second removal while this one runs is refused.
+					rctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					err := admin.RunCommand(rctx, bson.D{{Key: "removeShard", Value: "node4"}}).Err()
+					cancel()
+					if code := commandCode(err); code != 117 {
+						t.Errorf("removeShard node4 while node5 drains: %v, want ConflictingOperationInProgress", err)
+					}
+				}
 				if r.State == "ongoing" {
 					remaining = append(remaining, r.Remaining.Chunks)
 				}
@@ -233,6 +260,42 @@ func TestClusterElastic(t *testing.T) {
 		three := []int64{1, 2, 3}
 		p = waitPlacement("replicas back on three nodes", three, time.Minute, func(p groupPlacement) bool { return p.balanced(three) })
 		logf("back on three nodes: %v", p.spread(three))
+		// Refusals: below three nodes, an unknown shard.
+		for cmd, want := range map[string]int32{"node3": 20, "node9": 70} {
+			rctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			err := admin.RunCommand(rctx, bson.D{{Key: "removeShard", Value: cmd}}).Err()
+			cancel()
+			if code := commandCode(err); code != want {
+				t.Errorf("removeShard %s on three nodes: %v, want code %d", cmd, err, want)
+			}
+		}
+		// The balancer stops and starts, and says so.
+		for _, on := range []bool{false, true} {
+			rctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			cmd := "balancerStop"
+			if on {
+				cmd = "balancerStart"
+			}
+			if err := admin.RunCommand(rctx, bson.D{{Key: cmd, Value: 1}}).Err(); err != nil {
+				t.Fatalf("%s: %v", cmd, err)
+			}
+			var st struct {
+				Mode string `bson:"mode"`
+			}
+			var settings struct {
+				Stopped bool `bson:"stopped"`
+			}
+			if err := admin.RunCommand(rctx, bson.D{{Key: "balancerStatus", Value: 1}}).Decode(&st); err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.Database("config").Collection("settings").FindOne(rctx, bson.D{{Key: "_id", Value: "balancer"}}).Decode(&settings); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if want := map[bool]string{true: "full", false: "off"}[on]; st.Mode != want || settings.Stopped == on {
+				t.Errorf("after %s: balancerStatus mode %q, config.settings stopped %v", cmd, st.Mode, settings.Stopped)
+			}
+		}
 		var shards struct {
 			Shards []struct {
 				ID string `bson:"_id"`
