@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -384,9 +385,15 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 		delete(b.current, m.group)
 		b.mu.Unlock()
 	}()
+	var phases []string // each phase's duration, for the log
+	phaseStart := time.Now()
 	phase := func(p string) {
 		b.mu.Lock()
+		if cur.phase != "" {
+			phases = append(phases, fmt.Sprintf("%s %v", cur.phase, time.Since(phaseStart).Round(time.Millisecond)))
+		}
 		cur.phase = p
+		phaseStart = time.Now()
 		b.mu.Unlock()
 	}
 	g, ok := gs.registry().byID(m.group)
@@ -488,8 +495,9 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 		return err
 	}
 	gs.setRegistry(gs.registry().with(now))
+	phase("")
 	gs.h.logger.Info("moved a partition's replica", "group", g.id, "from", m.from, "to", m.to,
-		"bytes", m.bytes, "duration", time.Since(m.started).Round(time.Millisecond).String())
+		"bytes", m.bytes, "duration", time.Since(m.started).Round(time.Millisecond).String(), "phases", strings.Join(phases, ", "))
 	return nil
 }
 

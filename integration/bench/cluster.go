@@ -172,7 +172,7 @@ func (p *serverProc) logText() string {
 	return p.log.String()
 }
 
-// loopbackPort is a TCP port free on 127.0.0.1, .2 and .3 at once.
+// loopbackPort is a TCP port free on 127.0.0.1, .2, .3 and .4 at once.
 func loopbackPort() (int, error) {
 	for range 20 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -181,7 +181,7 @@ func loopbackPort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		ls := []net.Listener{l}
-		for _, host := range []string{"127.0.0.2", "127.0.0.3"} {
+		for _, host := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
 			o, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 			if err != nil {
 				break
@@ -191,11 +191,11 @@ func loopbackPort() (int, error) {
 		for _, x := range ls {
 			_ = x.Close()
 		}
-		if len(ls) == 3 {
+		if len(ls) == 4 {
 			return port, nil
 		}
 	}
-	return 0, errors.New("no port free on 127.0.0.1-3 (the cluster section needs those loopback addresses)")
+	return 0, errors.New("no port free on 127.0.0.1-4 (the cluster sections need those loopback addresses)")
 }
 
 func clusterPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, tmpl template) (err error) {

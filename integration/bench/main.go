@@ -151,6 +151,8 @@ type report struct {
 	// Reshard is the reshard section's copy rate and foreground load
 	// (reshard.go).
 	Reshard *reshardReport `json:"reshard,omitempty"`
+	// Elastic is the elastic section's partition move (elastic.go).
+	Elastic *elasticReport `json:"elastic,omitempty"`
 }
 
 func main() {
@@ -342,6 +344,13 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 			return nil, err
 		}
 	}
+	// The elastic phase (elastic.go): a partition's replica moved to a
+	// node that joined, and the foreground load during the move.
+	if ctx.Err() == nil && want(elasticWorkload) {
+		if err := elasticPhase(ctx, rep); err != nil {
+			return nil, err
+		}
+	}
 	// The memory phase (memory.go): sustained inserts with and without
 	// --memory-limit, resident memory sampled.
 	if ctx.Err() == nil && want(memoryWorkload) {
@@ -380,6 +389,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	analyzeGoals(rep)
 	memoryGoals(rep)
 	reshardGoals(rep)
+	elasticGoals(rep)
 	clusterGoalsJudge(rep, rep.Config.Clients)
 	printTable(os.Stdout, rep)
 	printWriteSummary(os.Stdout, rep)

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// The elastic section moves a partition's replica between two nodes of a
+// cluster: three `parsec serve` nodes on 127.0.0.1-3 hold an unsharded
+// collection of elasticBytes (one partition, one Raft group) and a small
+// one; a fourth node joins empty; then removeShard drains one of the
+// three (not the writer), so the balancer moves its replica of the large
+// partition to node 4, by a snapshot of the group:
+//
+// (The balancer is stopped while node 4 joins and the load before the
+// move is measured, and started with the drain.)
+//
+//	move rate    the partition's bytes over the move's duration, from the
+//	             move's record to the registry naming node 4 (the writer
+//	             logs it); goal >= elasticMoveGoal MB/s
+//	foreground   elasticWorkers clients, half inserting into and half
+//	             reading by _id the small collection, for elasticBefore,
+//	             then while the move runs; goal: ops/s during the move >=
+//	             elasticForegroundGoal x before
+//
+//	go run ./integration/bench -only elastic
+const (
+	elasticWorkload       = "elastic"
+	elasticBytes          = 100 << 20
+	elasticDocBytes       = 1000
+	elasticWorkers        = 8
+	elasticBefore         = 3 * time.Second
+	elasticMoveGoal       = 50.0
+	elasticForegroundGoal = 0.7
+)
+
+// elasticReport is the section's figures.
+type elasticReport struct {
+	PartitionBytes   int64   `json:"partition_bytes"`
+	MoveSeconds      float64 `json:"move_seconds"`
+	MoveMBPerS       float64 `json:"move_mb_per_s"`
+	ForegroundBefore float64 `json:"foreground_ops_per_s_before"`
+	ForegroundDuring float64 `json:"foreground_ops_per_s_during_move"`
+	ForegroundRatio  float64 `json:"foreground_ratio"`
+}
+
+var movedRE = regexp.MustCompile(`msg="moved a partition's replica" group=(\d+) from=\d+ to=4 bytes=(\d+) duration=(\S+)`)
+
+func elasticPhase(ctx context.Context, rep *report) (err error) {
+	if runtime.GOOS != "linux" {
+		return errors.New("elastic: the section needs Linux (127.0.0.2-4)")
+	}
+	bin, err := buildParsec()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(filepath.Dir(bin))
+	root, err := os.MkdirTemp("", "parsec-bench-elastic-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	var procs []*serverProc
+	defer func() {
+		for _, p := range procs {
+			p.kill()
+		}
+	}()
+	clientPort, err := loopbackPort()
+	if err != nil {
+		return err
+	}
+	raftPort, err := loopbackPort()
+	if err != nil {
+		return err
+	}
+	var members, hosts []string
+	for i := 1; i <= 4; i++ {
+		members = append(members, fmt.Sprintf("%d=127.0.0.%d:%d", i, i, raftPort))
+		hosts = append(hosts, fmt.Sprintf("127.0.0.%d:%d", i, clientPort))
+	}
+	for i := range 3 {
+		dir := filepath.Join(root, fmt.Sprintf("node%d", i+1))
+		p, err := startServerProc(bin, dir, hosts[i], []string{"serve", "--node-id", strconv.Itoa(i + 1),
+			"--initial-members", strings.Join(members[:3], ","), "--listen", hosts[i], "--data-dir", dir, "--http", ""}, "cluster node started")
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+	}
+	cl, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + strings.Join(hosts[:3], ",") + "/?replicaSet=parsec").SetMaxPoolSize(elasticWorkers + 8))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cl.Disconnect(context.Background()) }()
+	db := cl.Database("bench")
+	big, small := db.Collection("big"), db.Collection("small")
+
+	docs := elasticBytes / elasticDocBytes
+	progress("elastic: loading %d documents of %d bytes", docs, elasticDocBytes)
+	pad := strings.Repeat("x", elasticDocBytes-40)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var loadErr atomic.Value
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				from := next.Add(500) - 500
+				if from >= int64(docs) || ctx.Err() != nil {
+					return
+				}
+				batch := make([]any, 0, 500)
+				for i := from; i < min(from+500, int64(docs)); i++ {
+					batch = append(batch, bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}})
+				}
+				if _, err := big.InsertMany(ctx, batch); err != nil {
+					loadErr.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if e, ok := loadErr.Load().(error); ok {
+		return fmt.Errorf("elastic: loading: %w", e)
+	}
+	const smallDocs = 10_000
+	batch := make([]any, 0, smallDocs)
+	for i := range smallDocs {
+		batch = append(batch, bson.D{{Key: "_id", Value: i}, {Key: "v", Value: i}})
+	}
+	if _, err := small.InsertMany(ctx, batch); err != nil {
+		return err
+	}
+	writer, err := clusterWriter(ctx, cl, hosts[:3])
+	if err != nil {
+		return err
+	}
+	// The balancer waits while node 4 joins and the load before is
+	// measured; it moves nothing before the drain.
+	admin := cl.Database("admin")
+	if err := admin.RunCommand(ctx, bson.D{{Key: "balancerStop", Value: 1}}).Err(); err != nil {
+		return err
+	}
+	dir4 := filepath.Join(root, "node4")
+	n4, err := startServerProc(bin, dir4, hosts[3], []string{"serve", "--node-id", "4", "--raft-address", fmt.Sprintf("127.0.0.4:%d", raftPort),
+		"--join", hosts[writer-1], "--listen", hosts[3], "--data-dir", dir4, "--http", ""}, "cluster node started")
+	if err != nil {
+		return err
+	}
+	procs = append(procs, n4)
+
+	// The foreground load, counted per window.
+	var ops atomic.Int64
+	stop := make(chan struct{})
+	var fg sync.WaitGroup
+	for w := range elasticWorkers {
+		fg.Add(1)
+		go func() {
+			defer fg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			id := int64(smallDocs + w*10_000_000)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				octx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				var err error
+				if w%2 == 0 {
+					id++
+					_, err = small.InsertOne(octx, bson.D{{Key: "_id", Value: id}, {Key: "v", Value: id}})
+				} else {
+					err = small.FindOne(octx, bson.D{{Key: "_id", Value: rng.IntN(smallDocs)}}).Err()
+				}
+				cancel()
+				if err == nil {
+					ops.Add(1)
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		fg.Wait()
+	}()
+	time.Sleep(time.Second) // warm up
+	before := ops.Load()
+	time.Sleep(elasticBefore)
+	beforeRate := float64(ops.Load()-before) / elasticBefore.Seconds()
+
+	drain := 1
+	if drain == writer {
+		drain = 2
+	}
+	progress("elastic: draining node %d; the balancer moves its replicas to node 4", drain)
+	if err := admin.RunCommand(ctx, bson.D{{Key: "removeShard", Value: fmt.Sprintf("node%d", drain)}}).Err(); err != nil {
+		return fmt.Errorf("elastic: removeShard: %w", err)
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "balancerStart", Value: 1}}).Err(); err != nil {
+		return err
+	}
+	// The move window: from the large partition's move appearing in
+	// balancerStatus to its record's end in the writer's log.
+	var startOps int64
+	var start time.Time
+	deadline := time.Now().Add(5 * time.Minute)
+	for start.IsZero() {
+		var st struct {
+			Moves []struct {
+				Bytes int64 `bson:"bytes"`
+			} `bson:"moves"`
+		}
+		if err := admin.RunCommand(ctx, bson.D{{Key: "balancerStatus", Value: 1}}).Decode(&st); err == nil {
+			for _, m := range st.Moves {
+				if m.Bytes > elasticBytes/2 {
+					start, startOps = time.Now(), ops.Load()
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("elastic: the large partition's move did not start within 5 minutes")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var moved []string
+	for moved == nil {
+		for _, m := range movedRE.FindAllStringSubmatch(procs[writer-1].logText(), -1) {
+			if b, _ := strconv.ParseInt(m[2], 10, 64); b > elasticBytes/2 {
+				moved = m
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("elastic: the large partition's move did not end within 5 minutes")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	window := time.Since(start)
+	duringRate := float64(ops.Load()-startOps) / window.Seconds()
+	d, err := time.ParseDuration(moved[3])
+	if err != nil {
+		return err
+	}
+	bytes, _ := strconv.ParseInt(moved[2], 10, 64)
+	r := &elasticReport{PartitionBytes: bytes, MoveSeconds: d.Seconds(), MoveMBPerS: float64(bytes) / (1 << 20) / d.Seconds(),
+		ForegroundBefore: beforeRate, ForegroundDuring: duringRate}
+	if beforeRate > 0 {
+		r.ForegroundRatio = duringRate / beforeRate
+	}
+	rep.Elastic = r
+	for _, line := range strings.Split(procs[writer-1].logText(), "\n") {
+		if strings.Contains(line, "moved a partition's replica") {
+			progress("elastic: %s", line)
+		}
+	}
+	progress("elastic: moved %.1f MB in %.2f s (%.1f MB/s); foreground %.0f ops/s before, %.0f during (%.2fx)",
+		float64(bytes)/(1<<20), d.Seconds(), r.MoveMBPerS, beforeRate, duringRate, r.ForegroundRatio)
+	return nil
+}
+
+func elasticGoals(rep *report) {
+	r := rep.Elastic
+	if r == nil {
+		return
+	}
+	g := goal{Name: fmt.Sprintf("elastic: moving a partition >= %.0f MB/s (ratio to it)", elasticMoveGoal), Workload: elasticWorkload, Min: 1, Ratio: r.MoveMBPerS / elasticMoveGoal, Status: "FAIL"}
+	if g.Ratio >= 1 {
+		g.Status = "PASS"
+	}
+	rep.Goals = append(rep.Goals, g)
+	g = goal{Name: fmt.Sprintf("elastic: foreground ops during the move >= %.1f x before", elasticForegroundGoal), Workload: elasticWorkload, Clients: elasticWorkers, Min: elasticForegroundGoal, Ratio: r.ForegroundRatio, Status: "FAIL"}
+	if g.Ratio >= elasticForegroundGoal {
+		g.Status = "PASS"
+	}
+	rep.Goals = append(rep.Goals, g)
+}
