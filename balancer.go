@@ -412,6 +412,21 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 	}
 	if _, voter := ms.Voters[m.toReplica]; !voter {
 		if _, nv := ms.NonVoting[m.toReplica]; !nv {
+			// The leader's log compacted first: the new replica then
+			// catches up from a snapshot of the group's keys, not by
+			// applying every entry again.
+			phase("compacting")
+			if leader, ok := gs.leaderNode(ctx, g); ok {
+				var err error
+				if leader == gs.h.self {
+					err = gs.h.node.CompactGroup(ctx, g.id)
+				} else {
+					err = gs.peers.Compact(ctx, leader, g.id)
+				}
+				if err != nil {
+					gs.h.logger.Warn("compacting a group's log before a move", "group", g.id, "err", err)
+				}
+			}
 			phase("adding")
 			if err := gs.memberChange(ctx, g.id, "nonVoting", m.toReplica, toAddr); err != nil {
 				return err
@@ -686,8 +701,9 @@ func (gs *groups) transferLeader(ctx context.Context, g partitionGroup, to uint6
 	if err != nil {
 		return err
 	}
+	from, _ := gs.leaderNode(ctx, g)
 	for deadline := time.Now().Add(leaderTransferWait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if leader, ok := gs.leaderNode(ctx, g); ok && leader == to {
+		if leader, ok := gs.leaderNode(ctx, g); ok && (leader == to || leader != from) {
 			return nil
 		}
 	}
@@ -696,7 +712,7 @@ func (gs *groups) transferLeader(ctx context.Context, g partitionGroup, to uint6
 
 // leaderTransferWait bounds how long commits wait for a leader to hand
 // over.
-const leaderTransferWait = 3 * time.Second
+const leaderTransferWait = time.Second
 
 // leaderEvery is how often at most the balancer moves a leader.
 const leaderEvery = 10 * time.Second

@@ -34,6 +34,7 @@ import (
 //	{_parsecPeer: "membership", group}   -> {ok: 1, voters, nonVoting, removed}
 //	{_parsecPeer: "commitIndex", group}  -> {ok: 1, index}
 //	{_parsecPeer: "waitApplied", group, index} -> {ok: 1}  (asked of one node)
+//	{_parsecPeer: "compact", group}      -> {ok: 1}  (snapshot, compact the log)
 //	{_parsecPeer: "leader", group}       -> {ok: 1, leader}  (a replica ID, 0: none)
 //	{_parsecPeer: "transfer", group, replica} -> {ok: 1}
 //
@@ -160,6 +161,10 @@ func (h *clusterHandler) servePeer(ctx context.Context, remote net.Addr, body []
 	case "waitApplied":
 		index, _ := raw.Lookup("index").Int64OK()
 		if err := h.node.WaitApplied(ctx, uint64(group), uint64(index)); err != nil {
+			return fail("failed", err.Error())
+		}
+	case "compact":
+		if err := h.node.CompactGroup(ctx, uint64(group)); err != nil {
 			return fail("failed", err.Error())
 		}
 	case "leader":
@@ -327,6 +332,24 @@ func (p *peers) Transfer(ctx context.Context, group, replica uint64) error {
 	_, err := p.call(ctx, group, bson.D{{Key: peerCommand, Value: "transfer"}, {Key: "group", Value: int64(group)},
 		{Key: "replica", Value: int64(replica)}}, true)
 	return err
+}
+
+// Compact asks node to snapshot its replica of group and compact the
+// log before it (Node.CompactGroup).
+func (p *peers) Compact(ctx context.Context, node, group uint64) error {
+	body, err := bson.Marshal(bson.D{{Key: peerCommand, Value: "compact"}, {Key: "group", Value: int64(group)}, {Key: "$db", Value: "admin"}})
+	if err != nil {
+		return err
+	}
+	r, _, err := p.send(ctx, node, body)
+	if err != nil {
+		return err
+	}
+	if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
+		msg, _ := r.Lookup("errmsg").StringValueOK()
+		return errors.New(msg)
+	}
+	return nil
 }
 
 // WaitApplied returns once node's replica of group applied index (asked
