@@ -276,6 +276,8 @@ func (k *Replicated) propose(shardID uint64, b *Batch) error {
 		return kv.ErrConflict
 	case errors.As(err, &rejected) && bytes.Contains([]byte(rejected.Reason), []byte("does not fit one transaction")):
 		return fmt.Errorf("%w: %v", kv.ErrTxnTooBig, err)
+	case errors.Is(err, ErrUnknownOutcome):
+		return fmt.Errorf("%w: %v", kv.ErrUnknownOutcome, err)
 	}
 	return err
 }

@@ -63,7 +63,7 @@ func (e *Engine) cmdDelete(ctx context.Context, req *request) ([]byte, error) {
 		n += removed
 		if err != nil {
 			ce := toCommandError(err)
-			if ce.Code == ErrInternalError {
+			if commandLevel(ce.Code) {
 				return nil, err
 			}
 			errs = append(errs, writeError{index: i, code: ce.Code, msg: ce.Msg})

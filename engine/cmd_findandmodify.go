@@ -312,7 +312,7 @@ func (e *Engine) findAndModify(ctx context.Context, m *meter, coll *store.Collec
 func planExecutorError(ce *CommandError) *CommandError {
 	switch ce.Code {
 	case ErrTooManyRequests, ErrMaxTimeMSExpired, ErrExceededTimeLimit, ErrInterrupted, ErrWriteConflict,
-		ErrOutOfDiskSpace, ErrInternalError, ErrNoSuchTransaction, ErrShardKeyNotFound:
+		ErrOutOfDiskSpace, ErrInternalError, ErrNoSuchTransaction, ErrShardKeyNotFound, ErrInterruptedDueToReplStateChange:
 		return ce
 	}
 	c := *ce

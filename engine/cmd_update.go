@@ -79,7 +79,7 @@ func (e *Engine) cmdUpdate(ctx context.Context, req *request) ([]byte, error) {
 		}
 		if err != nil {
 			we := writeErrorOf(i, err)
-			if we.code == ErrInternalError {
+			if commandLevel(we.code) {
 				return nil, err
 			}
 			errs = append(errs, we)

@@ -335,7 +335,7 @@ func (d *dispatchState) execute() []byte {
 		} else if ce.Code == ErrInternalError {
 			e.logger.Error("command failed", "command", d.name, "err", err)
 		}
-		return errorReply(ce)
+		return errorReply(retryableLabel(ce, d.cmd.name, d.req.body))
 	}
 	return out
 }

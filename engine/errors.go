@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parsecdb/parsec/engine/agg"
+	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/engine/store"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -97,6 +98,9 @@ const (
 	ErrConflictingOperationInProgress Code = 117
 	// ErrShardNotFound: removeShard of a shard that is not one.
 	ErrShardNotFound Code = 70
+	// ErrInterruptedDueToReplStateChange: a cluster's write whose commit
+	// outcome was lost in a leader change (retryable).
+	ErrInterruptedDueToReplStateChange Code = 11602
 
 	// ErrValueNegative is the IDL's "value must be >= 0" check (codeName Location51024).
 	ErrValueNegative Code = 51024
@@ -430,6 +434,8 @@ func toCommandError(err error) *CommandError {
 		return errorf(ErrKeyTooLong, "%v", err)
 	case errors.Is(err, store.ErrClosed):
 		return errorf(ErrInterrupted, "server is shutting down")
+	case errors.Is(err, kv.ErrUnknownOutcome):
+		return errorf(ErrInterruptedDueToReplStateChange, "the write's partition changed leader while it was being committed, so its outcome is unknown (a retryable write is retried and applies once): %v", err)
 	case errors.As(err, new(*agg.PanicError)):
 		return errorf(ErrInternalError, "internal error while running the request on a partition; the server log has the details")
 	case errors.Is(err, store.ErrDiskFull):

@@ -78,6 +78,26 @@ var retryableWrites = map[string]bool{
 	"insert": true, "update": true, "delete": true, "findAndModify": true,
 }
 
+// retryableLabel labels ce RetryableWriteError when it fails a retryable
+// write (one with a txnNumber, outside a transaction) with a code after
+// which MongoDB's drivers retry it (a cluster's commit whose outcome a
+// leader change hid: the retry finds the first attempt's record if it
+// applied).
+func retryableLabel(ce *CommandError, cmd string, body bsoncore.Document) *CommandError {
+	if !retryableCodes[int32(ce.Code)] || !retryableWrites[cmd] {
+		return ce
+	}
+	if _, err := body.LookupErr("txnNumber"); err != nil {
+		return ce
+	}
+	if _, err := body.LookupErr("autocommit"); err == nil {
+		return ce
+	}
+	labeled := *ce
+	labeled.Extra = append(append(bson.D(nil), ce.Extra...), bson.E{Key: "errorLabels", Value: bson.A{"RetryableWriteError"}})
+	return &labeled
+}
+
 // labels returns the errorLabels for a failure with code: the configured
 // ones, or RetryableWriteError for a retryable write failing retryably.
 func (a *failAction) labels(cmd string, body bsoncore.Document, code int32) []string {

@@ -152,6 +152,15 @@ func withWriteConcernError(name string, body bsoncore.Document, reply []byte) []
 	return appendElement(reply, bsoncore.AppendDocumentElement(nil, "writeConcernError", wce))
 }
 
+// commandLevel is whether a statement's failure with code fails its
+// whole write command rather than being one of its writeErrors: an
+// internal error, or a commit whose outcome a cluster's leader change
+// hid (which the driver retries, when the write is retryable, only as
+// the command's error).
+func commandLevel(code Code) bool {
+	return code == ErrInternalError || code == ErrInterruptedDueToReplStateChange
+}
+
 // writeError is one entry of a write command's writeErrors.
 type writeError struct {
 	index    int

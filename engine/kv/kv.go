@@ -62,6 +62,11 @@ var (
 	// ErrFenced: another writer took the store over (a replicated group
 	// whose new leader claimed it); this one commits nothing more.
 	ErrFenced = errors.New("another writer took the store over")
+	// ErrUnknownOutcome: a replicated commit whose fate was not learnt
+	// (its group's leader changed while it was in flight): it may or may
+	// not have committed. Run again, a transaction that guards what it
+	// read applies at most once.
+	ErrUnknownOutcome = errors.New("commit outcome unknown")
 )
 
 // Grouped is a DB that commits each transaction in one of several groups.
