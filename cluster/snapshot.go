@@ -65,7 +65,7 @@ func (m *StateMachine) SaveSnapshot(ctx interface{}, w io.Writer, stop <-chan st
 	var count uint64
 	var rec []byte
 	var werr error
-	err := m.scanOwned(p.txn, p.owns, nil, nil, func(k, v []byte) bool {
+	err := m.scanOwned(p.txn, p.owns, nil, nil, false, func(k, v []byte) bool {
 		if count%1024 == 0 {
 			select {
 			case <-stop:

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -477,15 +476,24 @@ func (m *StateMachine) Lookup(q interface{}) (interface{}, error) {
 // scan visits the group's keys in [start, end) (nil end: no bound) in key
 // order, copies handed to fn, until fn returns false.
 func (m *StateMachine) scan(txn *badger.Txn, start, end []byte, fn func(k, v []byte) bool) error {
-	return m.scanOwned(txn, m.owns, start, end, fn)
+	return m.scanOwned(txn, m.owns, start, end, false, fn)
 }
 
-// scanOwned is scan judging ownership with owns (nil: every key).
-func (m *StateMachine) scanOwned(txn *badger.Txn, owns func(k, v []byte) bool, start, end []byte, fn func(k, v []byte) bool) error {
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
+// scanReverse is scan from the end of [start, end) down to its start.
+func (m *StateMachine) scanReverse(txn *badger.Txn, start, end []byte, fn func(k, v []byte) bool) error {
+	return m.scanOwned(txn, m.owns, start, end, true, fn)
+}
+
+// scanOwned is scan (or scanReverse) judging ownership with owns (nil:
+// every key).
+func (m *StateMachine) scanOwned(txn *badger.Txn, owns func(k, v []byte) bool, start, end []byte, reverse bool, fn func(k, v []byte) bool) error {
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Reverse: reverse})
 	defer it.Close()
-	first := sort.Search(len(m.spans), func(i int) bool { return bytes.Compare(m.spans[i].End, start) > 0 })
-	for _, s := range m.spans[first:] {
+	for i := range m.spans {
+		s := m.spans[i]
+		if reverse {
+			s = m.spans[len(m.spans)-1-i]
+		}
 		lo, hi := s.Start, s.End
 		if bytes.Compare(start, lo) > 0 {
 			lo = start
@@ -494,64 +502,29 @@ func (m *StateMachine) scanOwned(txn *badger.Txn, owns func(k, v []byte) bool, s
 			hi = end
 		}
 		if bytes.Compare(lo, hi) >= 0 {
-			if end != nil && bytes.Compare(end, s.Start) <= 0 {
-				return nil
+			if !reverse && end != nil && bytes.Compare(end, s.Start) <= 0 || reverse && bytes.Compare(start, s.End) >= 0 {
+				return nil // every span left is beyond the bound
 			}
 			continue
 		}
-		for it.Seek(lo); it.Valid(); it.Next() {
+		from := lo
+		if reverse {
+			from = hi // Seek lands at or before hi: hi itself is skipped below
+		}
+		for it.Seek(from); it.Valid(); it.Next() {
 			item := it.Item()
-			if bytes.Compare(item.Key(), hi) >= 0 {
+			k := item.Key()
+			if !reverse && bytes.Compare(k, hi) >= 0 || reverse && bytes.Compare(k, lo) < 0 {
 				break
 			}
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			if owns != nil && !owns(item.Key(), v) {
+			if reverse && bytes.Compare(k, hi) >= 0 {
 				continue
 			}
-			if !fn(item.KeyCopy(nil), v) {
-				return nil
-			}
-		}
-	}
-	return nil
-}
-
-// scanReverse is scan from the end of [start, end) (nil end: no bound)
-// down to its start.
-func (m *StateMachine) scanReverse(txn *badger.Txn, start, end []byte, fn func(k, v []byte) bool) error {
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false, Reverse: true})
-	defer it.Close()
-	for i := len(m.spans) - 1; i >= 0; i-- {
-		s := m.spans[i]
-		lo, hi := s.Start, s.End
-		if bytes.Compare(start, lo) > 0 {
-			lo = start
-		}
-		if end != nil && bytes.Compare(end, hi) < 0 {
-			hi = end
-		}
-		if bytes.Compare(lo, hi) >= 0 {
-			if bytes.Compare(start, s.End) >= 0 {
-				return nil
-			}
-			continue
-		}
-		for it.Seek(hi); it.Valid(); it.Next() {
-			item := it.Item()
-			if bytes.Compare(item.Key(), hi) >= 0 {
-				continue // Seek lands at or before hi: hi itself is out
-			}
-			if bytes.Compare(item.Key(), lo) < 0 {
-				break
-			}
 			v, err := item.ValueCopy(nil)
 			if err != nil {
 				return err
 			}
-			if m.owns != nil && !m.owns(item.Key(), v) {
+			if owns != nil && !owns(k, v) {
 				continue
 			}
 			if !fn(item.KeyCopy(nil), v) {

@@ -212,13 +212,18 @@ func TestLookup(t *testing.T) {
 		{ScanQuery{Start: []byte("a/"), End: nil, Limit: 2}, "[a/1 a/2] more=true"},
 		{ScanQuery{Start: []byte("b"), End: []byte("c/2"), Limit: 10}, "[c/1] more=false"},
 		{ScanQuery{Start: []byte("a/3"), End: []byte("b/9"), Limit: 10}, "[] more=false"},
+		{ScanQuery{Start: nil, End: nil, Limit: 10, Reverse: true}, "[c/3 c/2 c/1 a/2 a/1] more=false"},
+		{ScanQuery{Start: []byte("a/2"), End: []byte("c/3"), Limit: 10, Reverse: true}, "[c/2 c/1 a/2] more=false"},
+		{ScanQuery{Start: nil, End: []byte("c/2"), Limit: 2, Reverse: true}, "[c/1 a/2] more=true"},
+		{ScanQuery{Start: []byte("b"), End: []byte("c/2"), Limit: 10, Reverse: true}, "[c/1] more=false"},
+		{ScanQuery{Start: []byte("a/3"), End: []byte("b/9"), Limit: 10, Reverse: true}, "[] more=false"},
 	} {
 		r, err := m.Lookup(c.q)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := keys(r); got != c.want {
-			t.Errorf("scan [%q, %q) limit %d = %s, want %s", c.q.Start, c.q.End, c.q.Limit, got, c.want)
+			t.Errorf("scan [%q, %q) limit %d reverse %v = %s, want %s", c.q.Start, c.q.End, c.q.Limit, c.q.Reverse, got, c.want)
 		}
 	}
 	r, err := m.Lookup(GetQuery{Key: []byte("c/2")})

@@ -101,6 +101,18 @@ func TestClusterPlacement(t *testing.T) {
 		t.Fatalf("find by the index: %d documents, first %+v, %v", len(byTag), byTag[:min(1, len(byTag))], err)
 	}
 
+	// Backwards through the _id index of every partition.
+	cur, err = coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: -1}}).SetLimit(5).SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last []struct {
+		ID int `bson:"_id"`
+	}
+	if err := cur.All(ctx, &last); err != nil || len(last) != 5 || last[0].ID != n-1 || last[4].ID != n-5 {
+		t.Fatalf("the last five _ids: %+v, %v", last, err)
+	}
+
 	// Writes of many, and one at a time, in every partition.
 	if r, err := coll.UpdateMany(ctx, bson.D{{Key: "tag", Value: "t1"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "v", Value: 1000000}}}}); err != nil || r.ModifiedCount != n/10 {
 		t.Fatalf("updateMany: %+v, %v", r, err)

@@ -198,20 +198,29 @@ func loopbackPort() (int, error) {
 	return 0, errors.New("no port free on 127.0.0.1-4 (the cluster sections need those loopback addresses)")
 }
 
-func clusterPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, tmpl template) (err error) {
+// clusterScaffold is what a section running `parsec serve` processes
+// on loopback addresses starts with: the binary and a directory for the
+// nodes' data, both removed by cleanup.
+func clusterScaffold(section string) (bin, root string, cleanup func(), err error) {
 	if runtime.GOOS != "linux" {
-		return errors.New("cluster: the section needs Linux (127.0.0.2-3 and /proc)")
+		return "", "", nil, fmt.Errorf("%s: the section needs Linux (127.0.0.2-4 and /proc)", section)
 	}
-	bin, err := buildParsec()
+	if bin, err = buildParsec(); err != nil {
+		return "", "", nil, err
+	}
+	if root, err = os.MkdirTemp("", "parsec-bench-"+section+"-"); err != nil {
+		_ = os.RemoveAll(filepath.Dir(bin))
+		return "", "", nil, err
+	}
+	return bin, root, func() { _ = os.RemoveAll(filepath.Dir(bin)); _ = os.RemoveAll(root) }, nil
+}
+
+func clusterPhase(ctx context.Context, cfg config, rep *report, want func(string) bool, tmpl template) (err error) {
+	bin, root, cleanup, err := clusterScaffold("cluster")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(filepath.Dir(bin))
-	root, err := os.MkdirTemp("", "parsec-bench-cluster-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(root)
+	defer cleanup()
 	var procs []*serverProc
 	defer func() {
 		for _, p := range procs {

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,19 +60,11 @@ type elasticReport struct {
 var movedRE = regexp.MustCompile(`msg="moved a partition's replica" group=(\d+) from=\d+ to=4 bytes=(\d+) duration=(\S+)`)
 
 func elasticPhase(ctx context.Context, rep *report) (err error) {
-	if runtime.GOOS != "linux" {
-		return errors.New("elastic: the section needs Linux (127.0.0.2-4)")
-	}
-	bin, err := buildParsec()
+	bin, root, cleanup, err := clusterScaffold("elastic")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(filepath.Dir(bin))
-	root, err := os.MkdirTemp("", "parsec-bench-elastic-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(root)
+	defer cleanup()
 	var procs []*serverProc
 	defer func() {
 		for _, p := range procs {
