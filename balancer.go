@@ -44,10 +44,9 @@ import (
 // a replica for a group short of one, off a draining node
 // (m/drain/<node:8>), else from the node holding the
 // most replicas to the one holding the fewest when they differ by more
-// than one; then, when replicas are spread, it moves one leader from the
-// node leading the most load (each group weighs one plus its share of
-// the request units its partition consumed lately) to a member node
-// leading the least. It does nothing while a member does not answer.
+// than one; then, when replicas are spread, it moves at most one leader
+// every leaderEvery (balanceLeaders): to even out how many groups each
+// node leads, then to keep hot partitions' leaders on different nodes. It does nothing while a member does not answer.
 // balancerStop (m/balancer) stops new moves; one under way is finished.
 
 var (
@@ -594,15 +593,17 @@ func localMemberChange(ctx context.Context, n *cluster.Node, group uint64, kind 
 	return fmt.Errorf("unknown membership change %q", kind)
 }
 
-// balanceLeaders moves one leader from the node leading the most load to
-// a member of that group leading the least, when that evens them out.
+// balanceLeaders moves at most one leader: first to even out how many
+// groups each node leads (from a node leading the most to a member node
+// leading at least two fewer, the coldest such group), then to keep hot
+// partitions' leaders apart (a group is hot when its partitions consumed
+// at least 1/nodes of the request units of the last minute: a node
+// leading two of them hands the cooler one to a member node leading
+// none and no more groups than it).
 func (gs *groups) balanceLeaders(ctx context.Context) (bool, error) {
 	reg := gs.registry()
-	if len(reg.all) == 0 {
-		return false, nil
-	}
 	w := gs.h.cur.Load()
-	if w == nil {
+	if len(reg.all) == 0 || w == nil {
 		return false, nil
 	}
 	ru := gs.groupRU(w, reg)
@@ -610,16 +611,13 @@ func (gs *groups) balanceLeaders(ctx context.Context) (bool, error) {
 	for _, v := range ru {
 		total += v
 	}
-	weight := func(id uint64) float64 {
-		if total == 0 {
-			return 1
-		}
-		return 1 + float64(len(reg.all))*ru[id]/total
-	}
+	nodes := slices.Sorted(maps.Keys(gs.h.view.Load().raft))
+	hot := func(id uint64) bool { return total > 0 && ru[id]*float64(len(nodes)) >= total }
 	leaders := map[uint64]uint64{} // group -> node
-	load := map[uint64]float64{}
-	for n := range gs.h.view.Load().raft {
-		load[n] = 0
+	count := map[uint64]int{}
+	hots := map[uint64]int{}
+	for _, n := range nodes {
+		count[n] = 0
 	}
 	for _, g := range reg.all {
 		leader, ok := gs.leaderNode(ctx, g)
@@ -627,43 +625,54 @@ func (gs *groups) balanceLeaders(ctx context.Context) (bool, error) {
 			return false, nil // an election: next round
 		}
 		leaders[g.id] = leader
-		load[leader] += weight(g.id)
+		count[leader]++
+		if hot(g.id) {
+			hots[leader]++
+		}
 	}
-	// The heaviest node's groups, heaviest first: move one to the
-	// lightest member node if both end nearer the mean.
-	nodes := slices.Sorted(maps.Keys(load))
-	slices.SortStableFunc(nodes, func(a, b uint64) int {
+	// Coldest first.
+	byLoad := slices.Clone(reg.all)
+	slices.SortStableFunc(byLoad, func(a, b partitionGroup) int {
 		switch {
-		case load[a] > load[b]:
+		case ru[a.id] < ru[b.id]:
 			return -1
-		case load[a] < load[b]:
+		case ru[a.id] > ru[b.id]:
 			return 1
 		}
 		return 0
 	})
-	heavy := nodes[0]
-	groupsOf := slices.DeleteFunc(slices.Clone(reg.all), func(g partitionGroup) bool { return leaders[g.id] != heavy })
-	slices.SortStableFunc(groupsOf, func(a, b partitionGroup) int {
-		switch wa, wb := weight(a.id), weight(b.id); {
-		case wa > wb:
-			return -1
-		case wa < wb:
-			return 1
+	most := slices.MaxFunc(nodes, func(a, b uint64) int { return count[a] - count[b] })
+	for _, g := range byLoad {
+		if leaders[g.id] != most {
+			continue
 		}
-		return 0
-	})
-	for _, g := range groupsOf {
-		for i := len(nodes) - 1; i > 0; i-- {
-			to := nodes[i]
-			if !slices.Contains(g.members(), to) {
+		for _, to := range g.members() {
+			if count[to] <= count[most]-2 && (!hot(g.id) || hots[to] == 0) {
+				gs.h.logger.Info("moving a partition's leader", "group", g.id, "from", most, "to", to, "why", "leaders per node")
+				return true, gs.transferLeader(ctx, g, to)
+			}
+		}
+	}
+	for i := len(byLoad) - 1; i >= 0; i-- { // hottest first: move the cooler of two
+		g := byLoad[i]
+		from := leaders[g.id]
+		if !hot(g.id) || hots[from] < 2 {
+			continue
+		}
+		hots[from]-- // the hottest stays
+		for j := i - 1; j >= 0; j-- {
+			c := byLoad[j]
+			if leaders[c.id] != from || !hot(c.id) {
 				continue
 			}
-			if load[to]+weight(g.id) >= load[heavy] {
-				break // it would only swap the imbalance
+			for _, to := range c.members() {
+				if to != from && hots[to] == 0 && count[to] <= count[from] {
+					gs.h.logger.Info("moving a partition's leader", "group", c.id, "from", from, "to", to, "why", "hot partitions apart")
+					return true, gs.transferLeader(ctx, c, to)
+				}
 			}
-			gs.h.logger.Info("moving a partition's leader", "group", g.id, "from", heavy, "to", to)
-			return true, gs.transferLeader(ctx, g, to)
 		}
+		break
 	}
 	return false, nil
 }
@@ -715,7 +724,7 @@ func (gs *groups) transferLeader(ctx context.Context, g partitionGroup, to uint6
 const leaderTransferWait = time.Second
 
 // leaderEvery is how often at most the balancer moves a leader.
-const leaderEvery = 10 * time.Second
+const leaderEvery = 3 * time.Second
 
 // groupRU is the request units each group's partitions consumed lately.
 func (gs *groups) groupRU(w *writer, reg *registry) map[uint64]float64 {

@@ -30,8 +30,9 @@ func (c *testCluster) addClusterNode(id int, via *clusterNode) *clusterNode {
 // groupPlacement is what serverStatus says of the partition groups: the
 // nodes holding each one's replicas, and the moves under way.
 type groupPlacement struct {
-	nodes  map[int64][]int64 // group -> nodes
-	moving map[int64]bson.Raw
+	nodes   map[int64][]int64 // group -> nodes
+	leaders map[int64]int64   // group -> its leader's node
+	moving  map[int64]bson.Raw
 }
 
 func readPlacement(t *testing.T, admin *mongo.Database) (groupPlacement, error) {
@@ -42,7 +43,7 @@ func readPlacement(t *testing.T, admin *mongo.Database) (groupPlacement, error) 
 	if err != nil {
 		return groupPlacement{}, err
 	}
-	p := groupPlacement{nodes: map[int64][]int64{}, moving: map[int64]bson.Raw{}}
+	p := groupPlacement{nodes: map[int64][]int64{}, leaders: map[int64]int64{}, moving: map[int64]bson.Raw{}}
 	groups, err := raw.LookupErr("parsec", "cluster", "groups")
 	if err != nil {
 		return p, fmt.Errorf("serverStatus without parsec.cluster.groups")
@@ -58,6 +59,12 @@ func readPlacement(t *testing.T, admin *mongo.Database) (groupPlacement, error) 
 		}
 		if m, err := d.LookupErr("moving"); err == nil {
 			p.moving[id] = m.Document()
+		}
+		reps, _ := d.Lookup("replicas").Array().Values()
+		for _, r := range reps {
+			if r.Document().Lookup("leader").Boolean() {
+				p.leaders[id], _ = r.Document().Lookup("node").AsInt64OK()
+			}
 		}
 	}
 	return p, nil
@@ -75,6 +82,25 @@ func (p groupPlacement) spread(nodes []int64) map[int64]int {
 		}
 	}
 	return out
+}
+
+// leadersSpread is whether every node of nodes leads within one group
+// of the mean.
+func (p groupPlacement) leadersSpread(nodes []int64) bool {
+	led := map[int64]int{}
+	for _, n := range p.leaders {
+		led[n]++
+	}
+	if len(p.leaders) != len(p.nodes) {
+		return false
+	}
+	mean := float64(len(p.leaders)) / float64(len(nodes))
+	for _, n := range nodes {
+		if float64(led[n]) < mean-1 || float64(led[n]) > mean+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // balanced is whether every node of nodes holds within one replica of
@@ -109,8 +135,8 @@ func (p groupPlacement) balanced(nodes []int64) bool {
 // registers and insert and increment (the checks of
 // TestClusterLinearizable: a linearizable history, every acknowledged
 // insert there, counters exact). Nodes 4 and 5 join empty and the
-// balancer moves replicas onto them until every node holds within one
-// of the mean; the writer is killed (SIGKILL) in the middle of a move,
+// balancer moves replicas and leaders onto them until every node holds
+// and leads within one of the mean; the writer is killed (SIGKILL) in the middle of a move,
 // which the next writer finishes; then removeShard drains node 5 and
 // node 4 (started, ongoing with the replicas left, completed) and they
 // leave; every group ends with three replicas on nodes 1-3.
@@ -189,8 +215,10 @@ func TestClusterElastic(t *testing.T) {
 		time.Sleep(time.Second)
 		c.start(writer)
 		logf("node %d started again", writer.id)
-		p := waitPlacement("replicas spread over five nodes", five, 90*time.Second, func(p groupPlacement) bool { return p.balanced(five) })
-		logf("balanced over five nodes: %v", p.spread(five))
+		p := waitPlacement("replicas and leaders spread over five nodes", five, 90*time.Second, func(p groupPlacement) bool {
+			return p.balanced(five) && p.leadersSpread(five)
+		})
+		logf("balanced over five nodes: replicas %v, leaders %v", p.spread(five), p.leaders)
 		// Shrink: node 5, then node 4, drained and removed (node 4 by
 		// `parsec cluster remove`). One removal at a time.
 		for _, gone := range []int{5, 4} {
