@@ -31,7 +31,7 @@ type copyFilter struct {
 
 	mu       sync.Mutex
 	done     *sync.Cond
-	inFlight map[string]int // keys claimed by batches not finished, by batch
+	inFlight map[uint64]int // hashes of keys claimed by batches not finished, by batch
 	batches  int
 }
 
@@ -52,12 +52,12 @@ func (s *Store) copyFilterOf(r *Resharding, tmp *Collection) (*copyFilter, error
 		f.seed = maphash.MakeSeed()
 		f.bits = make([]uint64, (n+63)/64)
 		f.done = sync.NewCond(&f.mu)
-		f.inFlight = map[string]int{}
+		f.inFlight = map[uint64]int{}
 		f.err = s.db.View(func(txn kv.Txn) error {
 			it := txn.NewIterator(kv.IterOptions{Prefix: DocPrefix(tmp.ID)})
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {
-				f.add(it.Item().Key())
+				f.add(f.hash(it.Item().Key()))
 			}
 			return nil
 		})
@@ -72,8 +72,11 @@ func (s *Store) copyFilterOf(r *Resharding, tmp *Collection) (*copyFilter, error
 // dropCopyFilter forgets the filter of the copy into collection id.
 func (s *Store) dropCopyFilter(id uint32) { s.copyFilters.Delete(id) }
 
-func (f *copyFilter) positions(key []byte, fn func(word int, bit uint64) bool) bool {
-	h := maphash.Bytes(f.seed, key)
+func (f *copyFilter) hash(key []byte) uint64 { return maphash.Bytes(f.seed, key) }
+
+// positions calls fn with the bits of a key of hash h, until it returns
+// false.
+func (f *copyFilter) positions(h uint64, fn func(word int, bit uint64) bool) bool {
 	h1, h2 := h, h>>32|1
 	m := uint64(len(f.bits)) * 64
 	for i := range uint64(copyFilterHashes) {
@@ -85,54 +88,64 @@ func (f *copyFilter) positions(key []byte, fn func(word int, bit uint64) bool) b
 	return true
 }
 
-func (f *copyFilter) add(key []byte) {
-	f.positions(key, func(w int, b uint64) bool { f.bits[w] |= b; return true })
+func (f *copyFilter) add(h uint64) {
+	f.positions(h, func(w int, b uint64) bool { f.bits[w] |= b; return true })
 }
 
-func (f *copyFilter) mayHold(key []byte) bool {
-	return f.positions(key, func(w int, b uint64) bool { return f.bits[w]&b != 0 })
+func (f *copyFilter) mayHold(h uint64) bool {
+	return f.positions(h, func(w int, b uint64) bool { return f.bits[w]&b != 0 })
 }
 
 // claim claims keys for one batch, waiting first for the batches that
 // claimed any of them and have not finished; it returns the batch's
 // number (for release) and which keys may hold a document and must be
-// read before an insert.
-func (f *copyFilter) claim(keys [][]byte) (batch int, read []bool) {
+// read before an insert. Claims are kept by hash: two keys of one hash
+// only make a batch wait for nothing.
+func (f *copyFilter) claim(keys [][]byte) (c copyClaim, read []bool) {
+	hs := make([]uint64, len(keys))
+	for i, k := range keys {
+		hs[i] = f.hash(k)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for f.claimedElsewhere(keys) {
+	for f.claimedElsewhere(hs) {
 		f.done.Wait()
 	}
 	f.batches++
-	batch = f.batches
+	c = copyClaim{batch: f.batches, hashes: hs}
 	read = make([]bool, len(keys))
-	for i, k := range keys {
-		read[i] = f.mayHold(k)
-		f.add(k)
-		f.inFlight[string(k)] = batch
+	for i, h := range hs {
+		read[i] = f.mayHold(h)
+		f.add(h)
+		f.inFlight[h] = c.batch
 	}
-	return batch, read
+	return c, read
 }
 
-func (f *copyFilter) claimedElsewhere(keys [][]byte) bool {
+// copyClaim is one batch's claim: its number and its keys' hashes.
+type copyClaim struct {
+	batch  int
+	hashes []uint64
+}
+
+func (f *copyFilter) claimedElsewhere(hs []uint64) bool {
 	if len(f.inFlight) == 0 {
 		return false
 	}
-	for _, k := range keys {
-		if _, ok := f.inFlight[string(k)]; ok {
+	for _, h := range hs {
+		if _, ok := f.inFlight[h]; ok {
 			return true
 		}
 	}
 	return false
 }
 
-// release ends batch's claim on keys, once its transaction committed or
-// failed.
-func (f *copyFilter) release(batch int, keys [][]byte) {
+// release ends claim c, once its transaction committed or failed.
+func (f *copyFilter) release(c copyClaim) {
 	f.mu.Lock()
-	for _, k := range keys {
-		if f.inFlight[string(k)] == batch {
-			delete(f.inFlight, string(k))
+	for _, h := range c.hashes {
+		if f.inFlight[h] == c.batch {
+			delete(f.inFlight, h)
 		}
 	}
 	f.mu.Unlock()
