@@ -12,17 +12,23 @@ import (
 // source document the copy saw twice, or two of one _id with the same
 // new shard key): the read is a lookup in every memtable and level of
 // Badger, a sixth of the copy's time. It is a Bloom filter of the
-// temporary collection's document keys, those there when the copy
-// (re)started and those the copy claimed since; while it copies, only
-// the copy writes that collection. A key the filter does not hold holds
-// no document and goes in without the read; a key it may hold is read,
-// as any insert reads it.
+// temporary collection's document keys, and of the counter keys of its
+// logical partitions (lpBaseKey), those there when the copy (re)started
+// and those the copy claimed since; while it copies, only the copy
+// writes that collection. A key the filter does not hold holds no
+// document and goes in without the read; a key it may hold is read, as
+// any insert reads it. A logical partition the filter does not hold has
+// no counters: the batch that claimed it writes them as a base, which
+// no fold has to sum up later (one of each document's three keys when
+// every document has a shard-key value of its own); one it may hold
+// gets a delta, as any write's.
 //
 // Two batches that claim one key at the same time would race (the one
-// that skips the read could overwrite the other's document unseen), so
-// a batch claims all its keys at once, and one that meets a key another
-// batch claimed and has not finished with waits for that batch before
-// it claims anything: its read then sees the other's commit.
+// that skips the read could overwrite the other's document unseen, or
+// its base the other's delta once a fold took it in), so a batch claims
+// all its keys at once, and one that meets a key another batch claimed
+// and has not finished with waits for that batch before it claims
+// anything: its read then sees the other's commit.
 type copyFilter struct {
 	build sync.Once
 	err   error
@@ -35,10 +41,12 @@ type copyFilter struct {
 	batches  int
 }
 
-// copyFilterBits is the filter's size per document of the source, and
-// copyFilterHashes the bits set per key: about 1 % false positives.
+// copyFilterBits is the filter's size per document of the source (10
+// bits per key, for the document's key and its logical partition's when
+// each has its own), and copyFilterHashes the bits set per key: about 1 %
+// false positives.
 const (
-	copyFilterBits   = 10
+	copyFilterBits   = 20
 	copyFilterHashes = 7
 )
 
@@ -58,6 +66,16 @@ func (s *Store) copyFilterOf(r *Resharding, tmp *Collection) (*copyFilter, error
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {
 				f.add(f.hash(it.Item().Key()))
+				if lp, err := logicalPartitionOf(it.Item().Key()); err == nil {
+					f.add(f.hash(lpBaseKey(tmp.ID, lp)))
+				}
+			}
+			lps := txn.NewIterator(kv.IterOptions{Prefix: lpPrefix(tmp.ID)})
+			defer lps.Close()
+			for lps.Rewind(); lps.Valid(); lps.Next() {
+				if lp, _, ok := parseLPCounterKey(lps.Item().Key()); ok {
+					f.add(f.hash(lpBaseKey(tmp.ID, lp)))
+				}
 			}
 			return nil
 		})

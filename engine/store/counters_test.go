@@ -611,38 +611,8 @@ func TestAccountAlternating(t *testing.T) {
 	}
 	for _, c := range colls {
 		checkExact(t, s, c, 20)
-		// Each logical partition's counters hold what its documents add
-		// up to.
-		wantLP := map[string]Counts{}
-		err := s.View(func(tx *Txn) error {
-			return tx.Scan(c, nil, func(key, doc []byte) (bool, error) {
-				lp, err := logicalPartitionOf(key)
-				d := wantLP[string(lp)]
-				d.add(Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key)), IndexBytes: idEntryBytes(t, c, key)})
-				wantLP[string(lp)] = d
-				return true, err
-			})
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = s.db.View(func(txn kv.Txn) error {
-			n, err := scanLogical(txn, c.ID, 0, ^uint64(0), func(lp LogicalPartition) error {
-				k := string(binary.BigEndian.AppendUint64(nil, lp.Point)) + string(lp.Key)
-				if lp.Counts != wantLP[k] {
-					t.Errorf("%s: logical partition %x holds %+v, its documents add up to %+v", c.Namespace(), k, lp.Counts, wantLP[k])
-				}
-				delete(wantLP, k)
-				return nil
-			})
-			if n == 0 || len(wantLP) > 0 {
-				t.Errorf("%s: %d deltas; logical partitions without counters: %d", c.Namespace(), n, len(wantLP))
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		checkLogical(t, s, c)
+		var err error
 		// Each partition's cell holds what its documents add up to.
 		m := c.Map()
 		want := make([]Counts, m.Len())

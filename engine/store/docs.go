@@ -61,8 +61,14 @@ type Txn struct {
 	// absent, when set, says that a key holds no document, so Insert
 	// need not read it (a resharding's copy: copyfilter.go).
 	absent func(key []byte) bool
-	acct   acctCache
-	lpKey  []byte // lpDelta's lookup key, reused
+	// freshLP, when set, says that a logical partition (<point><shard
+	// key>) of the collection written has no counters and no other
+	// writer until this transaction ends, so its counters go in as a
+	// base rather than a delta (a resharding's copy: copyfilter.go):
+	// nothing has to fold them later.
+	freshLP func(lp []byte) bool
+	acct    acctCache
+	lpKey   []byte // lpDelta's lookup key, reused
 }
 
 // cellAt is a collection and the first point of one of its partitions.
@@ -78,6 +84,7 @@ type lpDelta struct {
 	d      Counts
 	read   bool   // stored holds the partition's counters as this transaction sees them
 	stored Counts //
+	fresh  bool   // the partition had no counters: d is written as its base (Txn.freshLP)
 }
 
 type lpRef struct {
@@ -179,7 +186,11 @@ func (t *Txn) commit() error {
 		if l.d == (Counts{}) {
 			continue
 		}
-		if err := t.t.Set(t.s.lpDeltaKey(l.coll, l.lp), encodeCounts(l.d)); err != nil {
+		key := lpBaseKey(l.coll, l.lp)
+		if !l.fresh {
+			key = t.s.lpDeltaKey(l.coll, l.lp)
+		}
+		if err := t.t.Set(key, encodeCounts(l.d)); err != nil {
 			return err
 		}
 	}
@@ -281,7 +292,7 @@ func (t *Txn) lpDelta(c *Collection, key []byte) (*lpDelta, error) {
 		if t.lps == nil {
 			t.lps = map[string]*lpDelta{}
 		}
-		l = &lpDelta{coll: c.ID, lp: append([]byte(nil), lp...)}
+		l = &lpDelta{coll: c.ID, lp: append([]byte(nil), lp...), fresh: t.freshLP != nil && t.freshLP(lp)}
 		t.lps[string(t.lpKey)] = l
 	}
 	t.acct.lp = l

@@ -487,11 +487,22 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 	if err != nil {
 		return err
 	}
-	docKeys := make([][]byte, len(batch))
+	// The batch claims its documents' keys and the counter keys of
+	// their logical partitions, each once.
+	claimKeys := make([][]byte, len(batch), 2*len(batch))
+	lpAt := make(map[string]int, len(batch)) // logical partition -> its place in claimKeys
 	for j, d := range batch {
-		docKeys[j] = d.key
+		claimKeys[j] = d.key
+		lp, err := logicalPartitionOf(d.key)
+		if err != nil {
+			return err
+		}
+		if _, ok := lpAt[string(lp)]; !ok {
+			lpAt[string(lp)] = len(claimKeys)
+			claimKeys = append(claimKeys, lpBaseKey(tmp.ID, lp))
+		}
 	}
-	claim, read := filter.claim(docKeys)
+	claim, read := filter.claim(claimKeys)
 	defer filter.release(claim)
 	err = s.Update(func(tx *Txn) error {
 		tx.unlogged = true // the hidden copy is no change of anyone's
@@ -501,6 +512,10 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 		tx.each = true
 		j := 0
 		tx.absent = func([]byte) bool { return !read[j] }
+		tx.freshLP = func(lp []byte) bool {
+			at, ok := lpAt[string(lp)]
+			return ok && !read[at]
+		}
 		for ; j < len(batch); j++ {
 			d := batch[j]
 			err := tx.Insert(tmp, d.key, d.raw)
