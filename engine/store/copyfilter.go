@@ -26,9 +26,10 @@ import (
 // Two batches that claim one key at the same time would race (the one
 // that skips the read could overwrite the other's document unseen, or
 // its base the other's delta once a fold took it in), so a batch claims
-// all its keys at once, and one that meets a key another batch claimed
-// and has not finished with waits for that batch before it claims
-// anything: its read then sees the other's commit.
+// all its keys at once (of logical partitions, the fresh ones), and one
+// that meets a key another batch claimed and has not finished with
+// waits for that batch before it claims anything: its read then sees
+// the other's commit, and its delta follows the other's base.
 type copyFilter struct {
 	build sync.Once
 	err   error
@@ -114,15 +115,24 @@ func (f *copyFilter) mayHold(h uint64) bool {
 	return f.positions(h, func(w int, b uint64) bool { return f.bits[w]&b != 0 })
 }
 
-// claim claims keys for one batch, waiting first for the batches that
-// claimed any of them and have not finished; it returns the batch's
-// number (for release) and which keys may hold a document and must be
-// read before an insert. Claims are kept by hash: two keys of one hash
-// only make a batch wait for nothing.
-func (f *copyFilter) claim(keys [][]byte) (c copyClaim, read []bool) {
-	hs := make([]uint64, len(keys))
-	for i, k := range keys {
+// claim claims, for one batch, the keys of its documents (docs) and the
+// counter keys of their logical partitions (lps, each once), waiting
+// first for the batches that claimed any of them and have not finished.
+// It returns the claim (for release), which documents' keys may hold a
+// document and must be read before an insert, and which logical
+// partitions are fresh: nothing holds them, and their counters go in as
+// a base. Only fresh partitions are held until release: a partition
+// seen before gets deltas, which any number of batches may write at
+// once, so a new shard key of few values does not make the copy's
+// batches wait for one another. Claims are kept by hash: two keys of
+// one hash only make a batch wait for nothing.
+func (f *copyFilter) claim(docs, lps [][]byte) (c copyClaim, read, fresh []bool) {
+	hs := make([]uint64, len(docs)+len(lps))
+	for i, k := range docs {
 		hs[i] = f.hash(k)
+	}
+	for i, k := range lps {
+		hs[len(docs)+i] = f.hash(k)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -130,14 +140,20 @@ func (f *copyFilter) claim(keys [][]byte) (c copyClaim, read []bool) {
 		f.done.Wait()
 	}
 	f.batches++
-	c = copyClaim{batch: f.batches, hashes: hs}
-	read = make([]bool, len(keys))
+	c = copyClaim{batch: f.batches, hashes: hs[:0:0]}
+	read, fresh = make([]bool, len(docs)), make([]bool, len(lps))
 	for i, h := range hs {
-		read[i] = f.mayHold(h)
+		held := f.mayHold(h)
+		if i < len(docs) {
+			read[i] = held
+		} else if fresh[i-len(docs)] = !held; held {
+			continue // not claimed: deltas
+		}
 		f.add(h)
 		f.inFlight[h] = c.batch
+		c.hashes = append(c.hashes, h)
 	}
-	return c, read
+	return c, read, fresh
 }
 
 // copyClaim is one batch's claim: its number and its keys' hashes.

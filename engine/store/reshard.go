@@ -489,20 +489,21 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 	}
 	// The batch claims its documents' keys and the counter keys of
 	// their logical partitions, each once.
-	claimKeys := make([][]byte, len(batch), 2*len(batch))
-	lpAt := make(map[string]int, len(batch)) // logical partition -> its place in claimKeys
+	docKeys := make([][]byte, len(batch))
+	var lpKeys [][]byte
+	lpAt := make(map[string]int, len(batch)) // logical partition -> its place in lpKeys
 	for j, d := range batch {
-		claimKeys[j] = d.key
+		docKeys[j] = d.key
 		lp, err := logicalPartitionOf(d.key)
 		if err != nil {
 			return err
 		}
 		if _, ok := lpAt[string(lp)]; !ok {
-			lpAt[string(lp)] = len(claimKeys)
-			claimKeys = append(claimKeys, lpBaseKey(tmp.ID, lp))
+			lpAt[string(lp)] = len(lpKeys)
+			lpKeys = append(lpKeys, lpBaseKey(tmp.ID, lp))
 		}
 	}
-	claim, read := filter.claim(claimKeys)
+	claim, read, fresh := filter.claim(docKeys, lpKeys)
 	defer filter.release(claim)
 	err = s.Update(func(tx *Txn) error {
 		tx.unlogged = true // the hidden copy is no change of anyone's
@@ -514,7 +515,7 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 		tx.absent = func([]byte) bool { return !read[j] }
 		tx.freshLP = func(lp []byte) bool {
 			at, ok := lpAt[string(lp)]
-			return ok && !read[at]
+			return ok && fresh[at]
 		}
 		for ; j < len(batch); j++ {
 			d := batch[j]

@@ -436,6 +436,23 @@ func TestReshardingRangesResume(t *testing.T) {
 	}
 }
 
+// logicalPartitionsIn are the logical partitions c holds documents of.
+func logicalPartitionsIn(t *testing.T, s *Store, c *Collection) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	err := s.View(func(tx *Txn) error {
+		return tx.Scan(c, nil, func(key, _ []byte) (bool, error) {
+			lp, err := logicalPartitionOf(key)
+			out[string(lp)] = true
+			return true, err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // lpCounterKeys counts collection id's logical-partition counter keys:
 // bases and deltas.
 func lpCounterKeys(t *testing.T, s *Store, id uint32) (bases, deltas int) {
@@ -472,9 +489,11 @@ func TestReshardingCopyCounterBases(t *testing.T) {
 		newKey shard.Spec
 		b      func(i int32) int32 // the new key's value of document i
 		deltas bool                // some partitions get deltas
+		ranges bool                // after the restart, the ranges are copied at the same time
 	}{
-		{"a partition per document", shard.Spec{Path: "b", Ranged: true}, func(i int32) int32 { return i }, false},
-		{"partitions across batches", shard.Spec{Path: "b"}, func(i int32) int32 { return i % 9 }, true},
+		{"a partition per document", shard.Spec{Path: "b", Ranged: true}, func(i int32) int32 { return i }, false, false},
+		{"partitions across batches", shard.Spec{Path: "b"}, func(i int32) int32 { return i % 9 }, true, false},
+		{"partitions across ranges", shard.Spec{Path: "b"}, func(i int32) int32 { return i % 50 }, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -507,7 +526,28 @@ func TestReshardingCopyCounterBases(t *testing.T) {
 				t.Fatalf("reshardings after a restart: %v, %v", recs, err)
 			}
 			r = recs[0]
-			for done := false; !done; {
+			if tc.ranges {
+				ranges := r.CopyRanges()
+				var wg sync.WaitGroup
+				errs := make([]error, len(ranges))
+				for i := range ranges {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for !ranges[i].Done && errs[i] == nil {
+							errs[i] = s.CopyReshardingRange(r, i, &ranges[i], 3)
+						}
+					}()
+				}
+				wg.Wait()
+				if err := errors.Join(errs...); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.EndReshardingCopy(r, ranges); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for done := tc.ranges; !done; {
 				if done, err = s.CopyResharding(r, 16); err != nil {
 					t.Fatal(err)
 				}
@@ -518,7 +558,7 @@ func TestReshardingCopyCounterBases(t *testing.T) {
 			bases, deltas := lpCounterKeys(t, s, tmp.ID)
 			parts := 200
 			if tc.deltas {
-				parts = 9
+				parts = len(logicalPartitionsIn(t, s, tmp))
 			}
 			if bases != parts || (deltas > 0) != tc.deltas {
 				t.Errorf("%d logical partitions: %d bases and %d deltas", parts, bases, deltas)
