@@ -4,12 +4,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/kv"
+	"github.com/parsecdb/parsec/shard"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // TestCountsExactUnderConcurrentWriters runs 8 writers of 500 operations
@@ -563,5 +566,93 @@ func TestFoldRange(t *testing.T) {
 	})
 	if err != nil || base != (Counts{Docs: 2, Bytes: 250, KeyBytes: 2}) {
 		t.Errorf("base at 100: %+v, %v; want the two cells at 100 and 150", base, err)
+	}
+}
+
+// TestAccountAlternating: a transaction that writes two sharded
+// collections in turn, a few documents at a time over several
+// partitions each, with its counters
+// kept per partition (cells, as a resharding's copy keeps them), counts
+// every document in its own collection, logical partition and
+// partition's cell.
+func TestAccountAlternating(t *testing.T) {
+	s := openMem(t)
+	var colls []*Collection
+	for _, name := range []string{"a", "b"} {
+		c, err := s.CreateCollectionWith("db", name, NewCollection{Spec: shard.Spec{Path: "k"}, Partitions: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		colls = append(colls, c)
+	}
+	err := s.Update(func(tx *Txn) error {
+		tx.each = true
+		for i := int32(0); i < 40; i++ {
+			c := colls[i/5%2] // runs of five documents
+			// Logical partitions of one or several documents, inserted
+			// out of key order.
+			k := (i * 7) % 13
+			doc := bsoncore.BuildDocument(nil,
+				bsoncore.AppendInt32Element(nil, "_id", i),
+				bsoncore.AppendInt32Element(nil, "k", k),
+				bsoncore.AppendStringElement(nil, "pad", strings.Repeat("x", int(i))))
+			key, err := reshardKeyOf(c, c.Spec(), doc)
+			if err != nil {
+				return err
+			}
+			if err := tx.Insert(c, key, doc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range colls {
+		checkExact(t, s, c, 20)
+		checkLogical(t, s, c)
+		var err error
+		// Each partition's cell holds what its documents add up to.
+		m := c.Map()
+		want := make([]Counts, m.Len())
+		err = s.View(func(tx *Txn) error {
+			return tx.Scan(c, nil, func(key, doc []byte) (bool, error) {
+				want[m.Lookup(pointOf(key))].add(Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key)), IndexBytes: idEntryBytes(t, c, key)})
+				return true, nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]Counts, m.Len())
+		err = s.db.View(func(txn kv.Txn) error {
+			prefix := append(counterPrefix(c.ID), cellTag)
+			it := txn.NewIterator(kv.IterOptions{Prefix: prefix})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				point := binary.BigEndian.Uint64(it.Item().Key()[len(prefix):])
+				i := m.Lookup(point)
+				if m.At(i).Min != point {
+					t.Errorf("%s: a cell at %d, inside partition %d", c.Namespace(), point, i)
+				}
+				if err := it.Item().Value(func(v []byte) error {
+					d, err := decodeCounts(v)
+					got[i].add(d)
+					return err
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: partition %d's cell holds %+v, its documents add up to %+v", c.Namespace(), i, got[i], want[i])
+			}
+		}
 	}
 }

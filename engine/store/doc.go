@@ -135,7 +135,11 @@
 //     it changed, so concurrent writers never conflict on counters. Fold,
 //     run by readers when deltas pile up (and at Close), sums deltas into
 //     the base and deletes them in one transaction. The sum of base and
-//     deltas is therefore exact after any crash.
+//     deltas is therefore exact after any crash. One writer sets a base
+//     without reading it: a resharding's copy, for a logical partition
+//     of its hidden collection that has no counters yet and that no
+//     other batch of the copy holds (copyfilter.go), so there is nothing
+//     the base could overwrite.
 //  3. Every document write holds its collection's fence shared until it
 //     commits and checks that its entry (id, epoch, index version) is the
 //     published one; a drop, a rename, a re-placement (sharding a

@@ -61,6 +61,14 @@ type Txn struct {
 	// absent, when set, says that a key holds no document, so Insert
 	// need not read it (a resharding's copy: copyfilter.go).
 	absent func(key []byte) bool
+	// freshLP, when set, says that a logical partition (<point><shard
+	// key>) of the collection written has no counters and no other
+	// writer until this transaction ends, so its counters go in as a
+	// base rather than a delta (a resharding's copy: copyfilter.go):
+	// nothing has to fold them later.
+	freshLP func(lp []byte) bool
+	acct    acctCache
+	lpKey   []byte // lpDelta's lookup key, reused
 }
 
 // cellAt is a collection and the first point of one of its partitions.
@@ -76,6 +84,7 @@ type lpDelta struct {
 	d      Counts
 	read   bool   // stored holds the partition's counters as this transaction sees them
 	stored Counts //
+	fresh  bool   // the partition had no counters: d is written as its base (Txn.freshLP)
 }
 
 type lpRef struct {
@@ -177,7 +186,11 @@ func (t *Txn) commit() error {
 		if l.d == (Counts{}) {
 			continue
 		}
-		if err := t.t.Set(t.s.lpDeltaKey(l.coll, l.lp), encodeCounts(l.d)); err != nil {
+		key := lpBaseKey(l.coll, l.lp)
+		if !l.fresh {
+			key = t.s.lpDeltaKey(l.coll, l.lp)
+		}
+		if err := t.t.Set(key, encodeCounts(l.d)); err != nil {
 			return err
 		}
 	}
@@ -269,16 +282,32 @@ func (t *Txn) lpDelta(c *Collection, key []byte) (*lpDelta, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := string(binary.BigEndian.AppendUint32(nil, c.ID)) + string(lp)
-	if t.lps == nil {
-		t.lps = map[string]*lpDelta{}
+	// An insert counts its document, then its _id entry: the same one.
+	if l := t.acct.lp; l != nil && l.coll == c.ID && bytes.Equal(l.lp, lp) {
+		return l, nil
 	}
-	l := t.lps[k]
+	t.lpKey = append(binary.BigEndian.AppendUint32(t.lpKey[:0], c.ID), lp...)
+	l := t.lps[string(t.lpKey)]
 	if l == nil {
-		l = &lpDelta{coll: c.ID, lp: append([]byte(nil), lp...)}
-		t.lps[k] = l
+		if t.lps == nil {
+			t.lps = map[string]*lpDelta{}
+		}
+		l = &lpDelta{coll: c.ID, lp: append([]byte(nil), lp...), fresh: t.freshLP != nil && t.freshLP(lp)}
+		t.lps[string(t.lpKey)] = l
 	}
+	t.acct.lp = l
 	return l, nil
+}
+
+// acctCache is what account last looked up: a batch writes one
+// collection document after document, and an insert counts its
+// document and then its index entries in the same places.
+type acctCache struct {
+	c                *Collection
+	delta            *Counts
+	lp               *lpDelta
+	cell             *Counts // the cell of c's partition [cellMin, cellMax]
+	cellMin, cellMax uint64
 }
 
 // account adds d to the counters of c and, when c is sharded, of the
@@ -291,32 +320,40 @@ func (t *Txn) account(c *Collection, key []byte, d Counts) error {
 		}
 		l.d.add(d)
 	}
-	t.delta(c.ID).add(d)
+	a := &t.acct
+	if a.c != c {
+		a.c, a.delta, a.cell = c, t.delta(c.ID), nil
+		if t.deltaPts == nil {
+			t.deltaPts = map[uint32]uint64{}
+		}
+		if _, ok := t.deltaPts[c.ID]; !ok {
+			t.deltaPts[c.ID] = pointOf(key)
+		}
+		if !t.home.ok {
+			m := c.Map()
+			t.home = home{coll: c.ID, point: m.At(m.Lookup(pointOf(key))).Min, ok: true}
+		}
+		if t.written == nil {
+			t.written = map[uint32]*Collection{}
+		}
+		t.written[c.ID] = c
+	}
+	a.delta.add(d)
 	if t.each {
-		if t.cells == nil {
-			t.cells = map[cellAt]*Counts{}
+		if p := pointOf(key); a.cell == nil || p < a.cellMin || p > a.cellMax {
+			m := c.Map()
+			part := m.At(m.Lookup(p))
+			at := cellAt{c.ID, part.Min}
+			if t.cells == nil {
+				t.cells = map[cellAt]*Counts{}
+			}
+			if t.cells[at] == nil {
+				t.cells[at] = &Counts{}
+			}
+			a.cell, a.cellMin, a.cellMax = t.cells[at], part.Min, part.Max
 		}
-		m := c.Map()
-		at := cellAt{c.ID, m.At(m.Lookup(pointOf(key))).Min}
-		if t.cells[at] == nil {
-			t.cells[at] = &Counts{}
-		}
-		t.cells[at].add(d)
+		a.cell.add(d)
 	}
-	if t.deltaPts == nil {
-		t.deltaPts = map[uint32]uint64{}
-	}
-	if _, ok := t.deltaPts[c.ID]; !ok {
-		t.deltaPts[c.ID] = pointOf(key)
-	}
-	if !t.home.ok {
-		m := c.Map()
-		t.home = home{coll: c.ID, point: m.At(m.Lookup(pointOf(key))).Min, ok: true}
-	}
-	if t.written == nil {
-		t.written = map[uint32]*Collection{}
-	}
-	t.written[c.ID] = c
 	return nil
 }
 

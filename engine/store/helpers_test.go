@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -167,3 +168,39 @@ func checkPurged(t *testing.T, s *Store, id uint32) {
 }
 
 func isChanged(err error) bool { return errors.Is(err, ErrCollectionChanged) }
+
+// checkLogical asserts that each logical partition's counters of
+// sharded collection c hold what its documents add up to.
+func checkLogical(t *testing.T, s *Store, c *Collection) {
+	t.Helper()
+	want := map[string]Counts{}
+	err := s.View(func(tx *Txn) error {
+		return tx.Scan(c, nil, func(key, doc []byte) (bool, error) {
+			lp, err := logicalPartitionOf(key)
+			d := want[string(lp)]
+			d.add(Counts{Docs: 1, Bytes: int64(len(doc)), KeyBytes: int64(len(key)), IndexBytes: idEntryBytes(t, c, key)})
+			want[string(lp)] = d
+			return true, err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.db.View(func(txn kv.Txn) error {
+		_, err := scanLogical(txn, c.ID, 0, ^uint64(0), func(lp LogicalPartition) error {
+			k := string(binary.BigEndian.AppendUint64(nil, lp.Point)) + string(lp.Key)
+			if lp.Counts != want[k] {
+				t.Errorf("%s: logical partition %x holds %+v, its documents add up to %+v", c.Namespace(), k, lp.Counts, want[k])
+			}
+			delete(want, k)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) > 0 {
+		t.Errorf("%s: %d logical partitions without counters", c.Namespace(), len(want))
+	}
+}

@@ -449,23 +449,27 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 	if start == nil {
 		start = cr.Start
 	}
-	var raws []byte // the batch's documents, one after the other
+	// The batch's documents and keys, one after the other: Badger keeps
+	// what a transaction sets until it commits.
+	var raws, keys []byte
 	err = s.View(func(tx *Txn) error {
 		return tx.ScanRange(src, start, cr.End, func(key, raw []byte) (bool, error) {
 			if len(batch) == n {
 				next = bytes.Clone(key)
 				return false, nil
 			}
-			k, err := reshardKeyOf(tmp, spec, raw)
-			if err != nil {
-				return false, err
-			}
 			if raws == nil {
 				raws = make([]byte, 0, n*(len(raw)+len(raw)/4))
+				keys = make([]byte, 0, n*(len(key)+len(key)/2+16))
+			}
+			kat := len(keys)
+			var err error
+			if keys, err = appendReshardKey(keys, tmp, spec, raw); err != nil {
+				return false, err
 			}
 			at := len(raws)
 			raws = append(raws, raw...)
-			batch = append(batch, doc{k, raws[at:len(raws):len(raws)]})
+			batch = append(batch, doc{keys[kat:len(keys):len(keys)], raws[at:len(raws):len(raws)]})
 			return true, nil
 		})
 	})
@@ -483,20 +487,38 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 	if err != nil {
 		return err
 	}
-	keys := make([][]byte, len(batch))
+	// The batch claims its documents' keys and the counter keys of
+	// their logical partitions, each once.
+	docKeys := make([][]byte, len(batch))
+	var lpKeys [][]byte
+	lpAt := make(map[string]int, len(batch)) // logical partition -> its place in lpKeys
 	for j, d := range batch {
-		keys[j] = d.key
+		docKeys[j] = d.key
+		lp, err := logicalPartitionOf(d.key)
+		if err != nil {
+			return err
+		}
+		if _, ok := lpAt[string(lp)]; !ok {
+			lpAt[string(lp)] = len(lpKeys)
+			lpKeys = append(lpKeys, lpBaseKey(tmp.ID, lp))
+		}
 	}
-	claim, read := filter.claim(keys)
-	defer filter.release(claim, keys)
+	claim, read, fresh := filter.claim(docKeys, lpKeys)
+	defer filter.release(claim)
 	err = s.Update(func(tx *Txn) error {
 		tx.unlogged = true // the hidden copy is no change of anyone's
 		// On a kv that keeps groups apart the batch may land group by
 		// group, its progress last; a batch redone after a crash then
 		// finds some of its documents copied already (the same bytes).
 		tx.each = true
-		for j, d := range batch {
-			tx.absent = func([]byte) bool { return !read[j] }
+		j := 0
+		tx.absent = func([]byte) bool { return !read[j] }
+		tx.freshLP = func(lp []byte) bool {
+			at, ok := lpAt[string(lp)]
+			return ok && fresh[at]
+		}
+		for ; j < len(batch); j++ {
+			d := batch[j]
 			err := tx.Insert(tmp, d.key, d.raw)
 			var dup *DuplicateKeyError
 			if errors.As(err, &dup) && s.grouped != nil {
@@ -566,6 +588,12 @@ func deleteCopyRanges(txn kv.Txn, r *Resharding) error {
 
 // reshardKeyOf is the key of raw in tmp, sharded by spec.
 func reshardKeyOf(tmp *Collection, spec shard.Spec, raw []byte) ([]byte, error) {
+	return appendReshardKey(nil, tmp, spec, raw)
+}
+
+// appendReshardKey appends the key of raw in tmp, sharded by spec, to
+// dst.
+func appendReshardKey(dst []byte, tmp *Collection, spec shard.Spec, raw []byte) ([]byte, error) {
 	sk, err := spec.Extract(raw)
 	if err != nil {
 		id, _ := bsoncore.Document(raw).LookupErr("_id")
@@ -575,8 +603,10 @@ func reshardKeyOf(tmp *Collection, spec shard.Spec, raw []byte) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: a document without _id", ErrCorrupted)
 	}
-	k := DocKey(tmp.ID, spec.Point(sk), nil, nil)
-	return value.EncodeKey(value.EncodeKey(k, sk), id), nil
+	dst = append(dst, 'd', '/')
+	dst = binary.BigEndian.AppendUint32(dst, tmp.ID)
+	dst = binary.BigEndian.AppendUint64(dst, spec.Point(sk))
+	return value.EncodeKey(value.EncodeKey(dst, sk), id), nil
 }
 
 // ApplyResharding brings over the source's changes from r.From() up to

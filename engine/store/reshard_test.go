@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/parsecdb/parsec/engine/kv"
 	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -432,5 +433,136 @@ func TestReshardingRangesResume(t *testing.T) {
 	}
 	if n := rawKeys(t, s, []byte(reshardCopySpace)); n != 0 {
 		t.Errorf("%d copy range keys left", n)
+	}
+}
+
+// logicalPartitionsIn are the logical partitions c holds documents of.
+func logicalPartitionsIn(t *testing.T, s *Store, c *Collection) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	err := s.View(func(tx *Txn) error {
+		return tx.Scan(c, nil, func(key, _ []byte) (bool, error) {
+			lp, err := logicalPartitionOf(key)
+			out[string(lp)] = true
+			return true, err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// lpCounterKeys counts collection id's logical-partition counter keys:
+// bases and deltas.
+func lpCounterKeys(t *testing.T, s *Store, id uint32) (bases, deltas int) {
+	t.Helper()
+	err := s.db.View(func(txn kv.Txn) error {
+		it := txn.NewIterator(kv.IterOptions{Prefix: lpPrefix(id)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			_, delta, ok := parseLPCounterKey(it.Item().Key())
+			switch {
+			case !ok:
+				t.Errorf("logical-partition counter key %x", it.Item().Key())
+			case delta:
+				deltas++
+			default:
+				bases++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bases, deltas
+}
+
+// The copy writes the counters of a logical partition no document of
+// it reached before as a base, and a delta for one it reached in an
+// earlier batch (or before a restart): the counters are exact either
+// way, and a partition of its own per document leaves nothing to fold.
+func TestReshardingCopyCounterBases(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		newKey shard.Spec
+		b      func(i int32) int32 // the new key's value of document i
+		deltas bool                // some partitions get deltas
+		ranges bool                // after the restart, the ranges are copied at the same time
+	}{
+		{"a partition per document", shard.Spec{Path: "b", Ranged: true}, func(i int32) int32 { return i }, false, false},
+		{"partitions across batches", shard.Spec{Path: "b"}, func(i int32) int32 { return i % 9 }, true, false},
+		{"partitions across ranges", shard.Spec{Path: "b"}, func(i int32) int32 { return i % 50 }, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openDir(t, dir)
+			src, err := s.CreateCollectionWith("db", "c", NewCollection{Spec: shard.Spec{Path: "a"}, Partitions: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range int32(200) {
+				doc := abDoc(i, i%7, tc.b(i))
+				if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, doc), doc) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := s.BeginResharding(src, tc.newKey, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.CopyResharding(r, 16); err != nil {
+				t.Fatal(err)
+			}
+			// A restart builds the filter again from what was copied.
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = openDir(t, dir)
+			defer func() { _ = s.Close() }()
+			recs, err := s.Reshardings()
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("reshardings after a restart: %v, %v", recs, err)
+			}
+			r = recs[0]
+			if tc.ranges {
+				ranges := r.CopyRanges()
+				var wg sync.WaitGroup
+				errs := make([]error, len(ranges))
+				for i := range ranges {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for !ranges[i].Done && errs[i] == nil {
+							errs[i] = s.CopyReshardingRange(r, i, &ranges[i], 3)
+						}
+					}()
+				}
+				wg.Wait()
+				if err := errors.Join(errs...); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.EndReshardingCopy(r, ranges); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for done := tc.ranges; !done; {
+				if done, err = s.CopyResharding(r, 16); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tmp := s.CollectionByID(r.TempID)
+			checkExact(t, s, tmp, 200)
+			checkLogical(t, s, tmp)
+			bases, deltas := lpCounterKeys(t, s, tmp.ID)
+			parts := 200
+			if tc.deltas {
+				parts = len(logicalPartitionsIn(t, s, tmp))
+			}
+			if bases != parts || (deltas > 0) != tc.deltas {
+				t.Errorf("%d logical partitions: %d bases and %d deltas", parts, bases, deltas)
+			}
+		})
 	}
 }

@@ -340,7 +340,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	// The reshard phase (reshard.go): reshardCollection's copy rate, and
 	// foreground inserts and point reads during a copy against before.
 	if ctx.Err() == nil && want(reshardWorkload) {
-		if err := reshardPhase(ctx, rep); err != nil {
+		if err := reshardPhase(ctx, cfg, rep); err != nil {
 			return nil, err
 		}
 	}

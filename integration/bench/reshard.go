@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,7 @@ import (
 //	              reshardForegroundGoal x before
 //
 //	go run ./integration/bench -only reshard
+//	go run ./integration/bench -only '^reshard$' -cpuprofile /tmp/cpu.pprof   # /tmp/cpu.reshard-copy-0.pprof: the copy alone
 const (
 	reshardWorkload       = "reshard"
 	reshardDocs           = 200_000
@@ -51,7 +54,7 @@ type reshardReport struct {
 	LoadedCopySeconds float64 `json:"copy_seconds_under_load"`
 }
 
-func reshardPhase(ctx context.Context, rep *report) (err error) {
+func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	srv, stop, err := launchPhase("reshard", integration.ServerOptions{})
 	if err != nil {
 		return err
@@ -84,8 +87,18 @@ func reshardPhase(ctx context.Context, rep *report) (err error) {
 	}
 	out := &reshardReport{Documents: reshardDocs}
 
-	// The copy rate, alone.
-	copySecs, cmdSecs, err := timeReshard(ctx, client, bson.D{{Key: "k", Value: 1}}, nil)
+	// The copy rate, alone (with -cpuprofile, profiled from the command's
+	// start to the copy's end).
+	profile, err := startCPUProfile(profilePath(cfg.CPUProfile, "reshard-copy", 0))
+	if err != nil {
+		return err
+	}
+	copySecs, cmdSecs, err := timeReshard(ctx, client, bson.D{{Key: "k", Value: 1}}, func(start bool) {
+		if !start {
+			profile()
+		}
+	})
+	profile()
 	if err != nil {
 		return err
 	}
@@ -158,6 +171,29 @@ func reshardPhase(ctx context.Context, rep *report) (err error) {
 		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy)
 	rep.Reshard = out
 	return nil
+}
+
+// startCPUProfile starts a CPU profile written to path ("": none) and
+// returns the function that stops it (later calls do nothing).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}, nil
 }
 
 // timeReshard runs reshardCollection of bench.reshard to key and returns
