@@ -83,9 +83,17 @@
 //
 // # Reads
 //
-// Lookup answers GetQuery, ScanQuery (bounded) and AppliedQuery from the
-// replica's state. Node.Read runs them linearizably through ReadIndex
-// (SyncRead) or locally and possibly stale (StaleRead).
+// Lookup answers GetQuery, ScanQuery (bounded, forward or reverse) and
+// AppliedQuery from the replica's state. Node.Read runs them linearizably
+// through ReadIndex (SyncRead) or locally and possibly stale (StaleRead).
+//
+// A routed store (Node.Routed) whose node holds no replica of some groups
+// reaches them through Far, which a node holding one serves: a Get, and
+// an iterator that merges the node's own keys with pages of ScanQuery
+// from each far group (fariter.go), are linearizable but not one
+// snapshot with the node's replicas; a commit to a far group is proposed
+// by the holder, with the same errors as Propose. Keys a replica moved
+// away left in the node's Badger (until it dropped them) are skipped.
 //
 // # Cost
 //
