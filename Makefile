@@ -64,8 +64,10 @@ conformance-baseline:
 ## bench: whole-system benchmarks against a server started for the run;
 ## ONLY=<regexp> runs only the matching sections (make bench ONLY=metrics:
 ## point reads with and without a scraper of /metrics; ONLY=cluster: three
-## nodes against a single server; ONLY=changes: writes with a change stream
-## open, and the latency from a write to its event)
+## nodes against a single server; ONLY=elastic: a 100 MB partition's
+## replica moved between nodes, and the load during the move;
+## ONLY=changes: writes with a change stream open, and the latency from a
+## write to its event)
 bench:
 	go run ./integration/bench -out bench-results.json $(if $(ONLY),-only '$(ONLY)')
 
