@@ -838,6 +838,9 @@ func (h *clusterHandler) addNode(ctx context.Context, id uint64, addr string) er
 			return fmt.Errorf("%s is already node %d's Raft address", addr, other)
 		}
 	}
+	if err := h.probeNewNode(ctx, addr); err != nil {
+		return err
+	}
 	if err := h.node.AddReplica(ctx, dataGroup, id, addr); err != nil {
 		return err
 	}
@@ -851,6 +854,44 @@ func (h *clusterHandler) addNode(ctx context.Context, id uint64, addr string) er
 	}
 	h.logger.Info("node added to the cluster", "node", id, "raft_address", addr)
 	return nil
+}
+
+// probeNewNode refuses to add a node whose client address (its Raft
+// host, this cluster's client port) already answers as a member of
+// another cluster or as a single server: its Raft replicas belong
+// elsewhere. A node not serving yet (one that is joining, or not
+// started) does not answer within a second, and is added.
+func (h *clusterHandler) probeNewNode(ctx context.Context, raftAddr string) error {
+	addr := clientAddress(raftAddr, h.port)
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	up, err := dialUpstream(pctx, addr)
+	if err != nil {
+		return nil
+	}
+	defer up.close()
+	body, err := bson.Marshal(bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"}})
+	if err != nil {
+		return err
+	}
+	reply, err := up.roundTrip(pctx, &wire.Request{OpCode: wire.OpMsg, Body: body})
+	if err != nil {
+		return nil // not serving yet
+	}
+	doc := bsoncore.Document(reply)
+	set, _ := doc.Lookup("setName").StringValueOK()
+	if set == "" {
+		return engine.IllegalOperation("the node at %s (client address %s) answers as a single Parsec server, not as a node waiting to join: stop it, and start it with --join and an empty --data-dir", raftAddr, addr)
+	}
+	hosts, _ := doc.Lookup("hosts").ArrayOK()
+	vals, _ := hosts.Values()
+	me := h.view.Load().clients[h.self]
+	for _, v := range vals {
+		if s, ok := v.StringValueOK(); ok && s == me {
+			return nil // one of ours already (an addNode asked again)
+		}
+	}
+	return engine.IllegalOperation("the node at %s (client address %s) is a member of another cluster (replica set %q, hosts %v): a node joins one cluster; start it with --join and an empty --data-dir", raftAddr, addr, set, vals)
 }
 
 // storeMembers records the members in the group (through the writer's

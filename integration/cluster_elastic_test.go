@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -297,6 +298,33 @@ func TestClusterElastic(t *testing.T) {
 				t.Errorf("removeShard %s on three nodes: %v, want code %d", cmd, err, want)
 			}
 		}
+		// A node that is not waiting to join (here a single server on
+		// the cluster's client port) is not added.
+		single := exec.Command(parsecBinary(t), "serve", "--listen", fmt.Sprintf("127.0.0.6:%d", c.port), "--data-dir", t.TempDir(), "--http", "")
+		if err := single.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = single.Process.Kill(); _ = single.Wait() }()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.6:%d", c.port), time.Second); err == nil {
+				_ = conn.Close()
+				break
+			}
+		}
+		actx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := admin.RunCommand(actx, bson.D{{Key: "addShard", Value: fmt.Sprintf("127.0.0.6:%d", c.raft)}, {Key: "name", Value: "node6"}}).Err()
+		cancel()
+		if code := commandCode(err); code != 20 {
+			t.Errorf("addShard of a single server's address: %v, want IllegalOperation", err)
+		}
+		lctx2, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var after struct {
+			Shards []bson.Raw `bson:"shards"`
+		}
+		if err := admin.RunCommand(lctx2, bson.D{{Key: "listShards", Value: 1}}).Decode(&after); err != nil || len(after.Shards) != 3 {
+			t.Errorf("listShards after the refused addShard: %v, %v", after.Shards, err)
+		}
+		cancel()
 		// The balancer stops and starts, and says so.
 		for _, on := range []bool{false, true} {
 			rctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
