@@ -123,6 +123,7 @@ func TestMoveReplica(t *testing.T) {
 	var acked []int
 	var writerErr error
 	writerDone := make(chan struct{})
+	first := c.nodes[0].node // c.nodes grows below
 	go func() {
 		defer close(writerDone)
 		for i := 1; ; i++ {
@@ -131,7 +132,7 @@ func TestMoveReplica(t *testing.T) {
 				return
 			default:
 			}
-			if err := proposeOnce(c.nodes[0].node, a, writeBatch("x/A/", i), 2*time.Second); err != nil {
+			if err := proposeOnce(first, a, writeBatch("x/A/", i), 2*time.Second); err != nil {
 				writerErr = err
 				return
 			}
