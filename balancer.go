@@ -481,26 +481,20 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 	phase("recording")
 	var now partitionGroup
 	err = gs.catalogTxn(w, func(tx kv.Txn) error {
-		item, err := tx.Get(groupKey(g.id))
-		if err != nil {
-			return err
-		}
-		if err := item.Value(func(v []byte) error { now, err = decodeGroup(groupKey(g.id), v); return err }); err != nil {
-			return err
-		}
-		now.nodes = slices.DeleteFunc(now.nodes, func(n uint64) bool { return n == m.from })
-		now.joined = slices.DeleteFunc(now.joined, func(n uint64) bool { return n == m.from })
-		delete(now.replicas, m.from)
-		if !slices.Contains(now.members(), m.to) {
-			now.joined = append(now.joined, m.to)
-		}
-		if m.toReplica != m.to {
-			if now.replicas == nil {
-				now.replicas = map[uint64]uint64{}
+		var err error
+		now, err = updateGroup(tx, g.id, func(g *partitionGroup) {
+			g.dropMember(m.from)
+			if !slices.Contains(g.members(), m.to) {
+				g.joined = append(g.joined, m.to)
 			}
-			now.replicas[m.to] = m.toReplica
-		}
-		if err := tx.Set(groupKey(g.id), now.encode()); err != nil {
+			if m.toReplica != m.to {
+				if g.replicas == nil {
+					g.replicas = map[uint64]uint64{}
+				}
+				g.replicas[m.to] = m.toReplica
+			}
+		})
+		if err != nil {
 			return err
 		}
 		return tx.Delete(groupMoveKey(g.id))
@@ -743,15 +737,24 @@ func (gs *groups) groupRU(w *writer, reg *registry) map[uint64]float64 {
 func (b *balancer) status() engine.BalancerStatus {
 	st, _ := b.gs.balanceState()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	out := engine.BalancerStatus{Enabled: st.enabled, Rounds: b.rounds.Load(), InRound: len(b.current) > 0, Paused: b.paused}
-	for _, m := range b.current {
-		out.Moves = append(out.Moves, engine.MoveStatus{Group: m.group, From: m.from, To: m.to, Phase: m.phase, Bytes: m.bytes, Started: m.started})
-	}
+	b.mu.Unlock()
+	out.Moves = b.moves()
 	for n := range st.drains {
 		out.Draining = append(out.Draining, n)
 	}
 	slices.Sort(out.Draining)
+	return out
+}
+
+// moves are the moves this writer is making.
+func (b *balancer) moves() []engine.MoveStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []engine.MoveStatus
+	for _, m := range b.current {
+		out = append(out, engine.MoveStatus{Group: m.group, From: m.from, To: m.to, Phase: m.phase, Bytes: m.bytes, Started: m.started})
+	}
 	return out
 }
 
@@ -841,7 +844,7 @@ func (gs *groups) status(ctx context.Context) []engine.GroupStatus {
 	reg := gs.registry()
 	out := make([]engine.GroupStatus, len(reg.all))
 	moves := map[uint64]engine.MoveStatus{}
-	for _, m := range gs.bal.status().Moves {
+	for _, m := range gs.bal.moves() { // (status() would read the catalog too)
 		moves[m.Group] = m
 	}
 	var wg sync.WaitGroup

@@ -930,7 +930,7 @@ func (h *clusterHandler) removeNode(ctx context.Context, id uint64) error {
 		return engine.BadValue("removing node %d would leave %d member: a cluster keeps at least two (three to survive a failure)", id, len(v.raft)-1)
 	}
 	if h.groups != nil {
-		if err := h.groups.changeMembers(ctx, w, id, ""); err != nil {
+		if err := h.groups.removeMember(ctx, w, id); err != nil {
 			return err
 		}
 	}

@@ -759,13 +759,7 @@ type placer struct {
 }
 
 func newPlacer(reg *registry, members []uint64) *placer {
-	p := &placer{members: members, held: map[uint64]int{}}
-	for _, g := range reg.all {
-		for _, n := range g.members() {
-			p.held[n]++
-		}
-	}
-	return p
+	return &placer{members: members, held: replicaCounts(reg, members)}
 }
 
 func (p *placer) next() []uint64 {
@@ -863,36 +857,22 @@ func (gs *groups) applied() map[uint64]uint64 {
 	return out
 }
 
-// changeMembers adds node id at addr to every partition group's members
-// (addr empty: removes it from every group it is a member of), here or
-// through a node holding the group, and records it in the registry.
-func (gs *groups) changeMembers(ctx context.Context, w *writer, id uint64, addr string) error {
+// removeMember removes node id from every partition group it is a
+// member of (removeNode), here or through a node holding the group, and
+// records it in the registry.
+func (gs *groups) removeMember(ctx context.Context, w *writer, id uint64) error {
 	if err := gs.startGroups(); err != nil {
 		return err
 	}
-	var changed []partitionGroup
+	var changed []uint64
 	for _, g := range gs.registry().all {
-		member := slices.Contains(g.members(), id)
-		if member == (addr != "") {
+		if !slices.Contains(g.members(), id) {
 			continue
 		}
-		var err error
-		switch {
-		case addr != "":
-			err = gs.memberChange(ctx, g.id, "add", g.replicaOf(id), addr)
-		default:
-			err = gs.memberChange(ctx, g.id, "remove", g.replicaOf(id), "")
-		}
-		if err != nil {
+		if err := gs.memberChange(ctx, g.id, "remove", g.replicaOf(id), ""); err != nil {
 			return fmt.Errorf("group %d: %w", g.id, err)
 		}
-		if addr != "" {
-			g.joined = append(g.joined, id)
-		} else {
-			g.nodes = slices.DeleteFunc(g.nodes, func(n uint64) bool { return n == id })
-			g.joined = slices.DeleteFunc(g.joined, func(n uint64) bool { return n == id })
-		}
-		changed = append(changed, g)
+		changed = append(changed, g.id)
 	}
 	if len(changed) == 0 {
 		return nil
@@ -902,19 +882,9 @@ func (gs *groups) changeMembers(ctx context.Context, w *writer, id uint64, addr 
 	var now []partitionGroup
 	err := gs.catalogTxn(w, func(tx kv.Txn) error {
 		now = now[:0]
-		for _, c := range changed {
-			// As the registry has it now (a split may have narrowed it),
-			// with the new members.
-			item, err := tx.Get(groupKey(c.id))
+		for _, gid := range changed {
+			g, err := updateGroup(tx, gid, func(g *partitionGroup) { g.dropMember(id) })
 			if err != nil {
-				return err
-			}
-			var g partitionGroup
-			if err := item.Value(func(v []byte) error { g, err = decodeGroup(groupKey(c.id), v); return err }); err != nil {
-				return err
-			}
-			g.nodes, g.joined = c.nodes, c.joined
-			if err := tx.Set(groupKey(g.id), g.encode()); err != nil {
 				return err
 			}
 			now = append(now, g)
@@ -926,6 +896,28 @@ func (gs *groups) changeMembers(ctx context.Context, w *writer, id uint64, addr 
 	}
 	gs.setRegistry(gs.registry().with(now...))
 	return nil
+}
+
+// updateGroup changes group id's registry entry in tx as it is there now
+// (a split may have narrowed it since it was last read) and returns it.
+func updateGroup(tx kv.Txn, id uint64, change func(*partitionGroup)) (partitionGroup, error) {
+	item, err := tx.Get(groupKey(id))
+	if err != nil {
+		return partitionGroup{}, err
+	}
+	var g partitionGroup
+	if err := item.Value(func(v []byte) error { g, err = decodeGroup(groupKey(id), v); return err }); err != nil {
+		return partitionGroup{}, err
+	}
+	change(&g)
+	return g, tx.Set(groupKey(id), g.encode())
+}
+
+// dropMember takes node out of g's members.
+func (g *partitionGroup) dropMember(node uint64) {
+	g.nodes = slices.DeleteFunc(g.nodes, func(n uint64) bool { return n == node })
+	g.joined = slices.DeleteFunc(g.joined, func(n uint64) bool { return n == node })
+	delete(g.replicas, node)
 }
 
 // maybeReconcile reconciles when the catalog changed since the last

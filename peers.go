@@ -337,7 +337,30 @@ func (p *peers) Transfer(ctx context.Context, group, replica uint64) error {
 // Compact asks node to snapshot its replica of group and compact the
 // log before it (Node.CompactGroup).
 func (p *peers) Compact(ctx context.Context, node, group uint64) error {
-	body, err := bson.Marshal(bson.D{{Key: peerCommand, Value: "compact"}, {Key: "group", Value: int64(group)}, {Key: "$db", Value: "admin"}})
+	return p.callNode(ctx, node, bson.D{{Key: peerCommand, Value: "compact"}, {Key: "group", Value: int64(group)}})
+}
+
+// WaitApplied returns once node's replica of group applied index (asked
+// of that node: only it knows), trying again until ctx ends.
+func (p *peers) WaitApplied(ctx context.Context, node, group, index uint64) error {
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := p.callNode(attempt, node, bson.D{{Key: peerCommand, Value: "waitApplied"}, {Key: "group", Value: int64(group)}, {Key: "index", Value: int64(index)}})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %d's replica of group %d did not apply index %d: %w (last: %v)", node, group, index, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// callNode sends cmd to node itself, once, bounded by ctx.
+func (p *peers) callNode(ctx context.Context, node uint64, cmd bson.D) error {
+	body, err := peerBody(ctx, cmd)
 	if err != nil {
 		return err
 	}
@@ -352,33 +375,13 @@ func (p *peers) Compact(ctx context.Context, node, group uint64) error {
 	return nil
 }
 
-// WaitApplied returns once node's replica of group applied index (asked
-// of that node: only it knows), trying again until ctx ends.
-func (p *peers) WaitApplied(ctx context.Context, node, group, index uint64) error {
-	for {
-		attempt, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cmd := bson.D{{Key: peerCommand, Value: "waitApplied"}, {Key: "group", Value: int64(group)}, {Key: "index", Value: int64(index)},
-			{Key: "timeoutMS", Value: int64(9000)}, {Key: "$db", Value: "admin"}}
-		body, err := bson.Marshal(cmd)
-		if err != nil {
-			cancel()
-			return err
-		}
-		r, _, err := p.send(attempt, node, body)
-		cancel()
-		if err == nil {
-			if ok, _ := r.Lookup("ok").AsFloat64OK(); ok == 1 {
-				return nil
-			}
-			msg, _ := r.Lookup("errmsg").StringValueOK()
-			err = errors.New(msg)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node %d's replica of group %d did not apply index %d: %w (last: %v)", node, group, index, ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
-		}
+// peerBody is cmd as a request, with what is left of ctx's time for the
+// peer to work within.
+func peerBody(ctx context.Context, cmd bson.D) ([]byte, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		cmd = append(cmd, bson.E{Key: "timeoutMS", Value: max(int64(time.Until(dl)/time.Millisecond)-100, 1)})
 	}
+	return bson.Marshal(append(cmd, bson.E{Key: "$db", Value: "admin"}))
 }
 
 // peerErr is a peer's failed answer.
@@ -392,11 +395,7 @@ func (e *peerErr) Error() string { return e.msg }
 // while it surely did not reach a group (the node said it holds none,
 // or could not be reached): once sent, its outcome is the answer's.
 func (p *peers) call(ctx context.Context, group uint64, cmd bson.D, read bool) (bson.Raw, error) {
-	if dl, ok := ctx.Deadline(); ok {
-		cmd = append(cmd, bson.E{Key: "timeoutMS", Value: max(int64(time.Until(dl)/time.Millisecond)-100, 1)})
-	}
-	cmd = append(cmd, bson.E{Key: "$db", Value: "admin"})
-	body, err := bson.Marshal(cmd)
+	body, err := peerBody(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}

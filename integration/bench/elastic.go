@@ -302,14 +302,8 @@ func elasticGoals(rep *report) {
 	if r == nil {
 		return
 	}
-	g := goal{Name: fmt.Sprintf("elastic: moving a partition >= %.0f MB/s (ratio to it)", elasticMoveGoal), Workload: elasticWorkload, Min: 1, Ratio: r.MoveMBPerS / elasticMoveGoal, Status: "FAIL"}
-	if g.Ratio >= 1 {
-		g.Status = "PASS"
-	}
-	rep.Goals = append(rep.Goals, g)
-	g = goal{Name: fmt.Sprintf("elastic: foreground ops during the move >= %.1f x before", elasticForegroundGoal), Workload: elasticWorkload, Clients: elasticWorkers, Min: elasticForegroundGoal, Ratio: r.ForegroundRatio, Status: "FAIL"}
-	if g.Ratio >= elasticForegroundGoal {
-		g.Status = "PASS"
-	}
-	rep.Goals = append(rep.Goals, g)
+	g := goal{Name: fmt.Sprintf("elastic: moving a partition >= %.0f MB/s (ratio to it)", elasticMoveGoal), Workload: elasticWorkload, Min: 1, Ratio: r.MoveMBPerS / elasticMoveGoal}
+	rep.Goals = append(rep.Goals, atLeast(g))
+	g = goal{Name: fmt.Sprintf("elastic: foreground ops during the move >= %.1f x before", elasticForegroundGoal), Workload: elasticWorkload, Clients: elasticWorkers, Min: elasticForegroundGoal, Ratio: r.ForegroundRatio}
+	rep.Goals = append(rep.Goals, atLeast(g))
 }

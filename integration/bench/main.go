@@ -116,6 +116,15 @@ type goal struct {
 	Max float64 `json:"max_ratio,omitempty"`
 }
 
+// atLeast is g judged: PASS when its ratio reaches its minimum.
+func atLeast(g goal) goal {
+	g.Status = "FAIL"
+	if g.Ratio >= g.Min {
+		g.Status = "PASS"
+	}
+	return g
+}
+
 var goals = []goal{
 	{Workload: "findById", Clients: 16, Min: 0.75},
 	{Workload: "insertOne", Clients: 16, Min: 0.6},

@@ -252,14 +252,8 @@ func reshardGoals(rep *report) {
 	if r == nil {
 		return
 	}
-	g := goal{Name: fmt.Sprintf("reshard: copy >= %.0f docs/s (ratio to it)", reshardCopyGoal), Workload: reshardWorkload, Min: 1, Ratio: r.CopyDocsPerS / reshardCopyGoal, Status: "FAIL"}
-	if g.Ratio >= 1 {
-		g.Status = "PASS"
-	}
-	rep.Goals = append(rep.Goals, g)
-	g = goal{Name: fmt.Sprintf("reshard: foreground ops during the copy >= %.1f x before", reshardForegroundGoal), Workload: reshardWorkload, Clients: reshardWorkers, Min: reshardForegroundGoal, Ratio: r.ForegroundRatio, Status: "FAIL"}
-	if g.Ratio >= reshardForegroundGoal {
-		g.Status = "PASS"
-	}
-	rep.Goals = append(rep.Goals, g)
+	g := goal{Name: fmt.Sprintf("reshard: copy >= %.0f docs/s (ratio to it)", reshardCopyGoal), Workload: reshardWorkload, Min: 1, Ratio: r.CopyDocsPerS / reshardCopyGoal}
+	rep.Goals = append(rep.Goals, atLeast(g))
+	g = goal{Name: fmt.Sprintf("reshard: foreground ops during the copy >= %.1f x before", reshardForegroundGoal), Workload: reshardWorkload, Clients: reshardWorkers, Min: reshardForegroundGoal, Ratio: r.ForegroundRatio}
+	rep.Goals = append(rep.Goals, atLeast(g))
 }
