@@ -76,10 +76,14 @@
 // run, so it sees exactly the state at the applied index; SaveSnapshot
 // streams the spans from it in key order (format in snapshot.go) with the
 // applied index in the header. RecoverFromSnapshot writes the marker
-// r/s<shardID:8>, deletes the spans, writes the snapshot's keys, then
-// stores the applied index and removes the marker in one commit. Open
-// finding the marker clears the spans and returns 0, so an interrupted
-// restore is redone and never mixes two states.
+// r/s<shardID:8>, deletes the spans but the observed keys, writes the
+// snapshot's keys (its observed keys overwrite the replica's), then
+// deletes the observed keys the snapshot lacked, stores the applied index
+// and removes the marker in one commit. Open finding the marker clears
+// the spans the same way, judging ownership by the observed keys it
+// loads first, and returns 0, so an interrupted restore is redone and
+// never mixes two states, and never deletes the keys of a group split
+// off the replica's range since it was created.
 //
 // # Reads
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -103,7 +104,11 @@ func (m *StateMachine) SaveSnapshot(ctx interface{}, w io.Writer, stop <-chan st
 // RecoverFromSnapshot replaces the group's spans with a snapshot's. It
 // first writes the restoring marker, so a crash part way leaves a state
 // Open recognises and clears; the applied index and the marker's removal
-// are the last commit.
+// are the last commit. The observed keys are replaced, not cleared first:
+// ownership depends on them, and a crash part way must not leave a
+// replica judging by the range it was created with (which may cover a
+// split-off group's keys on this node); those the snapshot lacks go in
+// the last commit.
 func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	shardID, applied, spans, err := readSnapshotHeader(br)
@@ -127,6 +132,7 @@ func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) er
 	wb := m.db.NewWriteBatch()
 	defer wb.Cancel()
 	var count uint64
+	var observed [][]byte // the snapshot's observed keys
 	for {
 		key, err := readField(br)
 		if err != nil {
@@ -152,6 +158,9 @@ func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) er
 		if err := wb.Set(key, value); err != nil {
 			return err
 		}
+		if m.isObserved(key) {
+			observed = append(observed, key)
+		}
 		count++
 	}
 	var want [8]byte
@@ -164,7 +173,16 @@ func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) er
 	if err := wb.Flush(); err != nil {
 		return err
 	}
+	stale, err := m.staleObserved(observed)
+	if err != nil {
+		return err
+	}
 	if err := m.db.Update(func(txn *badger.Txn) error {
+		for _, k := range stale {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
 		if err := txn.Set(appliedKey(m.shardID), binary.BigEndian.AppendUint64(nil, applied)); err != nil {
 			return err
 		}
@@ -232,7 +250,44 @@ func readField(br *bufio.Reader) ([]byte, error) {
 	return p, nil
 }
 
-// clear deletes every key of the group's spans (that it owns).
+// isObserved says key is under the group's Observe prefix.
+func (m *StateMachine) isObserved(key []byte) bool {
+	return len(m.observe) > 0 && bytes.HasPrefix(key, m.observe)
+}
+
+// staleObserved are the group's observed keys in Badger (that it owns)
+// that a restored snapshot did not hold (keep: sorted, its keys).
+func (m *StateMachine) staleObserved(keep [][]byte) ([][]byte, error) {
+	if len(m.observe) == 0 {
+		return nil, nil
+	}
+	var stale [][]byte
+	err := m.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: m.observe})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if _, kept := slices.BinarySearchFunc(keep, k, bytes.Compare); kept || !inSpans(m.spans, k) {
+				continue
+			}
+			if m.owns != nil {
+				owned := false
+				if err := it.Item().Value(func(v []byte) error { owned = m.owns(k, v); return nil }); err != nil {
+					return err
+				}
+				if !owned {
+					continue
+				}
+			}
+			stale = append(stale, it.Item().KeyCopy(nil))
+		}
+		return nil
+	})
+	return stale, err
+}
+
+// clear deletes every key of the group's spans (that it owns) but its
+// observed keys.
 func (m *StateMachine) clear(stop <-chan struct{}) error {
 	wb := m.db.NewWriteBatch()
 	defer wb.Cancel()
@@ -249,6 +304,9 @@ func (m *StateMachine) clear(stop <-chan struct{}) error {
 					return sm.ErrSnapshotStopped
 				default:
 				}
+			}
+			if m.isObserved(it.Item().Key()) {
+				continue
 			}
 			if m.owns != nil {
 				owned := false

@@ -92,8 +92,9 @@ func (m *StateMachine) Applied() uint64 { return m.applied.Load() }
 
 // Open returns the applied index stored with the data. A snapshot restore
 // that did not finish leaves its marker: the spans then hold an unknown
-// mix, so Open empties them and returns 0, and dragonboat restores the
-// snapshot (or replays the log) again.
+// mix, so Open empties them (but the observed keys, which say what the
+// group owns) and returns 0, and dragonboat restores the snapshot (or
+// replays the log) again.
 func (m *StateMachine) Open(stop <-chan struct{}) (uint64, error) {
 	var applied uint64
 	var restoring bool
@@ -118,6 +119,13 @@ func (m *StateMachine) Open(stop <-chan struct{}) (uint64, error) {
 		return 0, fmt.Errorf("open group %d: %w", m.shardID, err)
 	}
 	if restoring {
+		// Ownership is judged with the observed keys as Badger holds
+		// them (a restore keeps them until its last commit): the range
+		// the configuration was created with may cover keys a split
+		// handed to another group since.
+		if err := m.loadObserved(); err != nil {
+			return 0, fmt.Errorf("open group %d: %w", m.shardID, err)
+		}
 		if err := m.clear(stop); errors.Is(err, sm.ErrSnapshotStopped) {
 			return 0, sm.ErrOpenStopped
 		} else if err != nil {

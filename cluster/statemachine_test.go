@@ -532,3 +532,102 @@ func TestGroupsShareSpansByOwnership(t *testing.T) {
 		t.Error("a replica owning B's keys took A's records")
 	}
 }
+
+// TestRestoreKeepsSplitOffKeys: a replica whose range a split narrowed
+// (its observed key y/!lim) shares its span with the group split from
+// it. A restore that a crash cuts short, at any point, clears only the
+// keys the replica owns by its observed range, not by the range it was
+// created with, and the next restore replaces the observed key.
+func TestRestoreKeepsSplitOffKeys(t *testing.T) {
+	// machine is group 40's replica as a node starts it: it owns y/<n>
+	// below its limit, 100 as created, until its observed key says.
+	machine := func(db *badger.DB) *StateMachine {
+		var limit atomic.Value
+		limit.Store("100")
+		m, err := NewStateMachine(db, 40, []Span{PrefixSpan([]byte("y/"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.observe = []byte("y/!")
+		m.onApply = func(k, v []byte) {
+			if string(k) == "y/!lim" {
+				limit.Store(string(v))
+			}
+		}
+		m.owns = func(k, _ []byte) bool {
+			return bytes.HasPrefix(k, []byte("y/!")) || len(k) == 5 && string(k[2:]) < limit.Load().(string)
+		}
+		if _, err := m.Open(nil); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	put := func(m *StateMachine, index uint64, kvs ...string) {
+		b := NewBatch()
+		for i := 0; i < len(kvs); i += 2 {
+			b.Put([]byte(kvs[i]), []byte(kvs[i+1]))
+		}
+		if _, err := m.Update([]sm.Entry{{Index: index, Cmd: b.Encoded()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The snapshot: the group at index 30, split at 050, with a key of
+	// its own and an observed key the receiver lacks.
+	src := openBadger(t, filepath.Join(t.TempDir(), "src"))
+	defer src.Close()
+	a := machine(src)
+	put(a, 30, "y/010", "new", "y/020", "new", "y/!lim", "050", "y/!new", "x")
+	point, err := a.PrepareSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	if err := a.SaveSnapshot(point, &snap, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	db := openBadger(t, filepath.Join(t.TempDir(), "dst"))
+	defer db.Close()
+	m := machine(db)
+	put(m, 10, "y/000", "old", "y/010", "old", "y/060", "old", "y/!old", "x")
+	put(m, 11, "y/!lim", "050")
+	// Group 41, split from 40, holds y/050 and up on this node.
+	child := `"y/060"="old"` + "\n" + `"y/095"="child"` + "\n"
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("y/095"), []byte("child")) }); err != nil {
+		t.Fatal(err)
+	}
+	childKeys := func() string {
+		t.Helper()
+		return dump(t, db, "y/06") + dump(t, db, "y/09")
+	}
+
+	// A restore cut short after its clear, part way through the stream.
+	cut := snap.Bytes()[:snap.Len()/2]
+	if err := m.RecoverFromSnapshot(bytes.NewReader(cut), nil); err == nil {
+		t.Fatal("a truncated snapshot was taken")
+	}
+	if got := dump(t, db, "y/!lim"); got != `"y/!lim"="050"`+"\n" {
+		t.Errorf("observed key part way through a restore: %q", got)
+	}
+	// The node restarts: its replica judges by the observed range.
+	m = machine(db)
+	if m.Stats().OpenIndex != 0 {
+		t.Errorf("opened at %d after an unfinished restore, want 0", m.Stats().OpenIndex)
+	}
+	if got := childKeys(); got != child {
+		t.Errorf("the split-off group's keys after opening an unfinished restore:\n%s\nwant:\n%s", got, child)
+	}
+	if got := dump(t, db, "y/0") + dump(t, db, "y/!"); got != child+`"y/!lim"="050"`+"\n"+`"y/!old"="x"`+"\n" {
+		t.Errorf("after opening an unfinished restore:\n%s", got)
+	}
+	if err := m.RecoverFromSnapshot(bytes.NewReader(snap.Bytes()), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := `"y/!lim"="050"` + "\n" + `"y/!new"="x"` + "\n" + `"y/010"="new"` + "\n" + `"y/020"="new"` + "\n" + child
+	if got := dump(t, db, "y/"); got != want {
+		t.Errorf("after the restore:\n%s\nwant:\n%s", got, want)
+	}
+	if m.Applied() != 30 || dump(t, db, string(restoringKey(40))) != "" {
+		t.Errorf("applied %d, restoring marker %q", m.Applied(), dump(t, db, string(restoringKey(40))))
+	}
+}
