@@ -40,7 +40,10 @@ import (
 // A move from no node (from 0) adds a replica to a group that has fewer
 // than three (one of its members was removed).
 //
-// A round resumes recorded moves first, then plans at most one new move:
+// A round resumes recorded moves, and plans new ones until
+// maxConcurrentMoves (balancerStart's; 1 unless set) run at once, no node
+// taking part in two and no group moving while it is due to split (a
+// group split off during a move would not start on the move's target):
 // a replica for a group short of one, off a draining node
 // (m/drain/<node:8>), else from the node holding the
 // most replicas to the one holding the fewest when they differ by more
@@ -88,15 +91,19 @@ func decodeMove(key, v []byte) (groupMove, error) {
 
 // balanceState is what the catalog says of the balancer.
 type balanceState struct {
-	enabled bool
+	enabled  bool
+	maxMoves int // replica moves at once (balancerStart's maxConcurrentMoves)
 	moves   map[uint64]groupMove // by group
 	drains  map[uint64]time.Time // draining nodes, since
 }
 
 func readBalanceState(t kv.Txn) (balanceState, error) {
-	st := balanceState{enabled: true, moves: map[uint64]groupMove{}, drains: map[uint64]time.Time{}}
+	st := balanceState{enabled: true, maxMoves: defaultMaxMoves, moves: map[uint64]groupMove{}, drains: map[uint64]time.Time{}}
 	if item, err := t.Get(balancerKey); err == nil {
-		_ = item.Value(func(v []byte) error { st.enabled = len(v) == 0 || v[0] != 0; return nil })
+		_ = item.Value(func(v []byte) error {
+			st.enabled, st.maxMoves = decodeBalancerSettings(v)
+			return nil
+		})
 	} else if !errors.Is(err, kv.ErrNotFound) {
 		return st, err
 	}
@@ -116,6 +123,26 @@ func readBalanceState(t kv.Txn) (balanceState, error) {
 		return nil
 	})
 	return st, err
+}
+
+// m/balancer's value: <enabled:1>[<max moves:4>] (the count absent:
+// defaultMaxMoves).
+func decodeBalancerSettings(v []byte) (enabled bool, maxMoves int) {
+	enabled, maxMoves = len(v) == 0 || v[0] != 0, defaultMaxMoves
+	if len(v) >= 5 {
+		if n := int(binary.BigEndian.Uint32(v[1:])); n >= 1 && n <= engine.MaxConcurrentMoves {
+			maxMoves = n
+		}
+	}
+	return enabled, maxMoves
+}
+
+func encodeBalancerSettings(enabled bool, maxMoves int) []byte {
+	v := []byte{0}
+	if enabled {
+		v[0] = 1
+	}
+	return binary.BigEndian.AppendUint32(v, uint32(maxMoves))
 }
 
 // scanPrefix calls fn with every key and value under prefix.
@@ -146,6 +173,10 @@ type balancer struct {
 func newBalancer(gs *groups) *balancer {
 	return &balancer{gs: gs, current: map[uint64]*groupMove{}}
 }
+
+// defaultMaxMoves is how many replicas move at once until
+// balancerStart's maxConcurrentMoves says otherwise.
+const defaultMaxMoves = 1
 
 // balanceEvery is how often the writer runs a round.
 const balanceEvery = time.Second
@@ -194,21 +225,42 @@ func (b *balancer) round(w *writer) error {
 		b.setPaused(fmt.Sprintf("node %v does not answer", down))
 		return nil
 	}
-	for _, m := range st.moves {
-		if err := b.finish(ctx, w, m); err != nil {
-			return fmt.Errorf("moving group %d's replica from node %d to node %d: %w", m.group, m.from, m.to, err)
-		}
-	}
+	moves := slices.Collect(maps.Values(st.moves))
 	if !st.enabled {
 		b.setPaused("stopped (balancerStop)")
+	} else {
+		b.setPaused("")
+		for len(moves) < st.maxMoves {
+			m, ok, err := b.record(w, st, moves)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			moves = append(moves, m)
+		}
+	}
+	if len(moves) > 0 {
+		// Recorded moves are finished (a writer before this one may have
+		// left them part way) beside the new ones; the next round plans
+		// with the registry they leave.
+		errs := make([]error, len(moves))
+		var wg sync.WaitGroup
+		for i, m := range moves {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := b.finish(ctx, w, m); err != nil {
+					errs[i] = fmt.Errorf("moving group %d's replica from node %d to node %d: %w", m.group, m.from, m.to, err)
+				}
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	if !st.enabled {
 		return nil
-	}
-	b.setPaused("")
-	if len(st.moves) > 0 {
-		return nil // the next round plans with the registry they left
-	}
-	if m, ok := gs.planMove(st); ok {
-		return b.start(ctx, w, m)
 	}
 	if time.Since(b.lastLeaderMove) < leaderEvery {
 		return nil
@@ -277,23 +329,43 @@ func replicaCounts(reg *registry, members []uint64) map[uint64]int {
 
 // planMove chooses the next replica to move: off a draining node first,
 // else from the most to the least loaded node when they differ by more
-// than one.
-func (gs *groups) planMove(st balanceState) (groupMove, bool) {
+// than one. Moves under way (busy) count as done, and no node takes
+// part in two at once, nor a group in two; a group due to split (skip)
+// does not move.
+func (gs *groups) planMove(st balanceState, busy []groupMove, skip func(partitionGroup) bool) (groupMove, bool) {
 	reg := gs.registry()
 	members := slices.Sorted(maps.Keys(gs.h.view.Load().raft))
+	held := replicaCounts(reg, members)
+	inMove := map[uint64]bool{} // nodes
+	moving := map[uint64]bool{} // groups
+	for _, m := range busy {
+		moving[m.group] = true
+		inMove[m.from], inMove[m.to] = true, true
+		if _, ok := held[m.from]; ok && m.from != 0 {
+			held[m.from]--
+		}
+		if _, ok := held[m.to]; ok {
+			held[m.to]++
+		}
+	}
 	var targets []uint64
 	for _, n := range members {
 		if _, draining := st.drains[n]; !draining {
 			targets = append(targets, n)
 		}
 	}
-	held := replicaCounts(reg, members)
+	candidates := make([]partitionGroup, 0, len(reg.all))
+	for _, g := range reg.all {
+		if !moving[g.id] && !skip(g) {
+			candidates = append(candidates, g)
+		}
+	}
 	// least is the target holding fewest replicas that holds none of g.
 	least := func(g partitionGroup) (uint64, bool) {
 		var best uint64
 		found := false
 		for _, n := range targets {
-			if slices.Contains(g.members(), n) {
+			if slices.Contains(g.members(), n) || inMove[n] {
 				continue
 			}
 			if !found || held[n] < held[best] {
@@ -304,7 +376,7 @@ func (gs *groups) planMove(st balanceState) (groupMove, bool) {
 	}
 	// A group with fewer replicas than it should have (a member was
 	// removed, or lost) gets one on the least loaded node first.
-	for _, g := range reg.all {
+	for _, g := range candidates {
 		if len(g.members()) < replicasPerGroup {
 			if to, ok := least(g); ok {
 				return groupMove{group: g.id, to: to}, true
@@ -312,7 +384,10 @@ func (gs *groups) planMove(st balanceState) (groupMove, bool) {
 		}
 	}
 	for _, from := range slices.Sorted(maps.Keys(st.drains)) {
-		for _, g := range reg.all {
+		if inMove[from] {
+			continue
+		}
+		for _, g := range candidates {
 			if !slices.Contains(g.members(), from) {
 				continue
 			}
@@ -327,7 +402,10 @@ func (gs *groups) planMove(st balanceState) (groupMove, bool) {
 	byLoad := slices.Clone(targets)
 	slices.SortStableFunc(byLoad, func(a, b uint64) int { return held[b] - held[a] })
 	most := byLoad[0]
-	for _, g := range reg.all {
+	if inMove[most] {
+		return groupMove{}, false
+	}
+	for _, g := range candidates {
 		if !slices.Contains(g.members(), most) {
 			continue
 		}
@@ -338,16 +416,35 @@ func (gs *groups) planMove(st balanceState) (groupMove, bool) {
 	return groupMove{}, false
 }
 
-// start records move m (with the new replica's ID) and makes it.
-func (b *balancer) start(ctx context.Context, w *writer, m groupMove) error {
+// record plans the next move beside those under way (busy) and records
+// it, with the new replica's ID, for finish to make; false: none is due.
+// It holds the groups' lock, as a split does: no group splits while a
+// replica of it moves (the group split off would start without the
+// replica being added), and no move begins while a split is due.
+func (b *balancer) record(w *writer, st balanceState, busy []groupMove) (groupMove, bool, error) {
 	gs := b.gs
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	pending, err := gs.pendingSplits()
+	if err != nil {
+		return groupMove{}, false, err
+	}
+	m, ok := gs.planMove(st, busy, func(g partitionGroup) bool {
+		_, reserved := pending[g.id]
+		return reserved || gs.splitDue(w, g)
+	})
+	if !ok {
+		return groupMove{}, false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	g, ok := gs.registry().byID(m.group)
 	if !ok {
-		return fmt.Errorf("group %d is not registered", m.group)
+		return groupMove{}, false, fmt.Errorf("group %d is not registered", m.group)
 	}
 	ms, err := gs.membership(ctx, g.id)
 	if err != nil {
-		return err
+		return groupMove{}, false, err
 	}
 	if m.from != 0 {
 		m.fromReplica = g.replicaOf(m.from)
@@ -359,10 +456,11 @@ func (b *balancer) start(ctx context.Context, w *writer, m groupMove) error {
 	m.started = time.Now()
 	m.bytes = gs.groupBytes(w, g)
 	if err := gs.catalogTxn(w, func(tx kv.Txn) error { return tx.Set(groupMoveKey(g.id), m.encode()) }); err != nil {
-		return err
+		return groupMove{}, false, err
 	}
+	gs.noteMove(m)
 	gs.h.logger.Info("moving a partition's replica", "group", g.id, "from", m.from, "to", m.to, "replica", m.toReplica, "bytes", m.bytes)
-	return b.finish(ctx, w, m)
+	return m, true, nil
 }
 
 // used is whether replica ID id was ever used in the group.
@@ -401,13 +499,13 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 		return gs.catalogTxn(w, func(tx kv.Txn) error { return tx.Delete(groupMoveKey(m.group)) })
 	}
 	v := gs.h.view.Load()
-	toAddr, ok := v.raft[m.to]
-	if !ok {
-		return fmt.Errorf("node %d is not a member", m.to)
-	}
 	ms, err := gs.membership(ctx, g.id)
 	if err != nil {
 		return err
+	}
+	toAddr, ok := v.raft[m.to]
+	if !ok {
+		return b.abort(ctx, w, m, ms, fmt.Sprintf("node %d left the cluster", m.to))
 	}
 	if _, voter := ms.Voters[m.toReplica]; !voter {
 		if _, nv := ms.NonVoting[m.toReplica]; !nv {
@@ -470,6 +568,7 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 		if err := gs.memberChange(ctx, g.id, "remove", m.fromReplica, ""); err != nil {
 			return err
 		}
+		gs.h.crashPoint(crashMoveRemoved)
 	}
 	if m.to == gs.h.self {
 		b := cluster.NewBatch()
@@ -509,6 +608,63 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 	return nil
 }
 
+// abort ends move m without its target (a node that left the cluster):
+// the target's replica leaves the group's membership, and the registry
+// loses the source too when its replica was removed already (the repair
+// rule then adds a replica elsewhere).
+func (b *balancer) abort(ctx context.Context, w *writer, m groupMove, ms cluster.Membership, why string) error {
+	gs := b.gs
+	_, voter := ms.Voters[m.toReplica]
+	if _, nonVoting := ms.NonVoting[m.toReplica]; voter || nonVoting {
+		if err := gs.memberChange(ctx, m.group, "remove", m.toReplica, ""); err != nil {
+			return fmt.Errorf("aborting the move (%s): %w", why, err)
+		}
+	}
+	_, fromVoter := ms.Voters[m.fromReplica]
+	dropFrom := m.from != 0 && !fromVoter
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	gs.routing.Lock()
+	defer gs.routing.Unlock()
+	var now partitionGroup
+	err := gs.catalogTxn(w, func(tx kv.Txn) error {
+		if dropFrom {
+			var err error
+			if now, err = updateGroup(tx, m.group, func(g *partitionGroup) { g.dropMember(m.from) }); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(groupMoveKey(m.group))
+	})
+	if err != nil {
+		return err
+	}
+	if dropFrom {
+		gs.setRegistry(gs.registry().with(now))
+	}
+	gs.h.logger.Warn("gave up moving a partition's replica", "group", m.group, "from", m.from, "to", m.to, "why", why)
+	return nil
+}
+
+// splitDue says a boundary of g's collection's partition map lies inside
+// g's range: reconcile will split it.
+func (gs *groups) splitDue(w *writer, g partitionGroup) bool {
+	st := w.open.Load()
+	if st == nil {
+		return false
+	}
+	c := st.CollectionByID(g.coll)
+	if c == nil {
+		return false
+	}
+	for _, p := range c.Map().Partitions() {
+		if p.Min > g.min && p.Min <= g.max {
+			return true
+		}
+	}
+	return false
+}
+
 // groupBytes is what the partitions of g hold, from the writer's
 // statistics (0 when unknown).
 func (gs *groups) groupBytes(w *writer, g partitionGroup) int64 {
@@ -535,10 +691,15 @@ func (gs *groups) groupBytes(w *writer, g partitionGroup) int64 {
 
 // voterHere is whether this node runs a replica of group as one of its
 // registered members (not one a move is adding, which knows nothing
-// before it has caught up).
+// before it has caught up, nor one a move is taking away: once removed
+// from the group, before the registry says so, it would hold every
+// proposal and read until its time ran out).
 func (gs *groups) voterHere(group uint64) bool {
 	if group == dataGroup {
 		return gs.h.node.Started(group) // every node holds the catalog
+	}
+	if m, moving := gs.moveOf(group); moving && m.from == gs.h.self {
+		return false
 	}
 	g, ok := gs.registry().byID(group)
 	return ok && gs.h.node.Started(group) && slices.Contains(g.members(), gs.h.self)
@@ -737,7 +898,7 @@ func (gs *groups) groupRU(w *writer, reg *registry) map[uint64]float64 {
 func (b *balancer) status() engine.BalancerStatus {
 	st, _ := b.gs.balanceState()
 	b.mu.Lock()
-	out := engine.BalancerStatus{Enabled: st.enabled, Rounds: b.rounds.Load(), InRound: len(b.current) > 0, Paused: b.paused}
+	out := engine.BalancerStatus{Enabled: st.enabled, MaxMoves: st.maxMoves, Rounds: b.rounds.Load(), InRound: len(b.current) > 0, Paused: b.paused}
 	b.mu.Unlock()
 	out.Moves = b.moves()
 	for n := range st.drains {
@@ -762,7 +923,9 @@ var _ engine.Balancer = (*balancer)(nil)
 
 func (b *balancer) Status() engine.BalancerStatus { return b.status() }
 
-func (b *balancer) SetEnabled(_ context.Context, on bool) error { return b.setEnabled(on) }
+func (b *balancer) SetEnabled(_ context.Context, on bool, maxMoves int) error {
+	return b.setEnabled(on, maxMoves)
+}
 
 // RemoveShard starts draining node, or follows it to its end: once the
 // node holds no replica of a partition, it leaves the cluster (a writer
@@ -824,17 +987,26 @@ func (b *balancer) RemoveShard(ctx context.Context, node uint64) (engine.RemoveS
 	return engine.RemoveShardState{State: "completed"}, nil
 }
 
-// setEnabled starts or stops the balancer (balancerStart, balancerStop).
-func (b *balancer) setEnabled(on bool) error {
+// setEnabled starts or stops the balancer (balancerStart, balancerStop),
+// and sets how many moves it makes at once (maxMoves; 0 leaves it).
+func (b *balancer) setEnabled(on bool, maxMoves int) error {
 	w := b.gs.h.cur.Load()
 	if w == nil {
 		return errors.New("this node is no longer the cluster's writer")
 	}
-	v := []byte{0}
-	if on {
-		v[0] = 1
-	}
-	return b.gs.catalogTxn(w, func(tx kv.Txn) error { return tx.Set(balancerKey, v) })
+	return b.gs.catalogTxn(w, func(tx kv.Txn) error {
+		if maxMoves == 0 {
+			maxMoves = defaultMaxMoves
+			if item, err := tx.Get(balancerKey); err == nil {
+				if err := item.Value(func(v []byte) error { _, maxMoves = decodeBalancerSettings(v); return nil }); err != nil {
+					return err
+				}
+			} else if !errors.Is(err, kv.ErrNotFound) {
+				return err
+			}
+		}
+		return tx.Set(balancerKey, encodeBalancerSettings(on, maxMoves))
+	})
 }
 
 // status is every partition group as the writer sees it: its members,

@@ -140,9 +140,13 @@ func retryableAdminError(err error) bool {
 
 func newClusterBalancerCommand() *cobra.Command {
 	o := &clusterAdminOptions{}
+	var maxMoves int
 	cmd := &cobra.Command{
-		Use:       "balancer [status|start|stop]",
-		Short:     "Show, start or stop a running cluster's balancer",
+		Use:   "balancer [status|start|stop]",
+		Short: "Show, start or stop a running cluster's balancer",
+		Long: `Show, start or stop a running cluster's balancer. start --max-moves N lets it
+move up to N replicas at once (each between two nodes no other move uses);
+the number stays until set again.`,
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: []string{"status", "start", "stop"},
 	}
@@ -155,7 +159,14 @@ func newClusterBalancerCommand() *cobra.Command {
 			return withAdmin(ctx, o, func(admin *mongo.Database) error {
 				switch what {
 				case "start", "stop":
-					if err := admin.RunCommand(ctx, bson.D{{Key: "balancer" + strings.ToUpper(what[:1]) + what[1:], Value: 1}}).Err(); err != nil {
+					body := bson.D{{Key: "balancer" + strings.ToUpper(what[:1]) + what[1:], Value: 1}}
+					if c.Flags().Changed("max-moves") {
+						if what != "start" {
+							return fmt.Errorf("--max-moves goes with start")
+						}
+						body = append(body, bson.E{Key: "maxConcurrentMoves", Value: maxMoves})
+					}
+					if err := admin.RunCommand(ctx, body).Err(); err != nil {
 						return err
 					}
 				case "status":
@@ -167,6 +178,7 @@ func newClusterBalancerCommand() *cobra.Command {
 		})(c, nil)
 	}
 	uriFlag(cmd.Flags(), &o.uri)
+	cmd.Flags().IntVar(&maxMoves, "max-moves", 1, "with start: how many replicas the balancer moves at once")
 	return cmd
 }
 
@@ -176,6 +188,7 @@ func printBalancer(ctx context.Context, admin *mongo.Database, out io.Writer) er
 		Mode     string   `bson:"mode"`
 		InRound  bool     `bson:"inBalancerRound"`
 		Rounds   int64    `bson:"numBalancerRounds"`
+		MaxMoves int      `bson:"maxConcurrentMoves"`
 		Waiting  string   `bson:"waiting"`
 		Draining []string `bson:"draining"`
 		Moves    []struct {
@@ -190,7 +203,7 @@ func printBalancer(ctx context.Context, admin *mongo.Database, out io.Writer) er
 	if err := admin.RunCommand(ctx, bson.D{{Key: "balancerStatus", Value: 1}}).Decode(&st); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "balancer: %s, %d rounds", st.Mode, st.Rounds)
+	fmt.Fprintf(out, "balancer: %s, %d rounds, up to %d moves at once", st.Mode, st.Rounds, st.MaxMoves)
 	if st.Waiting != "" {
 		fmt.Fprintf(out, ", waiting: %s", st.Waiting)
 	}

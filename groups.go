@@ -355,6 +355,38 @@ type groups struct {
 	dropping sync.Map // uint64 -> struct{}
 	// finished says the drops a crash interrupted were finished.
 	finished bool
+	// moving are the replica moves recorded in the catalog as
+	// startGroups last read it, by group.
+	moving atomic.Pointer[map[uint64]groupMove]
+}
+
+// noteMove adds a move this writer just recorded to those startGroups
+// read, before it reads them again.
+func (gs *groups) noteMove(m groupMove) {
+	for {
+		old := gs.moving.Load()
+		next := map[uint64]groupMove{m.group: m}
+		if old != nil {
+			for id, o := range *old {
+				if id != m.group {
+					next[id] = o
+				}
+			}
+		}
+		if gs.moving.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// moveOf is the recorded move of group id's replica, if any.
+func (gs *groups) moveOf(id uint64) (groupMove, bool) {
+	mp := gs.moving.Load()
+	if mp == nil {
+		return groupMove{}, false
+	}
+	m, ok := (*mp)[id]
+	return m, ok
 }
 
 // routed is the node's routed store over every group, those it holds no
@@ -491,6 +523,7 @@ func (gs *groups) startGroups() error {
 	}); err != nil {
 		return err
 	}
+	gs.moving.Store(&bs.moves)
 	if !gs.finished {
 		gs.finishDrops(reg)
 	}
@@ -927,7 +960,9 @@ func (gs *groups) maybeReconcile(w *writer) error {
 	if gen == gs.reconciled.Load() {
 		return nil
 	}
-	if err := gs.reconcile(w); err != nil {
+	if err := gs.reconcile(w); errors.Is(err, errSplitDeferred) {
+		return nil // tried again at the next look, the generation unrecorded
+	} else if err != nil {
 		return err
 	}
 	gs.reconciled.Store(gen)
@@ -948,6 +983,10 @@ func (gs *groups) reconcile(w *writer) error {
 	if err != nil {
 		return err
 	}
+	bs, err := gs.balanceState()
+	if err != nil {
+		return err
+	}
 	for _, g := range gs.registry().all {
 		if ps, ok := pending[g.id]; ok {
 			if err := gs.finishSplit(w, g, ps); err != nil {
@@ -955,9 +994,16 @@ func (gs *groups) reconcile(w *writer) error {
 			}
 		}
 	}
+	deferred := false
 	for {
 		split := false
 		for _, g := range gs.registry().all {
+			if _, moving := bs.moves[g.id]; moving {
+				// Split once the move ends: the group split off starts on
+				// the registered members, which do not name the target yet.
+				deferred = deferred || gs.splitDue(w, g)
+				continue
+			}
 			c := st.CollectionByID(g.coll)
 			if c == nil {
 				continue
@@ -976,10 +1022,16 @@ func (gs *groups) reconcile(w *writer) error {
 			}
 		}
 		if !split {
+			if deferred {
+				return errSplitDeferred
+			}
 			return nil
 		}
 	}
 }
+
+// errSplitDeferred says reconcile left a split until a move ends.
+var errSplitDeferred = errors.New("a split waits for a replica move to end")
 
 // pendingSplit is a split reserved in the catalog: its new group's id
 // and first point.

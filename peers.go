@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -454,12 +455,20 @@ func (p *peers) holders(group uint64) []uint64 {
 	self := p.gs.h.self
 	var nodes []uint64
 	if g, ok := p.gs.registry().byID(group); ok {
-		nodes = slices.Clone(g.nodes)
+		nodes = g.members()
 	}
-	for id := range p.gs.h.view.Load().raft {
+	for _, id := range slices.Sorted(maps.Keys(p.gs.h.view.Load().raft)) {
 		if !slices.Contains(nodes, id) {
 			nodes = append(nodes, id)
 		}
+	}
+	// A replica moving away may be out of the group's membership before
+	// the registry says so (its writer died part way) without knowing
+	// it: asked first, it would hold a proposal until its time ran out,
+	// every time. It is asked last.
+	if m, ok := p.gs.moveOf(group); ok && m.from != 0 {
+		nodes = slices.DeleteFunc(nodes, func(n uint64) bool { return n == m.from })
+		nodes = append(nodes, m.from)
 	}
 	nodes = slices.DeleteFunc(nodes, func(n uint64) bool { return n == self })
 	p.mu.Lock()

@@ -35,6 +35,7 @@ type serveOptions struct {
 	httpExplicit   bool // --http given (flag or variable), not the default
 	maxConnections int
 	testCommands   bool
+	crashAt        string // a crash point (crashpoint.go), with testCommands
 	cursorTimeout  time.Duration
 	ttlInterval    time.Duration
 	shutdownGrace  time.Duration
@@ -111,6 +112,8 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.StringVar(&o.httpAddr, "http", "127.0.0.1:8080", "address of the HTTP listener: Prometheus /metrics and the web console at / (\"\" turns it off; with --auth it needs a user with clusterMonitor, by basic auth; TLS when the server has it)")
 	f.IntVar(&o.maxConnections, "max-connections", 1_000_000, "most client connections open at once")
 	f.BoolVar(&o.testCommands, "enable-test-commands", false, "register configureFailPoint (for drivers' specification tests; never in production)")
+	f.StringVar(&o.crashAt, "crash-at", "", "with --enable-test-commands: a point where a cluster node kills itself once (crash tests)")
+	_ = f.MarkHidden("crash-at")
 	f.DurationVar(&o.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	f.DurationVar(&o.ttlInterval, "ttl-interval", 60*time.Second, "how often documents past their TTL index's expireAfterSeconds are deleted")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long shutdown waits for requests in flight")

@@ -17,17 +17,23 @@ import (
 // their leaders to spread the load, and drains a node being removed.
 type Balancer interface {
 	Status() BalancerStatus
-	// SetEnabled starts or stops it (a move under way finishes).
-	SetEnabled(ctx context.Context, on bool) error
+	// SetEnabled starts or stops it (a move under way finishes), and
+	// sets how many replica moves it makes at once (maxMoves, 1 to
+	// MaxConcurrentMoves; 0 leaves it as it is).
+	SetEnabled(ctx context.Context, on bool, maxMoves int) error
 	// RemoveShard starts draining node, or says how far it is: "started"
 	// (the first call), "ongoing" with the replicas it still holds, and
 	// "completed" once it held none and left the cluster.
 	RemoveShard(ctx context.Context, node uint64) (RemoveShardState, error)
 }
 
+// MaxConcurrentMoves bounds balancerStart's maxConcurrentMoves.
+const MaxConcurrentMoves = 16
+
 // BalancerStatus is what balancerStatus shows.
 type BalancerStatus struct {
 	Enabled  bool
+	MaxMoves int // replica moves at once
 	InRound  bool
 	Rounds   int64
 	Paused   string // why it waits ("": it does not)
@@ -85,7 +91,8 @@ func (e *Engine) balancerSettings() []bson.D {
 	if !st.Enabled {
 		mode = "off"
 	}
-	return []bson.D{{{Key: "_id", Value: "balancer"}, {Key: "mode", Value: mode}, {Key: "stopped", Value: !st.Enabled}}}
+	return []bson.D{{{Key: "_id", Value: "balancer"}, {Key: "mode", Value: mode}, {Key: "stopped", Value: !st.Enabled},
+		{Key: "maxConcurrentMoves", Value: int32(st.MaxMoves)}}}
 }
 
 // PartitionLoad is the request units collection c's partitions within

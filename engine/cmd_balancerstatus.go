@@ -37,6 +37,7 @@ func (e *Engine) cmdBalancerStatus(_ context.Context, _ *request) ([]byte, error
 		{Key: "mode", Value: mode},
 		{Key: "inBalancerRound", Value: st.InRound},
 		{Key: "numBalancerRounds", Value: st.Rounds},
+		{Key: "maxConcurrentMoves", Value: int32(st.MaxMoves)},
 		{Key: "moves", Value: moves},
 		{Key: "draining", Value: draining},
 	}

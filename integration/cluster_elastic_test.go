@@ -160,6 +160,19 @@ func TestClusterElastic(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Two moves at once, each between nodes no other uses; a count out
+	// of range is refused.
+	if err := admin.RunCommand(ctx, bson.D{{Key: "balancerStart", Value: 1}, {Key: "maxConcurrentMoves", Value: 0}}).Err(); commandCode(err) != 2 {
+		t.Errorf("balancerStart with maxConcurrentMoves 0: %v, want BadValue", err)
+	}
+	runOK(t, admin, bson.D{{Key: "balancerStart", Value: 1}, {Key: "maxConcurrentMoves", Value: 2}})
+	var bst struct {
+		MaxMoves int32 `bson:"maxConcurrentMoves"`
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "balancerStatus", Value: 1}}).Decode(&bst); err != nil || bst.MaxMoves != 2 {
+		t.Errorf("balancerStatus after maxConcurrentMoves 2: %+v, %v", bst, err)
+	}
+	mostAtOnce := 0
 	waitPlacement := func(what string, nodes []int64, within time.Duration, until func(groupPlacement) bool) groupPlacement {
 		t.Helper()
 		var last groupPlacement
@@ -171,6 +184,23 @@ func TestClusterElastic(t *testing.T) {
 				continue
 			}
 			last = p
+			inMove := map[string]int64{}
+			for g, m := range p.moving {
+				for _, k := range []string{"from", "to"} {
+					n, ok := m.Lookup(k).StringValueOK()
+					if !ok {
+						continue
+					}
+					if other, busy := inMove[n]; busy {
+						t.Errorf("%s takes part in the moves of groups %d and %d at once", n, other, g)
+					}
+					inMove[n] = g
+				}
+			}
+			if len(p.moving) > 2 {
+				t.Errorf("%d moves at once, with maxConcurrentMoves 2: %v", len(p.moving), p.moving)
+			}
+			mostAtOnce = max(mostAtOnce, len(p.moving))
 			if until(p) {
 				return p
 			}
@@ -219,7 +249,7 @@ func TestClusterElastic(t *testing.T) {
 		p := waitPlacement("replicas and leaders spread over five nodes", five, 90*time.Second, func(p groupPlacement) bool {
 			return p.balanced(five) && p.leadersSpread(five)
 		})
-		logf("balanced over five nodes: replicas %v, leaders %v", p.spread(five), p.leaders)
+		logf("balanced over five nodes: replicas %v, leaders %v; at most %d moves seen at once", p.spread(five), p.leaders, mostAtOnce)
 		// Shrink: node 5, then node 4, drained and removed (node 4 by
 		// `parsec cluster remove`). One removal at a time.
 		for _, gone := range []int{5, 4} {
