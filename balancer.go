@@ -92,9 +92,9 @@ func decodeMove(key, v []byte) (groupMove, error) {
 // balanceState is what the catalog says of the balancer.
 type balanceState struct {
 	enabled  bool
-	maxMoves int // replica moves at once (balancerStart's maxConcurrentMoves)
-	moves   map[uint64]groupMove // by group
-	drains  map[uint64]time.Time // draining nodes, since
+	maxMoves int                  // replica moves at once (balancerStart's maxConcurrentMoves)
+	moves    map[uint64]groupMove // by group
+	drains   map[uint64]time.Time // draining nodes, since
 }
 
 func readBalanceState(t kv.Txn) (balanceState, error) {
