@@ -59,9 +59,9 @@ type elasticReport struct {
 	ForegroundRatio   float64 `json:"foreground_ratio"`
 }
 
-var movedRE = regexp.MustCompile(`msg="moved a partition's replica" group=(\d+) from=\d+ to=\d+ bytes=(\d+) duration=(\S+)`)
+var movedRE = regexp.MustCompile(`msg="moved a partition's replica" group=(\d+) from=\d+ to=\d+ bytes=(\d+) duration=(\S+)(?: phases="([^"]*)")?`)
 
-func elasticPhase(ctx context.Context, rep *report) (err error) {
+func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	bin, root, cleanup, err := clusterScaffold("elastic")
 	if err != nil {
 		return err
@@ -70,9 +70,21 @@ func elasticPhase(ctx context.Context, rep *report) (err error) {
 	var procs []*serverProc
 	defer func() {
 		for _, p := range procs {
-			p.kill()
+			if cfg.CPUProfile != "" {
+				p.stop()
+			} else {
+				p.kill()
+			}
 		}
 	}()
+	// With -cpuprofile every node writes its profile, from its start to
+	// the end of the section: <path>.elasticNode1-0.<ext> and so on.
+	profileArgs := func(id int) []string {
+		if cfg.CPUProfile == "" {
+			return nil
+		}
+		return []string{"--cpuprofile", profilePath(cfg.CPUProfile, fmt.Sprintf("elasticNode%d", id), 0)}
+	}
 	clientPort, err := loopbackPort()
 	if err != nil {
 		return err
@@ -88,8 +100,8 @@ func elasticPhase(ctx context.Context, rep *report) (err error) {
 	}
 	for i := range 3 {
 		dir := filepath.Join(root, fmt.Sprintf("node%d", i+1))
-		p, err := startServerProc(bin, dir, hosts[i], []string{"serve", "--node-id", strconv.Itoa(i + 1),
-			"--initial-members", strings.Join(members[:3], ","), "--listen", hosts[i], "--data-dir", dir, "--http", ""}, "cluster node started")
+		p, err := startServerProc(bin, dir, hosts[i], append([]string{"serve", "--node-id", strconv.Itoa(i + 1),
+			"--initial-members", strings.Join(members[:3], ","), "--listen", hosts[i], "--data-dir", dir, "--http", ""}, profileArgs(i+1)...), "cluster node started")
 		if err != nil {
 			return err
 		}
@@ -153,8 +165,8 @@ func elasticPhase(ctx context.Context, rep *report) (err error) {
 	}
 	for id := 4; id <= 5; id++ {
 		dir := filepath.Join(root, fmt.Sprintf("node%d", id))
-		p, err := startServerProc(bin, dir, hosts[id-1], []string{"serve", "--node-id", strconv.Itoa(id), "--raft-address", fmt.Sprintf("127.0.0.%d:%d", id, raftPort),
-			"--join", hosts[writer-1], "--listen", hosts[id-1], "--data-dir", dir, "--http", ""}, "cluster node started")
+		p, err := startServerProc(bin, dir, hosts[id-1], append([]string{"serve", "--node-id", strconv.Itoa(id), "--raft-address", fmt.Sprintf("127.0.0.%d:%d", id, raftPort),
+			"--join", hosts[writer-1], "--listen", hosts[id-1], "--data-dir", dir, "--http", ""}, profileArgs(id)...), "cluster node started")
 		if err != nil {
 			return err
 		}
@@ -203,6 +215,7 @@ func elasticPhase(ctx context.Context, rep *report) (err error) {
 			}
 			if len(big) >= nth {
 				m := big[nth-1]
+				progress("elastic: moved %s bytes in %s (%s)", m[2], m[3], m[4])
 				d, err := time.ParseDuration(m[3])
 				b, _ := strconv.ParseInt(m[2], 10, 64)
 				return d, b, err

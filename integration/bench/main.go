@@ -356,7 +356,7 @@ func bench(ctx context.Context, cfg config) (*report, error) {
 	// The elastic phase (elastic.go): a partition's replica moved to a
 	// node that joined, and the foreground load during the move.
 	if ctx.Err() == nil && want(elasticWorkload) {
-		if err := elasticPhase(ctx, rep); err != nil {
+		if err := elasticPhase(ctx, cfg, rep); err != nil {
 			return nil, err
 		}
 	}
