@@ -34,7 +34,8 @@ import (
 //     from a member and waits until B's replica applied that far.
 //  3. It is promoted to a voter, A's replica is removed, and the
 //     registry entry (A replaced by B) is written with the record's
-//     deletion in one catalog commit. A, seeing it is no longer a member,
+//     deletion (and the move log's record of it, movelog.go) in one
+//     catalog commit. A, seeing it is no longer a member,
 //     drops its replica: its Raft data and its keys.
 //
 // A move from no node (from 0) adds a replica to a group that has fewer
