@@ -165,6 +165,10 @@ func (b *balancer) recordFailure(w *writer, cur *groupMove, failure error) {
 	}
 	g, _ := gs.registry().byID(cur.group)
 	r := b.moveRecord(w, cur, g, failure)
+	// The groups' lock, which a move's recording holds: two commits
+	// writing the log at once would fail each other's guards.
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
 	var texts map[string]bool
 	err := gs.catalogTxn(w, func(tx kv.Txn) error {
 		texts = map[string]bool{}
