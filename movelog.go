@@ -196,7 +196,8 @@ func (b *balancer) recordFailure(w *writer, cur *groupMove, failure error) {
 
 // moveHistory reads the replica moves from this node's catalog replica
 // (engine.Config.Moves): those under way, with the phase and bytes
-// copied of those this node makes as the writer, and the move log.
+// copied of those this node makes as the writer (phase "recorded": one
+// it has not begun or resumed yet), and the move log.
 func (gs *groups) moveHistory() ([]engine.MoveStatus, []engine.MoveRecord, error) {
 	kvs, err := gs.h.node.KV(dataGroup)
 	if err != nil {
@@ -228,6 +229,7 @@ func (gs *groups) moveHistory() ([]engine.MoveStatus, []engine.MoveRecord, error
 		}
 	}
 	reg := gs.registry()
+	writer := gs.h.cur.Load() != nil
 	current := make([]engine.MoveStatus, 0, len(st.moves))
 	for _, m := range st.moves {
 		if t, ok := tracked[m.group]; ok && t.To == m.to {
@@ -235,6 +237,11 @@ func (gs *groups) moveHistory() ([]engine.MoveStatus, []engine.MoveRecord, error
 			continue
 		}
 		ms := engine.MoveStatus{Group: m.group, From: m.from, To: m.to, Started: m.started, PartitionBytes: m.bytes}
+		if writer {
+			// Recorded, not (yet) being made: just begun, or waiting
+			// for a round that resumes it (one a node does not answer).
+			ms.Tracked, ms.Phase = true, "recorded"
+		}
 		if g, ok := reg.byID(m.group); ok {
 			ms.Coll, ms.Min, ms.Max = g.coll, g.min, g.max
 		}

@@ -45,8 +45,10 @@ type MoveStatus struct {
 	Started  time.Time
 	// PartitionBytes are the partition's bytes when the move began.
 	PartitionBytes int64
-	// Tracked says this node is the writer making the move: Phase and
-	// BytesCopied are known (a standby reads only the catalog's record).
+	// Tracked says this node is the cluster's writer, which makes the
+	// move: Phase and BytesCopied are known (a standby reads only the
+	// catalog's record). Phase "recorded" is a move recorded that the
+	// writer has not begun or resumed yet.
 	Tracked bool
 	Phase   string
 	// BytesCopied are the bytes the target node's replica copied in so

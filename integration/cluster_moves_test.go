@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,37 +49,65 @@ func TestClusterMovesShown(t *testing.T) {
 
 	// Two groups on three nodes each: the joined node takes one replica.
 	c.addClusterNode(4, c.nodes[0])
+	// Two pollers read GetPartitionStats and config.locks without pause
+	// (the move takes a second or two) until the changelog records it.
 	var (
+		mu          sync.Mutex
 		statsMoving []bson.Raw // GetPartitionStats' moving documents
 		locks       []bson.Raw // config.locks documents
 		success     bson.Raw   // the changelog's record
 	)
-	changelog := cl.Database("config").Collection("changelog")
-	for deadline := time.Now().Add(90 * time.Second); success == nil; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no move recorded in config.changelog within 90 s; moving seen %v, locks seen %v\nwriter's log:\n%s", statsMoving, locks, writer.logText())
-		}
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	pollCtx, stopPolls := context.WithCancel(ctx)
+	var polls sync.WaitGroup
+	poll := func(read func(context.Context) []bson.Raw, into *[]bson.Raw) {
+		polls.Add(1)
+		go func() {
+			defer polls.Done()
+			for pollCtx.Err() == nil {
+				rctx, cancel := context.WithTimeout(pollCtx, 10*time.Second)
+				got := read(rctx)
+				cancel()
+				mu.Lock()
+				*into = append(*into, got...)
+				mu.Unlock()
+			}
+		}()
+	}
+	poll(func(rctx context.Context) []bson.Raw {
+		var out []bson.Raw
 		if raw, err := db.RunCommand(rctx, bson.D{{Key: "customAction", Value: "GetPartitionStats"}, {Key: "collection", Value: "c"}}).Raw(); err == nil {
 			parts, _ := raw.Lookup("partitions").Array().Values()
 			for _, p := range parts {
 				if m, err := p.Document().LookupErr("moving"); err == nil {
-					statsMoving = append(statsMoving, m.Document())
+					out = append(out, m.Document())
 				}
 			}
 		}
+		return out
+	}, &statsMoving)
+	poll(func(rctx context.Context) []bson.Raw {
+		var got []bson.Raw
 		if cur, err := cl.Database("config").Collection("locks").Find(rctx, bson.D{{Key: "state", Value: 2}}); err == nil {
-			var got []bson.Raw
-			if err := cur.All(rctx, &got); err == nil {
-				locks = append(locks, got...)
-			}
+			_ = cur.All(rctx, &got)
 		}
+		return got
+	}, &locks)
+	changelog := cl.Database("config").Collection("changelog")
+	for deadline := time.Now().Add(90 * time.Second); success == nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			stopPolls()
+			polls.Wait()
+			t.Fatalf("no move recorded in config.changelog within 90 s; moving seen %v, locks seen %v\nwriter's log:\n%s", statsMoving, locks, writer.logText())
+		}
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		var rec bson.Raw
 		if err := changelog.FindOne(rctx, bson.D{{Key: "what", Value: "moveChunk.from"}, {Key: "details.note", Value: "success"}}).Decode(&rec); err == nil {
 			success = rec
 		}
 		cancel()
 	}
+	stopPolls()
+	polls.Wait()
 
 	// The move as it ran.
 	if len(statsMoving) == 0 || len(locks) == 0 {
