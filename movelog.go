@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -36,6 +37,9 @@ import (
 // newest moveLogKeep are kept. config.changelog shows them on any node.
 
 var moveLogPrefix = []byte("m/gmovelog/")
+
+// errRecorded: the failure is in the move log already.
+var errRecorded = errors.New("recorded already")
 
 const (
 	copyPollEvery      = 500 * time.Millisecond
@@ -179,13 +183,16 @@ func (b *balancer) recordFailure(w *writer, cur *groupMove, failure error) {
 			}
 			return nil
 		})
-		if err != nil || texts[text] || len(texts) >= maxFailuresPerMove {
+		if err != nil {
 			return err
+		}
+		if texts[text] || len(texts) >= maxFailuresPerMove {
+			return errRecorded // nothing to commit
 		}
 		texts[text] = true
 		return writeMoveLog(tx, r)
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errRecorded) {
 		gs.h.logger.Warn("recording a failed replica move", "group", cur.group, "err", err)
 		return
 	}
