@@ -175,22 +175,9 @@ func (b *balancer) recordFailure(w *writer, cur *groupMove, failure error) {
 	defer gs.mu.Unlock()
 	var texts map[string]bool
 	err := gs.catalogTxn(w, func(tx kv.Txn) error {
-		texts = map[string]bool{}
-		err := scanPrefix(tx, moveLogPrefix, func(_, v []byte) error {
-			var o engine.MoveRecord
-			if bson.Unmarshal(v, &o) == nil && o.Err != "" && o.Group == r.Group && o.To == r.To && o.Started.Equal(r.Started) {
-				texts[o.Err] = true
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if texts[text] || len(texts) >= maxFailuresPerMove {
-			return errRecorded // nothing to commit
-		}
-		texts[text] = true
-		return writeMoveLog(tx, r)
+		var err error
+		texts, err = addFailure(tx, r)
+		return err
 	})
 	if err != nil && !errors.Is(err, errRecorded) {
 		gs.h.logger.Warn("recording a failed replica move", "group", cur.group, "err", err)
@@ -199,6 +186,29 @@ func (b *balancer) recordFailure(w *writer, cur *groupMove, failure error) {
 	b.mu.Lock()
 	b.failures[id] = texts
 	b.mu.Unlock()
+}
+
+// addFailure writes failed attempt r to the move log in tx unless the
+// log holds its error text for the same move already, or
+// maxFailuresPerMove of them (errRecorded); texts are the move's error
+// texts in the log then.
+func addFailure(tx kv.Txn, r engine.MoveRecord) (texts map[string]bool, err error) {
+	texts = map[string]bool{}
+	err = scanPrefix(tx, moveLogPrefix, func(_, v []byte) error {
+		var o engine.MoveRecord
+		if bson.Unmarshal(v, &o) == nil && o.Err != "" && o.Group == r.Group && o.To == r.To && o.Started.UnixMilli() == r.Started.UnixMilli() {
+			texts[o.Err] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if texts[r.Err] || len(texts) >= maxFailuresPerMove {
+		return texts, errRecorded
+	}
+	texts[r.Err] = true
+	return texts, writeMoveLog(tx, r)
 }
 
 // moveHistory reads the replica moves from this node's catalog replica

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -60,5 +61,58 @@ func TestMoveLogKeepsTheNewest(t *testing.T) {
 	last := got[len(got)-1]
 	if last.NS != "db.c" || last.To != 4 || len(last.Min) != 1 || last.Max[0].Value != int64(7) || !last.Started.Equal(start) || last.Err != "" {
 		t.Errorf("record read back as %+v", last)
+	}
+}
+
+// TestMoveLogFailuresOncePerText: a failed attempt is recorded once per
+// move and error text, at most maxFailuresPerMove per move.
+func TestMoveLogFailuresOncePerText(t *testing.T) {
+	db, err := badgerkv.Open(badgerkv.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	started := time.Now() // finer than the records' milliseconds
+	add := func(group int64, text string) error {
+		tx := db.NewTransaction(true)
+		defer tx.Discard()
+		r := engine.MoveRecord{Time: time.Now(), Group: group, From: 1, To: 4, Started: started, Phase: "catching up", Err: text,
+			Min: bson.D{}, Max: bson.D{}, Partitions: []string{}}
+		if _, err := addFailure(tx, r); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	count := func() int {
+		n := 0
+		_ = db.View(func(tx kv.Txn) error {
+			return scanPrefix(tx, moveLogPrefix, func(_, _ []byte) error { n++; return nil })
+		})
+		return n
+	}
+	for range 3 {
+		if err := add(7, "node 4 does not answer"); err != nil && err != errRecorded {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("one error text three times: %d records", n)
+	}
+	if err := add(7, "node 4 does not answer"); err != errRecorded {
+		t.Errorf("the same failure again: %v, want errRecorded", err)
+	}
+	for i := range maxFailuresPerMove + 3 {
+		_ = add(7, fmt.Sprintf("error %d", i))
+		time.Sleep(time.Millisecond)
+	}
+	if n := count(); n != maxFailuresPerMove {
+		t.Errorf("many error texts of one move: %d records, want %d", n, maxFailuresPerMove)
+	}
+	if err := add(8, "node 4 does not answer"); err != nil {
+		t.Errorf("another move's failure: %v", err)
+	}
+	if n := count(); n != maxFailuresPerMove+1 {
+		t.Errorf("after another move's failure: %d records", n)
 	}
 }
