@@ -34,7 +34,8 @@ import (
 //     from a member and waits until B's replica applied that far.
 //  3. It is promoted to a voter, A's replica is removed, and the
 //     registry entry (A replaced by B) is written with the record's
-//     deletion in one catalog commit. A, seeing it is no longer a member,
+//     deletion (and the move log's record of it, movelog.go) in one
+//     catalog commit. A, seeing it is no longer a member,
 //     drops its replica: its Raft data and its keys.
 //
 // A move from no node (from 0) adds a replica to a group that has fewer
@@ -70,6 +71,7 @@ type groupMove struct {
 	bytes             int64 // the partition's bytes when it began
 	phase             string
 	done              bool
+	copied            int64 // the bytes the target copied in (watchCopy)
 }
 
 func (m groupMove) encode() []byte {
@@ -168,6 +170,9 @@ type balancer struct {
 	paused  string                // why the last round did nothing ("": it did not pause)
 	// lastLeaderMove is when this writer last moved a leader.
 	lastLeaderMove time.Time
+	// failures are the error texts of failed attempts recorded, by move
+	// (movelog.go).
+	failures map[string]map[string]bool
 }
 
 func newBalancer(gs *groups) *balancer {
@@ -471,7 +476,7 @@ func used(ms cluster.Membership, id uint64) bool {
 }
 
 // finish takes recorded move m from wherever it is to its end.
-func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
+func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) (err error) {
 	gs := b.gs
 	b.mu.Lock()
 	cur := &m
@@ -481,6 +486,11 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 		b.mu.Lock()
 		delete(b.current, m.group)
 		b.mu.Unlock()
+	}()
+	defer func() {
+		if err != nil {
+			b.recordFailure(w, cur, err)
+		}
 	}()
 	var phases []string // each phase's duration, for the log
 	phaseStart := time.Now()
@@ -534,13 +544,19 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 		if err != nil {
 			return err
 		}
-		if err := gs.peers.WaitApplied(ctx, m.to, g.id, commit); err != nil {
+		stopWatch := b.watchCopy(ctx, cur)
+		err = gs.peers.WaitApplied(ctx, m.to, g.id, commit)
+		stopWatch()
+		if err != nil {
 			return err
 		}
 		phase("promoting")
 		if err := gs.memberChange(ctx, g.id, "add", m.toReplica, toAddr); err != nil {
 			return err
 		}
+	}
+	if b.copiedSoFar(cur) == 0 {
+		b.readCopied(ctx, cur) // a move resumed after its replica caught up
 	}
 	removing := false
 	if m.from != 0 {
@@ -596,6 +612,9 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 		if err != nil {
 			return err
 		}
+		if err := writeMoveLog(tx, b.moveRecord(w, cur, g, nil)); err != nil {
+			return err
+		}
 		return tx.Delete(groupMoveKey(g.id))
 	})
 	if err != nil {
@@ -604,7 +623,8 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) error {
 	gs.setRegistry(gs.registry().with(now))
 	phase("")
 	gs.h.logger.Info("moved a partition's replica", "group", g.id, "from", m.from, "to", m.to,
-		"bytes", m.bytes, "duration", time.Since(m.started).Round(time.Millisecond).String(), "phases", strings.Join(phases, ", "))
+		"bytes", m.bytes, "duration", time.Since(m.started).Round(time.Millisecond).String(),
+		"bytesCopied", b.copiedSoFar(cur), "phases", strings.Join(phases, ", "))
 	return nil
 }
 
@@ -910,11 +930,17 @@ func (b *balancer) status() engine.BalancerStatus {
 
 // moves are the moves this writer is making.
 func (b *balancer) moves() []engine.MoveStatus {
+	reg := b.gs.registry()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []engine.MoveStatus
 	for _, m := range b.current {
-		out = append(out, engine.MoveStatus{Group: m.group, From: m.from, To: m.to, Phase: m.phase, Bytes: m.bytes, Started: m.started})
+		st := engine.MoveStatus{Group: m.group, From: m.from, To: m.to, Started: m.started, PartitionBytes: m.bytes,
+			Tracked: true, Phase: m.phase, BytesCopied: m.copied}
+		if g, ok := reg.byID(m.group); ok {
+			st.Coll, st.Min, st.Max = g.coll, g.min, g.max
+		}
+		out = append(out, st)
 	}
 	return out
 }

@@ -196,7 +196,8 @@ func printBalancer(ctx context.Context, admin *mongo.Database, out io.Writer) er
 			From    string `bson:"from"`
 			To      string `bson:"to"`
 			Phase   string `bson:"phase"`
-			Bytes   int64  `bson:"bytes"`
+			Bytes   int64  `bson:"partitionBytes"`
+			Copied  int64  `bson:"bytesCopied"`
 			Elapsed int64  `bson:"elapsedMillis"`
 		} `bson:"moves"`
 	}
@@ -216,7 +217,7 @@ func printBalancer(ctx context.Context, admin *mongo.Database, out io.Writer) er
 		if from == "" {
 			from = "(added)"
 		}
-		fmt.Fprintf(out, "moving group %d: %s -> %s, %s, %s, %.1f s\n", m.Group, from, m.To, m.Phase, sizeString(m.Bytes), float64(m.Elapsed)/1000)
+		fmt.Fprintf(out, "moving group %d: %s -> %s, %s, %s of %s copied, %.1f s\n", m.Group, from, m.To, m.Phase, sizeString(m.Copied), sizeString(m.Bytes), float64(m.Elapsed)/1000)
 	}
 	return nil
 }

@@ -477,6 +477,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 	cfg.Cluster = func(ctx context.Context) engine.ClusterStatus { return h.status(ctx, term) }
 	if h.groups != nil {
 		cfg.PartitionLeader = h.groups.leaderOf
+		cfg.Moves = h.groups.moveHistory
 	}
 	w.eng, w.st = engine.New(cfg), st
 	if h.web {

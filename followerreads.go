@@ -82,6 +82,9 @@ func (h *clusterHandler) follower() (*follower, error) {
 	cfg := h.o.engineConfig(storage.Local(st), h.logger, h.conns, h.argv, nil, h.port)
 	cfg.ReadOnly = true
 	cfg.RootUser = ""
+	if h.groups != nil {
+		cfg.Moves = h.groups.moveHistory // config.locks and config.changelog from the replica
+	}
 	f := &follower{st: st, eng: engine.New(cfg), gen: gen}
 	h.reader.Store(f)
 	return f, nil

@@ -38,6 +38,8 @@ import (
 //	{_parsecPeer: "compact", group}      -> {ok: 1}  (snapshot, compact the log)
 //	{_parsecPeer: "leader", group}       -> {ok: 1, leader}  (a replica ID, 0: none)
 //	{_parsecPeer: "transfer", group, replica} -> {ok: 1}
+//	{_parsecPeer: "copyProgress", group} -> {ok: 1, restoring, restores,
+//	                                    snapshotBytes, entryBytes}  (asked of one node)
 //
 // Reads are linearizable (ReadIndex on the holder). A failed request
 // answers ok: 0 with peerError: "conflict", "rejected" (errmsg the
@@ -179,6 +181,10 @@ func (h *clusterHandler) servePeer(ctx context.Context, remote net.Addr, body []
 		if err := h.node.TransferLeader(uint64(group), uint64(replica)); err != nil {
 			return fail("failed", err.Error())
 		}
+	case "copyProgress":
+		p := h.node.CopyProgress(uint64(group))
+		reply = bson.D{{Key: "restoring", Value: p.Restoring}, {Key: "restores", Value: p.Restores},
+			{Key: "snapshotBytes", Value: p.SnapshotBytes}, {Key: "entryBytes", Value: p.EntryBytes}}
 	default:
 		return fail("failed", fmt.Sprintf("unknown peer request %q", op))
 	}
@@ -359,21 +365,43 @@ func (p *peers) WaitApplied(ctx context.Context, node, group, index uint64) erro
 	}
 }
 
+// CopyProgress is what node's replica of group copied in since it
+// started (asked of that node: only it knows).
+func (p *peers) CopyProgress(ctx context.Context, node, group uint64) (cluster.CopyProgress, error) {
+	r, err := p.askNode(ctx, node, bson.D{{Key: peerCommand, Value: "copyProgress"}, {Key: "group", Value: int64(group)}})
+	if err != nil {
+		return cluster.CopyProgress{}, err
+	}
+	var out cluster.CopyProgress
+	out.Restoring, _ = r.Lookup("restoring").BooleanOK()
+	out.Restores, _ = r.Lookup("restores").AsInt64OK()
+	out.SnapshotBytes, _ = r.Lookup("snapshotBytes").AsInt64OK()
+	out.EntryBytes, _ = r.Lookup("entryBytes").AsInt64OK()
+	return out, nil
+}
+
 // callNode sends cmd to node itself, once, bounded by ctx.
 func (p *peers) callNode(ctx context.Context, node uint64, cmd bson.D) error {
+	_, err := p.askNode(ctx, node, cmd)
+	return err
+}
+
+// askNode sends cmd to node itself, once, bounded by ctx, and returns
+// its answer.
+func (p *peers) askNode(ctx context.Context, node uint64, cmd bson.D) (bson.Raw, error) {
 	body, err := peerBody(ctx, cmd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r, _, err := p.send(ctx, node, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
 		msg, _ := r.Lookup("errmsg").StringValueOK()
-		return errors.New(msg)
+		return nil, errors.New(msg)
 	}
-	return nil
+	return r, nil
 }
 
 // peerBody is cmd as a request, with what is left of ctx's time for the

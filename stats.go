@@ -219,7 +219,10 @@ type moveStat struct {
 	From  string `bson:"from" json:"from,omitempty"` // empty: a replica added
 	To    string `bson:"to" json:"to"`
 	Phase string `bson:"phase" json:"phase"`
-	Bytes int64  `bson:"bytes" json:"bytes"`
+	// PartitionBytes are the partition's bytes when the move began;
+	// BytesCopied what the target copied in so far.
+	PartitionBytes int64 `bson:"partitionBytes" json:"partitionBytes"`
+	BytesCopied    int64 `bson:"bytesCopied" json:"bytesCopied"`
 }
 
 // replicaStat is one copy of a partition on a cluster node.
@@ -249,7 +252,7 @@ func (p partStat) nodeColumn() string {
 		if from == "" {
 			from = "(added)"
 		}
-		col += fmt.Sprintf(", moving %s -> %s (%s, %s)", from, m.To, m.Phase, sizeString(m.Bytes))
+		col += fmt.Sprintf(", moving %s -> %s (%s, %s of %s copied)", from, m.To, m.Phase, sizeString(m.BytesCopied), sizeString(m.PartitionBytes))
 	}
 	return col
 }

@@ -110,7 +110,7 @@ func (m *StateMachine) SaveSnapshot(ctx interface{}, w io.Writer, stop <-chan st
 // split-off group's keys on this node); those the snapshot lacks go in
 // the last commit.
 func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(m.restore.begin(r), 64<<10)
 	shardID, applied, spans, err := readSnapshotHeader(br)
 	if err != nil {
 		return err

@@ -52,6 +52,10 @@ type StateMachine struct {
 	// write it.
 	applied atomic.Uint64
 
+	// restore counts the restore under way or the last one
+	// (CopyProgress).
+	restore restoreCount
+
 	mu    sync.Mutex
 	stats ApplyStats
 }
@@ -67,6 +71,7 @@ type ApplyStats struct {
 	Snapshots    int64  // snapshots SaveSnapshot wrote
 	Restores     int64  // snapshots RecoverFromSnapshot applied
 	RestoredKeys int64  // keys those snapshots held
+	EntryBytes   int64  // bytes of the commands of the entries applied
 }
 
 // NewStateMachine is the replica of group shardID over db, owning spans.
@@ -250,6 +255,9 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 	}
 	m.stats.LastIndex = last
 	m.stats.Entries += int64(len(entries))
+	for _, e := range entries {
+		m.stats.EntryBytes += int64(len(e.Cmd))
+	}
 	m.stats.Rejected += rejected
 	m.stats.Commits++
 	m.mu.Unlock()

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -44,10 +45,62 @@ type BalancerStatus struct {
 // MoveStatus is one replica moving between nodes.
 type MoveStatus struct {
 	Group    uint64
+	Coll     uint32 // the group's collection and points (0, 0, 0: unknown)
+	Min, Max uint64
 	From, To uint64
-	Phase    string
-	Bytes    int64
 	Started  time.Time
+	// PartitionBytes are the partition's bytes when the move began.
+	PartitionBytes int64
+	// Tracked says this node is the cluster's writer, which makes the
+	// move: Phase and BytesCopied are known (a standby reads only the
+	// catalog's record). Phase "recorded" is a move recorded that the
+	// writer has not begun or resumed yet.
+	Tracked bool
+	Phase   string
+	// BytesCopied are the bytes the target node's replica copied in so
+	// far: the snapshot its restore took in plus the log entries it
+	// applied (cluster.CopyProgress), as the writer last asked it.
+	BytesCopied int64
+}
+
+// MoveRecord is a finished replica move, or a failed attempt at one, as
+// the catalog keeps it (config.changelog shows it).
+type MoveRecord struct {
+	Time       time.Time `bson:"time"`   // when it ended or failed
+	Server     int64     `bson:"server"` // the writer's node
+	Group      int64     `bson:"group"`
+	NS         string    `bson:"ns"`
+	Partitions []string  `bson:"partitions"` // partitionKeyRangeIds
+	Min        bson.D    `bson:"min"`        // the chunk bounds
+	Max        bson.D    `bson:"max"`
+	From       int64     `bson:"from"` // 0: a replica added
+	To         int64     `bson:"to"`
+	Started    time.Time `bson:"started"`
+	// PartitionBytes and BytesCopied are MoveStatus's.
+	PartitionBytes int64 `bson:"partitionBytes"`
+	BytesCopied    int64 `bson:"bytesCopied"`
+	// Phase is where a failed attempt stopped; Err its error ("": the
+	// move succeeded).
+	Phase string `bson:"phase,omitempty"`
+	Err   string `bson:"errmsg,omitempty"`
+}
+
+// GroupChunk is what a partition group of collection c over points
+// [min, max] covers: its chunk bounds, as config.chunks writes them, and
+// its partitions' partitionKeyRangeIds.
+func GroupChunk(c *store.Collection, min, max uint64) (lo, hi bson.D, partitions []string) {
+	spec := c.Spec()
+	lo, hi = spec.BoundDoc(min, false), spec.BoundDoc(0, true)
+	if max < math.MaxUint64 {
+		hi = spec.BoundDoc(max+1, false)
+	}
+	partitions = []string{}
+	for _, p := range c.Map().Partitions() {
+		if p.Min >= min && p.Min <= max {
+			partitions = append(partitions, p.IDString())
+		}
+	}
+	return lo, hi, partitions
 }
 
 // RemoveShardState is removeShard's answer.
@@ -66,7 +119,8 @@ func (m MoveStatus) doc(now time.Time) bson.D {
 		{Key: "from", Value: from},
 		{Key: "to", Value: nodeName(m.To)},
 		{Key: "phase", Value: m.Phase},
-		{Key: "bytes", Value: m.Bytes},
+		{Key: "partitionBytes", Value: m.PartitionBytes},
+		{Key: "bytesCopied", Value: m.BytesCopied},
 		{Key: "startedAt", Value: bson.NewDateTimeFromTime(m.Started)},
 		{Key: "elapsedMillis", Value: now.Sub(m.Started).Milliseconds()},
 	}

@@ -5,8 +5,11 @@ import (
 	"crypto/md5"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/parsecdb/parsec/engine/plan"
 	"github.com/parsecdb/parsec/engine/store"
@@ -23,8 +26,13 @@ import (
 // MongoDB's hashed sharding writes them, with Parsec's additions: the
 // partition's partitionKeyRangeId and parents, and its exact
 // documentCount, dataBytes and indexBytes (the figures GetPartitionStats
-// reports for it). Collections mongosh reads and Parsec has nothing for
-// (settings, tags, locks, changelog, actionlog) are empty.
+// reports for it). On a cluster of partition groups, config.locks holds
+// one document (state 2) for each collection a replica of which is
+// moving between nodes, and config.changelog a moveChunk.from document
+// for each finished move and failed attempt the catalog keeps (the
+// newest 1000): what sh.status() prints as "Collections with active
+// migrations" and "Migration Results for the last 24 hours". Collections
+// mongosh reads and Parsec has nothing for (tags, actionlog) are empty.
 
 // virtualConfigCollections are the config collections answered from the
 // catalog.
@@ -116,6 +124,10 @@ func (e *Engine) virtualDocs(db, coll string) ([][]byte, bool) {
 		}
 	case "settings":
 		docs = e.balancerSettings()
+	case "locks":
+		docs = e.lockDocs()
+	case "changelog":
+		docs = e.changelogDocs()
 	case "chunks":
 		for _, c := range e.shardedCollections() {
 			ts := collTimestamp(c)
@@ -236,4 +248,139 @@ func chunkOID(c *store.Collection, id int) bson.ObjectID {
 
 func collTimestamp(c *store.Collection) bson.Timestamp {
 	return bson.Timestamp{T: uint32(min(max(c.ShardedAt.Unix(), 0), math.MaxUint32)), I: 1}
+}
+
+// collectionByID is the live collection with id, or nil.
+func (e *Engine) collectionByID(id uint32) *store.Collection {
+	for _, db := range e.store.Databases() {
+		for _, c := range e.store.Collections(db) {
+			if c.ID == id {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// lockDocs are config.locks: for each collection with replicas moving
+// between nodes, the moves under way (MongoDB holds a collection's lock
+// while one of its chunks migrates). A standby reads the moves from its
+// catalog replica: their phase and bytes copied are the writer's to
+// know, and its documents say so.
+func (e *Engine) lockDocs() []bson.D {
+	if e.cfg.Moves == nil {
+		return nil
+	}
+	current, _, err := e.cfg.Moves()
+	if err != nil {
+		return nil
+	}
+	now := e.now()
+	type lock struct {
+		when  time.Time
+		why   []string
+		moves bson.A
+		first MoveStatus
+	}
+	locks := map[string]*lock{}
+	for _, m := range current {
+		c := e.collectionByID(m.Coll)
+		if c == nil {
+			continue // dropped: the move ends without moving anything
+		}
+		lo, hi, parts := GroupChunk(c, m.Min, m.Max)
+		from := "no node (a replica added)"
+		if m.From != 0 {
+			from = nodeName(m.From)
+		}
+		d := m.doc(now)
+		d = append(d[:1], append(bson.D{{Key: "partitions", Value: parts}, {Key: "min", Value: lo}, {Key: "max", Value: hi}}, d[1:]...)...)
+		if !m.Tracked {
+			d = slices.DeleteFunc(d, func(e bson.E) bool { return e.Key == "phase" || e.Key == "bytesCopied" })
+			d = append(d, bson.E{Key: "progress", Value: "known to the writer, which makes the move: read this on the primary for its phase and bytesCopied"})
+		}
+		l := locks[c.Namespace()]
+		if l == nil {
+			l = &lock{when: m.Started, first: m}
+			locks[c.Namespace()] = l
+		}
+		if m.Started.Before(l.when) {
+			l.when, l.first = m.Started, m
+		}
+		l.why = append(l.why, fmt.Sprintf("moving a replica of partition %s (raft group %d) of %s from %s to %s",
+			strings.Join(parts, ", "), m.Group, c.Namespace(), from, nodeName(m.To)))
+		l.moves = append(l.moves, d)
+	}
+	var docs []bson.D
+	for _, ns := range slices.Sorted(maps.Keys(locks)) {
+		l := locks[ns]
+		var ts bson.ObjectID
+		binary.BigEndian.PutUint32(ts[:4], uint32(l.when.Unix()))
+		h := md5.Sum(fmt.Appendf(nil, "lock:%s:%d", ns, l.first.Group))
+		copy(ts[4:], h[:8])
+		docs = append(docs, bson.D{
+			{Key: "_id", Value: ns},
+			{Key: "state", Value: int32(2)},
+			{Key: "process", Value: "balancer"},
+			{Key: "ts", Value: ts},
+			{Key: "when", Value: bson.NewDateTimeFromTime(l.when)},
+			{Key: "who", Value: "balancer"},
+			{Key: "why", Value: strings.Join(l.why, "; ")},
+			{Key: "moves", Value: l.moves},
+		})
+	}
+	return docs
+}
+
+// changelogDocs are config.changelog: a moveChunk.from document for each
+// replica move the catalog recorded, details.note "success" or, for a
+// failed attempt, "aborted" with its errmsg and the phase it stopped in.
+func (e *Engine) changelogDocs() []bson.D {
+	if e.cfg.Moves == nil {
+		return nil
+	}
+	_, done, err := e.cfg.Moves()
+	if err != nil {
+		return nil
+	}
+	docs := make([]bson.D, 0, len(done))
+	for _, r := range done {
+		var from any // a replica added to a group short of one comes from no node
+		shard := nodeName(uint64(r.To))
+		if r.From != 0 {
+			from = nodeName(uint64(r.From))
+			shard = from.(string)
+		}
+		details := bson.D{
+			{Key: "min", Value: r.Min},
+			{Key: "max", Value: r.Max},
+			{Key: "from", Value: from},
+			{Key: "to", Value: nodeName(uint64(r.To))},
+		}
+		if r.Err == "" {
+			details = append(details, bson.E{Key: "note", Value: "success"})
+		} else {
+			details = append(details, bson.E{Key: "note", Value: "aborted"}, bson.E{Key: "errmsg", Value: r.Err}, bson.E{Key: "phase", Value: r.Phase})
+		}
+		details = append(details,
+			bson.E{Key: "raftGroup", Value: r.Group},
+			bson.E{Key: "partitions", Value: r.Partitions},
+			bson.E{Key: "partitionBytes", Value: r.PartitionBytes},
+			bson.E{Key: "bytesCopied", Value: r.BytesCopied},
+			bson.E{Key: "startedAt", Value: bson.NewDateTimeFromTime(r.Started)},
+			bson.E{Key: "durationMillis", Value: r.Time.Sub(r.Started).Milliseconds()},
+		)
+		docs = append(docs, bson.D{
+			{Key: "_id", Value: fmt.Sprintf("%s-%s-group%d", r.Time.UTC().Format("2006-01-02T15:04:05.000000Z"), nodeName(uint64(r.Server)), r.Group)},
+			{Key: "server", Value: nodeName(uint64(r.Server))},
+			{Key: "shard", Value: shard},
+			{Key: "clientAddr", Value: ""},
+			{Key: "time", Value: bson.NewDateTimeFromTime(r.Time)},
+			{Key: "what", Value: "moveChunk.from"},
+			{Key: "ns", Value: r.NS},
+			{Key: "details", Value: details},
+		})
+	}
+	slices.SortFunc(docs, func(a, b bson.D) int { return strings.Compare(a[0].Value.(string), b[0].Value.(string)) })
+	return docs
 }

@@ -124,6 +124,12 @@ type Config struct {
 	// leading the group that holds point of collection coll (ok false:
 	// none known): the shard config.chunks names for a chunk.
 	PartitionLeader func(coll uint32, point uint64) (node uint64, ok bool)
+	// Moves, on a cluster of partition groups, reads the replica moves
+	// from this node's catalog replica: those under way (with the
+	// writer's phase and bytes copied when this node makes them) and
+	// the finished ones and failed attempts (config.locks,
+	// config.changelog).
+	Moves func() (current []MoveStatus, done []MoveRecord, err error)
 	// DefaultConsistency is the Cosmos DB consistency level of reads that
 	// give no readConcern: "strong", "bounded", "session" (""), "prefix"
 	// or "eventual" (consistency.go).
