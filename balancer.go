@@ -515,7 +515,7 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) (err erro
 	}
 	toAddr, ok := v.raft[m.to]
 	if !ok {
-		return b.abort(ctx, w, m, ms, fmt.Sprintf("node %d left the cluster", m.to))
+		return b.abort(ctx, w, cur, g, ms, fmt.Sprintf("node %d left the cluster", m.to))
 	}
 	if _, voter := ms.Voters[m.toReplica]; !voter {
 		if _, nv := ms.NonVoting[m.toReplica]; !nv {
@@ -632,8 +632,9 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) (err erro
 // the target's replica leaves the group's membership, and the registry
 // loses the source too when its replica was removed already (the repair
 // rule then adds a replica elsewhere).
-func (b *balancer) abort(ctx context.Context, w *writer, m groupMove, ms cluster.Membership, why string) error {
+func (b *balancer) abort(ctx context.Context, w *writer, cur *groupMove, g partitionGroup, ms cluster.Membership, why string) error {
 	gs := b.gs
+	m := *cur
 	_, voter := ms.Voters[m.toReplica]
 	if _, nonVoting := ms.NonVoting[m.toReplica]; voter || nonVoting {
 		if err := gs.memberChange(ctx, m.group, "remove", m.toReplica, ""); err != nil {
@@ -653,6 +654,9 @@ func (b *balancer) abort(ctx context.Context, w *writer, m groupMove, ms cluster
 			if now, err = updateGroup(tx, m.group, func(g *partitionGroup) { g.dropMember(m.from) }); err != nil {
 				return err
 			}
+		}
+		if err := writeMoveLog(tx, b.moveRecord(w, cur, g, errors.New(why))); err != nil {
+			return err
 		}
 		return tx.Delete(groupMoveKey(m.group))
 	})

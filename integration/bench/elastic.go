@@ -59,7 +59,7 @@ type elasticReport struct {
 	ForegroundRatio   float64 `json:"foreground_ratio"`
 }
 
-var movedRE = regexp.MustCompile(`msg="moved a partition's replica" group=(\d+) from=\d+ to=\d+ bytes=(\d+) duration=(\S+)(?: phases="([^"]*)")?`)
+var movedRE = regexp.MustCompile(`msg="moved a partition's replica" group=(\d+) from=\d+ to=\d+ bytes=(\d+) duration=(\S+)(?: bytesCopied=(\d+))?(?: phases="([^"]*)")?`)
 
 func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	bin, root, cleanup, err := clusterScaffold("elastic")
@@ -215,7 +215,7 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 			}
 			if len(big) >= nth {
 				m := big[nth-1]
-				progress("elastic: moved %s bytes in %s (%s)", m[2], m[3], m[4])
+				progress("elastic: moved a partition of %s bytes in %s, %s bytes copied (%s)", m[2], m[3], m[4], m[5])
 				d, err := time.ParseDuration(m[3])
 				b, _ := strconv.ParseInt(m[2], 10, 64)
 				return d, b, err
