@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,11 +48,13 @@ import (
 // taking part in two and no group moving while it is due to split (a
 // group split off during a move would not start on the move's target):
 // a replica for a group short of one, off a draining node
-// (m/drain/<node:8>), else from the node holding the
-// most replicas to the one holding the fewest when they differ by more
-// than one; then, when replicas are spread, it moves at most one leader
-// every leaderEvery (balanceLeaders): to even out how many groups each
-// node leads, then to keep hot partitions' leaders on different nodes. It does nothing while a member does not answer.
+// (m/drain/<node:8>), else from the node holding the most replicas to
+// the one holding the fewest when they differ by more than one, else
+// (counts even) from the node holding the most bytes to the one holding
+// the fewest (planBytesMove); then, when replicas are spread, it moves
+// at most one leader every leaderEvery (balanceLeaders): to even out how
+// many groups each node leads, then to keep hot partitions' leaders on
+// different nodes. It does nothing while a member does not answer.
 // balancerStop (m/balancer) stops new moves; one under way is finished.
 
 var (
@@ -337,7 +341,7 @@ func replicaCounts(reg *registry, members []uint64) map[uint64]int {
 // than one. Moves under way (busy) count as done, and no node takes
 // part in two at once, nor a group in two; a group due to split (skip)
 // does not move.
-func (gs *groups) planMove(st balanceState, busy []groupMove, skip func(partitionGroup) bool) (groupMove, bool) {
+func (gs *groups) planMove(st balanceState, busy []groupMove, skip func(partitionGroup) bool, sizes map[uint64]int64) (groupMove, bool) {
 	reg := gs.registry()
 	members := slices.Sorted(maps.Keys(gs.h.view.Load().raft))
 	held := replicaCounts(reg, members)
@@ -418,7 +422,70 @@ func (gs *groups) planMove(st balanceState, busy []groupMove, skip func(partitio
 			return groupMove{group: g.id, from: most, to: to}, true
 		}
 	}
-	return groupMove{}, false
+	return planBytesMove(reg, targets, held, inMove, busy, candidates, sizes)
+}
+
+// Bytes are balanced once counts are: a replica moves from the node
+// holding the most bytes to the one holding the fewest when they differ
+// by more than bytesBalanceMin and bytesBalanceShare of the larger, the
+// lighter holds one replica fewer (so the counts swap and stay within
+// one of each other: the count rule does not move it back), and the
+// replica narrows the difference by at least a fifth.
+const (
+	bytesBalanceMin   = 64 << 20
+	bytesBalanceShare = 0.25
+)
+
+func planBytesMove(reg *registry, targets []uint64, held map[uint64]int, inMove map[uint64]bool, busy []groupMove,
+	candidates []partitionGroup, sizes map[uint64]int64) (groupMove, bool) {
+	if len(sizes) == 0 {
+		return groupMove{}, false
+	}
+	bytesOf := map[uint64]int64{}
+	for _, g := range reg.all {
+		for _, n := range g.members() {
+			bytesOf[n] += sizes[g.id]
+		}
+	}
+	for _, m := range busy {
+		if m.from != 0 {
+			bytesOf[m.from] -= sizes[m.group]
+		}
+		bytesOf[m.to] += sizes[m.group]
+	}
+	var free []uint64
+	for _, n := range targets {
+		if !inMove[n] {
+			free = append(free, n)
+		}
+	}
+	if len(free) < 2 {
+		return groupMove{}, false
+	}
+	slices.SortStableFunc(free, func(a, b uint64) int { return cmp.Compare(bytesOf[b], bytesOf[a]) })
+	heavy, light := free[0], free[len(free)-1]
+	diff := bytesOf[heavy] - bytesOf[light]
+	if held[heavy] != held[light]+1 || diff <= bytesBalanceMin || float64(diff) <= bytesBalanceShare*float64(bytesOf[heavy]) {
+		return groupMove{}, false
+	}
+	best, bestLeft := groupMove{}, diff
+	for _, g := range candidates {
+		members := g.members()
+		if !slices.Contains(members, heavy) || slices.Contains(members, light) {
+			continue
+		}
+		left := diff - 2*sizes[g.id] // the difference after the move
+		if left < 0 {
+			left = -left
+		}
+		if left < bestLeft {
+			best, bestLeft = groupMove{group: g.id, from: heavy, to: light}, left
+		}
+	}
+	if best.group == 0 || bestLeft > diff*4/5 {
+		return groupMove{}, false
+	}
+	return best, true
 }
 
 // record plans the next move beside those under way (busy) and records
@@ -437,7 +504,7 @@ func (b *balancer) record(w *writer, st balanceState, busy []groupMove) (groupMo
 	m, ok := gs.planMove(st, busy, func(g partitionGroup) bool {
 		_, reserved := pending[g.id]
 		return reserved || gs.splitDue(w, g)
-	})
+	}, gs.groupSizes(w))
 	if !ok {
 		return groupMove{}, false, nil
 	}
@@ -687,6 +754,33 @@ func (gs *groups) splitDue(w *writer, g partitionGroup) bool {
 		}
 	}
 	return false
+}
+
+// groupSizes are the bytes of every registered group (groupBytes), by
+// group.
+func (gs *groups) groupSizes(w *writer) map[uint64]int64 {
+	out := map[uint64]int64{}
+	st := w.open.Load()
+	if st == nil {
+		return out
+	}
+	for coll, groups := range gs.registry().byColl {
+		c := st.CollectionByID(coll)
+		if c == nil {
+			continue
+		}
+		stats, err := st.PartitionStats(c, 0)
+		if err != nil {
+			continue
+		}
+		for _, p := range stats {
+			i := sort.Search(len(groups), func(i int) bool { return groups[i].max >= p.Partition.Min })
+			if i < len(groups) && groups[i].min <= p.Partition.Min {
+				out[groups[i].id] += p.Counts.Bytes + p.Counts.KeyBytes + p.Counts.IndexBytes
+			}
+		}
+	}
+	return out
 }
 
 // groupBytes is what the partitions of g hold, from the writer's
