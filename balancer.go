@@ -495,25 +495,36 @@ func planBytesMove(reg *registry, targets []uint64, held map[uint64]int, inMove 
 // replica being added), and no move begins while a split is due.
 func (b *balancer) record(w *writer, st balanceState, busy []groupMove) (groupMove, bool, error) {
 	gs := b.gs
+	splitting := func() (func(partitionGroup) bool, error) {
+		pending, err := gs.pendingSplits()
+		if err != nil {
+			return nil, err
+		}
+		return func(g partitionGroup) bool {
+			_, reserved := pending[g.id]
+			return reserved || gs.splitDue(w, g)
+		}, nil
+	}
 	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	pending, err := gs.pendingSplits()
-	if err != nil {
+	skip, err := splitting()
+	var m groupMove
+	var ok bool
+	if err == nil {
+		m, ok = gs.planMove(st, busy, skip, gs.groupSizes(w))
+	}
+	gs.mu.Unlock()
+	if err != nil || !ok {
 		return groupMove{}, false, err
 	}
-	m, ok := gs.planMove(st, busy, func(g partitionGroup) bool {
-		_, reserved := pending[g.id]
-		return reserved || gs.splitDue(w, g)
-	}, gs.groupSizes(w))
-	if !ok {
-		return groupMove{}, false, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	g, ok := gs.registry().byID(m.group)
 	if !ok {
 		return groupMove{}, false, fmt.Errorf("group %d is not registered", m.group)
 	}
+	// The membership is read without the groups' lock (a member may be
+	// slow to answer); the split check is made again with it, with the
+	// record's write.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	ms, err := gs.membership(ctx, g.id)
 	if err != nil {
 		return groupMove{}, false, err
@@ -527,6 +538,14 @@ func (b *balancer) record(w *writer, st balanceState, busy []groupMove) (groupMo
 	}
 	m.started = time.Now()
 	m.bytes = gs.groupBytes(w, g)
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if skip, err = splitting(); err != nil {
+		return groupMove{}, false, err
+	}
+	if now, ok := gs.registry().byID(g.id); !ok || skip(now) {
+		return groupMove{}, false, nil // a split came first; the next round plans again
+	}
 	if err := gs.catalogTxn(w, func(tx kv.Txn) error { return tx.Set(groupMoveKey(g.id), m.encode()) }); err != nil {
 		return groupMove{}, false, err
 	}
