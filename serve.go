@@ -154,6 +154,10 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 
 func (o *serveOptions) validate() error {
 	switch {
+	case o.crashAt != "" && !o.testCommands:
+		return fmt.Errorf("--crash-at is for crash tests: it needs --enable-test-commands")
+	case o.crashAt != "" && o.crashAt != crashMoveRemoved:
+		return fmt.Errorf("--crash-at: unknown crash point %q (known: %s)", o.crashAt, crashMoveRemoved)
 	case o.partitionMaxRUs < 1:
 		return fmt.Errorf("--partition-max-rus must be at least 1")
 	case o.maxThroughput < 400:
