@@ -48,7 +48,7 @@ import (
 // taking part in two and no group moving while it is due to split (a
 // group split off during a move would not start on the move's target):
 // a replica for a group short of one, off a draining node
-// (m/drain/<node:8>), else from the node holding the most replicas to
+// (m/drain/<node:8>; while one drains, nothing else moves), else from the node holding the most replicas to
 // the one holding the fewest when they differ by more than one, else
 // (counts even) from the node holding the most bytes to the one holding
 // the fewest (planBytesMove); then, when replicas are spread, it moves
@@ -182,6 +182,10 @@ type balancer struct {
 func newBalancer(gs *groups) *balancer {
 	return &balancer{gs: gs, current: map[uint64]*groupMove{}}
 }
+
+// removeWithin bounds a move's removal of the old replica (commits wait
+// meanwhile when the writer's own replica leaves); a round tries again.
+const removeWithin = 30 * time.Second
 
 // defaultMaxMoves is how many replicas move at once until
 // balancerStart's maxConcurrentMoves says otherwise.
@@ -405,7 +409,9 @@ func (gs *groups) planMove(st balanceState, busy []groupMove, skip func(partitio
 			}
 		}
 	}
-	if len(targets) < 2 {
+	if len(st.drains) > 0 || len(targets) < 2 {
+		// While a node drains, only its replicas move: spreading the
+		// others waits until it has left.
 		return groupMove{}, false
 	}
 	byLoad := slices.Clone(targets)
@@ -660,17 +666,30 @@ func (b *balancer) finish(ctx context.Context, w *writer, m groupMove) (err erro
 	// No commit is routed while the writer's own replicas of the group
 	// change: one it loses can commit nothing more, and one it gains is
 	// read from only once it applied every commit acknowledged so far.
-	// (The registry's lock first, as a split takes them.)
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	gs.routing.Lock()
-	defer gs.routing.Unlock()
+	// (The registry's lock first, as a split takes them.) A move between
+	// two other nodes changes nothing the writer routes through, and
+	// holds back no commit nor the node's loop while the old replica is
+	// removed; the registry's lock is taken for the recording.
+	own := m.from == gs.h.self || m.to == gs.h.self
+	if own {
+		gs.mu.Lock()
+		defer gs.mu.Unlock()
+		gs.routing.Lock()
+		defer gs.routing.Unlock()
+	}
 	if removing {
 		phase("removing the old replica")
-		if err := gs.memberChange(ctx, g.id, "remove", m.fromReplica, ""); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, removeWithin)
+		err := gs.memberChange(rctx, g.id, "remove", m.fromReplica, "")
+		cancel()
+		if err != nil {
 			return err
 		}
 		gs.h.crashPoint(crashMoveRemoved)
+	}
+	if !own {
+		gs.mu.Lock()
+		defer gs.mu.Unlock()
 	}
 	if m.to == gs.h.self {
 		b := cluster.NewBatch()
@@ -828,27 +847,45 @@ func (gs *groups) groupBytes(w *writer, g partitionGroup) int64 {
 
 // voterHere is whether this node runs a replica of group as one of its
 // registered members (not one a move is adding, which knows nothing
-// before it has caught up, nor one a move is taking away: once removed
-// from the group, before the registry says so, it would hold every
-// proposal and read until its time ran out).
+// before it has caught up).
 func (gs *groups) voterHere(group uint64) bool {
 	if group == dataGroup {
 		return gs.h.node.Started(group) // every node holds the catalog
-	}
-	if m, moving := gs.moveOf(group); moving && m.from == gs.h.self {
-		return false
 	}
 	g, ok := gs.registry().byID(group)
 	return ok && gs.h.node.Started(group) && slices.Contains(g.members(), gs.h.self)
 }
 
+// routesHere is whether reads and commits of group go to this node's
+// replica: voterHere, but not for a replica a recorded move is taking
+// away. Once removed from the group, before the registry says so (a
+// writer died part way), it would hold every proposal and read until
+// its time ran out; other members serve them.
+func (gs *groups) routesHere(group uint64) bool {
+	if m, moving := gs.moveOf(group); moving && m.from == gs.h.self && group != dataGroup {
+		return false
+	}
+	return gs.voterHere(group)
+}
+
 // membership reads group's membership here or through a member.
 func (gs *groups) membership(ctx context.Context, group uint64) (cluster.Membership, error) {
 	if gs.voterHere(group) {
-		return gs.h.node.Membership(ctx, group)
+		// A replica a move removed before the registry said so cannot
+		// read it: the other members can.
+		lctx, cancel := context.WithTimeout(ctx, localMembershipWithin)
+		ms, err := gs.h.node.Membership(lctx, group)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return ms, err
+		}
 	}
 	return gs.peers.Membership(ctx, group)
 }
+
+// localMembershipWithin bounds a read of a group's membership through
+// this node's replica before the other members are asked.
+const localMembershipWithin = 5 * time.Second
 
 // commitIndex is the group's commit index, here or through a member.
 func (gs *groups) commitIndex(ctx context.Context, group uint64) (uint64, error) {
@@ -933,15 +970,22 @@ func (gs *groups) balanceLeaders(ctx context.Context) (bool, error) {
 		}
 		return 0
 	})
-	most := slices.MaxFunc(nodes, func(a, b uint64) int { return count[a] - count[b] })
-	for _, g := range byLoad {
-		if leaders[g.id] != most {
-			continue
-		}
-		for _, to := range g.members() {
-			if count[to] <= count[most]-2 && (!hot(g.id) || hots[to] == 0) {
-				gs.h.logger.Info("moving a partition's leader", "group", g.id, "from", most, "to", to, "why", "leaders per node")
-				return true, gs.transferLeader(ctx, g, to)
+	// From the nodes leading the most, in turn (the first may share no
+	// group with a node leading two fewer while another does), to a
+	// member leading at least two fewer: each such move narrows the
+	// spread, so none is undone.
+	byCount := slices.Clone(nodes)
+	slices.SortStableFunc(byCount, func(a, b uint64) int { return count[b] - count[a] })
+	for _, from := range byCount {
+		for _, g := range byLoad {
+			if leaders[g.id] != from {
+				continue
+			}
+			for _, to := range g.members() {
+				if count[to] <= count[from]-2 && (!hot(g.id) || hots[to] == 0) {
+					gs.h.logger.Info("moving a partition's leader", "group", g.id, "from", from, "to", to, "why", "leaders per node")
+					return true, gs.transferLeader(ctx, g, to)
+				}
 			}
 		}
 	}

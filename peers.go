@@ -237,7 +237,7 @@ const maxIdlePeerConns = 8
 // Held is whether this node runs a replica of group as one of its
 // registered members: a replica a move is adding (not caught up yet) is
 // not read from, and one a move removed is not either.
-func (p *peers) Held(group uint64) bool { return p.gs.voterHere(group) }
+func (p *peers) Held(group uint64) bool { return p.gs.routesHere(group) }
 
 func (p *peers) Under(prefix []byte) []uint64 { return p.gs.farUnder(prefix) }
 

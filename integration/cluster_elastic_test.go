@@ -173,6 +173,17 @@ func TestClusterElastic(t *testing.T) {
 		t.Errorf("balancerStatus after maxConcurrentMoves 2: %+v, %v", bst, err)
 	}
 	mostAtOnce := 0
+	nodeLogs := func() string {
+		var logs strings.Builder
+		for _, n := range c.nodes {
+			for _, line := range strings.Split(n.logText(), "\n") {
+				if strings.Contains(line, "balanc") || strings.Contains(line, "mov") || strings.Contains(line, "drop") || strings.Contains(line, "WARN") {
+					fmt.Fprintf(&logs, "node %d: %s\n", n.id, line)
+				}
+			}
+		}
+		return logs.String()
+	}
 	waitPlacement := func(what string, nodes []int64, within time.Duration, until func(groupPlacement) bool) groupPlacement {
 		t.Helper()
 		var last groupPlacement
@@ -256,7 +267,7 @@ func TestClusterElastic(t *testing.T) {
 			if gone == 4 {
 				out, err := exec.Command(parsecBinary(t), "cluster", "remove", "--uri", c.uri(), "--node-id", "4", "--wait", "4m").CombinedOutput()
 				if err != nil || !strings.Contains(string(out), "completed") {
-					t.Fatalf("parsec cluster remove --node-id 4: %v\n%s", err, out)
+					t.Fatalf("parsec cluster remove --node-id 4: %v\n%s\n%s", err, out, nodeLogs())
 				}
 				logf("node4 removed by parsec cluster remove:\n%s", out)
 				for i, n := range c.nodes {
