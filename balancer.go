@@ -17,6 +17,7 @@ import (
 	"github.com/parsecdb/parsec/cluster"
 	"github.com/parsecdb/parsec/engine"
 	"github.com/parsecdb/parsec/engine/kv"
+	"github.com/parsecdb/parsec/engine/store"
 )
 
 // The balancer (on the writer, the catalog group's leader) spreads the
@@ -496,9 +497,10 @@ func planBytesMove(reg *registry, targets []uint64, held map[uint64]int, inMove 
 
 // record plans the next move beside those under way (busy) and records
 // it, with the new replica's ID, for finish to make; false: none is due.
-// It holds the groups' lock, as a split does: no group splits while a
-// replica of it moves (the group split off would start without the
-// replica being added), and no move begins while a split is due.
+// It plans, and writes the record, under the groups' lock, as a split
+// runs: no group splits while a replica of it moves (the group split off
+// would start without the replica being added), and no move begins
+// while a split is due.
 func (b *balancer) record(w *writer, st balanceState, busy []groupMove) (groupMove, bool, error) {
 	gs := b.gs
 	splitting := func() (func(partitionGroup) bool, error) {
@@ -515,8 +517,9 @@ func (b *balancer) record(w *writer, st balanceState, busy []groupMove) (groupMo
 	skip, err := splitting()
 	var m groupMove
 	var ok bool
+	sizes := gs.groupSizes(w)
 	if err == nil {
-		m, ok = gs.planMove(st, busy, skip, gs.groupSizes(w))
+		m, ok = gs.planMove(st, busy, skip, sizes)
 	}
 	gs.mu.Unlock()
 	if err != nil || !ok {
@@ -543,7 +546,7 @@ func (b *balancer) record(w *writer, st balanceState, busy []groupMove) (groupMo
 		m.toReplica = ms.NewReplicaID()
 	}
 	m.started = time.Now()
-	m.bytes = gs.groupBytes(w, g)
+	m.bytes = sizes[g.id]
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if skip, err = splitting(); err != nil {
@@ -782,20 +785,27 @@ func (gs *groups) splitDue(w *writer, g partitionGroup) bool {
 	if st == nil {
 		return false
 	}
+	_, due := splitAt(st, g)
+	return due
+}
+
+// splitAt is the first boundary of g's collection's partition map inside
+// g's range, where reconcile splits it.
+func splitAt(st *store.Store, g partitionGroup) (uint64, bool) {
 	c := st.CollectionByID(g.coll)
 	if c == nil {
-		return false
+		return 0, false
 	}
 	for _, p := range c.Map().Partitions() {
 		if p.Min > g.min && p.Min <= g.max {
-			return true
+			return p.Min, true
 		}
 	}
-	return false
+	return 0, false
 }
 
-// groupSizes are the bytes of every registered group (groupBytes), by
-// group.
+// groupSizes are the bytes of every registered group's partitions, from
+// the writer's statistics, by group (a group unknown there is absent).
 func (gs *groups) groupSizes(w *writer) map[uint64]int64 {
 	out := map[uint64]int64{}
 	st := w.open.Load()
@@ -819,30 +829,6 @@ func (gs *groups) groupSizes(w *writer) map[uint64]int64 {
 		}
 	}
 	return out
-}
-
-// groupBytes is what the partitions of g hold, from the writer's
-// statistics (0 when unknown).
-func (gs *groups) groupBytes(w *writer, g partitionGroup) int64 {
-	st := w.open.Load()
-	if st == nil {
-		return 0
-	}
-	c := st.CollectionByID(g.coll)
-	if c == nil {
-		return 0
-	}
-	stats, err := st.PartitionStats(c, 0)
-	if err != nil {
-		return 0
-	}
-	var total int64
-	for _, p := range stats {
-		if p.Partition.Min >= g.min && p.Partition.Min <= g.max {
-			total += p.Counts.Bytes + p.Counts.KeyBytes + p.Counts.IndexBytes
-		}
-	}
-	return total
 }
 
 // voterHere is whether this node runs a replica of group as one of its

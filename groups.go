@@ -1004,20 +1004,11 @@ func (gs *groups) reconcile(w *writer) error {
 				deferred = deferred || gs.splitDue(w, g)
 				continue
 			}
-			c := st.CollectionByID(g.coll)
-			if c == nil {
-				continue
-			}
-			for _, p := range c.Map().Partitions() {
-				if p.Min > g.min && p.Min <= g.max {
-					if err := gs.split(w, g, p.Min); err != nil {
-						return err
-					}
-					split = true
-					break
+			if at, due := splitAt(st, g); due {
+				if err := gs.split(w, g, at); err != nil {
+					return err
 				}
-			}
-			if split {
+				split = true
 				break
 			}
 		}

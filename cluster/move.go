@@ -375,14 +375,10 @@ func deleteOwned(db *badger.DB, t dropTarget) error {
 					if len(t.observe) > 0 && bytes.HasPrefix(item.Key(), t.observe) {
 						continue
 					}
-					if t.owns != nil {
-						owned := false
-						if err := item.Value(func(v []byte) error { owned = t.owns(item.Key(), v); return nil }); err != nil {
-							return err
-						}
-						if !owned {
-							continue
-						}
+					if owned, err := ownedItem(t.owns, item); err != nil {
+						return err
+					} else if !owned {
+						continue
 					}
 					keys = append(keys, item.KeyCopy(nil))
 				}

@@ -250,6 +250,17 @@ func readField(br *bufio.Reader) ([]byte, error) {
 	return p, nil
 }
 
+// ownedItem is whether owns accepts a Badger item of a group's spans
+// (always, for a group without Owns).
+func ownedItem(owns func(key, value []byte) bool, item *badger.Item) (bool, error) {
+	if owns == nil {
+		return true, nil
+	}
+	owned := false
+	err := item.Value(func(v []byte) error { owned = owns(item.Key(), v); return nil })
+	return owned, err
+}
+
 // isObserved says key is under the group's Observe prefix.
 func (m *StateMachine) isObserved(key []byte) bool {
 	return len(m.observe) > 0 && bytes.HasPrefix(key, m.observe)
@@ -270,14 +281,10 @@ func (m *StateMachine) staleObserved(keep [][]byte) ([][]byte, error) {
 			if _, kept := slices.BinarySearchFunc(keep, k, bytes.Compare); kept || !inSpans(m.spans, k) {
 				continue
 			}
-			if m.owns != nil {
-				owned := false
-				if err := it.Item().Value(func(v []byte) error { owned = m.owns(k, v); return nil }); err != nil {
-					return err
-				}
-				if !owned {
-					continue
-				}
+			if owned, err := ownedItem(m.owns, it.Item()); err != nil {
+				return err
+			} else if !owned {
+				continue
 			}
 			stale = append(stale, it.Item().KeyCopy(nil))
 		}
@@ -308,14 +315,10 @@ func (m *StateMachine) clear(stop <-chan struct{}) error {
 			if m.isObserved(it.Item().Key()) {
 				continue
 			}
-			if m.owns != nil {
-				owned := false
-				if err := it.Item().Value(func(v []byte) error { owned = m.owns(it.Item().Key(), v); return nil }); err != nil {
-					return err
-				}
-				if !owned {
-					continue
-				}
+			if owned, err := ownedItem(m.owns, it.Item()); err != nil {
+				return err
+			} else if !owned {
+				continue
 			}
 			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
 				return err
