@@ -69,6 +69,13 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	defer cleanup()
 	var procs []*serverProc
 	defer func() {
+		if err != nil {
+			// The nodes' last lines say why a move did not start or end.
+			for i, p := range procs {
+				lines := strings.Split(strings.TrimSpace(p.logText()), "\n")
+				progress("elastic: node %d's last log lines:\n%s", i+1, strings.Join(lines[max(0, len(lines)-30):], "\n"))
+			}
+		}
 		for _, p := range procs {
 			if cfg.CPUProfile != "" {
 				p.stop()
@@ -193,7 +200,7 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 		for seen := false; !seen; time.Sleep(10 * time.Millisecond) {
 			var st struct {
 				Moves []struct {
-					Bytes int64 `bson:"bytes"`
+					Bytes int64 `bson:"partitionBytes"`
 				} `bson:"moves"`
 			}
 			if err := admin.RunCommand(ctx, bson.D{{Key: "balancerStatus", Value: 1}}).Decode(&st); err == nil {
