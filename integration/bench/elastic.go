@@ -36,6 +36,11 @@ import (
 //	             the large partition's replica again; goal: ops/s during
 //	             that move >= elasticForegroundGoal x before
 //
+//	floor        the first move's snapshot stream (the leader's log) and
+//	             Badger alone taking in the same documents, measured in
+//	             the same run: dragonboat restores a snapshot only once
+//	             it received all of it, so no move is shorter than both
+//
 //	go run ./integration/bench -only elastic
 const (
 	elasticWorkload       = "elastic"
@@ -54,10 +59,23 @@ type elasticReport struct {
 	MoveMBPerS     float64 `json:"move_mb_per_s"`
 	// LoadedMoveSeconds is the second move's, under the foreground load.
 	LoadedMoveSeconds float64 `json:"move_seconds_under_load"`
-	ForegroundBefore  float64 `json:"foreground_ops_per_s_before"`
-	ForegroundDuring  float64 `json:"foreground_ops_per_s_during_move"`
-	ForegroundRatio   float64 `json:"foreground_ratio"`
+	// The first move's catch-up in parts: the leader's stream of the
+	// snapshot (the first, and how many times it streamed it), the
+	// target's restore, and Badger alone taking in the same documents
+	// (each with two small records) in a database of its own: with
+	// dragonboat's snapshots, which are received whole before they are
+	// restored, the move takes at least the stream and that.
+	StreamSeconds      float64 `json:"stream_seconds"`
+	Streams            int     `json:"streams"`
+	RestoreSeconds     float64 `json:"restore_seconds"`
+	BadgerAloneSeconds float64 `json:"badger_alone_seconds"`
+	FloorMBPerS        float64 `json:"floor_mb_per_s"`
+	ForegroundBefore   float64 `json:"foreground_ops_per_s_before"`
+	ForegroundDuring   float64 `json:"foreground_ops_per_s_during_move"`
+	ForegroundRatio    float64 `json:"foreground_ratio"`
 }
+
+var snapshotRE = regexp.MustCompile(`msg="(streamed|restored) a snapshot of a group" group=\d+ applied=(\d+) records=\d+ bytes=(\d+) .*duration=(\S+)`)
 
 var movedRE = regexp.MustCompile(`msg="moved a partition's replica" group=(\d+) from=\d+ to=\d+ bytes=(\d+) duration=(\S+)(?: bytesCopied=(\d+))?(?: phases="([^"]*)")?`)
 
@@ -284,10 +302,14 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 			}
 		}()
 	}
-	defer func() {
-		close(stop)
-		fg.Wait()
-	}()
+	var stopOnce sync.Once
+	stopLoad := func() {
+		stopOnce.Do(func() {
+			close(stop)
+			fg.Wait()
+		})
+	}
+	defer stopLoad()
 	time.Sleep(time.Second) // warm up
 	before := ops.Load()
 	time.Sleep(elasticBefore)
@@ -301,6 +323,7 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	}
 	window := time.Since(start)
 	duringRate := float64(ops.Load()-startOps) / window.Seconds()
+	stopLoad() // nothing else runs while Badger alone is measured
 	r := &elasticReport{PartitionBytes: bytes, MoveSeconds: d.Seconds(), MoveMBPerS: float64(bytes) / (1 << 20) / d.Seconds(),
 		LoadedMoveSeconds: d2.Seconds(), ForegroundBefore: beforeRate, ForegroundDuring: duringRate}
 	if beforeRate > 0 {
@@ -312,6 +335,57 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 			progress("elastic: %s", line)
 		}
 	}
+	// Each node's snapshots streamed and restored: the catch-up's parts.
+	// The first move's snapshot is the large one with the lowest index.
+	type snap struct {
+		restored bool
+		applied  int64
+		seconds  float64
+	}
+	var snaps []snap
+	first := int64(-1)
+	for i, p := range procs {
+		for _, line := range strings.Split(p.logText(), "\n") {
+			if !strings.Contains(line, "a snapshot of a group") {
+				continue
+			}
+			progress("elastic: node %d: %s", i+1, line)
+			m := snapshotRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			applied, _ := strconv.ParseInt(m[2], 10, 64)
+			b, _ := strconv.ParseInt(m[3], 10, 64)
+			d, _ := time.ParseDuration(m[4])
+			if b > elasticBytes/2 {
+				snaps = append(snaps, snap{m[1] == "restored", applied, d.Seconds()})
+				if m[1] == "restored" && (first < 0 || applied < first) {
+					first = applied
+				}
+			}
+		}
+	}
+	for _, sn := range snaps {
+		switch {
+		case sn.applied != first:
+		case sn.restored:
+			r.RestoreSeconds = sn.seconds
+		default:
+			if r.Streams++; r.Streams == 1 {
+				r.StreamSeconds = sn.seconds
+			}
+		}
+	}
+	alone, err := badgerIngest(ingestShape{docs: docs, docBytes: elasticDocBytes, extra: 2, extraBytes: 40})
+	if err != nil {
+		return err
+	}
+	r.BadgerAloneSeconds = alone.Seconds()
+	if floor := r.StreamSeconds + r.BadgerAloneSeconds; r.StreamSeconds > 0 {
+		r.FloorMBPerS = float64(bytes) / (1 << 20) / floor
+	}
+	progress("elastic: the first move's catch-up: stream %.2f s (streamed %d times), restore %.2f s; Badger alone takes in the same documents in %.2f s: stream + that = %.2f s, %.1f MB/s at most",
+		r.StreamSeconds, r.Streams, r.RestoreSeconds, r.BadgerAloneSeconds, r.StreamSeconds+r.BadgerAloneSeconds, r.FloorMBPerS)
 	progress("elastic: moved %.1f MB in %.2f s (%.1f MB/s), under load in %.2f s; foreground %.0f ops/s before, %.0f during (%.2fx)",
 		float64(bytes)/(1<<20), d.Seconds(), r.MoveMBPerS, d2.Seconds(), beforeRate, duringRate, r.ForegroundRatio)
 	return nil

@@ -31,6 +31,10 @@ import (
 //	              to {g: "hashed"} copies; goal: ops/s during the copy >=
 //	              reshardForegroundGoal x before
 //
+//	badger alone  the same number of documents of the same size, each
+//	              with two index entries, written straight into a Badger
+//	              of its own in scattered key order (the copy's floor)
+//
 //	go run ./integration/bench -only reshard
 //	go run ./integration/bench -only '^reshard$' -cpuprofile /tmp/cpu.pprof   # /tmp/cpu.reshard-copy-0.pprof: the copy alone
 const (
@@ -44,14 +48,17 @@ const (
 
 // reshardReport is the section's figures.
 type reshardReport struct {
-	Documents         int64   `json:"documents"`
-	CopySeconds       float64 `json:"copy_seconds"`
-	CopyDocsPerS      float64 `json:"copy_docs_per_s"`
-	CommandSeconds    float64 `json:"command_seconds"`
-	ForegroundBefore  float64 `json:"foreground_ops_per_s_before"`
-	ForegroundDuring  float64 `json:"foreground_ops_per_s_during_copy"`
-	ForegroundRatio   float64 `json:"foreground_ratio"`
-	LoadedCopySeconds float64 `json:"copy_seconds_under_load"`
+	Documents    int64   `json:"documents"`
+	CopySeconds  float64 `json:"copy_seconds"`
+	CopyDocsPerS float64 `json:"copy_docs_per_s"`
+	// BadgerAloneDocsPerS is Badger alone taking in the copy's writes
+	// (badgerIngest), measured in the same run.
+	BadgerAloneDocsPerS float64 `json:"badger_alone_docs_per_s"`
+	CommandSeconds      float64 `json:"command_seconds"`
+	ForegroundBefore    float64 `json:"foreground_ops_per_s_before"`
+	ForegroundDuring    float64 `json:"foreground_ops_per_s_during_copy"`
+	ForegroundRatio     float64 `json:"foreground_ratio"`
+	LoadedCopySeconds   float64 `json:"copy_seconds_under_load"`
 }
 
 func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
@@ -105,6 +112,15 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	out.CopySeconds, out.CommandSeconds = copySecs, cmdSecs
 	out.CopyDocsPerS = float64(reshardDocs) / copySecs
 	progress("reshard: copied %d documents in %.2f s (%.0f docs/s); the command took %.2f s", reshardDocs, copySecs, out.CopyDocsPerS, cmdSecs)
+	// What Badger alone takes in: the same number of documents of the
+	// same size, each with its _id and shard key index entries, in the
+	// scattered order a copy into another key writes them.
+	alone, err := badgerIngest(ingestShape{docs: reshardDocs, docBytes: 230, extra: 2, extraBytes: 16, scattered: true})
+	if err != nil {
+		return err
+	}
+	out.BadgerAloneDocsPerS = float64(reshardDocs) / alone.Seconds()
+	progress("reshard: Badger alone takes in the same documents with two index entries each at %.0f docs/s (the copy: %.2f x that)", out.BadgerAloneDocsPerS, out.CopyDocsPerS/out.BadgerAloneDocsPerS)
 
 	// Foreground inserts and point reads, before and during a copy.
 	var ops, reads atomic.Int64
