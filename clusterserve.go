@@ -244,7 +244,7 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	}
 	cluster.QuietLogs()
 
-	node, err := cluster.NewNode(cluster.NodeConfig{RaftAddress: members[o.cluster.nodeID], Dir: dataDir, DB: db.Badger()})
+	node, err := cluster.NewNode(cluster.NodeConfig{RaftAddress: members[o.cluster.nodeID], Dir: dataDir, DB: db.Badger(), Logger: logger})
 	if err != nil {
 		_ = ln.Close()
 		_ = db.Close()

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/plugin/tan"
 	sm "github.com/lni/dragonboat/v4/statemachine"
+	"github.com/lni/vfs"
 )
 
 // NodeConfig says where a node's replicas live.
@@ -38,6 +40,9 @@ type NodeConfig struct {
 	// DeploymentID keeps nodes of different clusters from talking to each
 	// other by mistake; 0 means 1.
 	DeploymentID uint64
+	// Logger gets a line for each snapshot a replica streams to another
+	// or restores (nil: none).
+	Logger *slog.Logger
 }
 
 // GroupConfig is one group's replica on a node.
@@ -97,8 +102,9 @@ type GroupConfig struct {
 // Node is one Parsec node's share of the cluster: a dragonboat NodeHost
 // and the replicas it runs over the node's Badger.
 type Node struct {
-	nh *dragonboat.NodeHost
-	db *badger.DB
+	nh     *dragonboat.NodeHost
+	db     *badger.DB
+	logger *slog.Logger
 
 	mu     sync.Mutex
 	groups map[uint64]*replica
@@ -147,6 +153,11 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 			expert.LogDB.KVWriteBufferSize = 1 << 20
 		}
 		expert.LogDBFactory = logDB
+		if logDB != nil {
+			// (dragonboat's pebble log store refuses any file system
+			// but its default.)
+			expert.FS = receivingFS{vfs.Default}
+		}
 		return dragonboat.NewNodeHost(config.NodeHostConfig{
 			DeploymentID:   dep,
 			NodeHostDir:    dir,
@@ -168,7 +179,11 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start node %s: %w", cfg.RaftAddress, err)
 	}
-	return &Node{nh: nh, db: cfg.DB, groups: map[uint64]*replica{}}, nil
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Node{nh: nh, db: cfg.DB, logger: logger, groups: map[uint64]*replica{}}, nil
 }
 
 // errLogDBTypeChanged is the text of dragonboat's error for a NodeHost
@@ -264,7 +279,7 @@ func (n *Node) StartGroup(g GroupConfig) error {
 		IsNonVoting:        nonVoting,
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
-		m := &StateMachine{db: n.db, shardID: shardID, spans: spans, owns: g.Owns, watch: rep.watch, gen: &rep.gen,
+		m := &StateMachine{db: n.db, logger: n.logger, shardID: shardID, spans: spans, owns: g.Owns, watch: rep.watch, gen: &rep.gen,
 			observe: bytes.Clone(g.Observe), onApply: g.OnApply, freeze: g.Freeze}
 		rep.gen.Add(1) // a new instance: what it opens may differ
 		n.mu.Lock()

@@ -74,3 +74,15 @@ func (m *StateMachine) CopyProgress() CopyProgress {
 		EntryBytes:    st.EntryBytes,
 	}
 }
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

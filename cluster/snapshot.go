@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -51,7 +52,9 @@ func (m *StateMachine) SaveSnapshot(ctx interface{}, w io.Writer, stop <-chan st
 		return fmt.Errorf("snapshot context is %T", ctx)
 	}
 	defer p.txn.Discard()
-	bw := bufio.NewWriterSize(w, 64<<10)
+	start := time.Now()
+	cw := &countingWriter{w: w}
+	bw := bufio.NewWriterSize(cw, 64<<10)
 	hdr := append([]byte(snapshotMagic), snapshotVersion)
 	hdr = binary.BigEndian.AppendUint64(hdr, m.shardID)
 	hdr = binary.BigEndian.AppendUint64(hdr, p.applied)
@@ -98,6 +101,10 @@ func (m *StateMachine) SaveSnapshot(ctx interface{}, w io.Writer, stop <-chan st
 	m.mu.Lock()
 	m.stats.Snapshots++
 	m.mu.Unlock()
+	if m.logger != nil {
+		m.logger.Info("streamed a snapshot of a group", "group", m.shardID, "applied", p.applied,
+			"records", count, "bytes", cw.n, "duration", time.Since(start).Round(time.Millisecond).String())
+	}
 	return nil
 }
 
@@ -110,6 +117,7 @@ func (m *StateMachine) SaveSnapshot(ctx interface{}, w io.Writer, stop <-chan st
 // split-off group's keys on this node); those the snapshot lacks go in
 // the last commit.
 func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) error {
+	start := time.Now()
 	br := bufio.NewReaderSize(m.restore.begin(r), 64<<10)
 	shardID, applied, spans, err := readSnapshotHeader(br)
 	if err != nil {
@@ -129,6 +137,7 @@ func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) er
 	if err := m.clear(stop); err != nil {
 		return err
 	}
+	cleared := time.Since(start)
 	wb := m.db.NewWriteBatch()
 	defer wb.Cancel()
 	var count uint64
@@ -201,6 +210,11 @@ func (m *StateMachine) RecoverFromSnapshot(r io.Reader, stop <-chan struct{}) er
 	m.stats.Restores++
 	m.stats.RestoredKeys += int64(count)
 	m.mu.Unlock()
+	if m.logger != nil {
+		m.logger.Info("restored a snapshot of a group", "group", m.shardID, "applied", applied,
+			"records", count, "bytes", m.restore.bytes.Load(), "clearing", cleared.Round(time.Millisecond).String(),
+			"duration", time.Since(start).Round(time.Millisecond).String())
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,8 @@ type StateMachine struct {
 	onApply  func(key, value []byte)
 	observed []KV
 	freeze   func() func(key, value []byte) bool
+	// logger, when set, gets a line per snapshot streamed or restored.
+	logger *slog.Logger
 
 	// applied is the last index in Badger; only the serialised methods
 	// write it.
