@@ -36,7 +36,7 @@ import (
 //	              of its own in scattered key order (the copy's floor)
 //
 //	go run ./integration/bench -only reshard
-//	go run ./integration/bench -only '^reshard$' -cpuprofile /tmp/cpu.pprof   # /tmp/cpu.reshard-copy-0.pprof: the copy alone
+//	go run ./integration/bench -only '^reshard$' -cpuprofile /tmp/cpu.pprof   # /tmp/cpu.reshard-copy-0.pprof: the copy alone (reshard-before-0, reshard-during-0: the load)
 const (
 	reshardWorkload       = "reshard"
 	reshardDocs           = 200_000
@@ -156,8 +156,17 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 		}()
 	}
 	time.Sleep(500 * time.Millisecond) // warm up
+	// With -cpuprofile the load before and during the copy are profiled
+	// too (reshard-before, reshard-during).
+	profile, err = startCPUProfile(profilePath(cfg.CPUProfile, "reshard-before", 0))
+	if err != nil {
+		stopLoad()
+		wg.Wait()
+		return err
+	}
 	n0, r0, t0 := ops.Load(), reads.Load(), time.Now()
 	time.Sleep(reshardBefore)
+	profile()
 	secs := time.Since(t0).Seconds()
 	out.ForegroundBefore = float64(ops.Load()-n0) / secs
 	readsBefore := float64(reads.Load()-r0) / secs
@@ -165,7 +174,11 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	loadedCopy, _, err := timeReshard(ctx, client, bson.D{{Key: "g", Value: "hashed"}}, func(start bool) {
 		if start {
 			n0, r0, t0 = ops.Load(), reads.Load(), time.Now()
+			if stop, perr := startCPUProfile(profilePath(cfg.CPUProfile, "reshard-during", 0)); perr == nil {
+				profile = stop
+			}
 		} else {
+			profile()
 			secs := time.Since(t0).Seconds()
 			during = float64(ops.Load()-n0) / secs
 			readsDuring = float64(reads.Load()-r0) / secs
