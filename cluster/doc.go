@@ -192,8 +192,8 @@
 // index entries and change-log events) between server processes: the
 // leader streams it in 1.1-1.2 s, the target restores it in 3.3-3.5 s,
 // as fast as Badger alone takes in the same documents in a database of
-// its own on the same machine at the same time (3.5 s; 1.7-1.8 s on an
-// idle machine): its one write goroutine inserts every record into the
+// its own on the same machine at the same time (2.8-3.8 s; 1.6-1.8 s on
+// an idle machine): its one write goroutine inserts every record into the
 // memtable's skiplist and write-ahead log. dragonboat restores a
 // snapshot only once it received all of it, so a move takes at least
 // the stream and that (`bench -only elastic` measures both). Badger's

@@ -40,6 +40,7 @@ import (
 //	             Badger alone taking in the same documents, measured in
 //	             the same run: dragonboat restores a snapshot only once
 //	             it received all of it, so no move is shorter than both
+//	             (Badger alone again once the nodes are stopped: idle)
 //
 //	go run ./integration/bench -only elastic
 const (
@@ -70,9 +71,12 @@ type elasticReport struct {
 	RestoreSeconds     float64 `json:"restore_seconds"`
 	BadgerAloneSeconds float64 `json:"badger_alone_seconds"`
 	FloorMBPerS        float64 `json:"floor_mb_per_s"`
-	ForegroundBefore   float64 `json:"foreground_ops_per_s_before"`
-	ForegroundDuring   float64 `json:"foreground_ops_per_s_during_move"`
-	ForegroundRatio    float64 `json:"foreground_ratio"`
+	// The same once the nodes are stopped.
+	BadgerIdleSeconds float64 `json:"badger_alone_idle_seconds"`
+	IdleFloorMBPerS   float64 `json:"idle_floor_mb_per_s"`
+	ForegroundBefore  float64 `json:"foreground_ops_per_s_before"`
+	ForegroundDuring  float64 `json:"foreground_ops_per_s_during_move"`
+	ForegroundRatio   float64 `json:"foreground_ratio"`
 }
 
 var snapshotRE = regexp.MustCompile(`msg="(streamed|restored) a snapshot of a group" group=\d+ applied=(\d+) records=\d+ bytes=(\d+) .*duration=(\S+)`)
@@ -86,6 +90,18 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	}
 	defer cleanup()
 	var procs []*serverProc
+	var stopOnce sync.Once
+	stopNodes := func() {
+		stopOnce.Do(func() {
+			for _, p := range procs {
+				if cfg.CPUProfile != "" {
+					p.stop()
+				} else {
+					p.kill()
+				}
+			}
+		})
+	}
 	defer func() {
 		if err != nil {
 			// The nodes' last lines say why a move did not start or end.
@@ -94,13 +110,7 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 				progress("elastic: node %d's last log lines:\n%s", i+1, strings.Join(lines[max(0, len(lines)-30):], "\n"))
 			}
 		}
-		for _, p := range procs {
-			if cfg.CPUProfile != "" {
-				p.stop()
-			} else {
-				p.kill()
-			}
-		}
+		stopNodes()
 	}()
 	// With -cpuprofile every node writes its profile, from its start to
 	// the end of the section: <path>.elasticNode1-0.<ext> and so on.
@@ -302,9 +312,9 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 			}
 		}()
 	}
-	var stopOnce sync.Once
+	var loadOnce sync.Once
 	stopLoad := func() {
-		stopOnce.Do(func() {
+		loadOnce.Do(func() {
 			close(stop)
 			fg.Wait()
 		})
@@ -376,16 +386,27 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 			}
 		}
 	}
-	alone, err := badgerIngest(ingestShape{docs: docs, docBytes: elasticDocBytes, extra: 2, extraBytes: 40})
+	shape := ingestShape{docs: docs, docBytes: elasticDocBytes, extra: 2, extraBytes: 40}
+	alone, err := badgerIngest(shape)
 	if err != nil {
 		return err
 	}
-	r.BadgerAloneSeconds = alone.Seconds()
-	if floor := r.StreamSeconds + r.BadgerAloneSeconds; r.StreamSeconds > 0 {
-		r.FloorMBPerS = float64(bytes) / (1 << 20) / floor
+	// Again once the nodes are gone: what Badger does on this machine
+	// with nothing else running.
+	stopNodes()
+	idle, err := badgerIngest(shape)
+	if err != nil {
+		return err
 	}
-	progress("elastic: the first move's catch-up: stream %.2f s (streamed %d times), restore %.2f s; Badger alone takes in the same documents in %.2f s: stream + that = %.2f s, %.1f MB/s at most",
-		r.StreamSeconds, r.Streams, r.RestoreSeconds, r.BadgerAloneSeconds, r.StreamSeconds+r.BadgerAloneSeconds, r.FloorMBPerS)
+	r.BadgerAloneSeconds, r.BadgerIdleSeconds = alone.Seconds(), idle.Seconds()
+	mb := float64(bytes) / (1 << 20)
+	if r.StreamSeconds > 0 {
+		r.FloorMBPerS = mb / (r.StreamSeconds + r.BadgerAloneSeconds)
+		r.IdleFloorMBPerS = mb / (r.StreamSeconds + r.BadgerIdleSeconds)
+	}
+	progress("elastic: the first move's catch-up: stream %.2f s (streamed %d times), restore %.2f s; Badger alone takes in the same documents in %.2f s beside the nodes, %.2f s without them: stream + that = %.2f s (%.1f MB/s at most), %.2f s (%.1f MB/s)",
+		r.StreamSeconds, r.Streams, r.RestoreSeconds, r.BadgerAloneSeconds, r.BadgerIdleSeconds,
+		r.StreamSeconds+r.BadgerAloneSeconds, r.FloorMBPerS, r.StreamSeconds+r.BadgerIdleSeconds, r.IdleFloorMBPerS)
 	progress("elastic: moved %.1f MB in %.2f s (%.1f MB/s), under load in %.2f s; foreground %.0f ops/s before, %.0f during (%.2fx)",
 		float64(bytes)/(1<<20), d.Seconds(), r.MoveMBPerS, d2.Seconds(), beforeRate, duringRate, r.ForegroundRatio)
 	return nil
