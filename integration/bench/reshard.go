@@ -184,6 +184,7 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 			readsDuring = float64(reads.Load()-r0) / secs
 		}
 	})
+	profile() // (the command may fail before it ends the profile)
 	stopLoad()
 	wg.Wait()
 	if err != nil {
