@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -353,16 +354,19 @@ type writer struct {
 // clusterHandler serves a node's clients: through the engine while the
 // node is the writer, as a standby otherwise.
 type clusterHandler struct {
-	o       *serveOptions
-	logger  *slog.Logger
-	node    *cluster.Node
-	self    uint64
-	view    atomic.Pointer[memberView] // the members, as this node last read them
-	argv    []string
-	port    int
-	setName string
-	conns   func() wire.Stats
-	web     bool // --http: the writer serves metrics and the console
+	o      *serveOptions
+	logger *slog.Logger
+	node   *cluster.Node
+	self   uint64
+	view   atomic.Pointer[memberView] // the members, as this node last read them
+	// membersRaw is the recorded members' bytes refreshMembers last
+	// decoded (only the watch loop reads and sets it).
+	membersRaw []byte
+	argv       []string
+	port       int
+	setName    string
+	conns      func() wire.Stats
+	web        bool // --http: the writer serves metrics and the console
 
 	cur     atomic.Pointer[writer]
 	primary atomic.Pointer[string] // the writer's client address, as last seen
@@ -794,7 +798,16 @@ func (h *clusterHandler) refreshMembers() {
 		if err != nil {
 			return err
 		}
-		return item.Value(func(v []byte) error { return json.Unmarshal(v, &raft) })
+		return item.Value(func(v []byte) error {
+			if bytes.Equal(v, h.membersRaw) {
+				return nil // as last decoded: the view is up to date
+			}
+			if err := json.Unmarshal(v, &raft); err != nil {
+				return err
+			}
+			h.membersRaw = bytes.Clone(v)
+			return nil
+		})
 	})
 	if len(raft) > 0 && !maps.Equal(raft, h.view.Load().raft) {
 		h.view.Store(newMemberView(raft, h.port))

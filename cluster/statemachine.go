@@ -47,7 +47,12 @@ type StateMachine struct {
 	observe  []byte
 	onApply  func(key, value []byte)
 	observed []KV
-	freeze   func() func(key, value []byte) bool
+	// seen holds, for the Badger transaction being built, the value of
+	// every key an entry read or wrote in it, as the transaction sees
+	// it: a key the entries of one commit keep reading (the writer's
+	// fence) is read from Badger once.
+	seen   map[string]seenValue
+	freeze func() func(key, value []byte) bool
 	// logger, when set, gets a line per snapshot streamed or restored.
 	logger *slog.Logger
 
@@ -198,6 +203,10 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 	txn := m.db.NewTransaction(true)
 	defer txn.Discard()
 	m.observed = m.observed[:0]
+	if m.seen == nil {
+		m.seen = map[string]seenValue{}
+	}
+	clear(m.seen)
 	var rejected int64
 	for i := range entries {
 		e := &entries[i]
@@ -319,7 +328,7 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 		// cur and found are the key's value at this point of the batch.
 		cur, found := w.value, w.exists
 		if !w.written && (op.Kind == OpExpect || op.Kind == OpExpectHash || op.Kind == OpAdd || m.owns != nil) {
-			if cur, found, err = getValue(txn, op.Key); err != nil {
+			if cur, found, err = m.txnValue(txn, k); err != nil {
 				return sm.Result{}, err
 			}
 		}
@@ -371,10 +380,13 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 		case !w.written:
 		case !w.exists:
 			err = txn.Delete([]byte(k))
+			m.seen[k] = seenValue{}
 		default:
 			// Badger keeps the slices until commit; the entry's bytes
 			// are not ours after Update returns, so copy.
-			err = txn.Set([]byte(k), bytes.Clone(w.value))
+			v := bytes.Clone(w.value)
+			err = txn.Set([]byte(k), v)
+			m.seen[k] = seenValue{v, true}
 		}
 		if err != nil {
 			return sm.Result{}, err
@@ -385,6 +397,25 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 
 func rejectResult(reason string) sm.Result {
 	return sm.Result{Value: ResultRejected, Data: []byte(reason)}
+}
+
+type seenValue struct {
+	v     []byte
+	found bool
+}
+
+// txnValue is key's value as txn sees it (a Badger transaction reads
+// from one snapshot plus its own writes, so a value seen once stands
+// until the transaction writes the key).
+func (m *StateMachine) txnValue(txn *badger.Txn, key string) ([]byte, bool, error) {
+	if s, ok := m.seen[key]; ok {
+		return s.v, s.found, nil
+	}
+	v, found, err := getValue(txn, []byte(key))
+	if err == nil {
+		m.seen[key] = seenValue{v, found}
+	}
+	return v, found, err
 }
 
 // getValue is a copy of the value at key; found is false when there is

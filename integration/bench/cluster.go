@@ -46,7 +46,7 @@ import (
 // server's, its inserts at least 0.35 times.
 //
 //	make bench ONLY=cluster
-var clusterWorkloads = []string{"clusterSingleFind", "clusterFind", "clusterSingleInsert", "clusterInsert", "clusterFailover"}
+var clusterWorkloads = []string{"clusterSingleFind", "clusterFind", "clusterSingleInsert", "clusterInsert", "clusterFailover", "clusterRaftAlone"}
 
 const clusterFailovers = 5
 
@@ -67,6 +67,8 @@ type clusterReport struct {
 	GapsMS []float64 `json:"failover_gaps_ms"`
 	GapP50 float64   `json:"failover_gap_p50_ms"`
 	GapP99 float64   `json:"failover_gap_p99_ms"`
+	// RaftAlone is dragonboat alone on the machine (raftalone.go).
+	RaftAlone *raftAloneReport `json:"raft_alone,omitempty"`
 }
 
 type clusterCPU struct {
@@ -403,6 +405,24 @@ func clusterPhase(ctx context.Context, cfg config, rep *report, want func(string
 		}
 		crep.GapP50, crep.GapP99 = float64(percentile(gaps, 50))/1e6, float64(percentile(gaps, 99))/1e6
 	}
+	if want("clusterRaftAlone") && ctx.Err() == nil {
+		// Alone on the machine: the section's servers are stopped first.
+		for _, p := range procs {
+			if cfg.CPUProfile != "" {
+				p.stop()
+			} else {
+				p.kill()
+			}
+		}
+		ra, err := raftAlone(ctx, root, cfg.Duration, cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		if b := rep.find("clusterSingleInsert", raftAloneProposers); b != nil && b.OpsPerS > 0 {
+			ra.VsSingleInsert = ra.OpsPerS / b.OpsPerS
+		}
+		crep.RaftAlone = ra
+	}
 	rep.Cluster = crep
 	return nil
 }
@@ -558,6 +578,18 @@ func printClusterSummary(w io.Writer, rep *report) {
 	_ = tw.Flush()
 	if len(c.GapsMS) > 0 {
 		fmt.Fprintf(w, "failover (the writer killed with SIGKILL %d times, 4 clients inserting): gap p50 %.0f ms, p99 %.0f ms (all: %v)\n", len(c.GapsMS), c.GapP50, c.GapP99, fmtMS(c.GapsMS))
+	}
+	if a := c.RaftAlone; a != nil {
+		per := make([]string, len(a.PerNodeUS))
+		for i, v := range a.PerNodeUS {
+			per[i] = fmtUS(v)
+		}
+		vs := "-"
+		if a.VsSingleInsert > 0 {
+			vs = fmt.Sprintf("%.2f x the single server's insertOne@%d", a.VsSingleInsert, a.Proposers)
+		}
+		fmt.Fprintf(w, "dragonboat alone (three processes, one group, a state machine that only counts; %d proposers in the leader's process, %d-byte entries): %.0f commits/s (%s); CPU per commit %s (%s)\n",
+			a.Proposers, a.EntryBytes, a.OpsPerS, vs, fmtUS(a.TotalUS), strings.Join(per, " / "))
 	}
 }
 

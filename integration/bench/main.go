@@ -165,6 +165,12 @@ type report struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == raftNodeCommand {
+		if err := raftAloneNode(os.Args[2:]); err != nil {
+			fatalf("%s: %v", raftNodeCommand, err)
+		}
+		return
+	}
 	var cfg config
 	var clients string
 	flag.StringVar(&cfg.Out, "out", "", "write all results as JSON to this file")
