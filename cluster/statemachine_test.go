@@ -631,3 +631,38 @@ func TestRestoreKeepsSplitOffKeys(t *testing.T) {
 		t.Errorf("applied %d, restoring marker %q", m.Applied(), dump(t, db, string(restoringKey(40))))
 	}
 }
+
+// A value read in one commit is not trusted in the next: what the entries
+// of a commit read is kept for that commit only.
+func TestReadsKeptForOneCommit(t *testing.T) {
+	db := openBadger(t, t.TempDir())
+	defer db.Close()
+	m := newMachine(t, db, 8, "g/")
+	absent := func(index uint64, put string) sm.Entry {
+		b := NewBatch()
+		b.ExpectAbsent([]byte("g/fence"))
+		b.Put([]byte("g/"+put), []byte("v"))
+		return sm.Entry{Index: index, Cmd: b.Encoded()}
+	}
+	res, err := m.Update([]sm.Entry{absent(1, "a"), absent(2, "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range res {
+		if e.Result.Value != ResultApplied {
+			t.Fatalf("entry %d: result %d (%s), want applied", e.Index, e.Result.Value, e.Result.Data)
+		}
+	}
+	// Another commit (a restore, a drop) changes the key between two
+	// of the replica's commits.
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("g/fence"), []byte("x")) }); err != nil {
+		t.Fatal(err)
+	}
+	res, err = m.Update([]sm.Entry{absent(3, "c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Result.Value != ResultConflict {
+		t.Fatalf("entry 3: result %d (%s), want a conflict", res[0].Result.Value, res[0].Result.Data)
+	}
+}
