@@ -125,6 +125,26 @@
 // and throughput fell by a third: it leaves dragonboat fewer proposals to
 // pipeline, and per-entry costs are small beside per-update ones.
 //
+// What dragonboat itself costs here is measured beside it: the bench's
+// cluster section (clusterRaftAlone) runs three processes with a group
+// whose state machine only counts, and 16 goroutines in the leader
+// proposing 1,200-byte entries. On two shared cores that commits
+// 4,800-6,700 entries a second (0.6-1.1 times the single server's
+// insertOne at 16 clients, measured in the same run) at 170-275 us of
+// CPU per commit for the three processes, where an insert costs the
+// cluster's three nodes 0.85-1.1 ms. The difference is Parsec's own work
+// on each node, and the time it adds to each write's trip: at 16 clients
+// a follower fsyncs once for 5-6 entries, dragonboat alone once for 12;
+// a proposal waits 8-10 ms for its entry to be applied on the leader
+// (3 ms alone), of which about 1.1 ms is the leader's apply of the
+// entry's commit (Badger reads for the batch's expectations, the
+// writes, and Badger's commit, about 0.4 ms). Per insert a replica
+// applies eight writes (the document, its change-log record, the
+// retryable-write and session records, the counters) and two
+// expectations (the writer's fence and the new document's absence);
+// within one Badger commit a key is read once (the fence, once for all
+// the commit's entries).
+//
 // # Groups sharing spans
 //
 // Groups may share spans when each judges, with GroupConfig.Owns, which
