@@ -40,7 +40,10 @@ import (
 // /proc/<pid>/stat around each round. Then the writer is killed
 // clusterFailovers times while clients insert, and the gap from the last
 // write acknowledged before each kill to the first one sent after it and
-// acknowledged is reported (p50, p99, max).
+// acknowledged is reported (p50, p99, max). Last, with the section's
+// servers stopped, clusterRaftAlone runs dragonboat alone on the same
+// three addresses (raftalone.go): what consensus itself commits here,
+// against the single server's insertOne.
 //
 // Goals: the cluster's point reads at least 0.7 times the single
 // server's, its inserts at least 0.35 times.
