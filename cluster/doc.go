@@ -145,6 +145,19 @@
 // within one Badger commit a key is read once (the fence, once for all
 // the commit's entries).
 //
+// Every Raft update that saves entries is fsynced on every replica
+// before it counts (dragonboat's tan log store syncs each update that
+// carries entries or changes the term or vote; it has no per-entry
+// choice), and the three nodes of the bench share one disk. With the log
+// files' fsync made a no-op, as a measurement only, the cluster's
+// inserts reached 0.31-0.35 times the single server's in three runs
+// (0.22-0.26 with it, in runs beside them): the fsync is about a third
+// of the gap, and what is left is CPU per write on two shared cores.
+// Acknowledging writes before their fsync (as MongoDB does without j:
+// true) would need the log store to sync entries lazily while votes and
+// term changes stay synchronous, which dragonboat's log stores do not
+// offer.
+//
 // # Groups sharing spans
 //
 // Groups may share spans when each judges, with GroupConfig.Owns, which
