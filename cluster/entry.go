@@ -144,14 +144,17 @@ func BatchFrom(entry []byte) (*Batch, error) {
 
 // DecodeBatch parses an entry into its ops. Every malformed input is an
 // error, never a panic.
-func DecodeBatch(entry []byte) ([]Op, error) {
+func DecodeBatch(entry []byte) ([]Op, error) { return decodeBatchInto(nil, entry) }
+
+// decodeBatchInto is DecodeBatch appending to ops (a buffer to reuse; the
+// ops refer to entry's bytes).
+func decodeBatchInto(ops []Op, entry []byte) ([]Op, error) {
 	if len(entry) == 0 {
 		return nil, fmt.Errorf("%w: empty", errMalformed)
 	}
 	if entry[0] != entryVersion {
 		return nil, fmt.Errorf("%w: unknown version %d", errMalformed, entry[0])
 	}
-	var ops []Op
 	p := entry[1:]
 	for len(p) > 0 {
 		op := Op{Kind: p[0]}

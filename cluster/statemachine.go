@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -51,8 +50,11 @@ type StateMachine struct {
 	// every key an entry read or wrote in it, as the transaction sees
 	// it: a key the entries of one commit keep reading (the writer's
 	// fence) is read from Badger once.
-	seen   map[string]seenValue
-	freeze func() func(key, value []byte) bool
+	seen map[string]seenValue
+	// ops and overlay are applyEntry's, kept from one entry to the next.
+	ops     []Op
+	overlay overlay
+	freeze  func() func(key, value []byte) bool
 	// logger, when set, gets a line per snapshot streamed or restored.
 	logger *slog.Logger
 
@@ -240,6 +242,10 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 			break
 		}
 	}
+	// The reused buffers let go of the entries' bytes.
+	clear(m.ops[:cap(m.ops)])
+	clear(m.overlay.keys[:cap(m.overlay.keys)])
+	clear(m.overlay.writes[:cap(m.overlay.writes)])
 	last := entries[len(entries)-1].Index
 	err := txn.Set(appliedKey(m.shardID), binary.BigEndian.AppendUint64(nil, last))
 	if errors.Is(err, badger.ErrTxnTooBig) && len(entries) > 1 {
@@ -301,34 +307,24 @@ func (m *StateMachine) commitRejected(e *sm.Entry, reason string) (int, error) {
 // is rejected or an expectation fails. The decision depends only on the entry and the state, so
 // every replica makes the same one.
 func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error) {
-	ops, err := DecodeBatch(cmd)
+	ops, err := decodeBatchInto(m.ops[:0], cmd)
+	m.ops = ops[:0]
 	if err != nil {
 		return rejectResult(err.Error()), nil
 	}
 	// Evaluate into an overlay first so that a refused batch leaves txn
 	// as it was.
-	type write struct {
-		value   []byte
-		exists  bool // false: deleted
-		written bool // false: only read (an expectation)
-	}
-	overlay := map[string]*write{}
-	var order []string
+	o := &m.overlay
+	o.reset()
 	for _, op := range ops {
 		if !inSpans(m.spans, op.Key) {
 			return rejectResult(fmt.Sprintf("key %q is outside the group's spans", op.Key)), nil
 		}
-		k := string(op.Key)
-		w := overlay[k]
-		if w == nil {
-			w = &write{}
-			overlay[k] = w
-			order = append(order, k)
-		}
+		w := &o.writes[o.at(op.Key)]
 		// cur and found are the key's value at this point of the batch.
 		cur, found := w.value, w.exists
 		if !w.written && (op.Kind == OpExpect || op.Kind == OpExpectHash || op.Kind == OpAdd || m.owns != nil) {
-			if cur, found, err = m.txnValue(txn, k); err != nil {
+			if cur, found, err = m.txnValue(txn, op.Key); err != nil {
 				return sm.Result{}, err
 			}
 		}
@@ -364,35 +360,89 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 			*w = write{value: v, exists: true, written: true}
 		}
 	}
-	for _, k := range order {
-		w := overlay[k]
-		if w.written && len(m.watch) > 0 && strings.HasPrefix(k, string(m.watch)) {
+	for i, k := range o.keys {
+		w := &o.writes[i]
+		if !w.written {
+			continue
+		}
+		if len(m.watch) > 0 && bytes.HasPrefix(k, m.watch) {
 			m.watched = true
 		}
-		if w.written && m.onApply != nil && len(m.observe) > 0 && strings.HasPrefix(k, string(m.observe)) {
+		if m.onApply != nil && len(m.observe) > 0 && bytes.HasPrefix(k, m.observe) {
 			var v []byte
 			if w.exists {
 				v = bytes.Clone(w.value)
 			}
-			m.observed = append(m.observed, KV{Key: []byte(k), Value: v})
+			m.observed = append(m.observed, KV{Key: bytes.Clone(k), Value: v})
 		}
-		switch {
-		case !w.written:
-		case !w.exists:
-			err = txn.Delete([]byte(k))
-			m.seen[k] = seenValue{}
-		default:
-			// Badger keeps the slices until commit; the entry's bytes
-			// are not ours after Update returns, so copy.
-			v := bytes.Clone(w.value)
-			err = txn.Set([]byte(k), v)
-			m.seen[k] = seenValue{v, true}
+		// A later read in this commit goes to txn, which sees the write.
+		if _, ok := m.seen[string(k)]; ok {
+			delete(m.seen, string(k))
+		}
+		// The key and value are the entry's own bytes (or a counter
+		// vector of this batch): Badger holds them until the commit,
+		// which ends before Update returns, and copies them in it.
+		if w.exists {
+			err = txn.Set(k, w.value)
+		} else {
+			err = txn.Delete(k)
 		}
 		if err != nil {
 			return sm.Result{}, err
 		}
 	}
 	return sm.Result{Value: ResultApplied}, nil
+}
+
+// write is a key's state in a batch's overlay: its value at this point
+// of the batch, and whether the batch wrote it (false: only read).
+type write struct {
+	value   []byte
+	exists  bool // false: deleted
+	written bool
+}
+
+// overlay is a batch's keys in the order it first names them, each with
+// its write; a batch of more than overlaySmall keys gets a map to find
+// them.
+type overlay struct {
+	keys   [][]byte
+	writes []write
+	index  map[string]int
+}
+
+const overlaySmall = 16
+
+func (o *overlay) reset() {
+	o.keys, o.writes, o.index = o.keys[:0], o.writes[:0], nil
+}
+
+// at is the place of key in the overlay, added if new.
+func (o *overlay) at(key []byte) int {
+	if o.index != nil {
+		if i, ok := o.index[string(key)]; ok {
+			return i
+		}
+	} else {
+		for i, k := range o.keys {
+			if bytes.Equal(k, key) {
+				return i
+			}
+		}
+	}
+	o.keys = append(o.keys, key)
+	o.writes = append(o.writes, write{})
+	i := len(o.keys) - 1
+	switch {
+	case o.index != nil:
+		o.index[string(key)] = i
+	case len(o.keys) > overlaySmall:
+		o.index = make(map[string]int, 2*len(o.keys))
+		for j, k := range o.keys {
+			o.index[string(k)] = j
+		}
+	}
+	return i
 }
 
 func rejectResult(reason string) sm.Result {
@@ -407,13 +457,13 @@ type seenValue struct {
 // txnValue is key's value as txn sees it (a Badger transaction reads
 // from one snapshot plus its own writes, so a value seen once stands
 // until the transaction writes the key).
-func (m *StateMachine) txnValue(txn *badger.Txn, key string) ([]byte, bool, error) {
-	if s, ok := m.seen[key]; ok {
+func (m *StateMachine) txnValue(txn *badger.Txn, key []byte) ([]byte, bool, error) {
+	if s, ok := m.seen[string(key)]; ok {
 		return s.v, s.found, nil
 	}
-	v, found, err := getValue(txn, []byte(key))
+	v, found, err := getValue(txn, key)
 	if err == nil {
-		m.seen[key] = seenValue{v, found}
+		m.seen[string(key)] = seenValue{v, found}
 	}
 	return v, found, err
 }
