@@ -164,6 +164,19 @@ func (p *serverProc) stop() {
 	p.cmd = nil
 }
 
+// endProcs ends every process: with SIGTERM when they profile (so that
+// they write their profiles), else with SIGKILL. An ended one is left as
+// it is.
+func endProcs(procs []*serverProc, profiling bool) {
+	for _, p := range procs {
+		if profiling {
+			p.stop()
+		} else {
+			p.kill()
+		}
+	}
+}
+
 func (p *serverProc) pid() int {
 	if p.cmd == nil {
 		return 0
@@ -227,15 +240,7 @@ func clusterPhase(ctx context.Context, cfg config, rep *report, want func(string
 	}
 	defer cleanup()
 	var procs []*serverProc
-	defer func() {
-		for _, p := range procs {
-			if cfg.CPUProfile != "" {
-				p.stop()
-			} else {
-				p.kill()
-			}
-		}
-	}()
+	defer func() { endProcs(procs, cfg.CPUProfile != "") }()
 	// With -cpuprofile every server process writes its own profile, from
 	// its start to the end of the section: <path>.clusterSingle-0.<ext>,
 	// .clusterNode1-0 and so on.
@@ -410,13 +415,7 @@ func clusterPhase(ctx context.Context, cfg config, rep *report, want func(string
 	}
 	if want("clusterRaftAlone") && ctx.Err() == nil {
 		// Alone on the machine: the section's servers are stopped first.
-		for _, p := range procs {
-			if cfg.CPUProfile != "" {
-				p.stop()
-			} else {
-				p.kill()
-			}
-		}
+		endProcs(procs, cfg.CPUProfile != "")
 		ra, err := raftAlone(ctx, root, cfg.Duration, cfg.CPUProfile)
 		if err != nil {
 			return err

@@ -90,18 +90,6 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	}
 	defer cleanup()
 	var procs []*serverProc
-	var stopOnce sync.Once
-	stopNodes := func() {
-		stopOnce.Do(func() {
-			for _, p := range procs {
-				if cfg.CPUProfile != "" {
-					p.stop()
-				} else {
-					p.kill()
-				}
-			}
-		})
-	}
 	defer func() {
 		if err != nil {
 			// The nodes' last lines say why a move did not start or end.
@@ -110,7 +98,7 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 				progress("elastic: node %d's last log lines:\n%s", i+1, strings.Join(lines[max(0, len(lines)-30):], "\n"))
 			}
 		}
-		stopNodes()
+		endProcs(procs, cfg.CPUProfile != "")
 	}()
 	// With -cpuprofile every node writes its profile, from its start to
 	// the end of the section: <path>.elasticNode1-0.<ext> and so on.
@@ -312,9 +300,9 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 			}
 		}()
 	}
-	var loadOnce sync.Once
+	var stopOnce sync.Once
 	stopLoad := func() {
-		loadOnce.Do(func() {
+		stopOnce.Do(func() {
 			close(stop)
 			fg.Wait()
 		})
@@ -393,7 +381,7 @@ func elasticPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	}
 	// Again once the nodes are gone: what Badger does on this machine
 	// with nothing else running.
-	stopNodes()
+	endProcs(procs, cfg.CPUProfile != "")
 	idle, err := badgerIngest(shape)
 	if err != nil {
 		return err
