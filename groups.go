@@ -319,7 +319,7 @@ func (g partitionGroup) spans() []cluster.Span {
 // of partition groups.
 func catalogGroupConfig(g cluster.GroupConfig) cluster.GroupConfig {
 	g.Spans = append([]cluster.Span{cluster.PrefixSpan([]byte("m/"))}, sharedSpans...)
-	g.Owns = catalogOwns
+	g.Owns, g.OwnsByKey = catalogOwns, store.OwnerInKey
 	return g
 }
 
@@ -480,7 +480,7 @@ func (gs *groups) startAs(g partitionGroup, id uint64, nonVoting bool) error {
 func (gs *groups) config(g partitionGroup) (cluster.GroupConfig, *groupRange) {
 	r := newGroupRange(g)
 	return cluster.GroupConfig{ShardID: g.id, Spans: g.spans(),
-		Owns: r.owns(nil), Freeze: r.freeze, Observe: groupRangeKey(g.id), OnApply: r.apply}, r
+		Owns: r.owns(nil), OwnsByKey: store.OwnerInKey, Freeze: r.freeze, Observe: groupRangeKey(g.id), OnApply: r.apply}, r
 }
 
 // compact makes this node's replica of a group split from another start

@@ -11,10 +11,21 @@ import (
 // (the writer's fence, the new document's absence and the document, its
 // change-log, retryable-write and session records and a counter), seven
 // to a commit as under 16 writers: the work of every replica per insert.
+// Its replica shares its spans with other groups, as a node's partition
+// groups do: owned-by-key judges every key by the key alone (Parsec's
+// keys but index entries), owned-by-value reads each key it puts to
+// judge the value there.
 func BenchmarkApplyInserts(b *testing.B) {
+	b.Run("owned-by-key", func(b *testing.B) { benchmarkApplyInserts(b, func([]byte) bool { return true }) })
+	b.Run("owned-by-value", func(b *testing.B) { benchmarkApplyInserts(b, nil) })
+}
+
+func benchmarkApplyInserts(b *testing.B, ownsByKey func([]byte) bool) {
 	db := openBadger(b, b.TempDir())
 	defer db.Close()
 	m := newMachine(b, db, 2, "m/", "d/", "s/", "l/", "c/")
+	m.owns = func(k, _ []byte) bool { return len(k) > 0 }
+	m.ownsByKey = ownsByKey
 	fence := []byte("node 1 term 2")
 	setup := NewBatch()
 	setup.Put([]byte("m/fence"), fence)

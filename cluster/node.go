@@ -70,6 +70,11 @@ type GroupConfig struct {
 	// groups sharing a span must accept disjoint keys and must depend on
 	// nothing but their arguments, so that every replica judges alike.
 	Owns func(key, value []byte) bool
+	// OwnsByKey, when set with Owns, reports whether Owns judges key by
+	// the key alone (the same answer whatever the value). A replica then
+	// puts such a key without reading what it holds first: a value
+	// already there has the same owner as the one put.
+	OwnsByKey func(key []byte) bool
 	// Observe, when set, is a key prefix whose writes the group reports
 	// to OnApply (value nil: deleted), in log order, each once the entry
 	// writing it is committed to Badger and before the next entry is
@@ -279,7 +284,7 @@ func (n *Node) StartGroup(g GroupConfig) error {
 		IsNonVoting:        nonVoting,
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
-		m := &StateMachine{db: n.db, logger: n.logger, shardID: shardID, spans: spans, owns: g.Owns, watch: rep.watch, gen: &rep.gen,
+		m := &StateMachine{db: n.db, logger: n.logger, shardID: shardID, spans: spans, owns: g.Owns, ownsByKey: g.OwnsByKey, watch: rep.watch, gen: &rep.gen,
 			observe: bytes.Clone(g.Observe), onApply: g.OnApply, freeze: g.Freeze}
 		rep.gen.Add(1) // a new instance: what it opens may differ
 		n.mu.Lock()

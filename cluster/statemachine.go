@@ -34,8 +34,11 @@ type StateMachine struct {
 	spans   []Span // sorted
 	// owns, when set, narrows spans to the keys it accepts
 	// (GroupConfig.Owns).
-	owns   func(key, value []byte) bool
-	closed atomic.Bool
+	owns func(key, value []byte) bool
+	// ownsByKey, when set, says which keys owns judges by the key alone
+	// (GroupConfig.OwnsByKey): a put of one needs no read.
+	ownsByKey func(key []byte) bool
+	closed    atomic.Bool
 	// watch is the prefix whose writes move gen (GroupConfig.Watch);
 	// watched says the commit being built wrote under it.
 	watch   []byte
@@ -54,6 +57,8 @@ type StateMachine struct {
 	// ops and overlay are applyEntry's, kept from one entry to the next.
 	ops     []Op
 	overlay overlay
+	// badgerReads counts txnValue's reads from Badger, for ApplyStats.
+	badgerReads int64
 	freeze  func() func(key, value []byte) bool
 	// logger, when set, gets a line per snapshot streamed or restored.
 	logger *slog.Logger
@@ -82,6 +87,7 @@ type ApplyStats struct {
 	Restores     int64  // snapshots RecoverFromSnapshot applied
 	RestoredKeys int64  // keys those snapshots held
 	EntryBytes   int64  // bytes of the commands of the entries applied
+	Reads        int64  // keys the entries read from Badger (guards, counters, owners)
 }
 
 // NewStateMachine is the replica of group shardID over db, owning spans.
@@ -278,6 +284,7 @@ func (m *StateMachine) commitPrefix(entries []sm.Entry) (int, error) {
 	}
 	m.stats.Rejected += rejected
 	m.stats.Commits++
+	m.stats.Reads = m.badgerReads
 	m.mu.Unlock()
 	return len(entries), nil
 }
@@ -323,7 +330,7 @@ func (m *StateMachine) applyEntry(txn *badger.Txn, cmd []byte) (sm.Result, error
 		w := &o.writes[o.at(op.Key)]
 		// cur and found are the key's value at this point of the batch.
 		cur, found := w.value, w.exists
-		if !w.written && (op.Kind == OpExpect || op.Kind == OpExpectHash || op.Kind == OpAdd || m.owns != nil) {
+		if !w.written && m.reads(op) {
 			if cur, found, err = m.txnValue(txn, op.Key); err != nil {
 				return sm.Result{}, err
 			}
@@ -413,6 +420,21 @@ type overlay struct {
 
 const overlaySmall = 16
 
+// reads is whether applying op needs the key's value before it: a
+// guard or a counter does; so does a write where the group shares its
+// spans (owns), since a value another group owns there must stay, unless
+// the key alone names its owner and the op puts a value, which is then
+// judged instead (the same owner as any value the key holds).
+func (m *StateMachine) reads(op Op) bool {
+	switch op.Kind {
+	case OpExpect, OpExpectHash, OpAdd:
+		return true
+	case OpPut:
+		return m.owns != nil && (m.ownsByKey == nil || !m.ownsByKey(op.Key))
+	}
+	return m.owns != nil
+}
+
 func (o *overlay) reset() {
 	o.keys, o.writes, o.index = o.keys[:0], o.writes[:0], nil
 }
@@ -461,6 +483,7 @@ func (m *StateMachine) txnValue(txn *badger.Txn, key []byte) ([]byte, bool, erro
 	if s, ok := m.seen[string(key)]; ok {
 		return s.v, s.found, nil
 	}
+	m.badgerReads++
 	v, found, err := getValue(txn, key)
 	if err == nil {
 		m.seen[string(key)] = seenValue{v, found}

@@ -666,3 +666,66 @@ func TestReadsKeptForOneCommit(t *testing.T) {
 		t.Fatalf("entry 3: result %d (%s), want a conflict", res[0].Result.Value, res[0].Result.Data)
 	}
 }
+
+// TestPutsOwnedByKeyReadNothing: where the key alone names its owner
+// (GroupConfig.OwnsByKey), a replica puts without reading the value
+// already there, and judges the put as before: a key another group owns
+// is refused, whether or not it holds a value; a key owned by its value
+// is still read.
+func TestPutsOwnedByKeyReadNothing(t *testing.T) {
+	db := openBadger(t, t.TempDir())
+	defer db.Close()
+	m := newMachine(t, db, 7, "k/", "x/")
+	// k/A... belongs to this group by its key, x/... by its value.
+	m.owns = func(k, v []byte) bool {
+		if bytes.HasPrefix(k, []byte("x/")) {
+			return len(v) > 0 && v[0] == 'A'
+		}
+		return len(k) > 2 && k[2] == 'A'
+	}
+	m.ownsByKey = func(k []byte) bool { return !bytes.HasPrefix(k, []byte("x/")) }
+	if err := db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set([]byte("k/A1"), []byte("old")); err != nil {
+			return err
+		}
+		if err := txn.Set([]byte("k/B1"), []byte("other's")); err != nil {
+			return err
+		}
+		return txn.Set([]byte("x/1"), []byte("B"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	index := uint64(0)
+	apply := func(build func(*Batch)) (uint64, int64) {
+		t.Helper()
+		before := m.Stats().Reads
+		b := NewBatch()
+		build(b)
+		index++
+		out, err := m.Update([]sm.Entry{{Index: index, Cmd: b.Encoded()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Result.Value, m.Stats().Reads - before
+	}
+	if r, reads := apply(func(b *Batch) { b.Put([]byte("k/A1"), []byte("new")); b.Put([]byte("k/A2"), []byte("v")) }); r != ResultApplied || reads != 0 {
+		t.Errorf("own puts by key: result %d with %d reads, want applied with none", r, reads)
+	}
+	for name, build := range map[string]func(*Batch){
+		"a put of another's key that holds a value": func(b *Batch) { b.Put([]byte("k/B1"), []byte("mine")) },
+		"a put of another's absent key":             func(b *Batch) { b.Put([]byte("k/B2"), []byte("mine")) },
+	} {
+		if r, reads := apply(build); r != ResultRejected || reads != 0 {
+			t.Errorf("%s: result %d with %d reads, want rejected with none", name, r, reads)
+		}
+	}
+	if r, reads := apply(func(b *Batch) { b.Put([]byte("x/1"), []byte("A")) }); r != ResultRejected || reads != 1 {
+		t.Errorf("a put over another's value-owned key: result %d with %d reads, want rejected after one", r, reads)
+	}
+	if r, reads := apply(func(b *Batch) { b.Delete([]byte("k/A2")) }); r != ResultApplied || reads != 1 {
+		t.Errorf("a delete: result %d with %d reads, want applied after one (a delete judges what is there)", r, reads)
+	}
+	if got := dump(t, db, "k/"); got != `"k/A1"="new"`+"\n"+`"k/B1"="other's"`+"\n" {
+		t.Errorf("state:\n%s", got)
+	}
+}

@@ -290,6 +290,11 @@ func partitionOwner(collPoint []byte) Owner {
 	return Owner{Scope: ScopePartition, Coll: u32(collPoint), Point: binary.BigEndian.Uint64(collPoint[4:])}
 }
 
+// OwnerInKey reports whether OwnerOf's answer for key is the same
+// whatever the value: true for every key but an index entry's (x/), whose
+// value names its document's point.
+func OwnerInKey(key []byte) bool { return len(key) < 1 || key[0] != 'x' }
+
 // OwnerOf says where a stored key belongs, from the key and its value.
 // Every key but an index entry's names its owner itself; an index entry
 // (x/) is named by its value, which begins with its document's point

@@ -61,6 +61,17 @@ func TestOwnerOf(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s %x: %+v, %v; want %+v", c.name, c.key, got, err, c.want)
 		}
+		// A key that names its owner itself names it whatever the value
+		// (a replica puts such keys without reading them).
+		if OwnerInKey(c.key) {
+			for _, v := range [][]byte{nil, doc[6:], []byte("\xff\xff\xff\xff\xff\xff\xff\xff")} {
+				if o, err := OwnerOf(c.key, v); err != nil || o != got {
+					t.Errorf("%s %x with value %x: %+v, %v; OwnerInKey says the value makes no difference", c.name, c.key, v, o, err)
+				}
+			}
+		} else if c.name != "index entry" {
+			t.Errorf("%s %x: OwnerInKey false", c.name, c.key)
+		}
 	}
 	for _, bad := range [][]byte{nil, []byte("d"), []byte("dx"), []byte("d/\x00\x00\x00\x07\x01"), []byte("z/1"),
 		append(IndexPrefix(coll, 2), 1), []byte("s/h123"), []byte("l/e12345")} {
@@ -142,6 +153,9 @@ func TestEveryKeyHasOneOwner(t *testing.T) {
 			o, err := OwnerOf(k, v)
 			if err != nil {
 				return err
+			}
+			if byKey, err := OwnerOf(k, nil); OwnerInKey(k) && (err != nil || byKey != o) {
+				return fmt.Errorf("key %x: owner %+v by key alone, %+v with its value (%v)", k, byKey, o, err)
 			}
 			seen[fmt.Sprintf("%c/%d", k[0], o.Scope)]++
 			switch o.Scope {
