@@ -59,7 +59,7 @@ type StateMachine struct {
 	overlay overlay
 	// badgerReads counts txnValue's reads from Badger, for ApplyStats.
 	badgerReads int64
-	freeze  func() func(key, value []byte) bool
+	freeze      func() func(key, value []byte) bool
 	// logger, when set, gets a line per snapshot streamed or restored.
 	logger *slog.Logger
 
