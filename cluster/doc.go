@@ -143,7 +143,17 @@
 // retryable-write and session records, the counters) and two
 // expectations (the writer's fence and the new document's absence);
 // within one Badger commit a key is read once (the fence, once for all
-// the commit's entries).
+// the commit's entries). A group that shares its spans (GroupConfig.Owns)
+// must not overwrite a key another group owns, and reading each key
+// before its put to judge the value there was a fifth of a follower's
+// CPU under inserts (skiplist searches in memtables of random keys).
+// Every Parsec key but an index entry's names its owner itself
+// (GroupConfig.OwnsByKey), so a replica judges the value it puts instead:
+// an insert now reads the new document's absence and, once per commit,
+// the fence and nothing else (BenchmarkApplyInserts: 36-49 against 54 us
+// per insert over 30,000 inserts, 94 against 119 us over 1,000,000), and
+// the cluster's CPU per insert at 16 clients fell from 1.0-1.14 ms to
+// 0.82-0.94 ms.
 //
 // Every Raft update that saves entries is fsynced on every replica
 // before it counts (dragonboat's tan log store syncs each update that
