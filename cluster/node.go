@@ -158,6 +158,9 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 			expert.LogDB.KVWriteBufferSize = 1 << 20
 		}
 		expert.LogDBFactory = logDB
+		// Frames of one write each instead of dragonboat's three
+		// (transport.go).
+		expert.TransportFactory = TransportFactory{Logger: cfg.Logger}
 		if logDB != nil {
 			// (dragonboat's pebble log store refuses any file system
 			// but its default.)

@@ -164,6 +164,7 @@ func raftAloneNode(args []string) error {
 	expert.LogDB = dbconfig.GetTinyMemLogDBConfig()
 	expert.LogDB.KVWriteBufferSize = 1 << 20
 	expert.LogDBFactory = tan.Factory
+	expert.TransportFactory = cluster.TransportFactory{}
 	nh, err := dragonboat.NewNodeHost(dbconfig.NodeHostConfig{DeploymentID: 1, NodeHostDir: *dir, WALDir: *dir,
 		RTTMillisecond: 10, RaftAddress: members[*id], Expert: expert})
 	if err != nil {
