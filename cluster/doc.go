@@ -155,6 +155,19 @@
 // the cluster's CPU per insert at 16 clients fell from 1.0-1.14 ms to
 // 0.82-0.94 ms.
 //
+// Messages between nodes go through Parsec's own transport
+// (transport.go, dragonboat's Expert.TransportFactory; dragonboat's
+// batching, ordering, retries and snapshot chunking are unchanged). Its
+// TCP transport writes each message as three writes (a magic number, a
+// header, the payload) and reads it as three, and between processes of
+// one machine each is a trip through the network stack and often a
+// wake-up: a follower made 4-7 write calls per Raft update. With one
+// framed write per message and reads through a buffer it makes 2 (the
+// answer and the log append) and half the reads, and in eight
+// alternating runs the cluster's CPU per insert was about 8% lower (843
+// against 920 us on average) and its inserts 0.22-0.31 against
+// 0.22-0.26 times the single server's.
+//
 // Every Raft update that saves entries is fsynced on every replica
 // before it counts (dragonboat's tan log store syncs each update that
 // carries entries or changes the term or vote; it has no per-entry
