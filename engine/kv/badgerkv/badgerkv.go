@@ -39,6 +39,7 @@ type Options struct {
 // DB is an open Badger database.
 type DB struct {
 	db       *badger.DB
+	dir      string // "" in memory
 	sizes    Sizes
 	maxValue int64
 }
@@ -80,7 +81,11 @@ func Open(opts Options) (*DB, error) {
 		// In memory values stay in the LSM tree: at most the threshold.
 		maxValue = bo.ValueThreshold
 	}
-	return &DB{db: db, sizes: sizes, maxValue: maxValue}, nil
+	dir := opts.Dir
+	if opts.InMemory {
+		dir = ""
+	}
+	return &DB{db: db, dir: dir, sizes: sizes, maxValue: maxValue}, nil
 }
 
 // Badger is the database itself, for the replicated partitions' state
@@ -104,7 +109,11 @@ func (d *DB) View(fn func(kv.Txn) error) error {
 
 func (d *DB) NewWriteBatch() kv.WriteBatch { return batch{d.db.NewWriteBatch()} }
 
-func (d *DB) Sync() error { return mapErr(d.db.Sync()) }
+// Sync makes every write committed so far durable (writeBack first).
+func (d *DB) Sync() error {
+	d.writeBack()
+	return mapErr(d.db.Sync())
+}
 
 func (d *DB) Size() (tables, valueLog int64) { return d.db.Size() }
 
