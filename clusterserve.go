@@ -245,7 +245,7 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	}
 	cluster.QuietLogs()
 
-	node, err := cluster.NewNode(cluster.NodeConfig{RaftAddress: members[o.cluster.nodeID], Dir: dataDir, DB: db.Badger(), Logger: logger})
+	node, err := cluster.NewNode(cluster.NodeConfig{RaftAddress: members[o.cluster.nodeID], Dir: dataDir, DB: db.Badger(), Sync: db.Sync, Logger: logger})
 	if err != nil {
 		_ = ln.Close()
 		_ = db.Close()

@@ -247,7 +247,7 @@ func (k *Replicated) NewWriteBatch() kv.WriteBatch { return &kvBatch{k: k, b: Ne
 
 // Sync makes applied entries durable in the node's Badger (the Raft log
 // already is: dragonboat syncs it before a proposal commits).
-func (k *Replicated) Sync() error { return k.n.db.Sync() }
+func (k *Replicated) Sync() error { return k.n.sync() }
 
 func (k *Replicated) Size() (tables, valueLog int64) { return k.n.db.Size() }
 

@@ -211,7 +211,7 @@ func (n *Node) beginDrop(shardID, replicaID uint64) error {
 	}); err != nil {
 		return fmt.Errorf("cluster: drop group %d: %w", shardID, err)
 	}
-	if err := n.db.Sync(); err != nil {
+	if err := n.sync(); err != nil {
 		return fmt.Errorf("cluster: drop group %d: %w", shardID, err)
 	}
 	// A replica that applied its own removal has stopped already.
@@ -292,7 +292,7 @@ func (n *Node) finishDrop(shardID uint64, t dropTarget) error {
 		// Ownership that depends on observed keys (a split's range) is
 		// judged with them as Badger holds them: a restarted node's
 		// configuration knows only what its replica was created with.
-		m := &StateMachine{db: n.db, observe: t.observe, onApply: t.onApply}
+		m := &StateMachine{db: n.db, sync: n.sync, observe: t.observe, onApply: t.onApply}
 		if err := m.loadObserved(); err != nil {
 			return fmt.Errorf("cluster: drop group %d: %w", shardID, err)
 		}

@@ -33,6 +33,10 @@ type NodeConfig struct {
 	// DB is the node's Badger database, shared by all its replicas. The
 	// caller opens it before NewNode and closes it after Close.
 	DB *badger.DB
+	// Sync makes DB's writes durable (nil: DB.Sync); the node's open of
+	// DB may have a quicker one (badgerkv's flushes the logs before it
+	// takes Badger's lock).
+	Sync func() error
 	// RTTMillisecond is the round trip between nodes that timing is
 	// measured in (heartbeats, elections); 0 means 10, for loopback and
 	// LAN.
@@ -109,6 +113,7 @@ type GroupConfig struct {
 type Node struct {
 	nh     *dragonboat.NodeHost
 	db     *badger.DB
+	sync   func() error // NodeConfig.Sync
 	logger *slog.Logger
 
 	mu     sync.Mutex
@@ -191,7 +196,11 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Node{nh: nh, db: cfg.DB, logger: logger, groups: map[uint64]*replica{}}, nil
+	sync := cfg.Sync
+	if sync == nil {
+		sync = cfg.DB.Sync
+	}
+	return &Node{nh: nh, db: cfg.DB, sync: sync, logger: logger, groups: map[uint64]*replica{}}, nil
 }
 
 // errLogDBTypeChanged is the text of dragonboat's error for a NodeHost
@@ -287,7 +296,7 @@ func (n *Node) StartGroup(g GroupConfig) error {
 		IsNonVoting:        nonVoting,
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
-		m := &StateMachine{db: n.db, logger: n.logger, shardID: shardID, spans: spans, owns: g.Owns, ownsByKey: g.OwnsByKey, watch: rep.watch, gen: &rep.gen,
+		m := &StateMachine{db: n.db, sync: n.sync, logger: n.logger, shardID: shardID, spans: spans, owns: g.Owns, ownsByKey: g.OwnsByKey, watch: rep.watch, gen: &rep.gen,
 			observe: bytes.Clone(g.Observe), onApply: g.OnApply, freeze: g.Freeze}
 		rep.gen.Add(1) // a new instance: what it opens may differ
 		n.mu.Lock()
@@ -314,7 +323,7 @@ func (n *Node) startsNonVoting(g GroupConfig) (bool, error) {
 		}); err != nil {
 			return false, err
 		}
-		return true, n.db.Sync()
+		return true, n.sync()
 	}
 	found, id, err := metaUint64(n.db, key)
 	return found && id == g.ReplicaID, err
