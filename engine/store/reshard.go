@@ -452,7 +452,7 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 	// The batch's documents and keys, one after the other: Badger keeps
 	// what a transaction sets until it commits.
 	var raws, keys []byte
-	err = s.View(func(tx *Txn) error {
+	err = s.viewCopy(r, i, func(tx *Txn) error {
 		return tx.ScanRange(src, start, cr.End, func(key, raw []byte) (bool, error) {
 			if len(batch) == n {
 				next = bytes.Clone(key)
@@ -536,6 +536,9 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 		return err
 	}
 	*cr = ncr
+	if cr.Done {
+		s.dropCopySnapshots(r, i)
+	}
 	return nil
 }
 
@@ -566,6 +569,7 @@ func (s *Store) EndReshardingCopy(r *Resharding, ranges []CopyRange) error {
 		return fmt.Errorf("reshard %s: %w", r.Namespace(), err)
 	}
 	s.dropCopyFilter(r.TempID)
+	s.dropCopySnapshots(r, -1)
 	*r = nr
 	return nil
 }
@@ -915,6 +919,7 @@ func (s *Store) FinishResharding(r *Resharding) error {
 		return fmt.Errorf("resharding %s is %s, not finished", r.Namespace(), r.Phase)
 	}
 	s.dropCopyFilter(r.TempID)
+	s.dropCopySnapshots(r, -1)
 	if err := s.purge(id); err != nil {
 		return err
 	}

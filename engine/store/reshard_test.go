@@ -566,3 +566,91 @@ func TestReshardingCopyCounterBases(t *testing.T) {
 		})
 	}
 }
+
+// The copy reads the source as it was when it began: documents inserted
+// ahead of it while it runs are not copied (the change log brings them
+// over), so it copies what there was, once, however fast the writers
+// insert; and the switch still leaves every document, changed ones as
+// changed, deleted ones gone.
+func TestReshardingCopyReadsItsStart(t *testing.T) {
+	s := openDir(t, t.TempDir())
+	defer s.Close()
+	src, err := s.CreateCollectionWith("db", "c", NewCollection{Spec: shard.Spec{Path: "a"}, Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int32{}
+	insert := func(from, to int32) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			doc := abDoc(i, i%97, i)
+			if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, doc), doc) }); err != nil {
+				t.Fatal(err)
+			}
+			want[i] = i
+		}
+	}
+	insert(0, 300)
+	r, err := s.BeginResharding(src, shard.Spec{Path: "b", Ranged: true}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := r.CopyRanges()
+	for i := range ranges {
+		if err := s.CopyReshardingRange(r, i, &ranges[i], 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Meanwhile: 300 more documents, most of them ahead of the copy, one
+	// changed and one deleted.
+	insert(300, 600)
+	changed, deleted := abDoc(150, 150%97, 150), abDoc(151, 151%97, 151)
+	err = s.Update(func(tx *Txn) error {
+		doc := abDoc(150, 150%97, -1)
+		if err := tx.Replace(src, keyIn(t, src, changed), doc, len(changed)); err != nil {
+			return err
+		}
+		return tx.Delete(src, keyIn(t, src, deleted), len(deleted))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[150] = -1
+	delete(want, 151)
+	r.Ranges = ranges
+	for {
+		done, err := s.CopyResharding(r, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			break
+		}
+	}
+	if r.Copied != 300 {
+		t.Errorf("the copy copied %d documents; 300 were there when it began", r.Copied)
+	}
+	s.copySnaps.mu.RLock()
+	left := len(s.copySnaps.snaps)
+	s.copySnaps.mu.RUnlock()
+	if left != 0 {
+		t.Errorf("%d snapshots open after the copy", left)
+	}
+	c, err := s.SwitchResharding(r, func() error {
+		_, err := s.ApplyResharding(r, s.LastChangeTime(), 100)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := docsOf(t, s, c)
+	if len(got) != len(want) {
+		t.Errorf("%d documents, want %d", len(got), len(want))
+	}
+	for id, b := range want {
+		if got[id] != b {
+			t.Errorf("document %d: b = %d, want %d", id, got[id], b)
+		}
+	}
+	checkExact(t, s, c, int64(len(want)))
+}

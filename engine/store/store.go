@@ -42,6 +42,9 @@ type Options struct {
 // Store is one node's Badger database with Parsec's catalog on top.
 type Store struct {
 	locks writeLocks // document keys written by open transactions (transaction.go)
+	// copySnaps are the read transactions reshardings' copies read
+	// (copysnapshot.go).
+	copySnaps copySnapshots
 	// onePartition keeps transactions' writes in one physical partition
 	// (Options.OnePartitionTransactions).
 	onePartition bool
@@ -188,6 +191,7 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	s.wg.Wait()
+	s.dropCopySnapshots(nil, -1)
 	if s.readOnly {
 		return s.db.Close()
 	}

@@ -59,6 +59,10 @@ type reshardReport struct {
 	ForegroundDuring    float64 `json:"foreground_ops_per_s_during_copy"`
 	ForegroundRatio     float64 `json:"foreground_ratio"`
 	LoadedCopySeconds   float64 `json:"copy_seconds_under_load"`
+	// LoadedCopied is what that copy copied, of LoadedToCopy documents
+	// at its start.
+	LoadedCopied int64 `json:"copied_under_load"`
+	LoadedToCopy int64 `json:"to_copy_under_load"`
 }
 
 func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
@@ -100,7 +104,7 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	if err != nil {
 		return err
 	}
-	copySecs, cmdSecs, err := timeReshard(ctx, client, bson.D{{Key: "k", Value: 1}}, func(start bool) {
+	copySecs, cmdSecs, _, _, err := timeReshard(ctx, client, bson.D{{Key: "k", Value: 1}}, func(start bool) {
 		if !start {
 			profile()
 		}
@@ -171,7 +175,7 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	out.ForegroundBefore = float64(ops.Load()-n0) / secs
 	readsBefore := float64(reads.Load()-r0) / secs
 	var during, readsDuring float64
-	loadedCopy, _, err := timeReshard(ctx, client, bson.D{{Key: "g", Value: "hashed"}}, func(start bool) {
+	loadedCopy, _, loadedCopied, loadedToCopy, err := timeReshard(ctx, client, bson.D{{Key: "g", Value: "hashed"}}, func(start bool) {
 		if start {
 			n0, r0, t0 = ops.Load(), reads.Load(), time.Now()
 			if stop, perr := startCPUProfile(profilePath(cfg.CPUProfile, "reshard-during", 0)); perr == nil {
@@ -194,11 +198,12 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 		return fmt.Errorf("reshard: foreground load: %w", e)
 	}
 	out.LoadedCopySeconds, out.ForegroundDuring = loadedCopy, during
+	out.LoadedCopied, out.LoadedToCopy = loadedCopied, loadedToCopy
 	if out.ForegroundBefore > 0 {
 		out.ForegroundRatio = during / out.ForegroundBefore
 	}
-	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s",
-		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy)
+	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s and copied %d documents of the %d there were when it began",
+		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy, loadedCopied, loadedToCopy)
 	rep.Reshard = out
 	return nil
 }
@@ -230,7 +235,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 // how long the copy took (until $currentOp's recipientState left
 // "cloning") and the whole command; mark is called when the command is
 // sent and when the copy ends.
-func timeReshard(ctx context.Context, client *mongo.Client, key bson.D, mark func(start bool)) (copySecs, cmdSecs float64, err error) {
+func timeReshard(ctx context.Context, client *mongo.Client, key bson.D, mark func(start bool)) (copySecs, cmdSecs float64, copied, toCopy int64, err error) {
 	done := make(chan error, 1)
 	start := time.Now()
 	if mark != nil {
@@ -247,7 +252,7 @@ func timeReshard(ctx context.Context, client *mongo.Client, key bson.D, mark fun
 		case err := <-done:
 			end := time.Now()
 			if err != nil {
-				return 0, 0, fmt.Errorf("reshardCollection: %w", err)
+				return 0, 0, 0, 0, fmt.Errorf("reshardCollection: %w", err)
 			}
 			if copyEnd.IsZero() {
 				copyEnd = end
@@ -255,7 +260,7 @@ func timeReshard(ctx context.Context, client *mongo.Client, key bson.D, mark fun
 					mark(false)
 				}
 			}
-			return copyEnd.Sub(start).Seconds(), end.Sub(start).Seconds(), nil
+			return copyEnd.Sub(start).Seconds(), end.Sub(start).Seconds(), copied, toCopy, nil
 		case <-poll.C:
 			if !copyEnd.IsZero() {
 				continue
@@ -266,7 +271,17 @@ func timeReshard(ctx context.Context, client *mongo.Client, key bson.D, mark fun
 				continue
 			}
 			ops, _ := reply.Lookup("inprog").Array().Values()
-			if len(ops) > 0 && ops[0].Document().Lookup("recipientState").StringValue() != "cloning" {
+			if len(ops) == 0 {
+				continue
+			}
+			op := ops[0].Document()
+			if n, ok := op.Lookup("documentsCopied").AsInt64OK(); ok {
+				copied = n
+			}
+			if n, ok := op.Lookup("approxDocumentsToCopy").AsInt64OK(); ok {
+				toCopy = n
+			}
+			if op.Lookup("recipientState").StringValue() != "cloning" {
 				copyEnd = time.Now()
 				if mark != nil {
 					mark(false)
