@@ -58,6 +58,12 @@ type Txn struct {
 	// unlogged writes make no change events (a resharding's hidden
 	// copy); versions that events name are still kept.
 	unlogged bool
+	// quiet commits ask no sync of the background loop: what they write
+	// carries its own resume point in the same transaction (a
+	// resharding's copy), so a machine's crash that loses it only has it
+	// redone. Badger's log is written in commit order, so the next sync
+	// anyone asks for makes it durable with the rest.
+	quiet bool
 	// absent, when set, says that a key holds no document, so Insert
 	// need not read it (a resharding's copy: copyfilter.go).
 	absent func(key []byte) bool
@@ -132,7 +138,9 @@ func (s *Store) Update(fn func(*Txn) error) error {
 			}
 		}
 		if err == nil {
-			s.dirty.Store(true)
+			if !tx.quiet {
+				s.dirty.Store(true)
+			}
 			s.afterCommit(tx)
 		}
 		return mapKVErr(err)

@@ -507,6 +507,12 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 	defer filter.release(claim)
 	err = s.Update(func(tx *Txn) error {
 		tx.unlogged = true // the hidden copy is no change of anyone's
+		// The batch and its progress go in one transaction: they need no
+		// sync of their own (a lost batch is copied again). Syncing the
+		// copy's log every 100 ms wrote it to disk twice, as log and as
+		// table, where Badger's log files are otherwise deleted unwritten
+		// once their memtable is flushed.
+		tx.quiet = true
 		// On a kv that keeps groups apart the batch may land group by
 		// group, its progress last; a batch redone after a crash then
 		// finds some of its documents copied already (the same bytes).

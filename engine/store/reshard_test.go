@@ -654,3 +654,47 @@ func TestReshardingCopyReadsItsStart(t *testing.T) {
 	}
 	checkExact(t, s, c, int64(len(want)))
 }
+
+// The copy's batches carry their own progress, so they ask the
+// background loop for no sync; a client's write still does.
+func TestReshardingCopyAsksNoSync(t *testing.T) {
+	s := openDir(t, t.TempDir())
+	defer s.Close()
+	src, err := s.CreateCollectionWith("db", "c", NewCollection{Spec: shard.Spec{Path: "a"}, Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := func(i int32) {
+		t.Helper()
+		doc := abDoc(i, i%7, i)
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(src, keyIn(t, src, doc), doc) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range int32(50) {
+		insert(i)
+	}
+	r, err := s.BeginResharding(src, shard.Spec{Path: "b", Ranged: true}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	ranges := r.CopyRanges()
+	for i := range ranges {
+		if err := s.CopyReshardingRange(r, i, &ranges[i], 10); err != nil {
+			t.Fatal(err)
+		}
+		if ranges[i].Copied == 0 {
+			t.Fatalf("range %d copied nothing", i)
+		}
+	}
+	if s.dirty.Load() {
+		t.Error("the copy's batches asked for a sync")
+	}
+	insert(50)
+	if !s.dirty.Load() {
+		t.Error("a client's insert asked for no sync")
+	}
+}
