@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/parsecdb/parsec/engine"
 	"github.com/spf13/cobra"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -73,27 +74,14 @@ func adviseCommand(o *adviseOptions) (bson.D, error) {
 	case o.throughput > 0 && o.autoscaleMax > 0:
 		return nil, fmt.Errorf("give --throughput or --autoscale-max, not both")
 	}
-	keys := bson.A{}
-	for _, k := range o.keys {
-		if strings.HasPrefix(strings.TrimSpace(k), "{") { // a key pattern: {"a": 1, "b": 1}
-			var pattern bson.D
-			if err := bson.UnmarshalExtJSON([]byte(k), false, &pattern); err != nil {
-				return nil, fmt.Errorf("--key %s: %w", k, err)
-			}
-			keys = append(keys, pattern)
-			continue
+	cmd, err := engine.AdviseRequest{DB: o.db, Collection: o.collection, Keys: o.keys,
+		Throughput: int64(o.throughput), AutoscaleMax: int64(o.autoscaleMax), SampleSize: o.sampleSize}.Command()
+	if err != nil {
+		var ce *engine.CommandError
+		if errors.As(err, &ce) {
+			return nil, errors.New(ce.Msg)
 		}
-		keys = append(keys, k)
-	}
-	cmd := bson.D{{Key: "customAction", Value: "AnalyzePartitionKey"}, {Key: "collection", Value: o.collection}, {Key: "keys", Value: keys}}
-	if o.throughput > 0 {
-		cmd = append(cmd, bson.E{Key: "offerThroughput", Value: o.throughput})
-	}
-	if o.autoscaleMax > 0 {
-		cmd = append(cmd, bson.E{Key: "autoScaleSettings", Value: bson.D{{Key: "maxThroughput", Value: o.autoscaleMax}}})
-	}
-	if o.sampleSize > 0 {
-		cmd = append(cmd, bson.E{Key: "sampleSize", Value: o.sampleSize})
+		return nil, err
 	}
 	return cmd, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/parsecdb/parsec/engine"
@@ -178,7 +179,7 @@ func (s *Server) apiServer(w http.ResponseWriter, r *http.Request) {
 			storage += p.StorageBytes
 		}
 		v.Databases[di].Collections = append(v.Databases[di].Collections, collectionView{
-			Name: c.Collection, ShardKey: c.shardKeyPath(), Throughput: c.throughputString(),
+			Name: c.Collection, ShardKey: c.shardKeyPattern(), Throughput: c.throughputString(),
 			Partitions: len(c.Partitions), Documents: c.DocumentCount, StorageBytes: storage,
 			RUPerSecond: c.RU.RULastMinute / 60, Normalized: c.RU.Normalized, Throttled: c.RU.Throttled + c.RU.WouldThrottle,
 		})
@@ -243,6 +244,51 @@ func (s *Server) apiPartitions(w http.ResponseWriter, r *http.Request) {
 		top = n
 	}
 	raw, err := s.eng.PartitionStatsDocument(r.Context(), db, q.Get("collection"), top)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	js, err := bson.MarshalExtJSON(raw, false, false)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeBody(w, js)
+}
+
+// apiAdvise is the what-if of candidate partition keys for a collection
+// ({customAction: "AnalyzePartitionKey"}'s reply as relaxed extended
+// JSON): db, collection, key (repeated: a path, hashed, or a key pattern
+// such as {"ts": 1}), and throughput or autoscaleMax (RU/s; neither: the
+// collection's own), sampleSize.
+func (s *Server) apiAdvise(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	req := engine.AdviseRequest{DB: q.Get("db"), Collection: q.Get("collection")}
+	for _, k := range q["key"] {
+		if k = strings.TrimSpace(k); k != "" {
+			req.Keys = append(req.Keys, k)
+		}
+	}
+	for name, to := range map[string]*int64{"throughput": &req.Throughput, "autoscaleMax": &req.AutoscaleMax, "sampleSize": &req.SampleSize} {
+		v := strings.TrimSpace(q.Get(name))
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, &engine.CommandError{Code: engine.ErrBadValue, Msg: name + " must be a whole number of 0 or more"})
+			return
+		}
+		*to = n
+	}
+	select {
+	case s.advising <- struct{}{}:
+		defer func() { <-s.advising }()
+	case <-r.Context().Done():
+		writeError(w, r.Context().Err())
+		return
+	}
+	raw, err := s.eng.Advise(r.Context(), req)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -20,6 +20,9 @@
 //   - Labels stay bounded: per collection and physical partition, per
 //     command name the engine knows, and shard-key values only as the
 //     top Options.TopK of each partition.
+//   - /api/advise runs the partition-key what-if (AnalyzePartitionKey,
+//     which samples the collection rather than reading it all), one
+//     request at a time; others wait their turn or their deadline.
 //   - A sampler records every collection's normalized RU consumption per
 //     partition every Options.SampleEvery for the last Options.History,
 //     the heat map's data; it stops with Close.
@@ -53,6 +56,9 @@ type Engine interface {
 	Splits(since time.Time) []engine.SplitEvent
 	SplitCount(db, collection string) int64
 	CommandTimings() []engine.CommandTiming
+	// Advise is {customAction: "AnalyzePartitionKey"}'s reply: the
+	// what-if of candidate partition keys for a collection.
+	Advise(ctx context.Context, r engine.AdviseRequest) (bson.Raw, error)
 	// AuthorizeMonitor checks basic-auth credentials: nil when they are
 	// right and grant clusterMonitor, or when access control is off.
 	AuthorizeMonitor(ctx context.Context, source, user, password string) error
@@ -110,6 +116,8 @@ type Server struct {
 	cache    statsCache
 	history  *history
 	handler  http.Handler
+	// advising admits one what-if at a time (apiAdvise).
+	advising chan struct{}
 
 	mu   sync.Mutex
 	http *http.Server
@@ -120,7 +128,7 @@ type Server struct {
 // New makes a Server and starts its sampler.
 func New(eng Engine, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{eng: eng, opts: opts, stop: make(chan struct{})}
+	s := &Server{eng: eng, opts: opts, stop: make(chan struct{}), advising: make(chan struct{}, 1)}
 	s.cache = statsCache{eng: eng, every: opts.MinRefresh, budget: min(opts.StatsBudget, 1)}
 	s.history = newHistory(opts.History)
 	s.registry = prometheus.NewRegistry()
@@ -153,6 +161,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/collection", s.apiCollection)
 	mux.HandleFunc("GET /api/partitions", s.apiPartitions)
 	mux.HandleFunc("GET /api/heatmap", s.apiHeatmap)
+	mux.HandleFunc("GET /api/advise", s.apiAdvise)
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
 	mux.HandleFunc("GET /assets/", func(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -88,8 +89,9 @@ func parseServerStats(raw bson.Raw) ([]collectionStats, error) {
 	return all.Collections, nil
 }
 
-// shardKeyPath is the collection's shard-key path ("" when unsharded).
-func (c *collectionStats) shardKeyPath() string {
+// shardKeyPattern is the collection's shard key as the shell writes
+// it ({k: "hashed"}, {a: 1, b: 1}); "" when unsharded.
+func (c *collectionStats) shardKeyPattern() string {
 	doc, ok := c.ShardKey.DocumentOK()
 	if !ok {
 		return ""
@@ -98,14 +100,18 @@ func (c *collectionStats) shardKeyPath() string {
 	if len(elems) == 0 {
 		return ""
 	}
-	if len(elems) == 1 {
-		return elems[0].Key()
-	}
-	paths := make([]string, len(elems)) // a compound key: its paths, in order
+	parts := make([]string, len(elems))
 	for i, el := range elems {
-		paths[i] = el.Key()
+		v := el.Value()
+		switch s, isString := v.StringValueOK(); {
+		case isString:
+			parts[i] = fmt.Sprintf("%s: %q", el.Key(), s)
+		default:
+			f, _ := v.AsFloat64OK()
+			parts[i] = el.Key() + ": " + strconv.FormatFloat(f, 'g', -1, 64)
+		}
 	}
-	return strings.Join(paths, ", ")
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // valueString renders a shard-key value for a label or a table: the

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,79 @@ func (e *Engine) PartitionStatsDocument(ctx context.Context, db, collection stri
 		}
 	}
 	raw, err := e.getPartitionStats(ctx, db, a)
+	if err != nil {
+		return nil, toCommandError(err)
+	}
+	return raw, nil
+}
+
+// AdviseRequest is a what-if for candidate partition keys, as `parsec
+// advise` and the console ask it: the arguments of {customAction:
+// "AnalyzePartitionKey"}.
+type AdviseRequest struct {
+	DB, Collection string
+	// Keys are the candidates, each a path (hashed, as Cosmos DB's
+	// partition key) or a key pattern in extended JSON ('{"ts": 1}',
+	// '{"tenant": 1, "user": 1}').
+	Keys []string
+	// Throughput or AutoscaleMax (RU/s) to evaluate at; neither: the
+	// collection's own.
+	Throughput, AutoscaleMax int64
+	// SampleSize is the documents to sample (0: the server's default).
+	SampleSize int64
+}
+
+// Command is the AnalyzePartitionKey command r stands for, to run on
+// r.DB; a request that cannot be one is a BadValue.
+func (r AdviseRequest) Command() (bson.D, error) {
+	switch {
+	case r.DB == "" || r.Collection == "":
+		return nil, errorf(ErrBadValue, "a database and a collection are required")
+	case len(r.Keys) == 0:
+		return nil, errorf(ErrBadValue, "give at least one candidate key")
+	case r.Throughput < 0 || r.AutoscaleMax < 0 || r.SampleSize < 0:
+		return nil, errorf(ErrBadValue, "throughput, autoscale maximum and sample size cannot be negative")
+	case r.Throughput > 0 && r.AutoscaleMax > 0:
+		return nil, errorf(ErrBadValue, "give a throughput or an autoscale maximum, not both")
+	}
+	keys := bson.A{}
+	for _, k := range r.Keys {
+		k = strings.TrimSpace(k)
+		if !strings.HasPrefix(k, "{") {
+			keys = append(keys, k)
+			continue
+		}
+		var pattern bson.D // a key pattern: {"a": 1, "b": "hashed"}
+		if err := bson.UnmarshalExtJSON([]byte(k), false, &pattern); err != nil {
+			return nil, errorf(ErrBadValue, "key %s is not a key pattern: %v", k, err)
+		}
+		keys = append(keys, pattern)
+	}
+	cmd := bson.D{{Key: "customAction", Value: "AnalyzePartitionKey"}, {Key: "collection", Value: r.Collection}, {Key: "keys", Value: keys}}
+	if r.Throughput > 0 {
+		cmd = append(cmd, bson.E{Key: "offerThroughput", Value: r.Throughput})
+	}
+	if r.AutoscaleMax > 0 {
+		cmd = append(cmd, bson.E{Key: "autoScaleSettings", Value: bson.D{{Key: "maxThroughput", Value: r.AutoscaleMax}}})
+	}
+	if r.SampleSize > 0 {
+		cmd = append(cmd, bson.E{Key: "sampleSize", Value: r.SampleSize})
+	}
+	return cmd, nil
+}
+
+// Advise is the reply AnalyzePartitionKey gives r (advisor.go), or its
+// error as a CommandError.
+func (e *Engine) Advise(ctx context.Context, r AdviseRequest) (bson.Raw, error) {
+	cmd, err := r.Command()
+	if err != nil {
+		return nil, err
+	}
+	body, err := bson.Marshal(cmd)
+	if err != nil {
+		return nil, errorf(ErrBadValue, "%v", err)
+	}
+	raw, err := e.cmdCustomAction(ctx, &request{name: "customAction", db: r.DB, body: body})
 	if err != nil {
 		return nil, toCommandError(err)
 	}

@@ -201,12 +201,61 @@ func TestConsoleBrowser(t *testing.T) {
 
 	do("opening the collection page", chromedp.Navigate(con.URL+"/#/c/"+dbn+"/"+coll))
 	checkPartitions(2)
-	poll("the shard key", `document.querySelector('#shard-key .value').textContent === '{k: hashed}'`)
+	poll("the shard key", `document.querySelector('#shard-key .value').textContent === '{k: "hashed"}'`)
 	poll("heat-map cells", `document.querySelectorAll('#heatmap .cell:not(.empty)').length >= 4`)
 	poll("RU consumed on the page", `[...document.querySelectorAll('#ru-bars .figures')].some(e => !e.textContent.startsWith('0.00 /'))`)
 	poll("top logical partitions", `document.querySelectorAll('#top-storage tr.top-storage').length > 0 && document.querySelectorAll('#top-ru tr.top-ru').length > 0`)
 	poll("the RU chart", `document.querySelector('#ru-chart canvas') !== null`)
 	screenshot("console-collection.png")
+
+	// The partition-key what-if: two candidates at 40,000 RU/s, side by
+	// side as AnalyzePartitionKey answers them.
+	do("asking the what-if",
+		chromedp.SetValue(chromedp.CSS("#advise-keys"), "k\n{\"_id\": 1}"),
+		chromedp.SetValue(chromedp.CSS("#advise-mode"), "throughput"),
+		chromedp.SetValue(chromedp.CSS("#advise-rus"), "40000"),
+		chromedp.Click(chromedp.CSS("#advise-run")))
+	poll("the what-if's answer", `document.querySelectorAll('#advice .candidate-detail').length === 2`)
+	advice := runOK(t, d, bson.D{{Key: "customAction", Value: "AnalyzePartitionKey"}, {Key: "collection", Value: coll},
+		{Key: "keys", Value: bson.A{"k", bson.D{{Key: "_id", Value: 1}}}}, {Key: "offerThroughput", Value: 40000}})
+	cands, _ := mustLookup(t, advice, "candidates").Array().Values()
+	var shown []struct {
+		Key        string  `json:"key"`
+		Verdict    string  `json:"verdict"`
+		Partitions int     `json:"partitions"`
+		Bytes      []int64 `json:"bytes"`
+		Count      string  `json:"count"`
+	}
+	eval("reading the what-if", `[...document.querySelectorAll('#advice .candidate-detail')].map((e, i) => ({
+		key: e.dataset.key, verdict: e.querySelector('.verdict').textContent,
+		partitions: e.querySelectorAll('.partition.what-if').length,
+		bytes: [...e.querySelectorAll('.partition.what-if')].map(p => +p.dataset.bytes),
+		count: document.querySelectorAll('#advice tr.partitions td')[i].textContent}))`, &shown)
+	if len(shown) != len(cands) {
+		t.Fatalf("the page shows %d candidates, AnalyzePartitionKey %d", len(shown), len(cands))
+	}
+	for i, v := range cands {
+		want := v.Document()
+		parts, _ := want.Lookup("partitions").Array().Values()
+		got := shown[i]
+		if got.Key != want.Lookup("key").StringValue() || got.Verdict != want.Lookup("verdict").StringValue() ||
+			got.Partitions != len(parts) || got.Count != fmt.Sprint(intOf(t, want.Lookup("physicalPartitions"))) {
+			t.Errorf("candidate %d on the page: %+v; AnalyzePartitionKey: %s", i, got, want)
+			continue
+		}
+		for j, p := range parts {
+			if b := intOf(t, p.Document().Lookup("dataBytes")); got.Bytes[j] != b {
+				t.Errorf("candidate %s partition %d: %d bytes on the page, %d in AnalyzePartitionKey", got.Key, j, got.Bytes[j], b)
+			}
+		}
+	}
+	do("scrolling to the what-if", chromedp.ScrollIntoView(chromedp.CSS("#advisor")))
+	screenshot("console-advisor.png")
+	// A bad key pattern shows the server's error in the panel.
+	do("asking about a bad key",
+		chromedp.SetValue(chromedp.CSS("#advise-keys"), "{\"k\": \"sideways\"}"),
+		chromedp.Click(chromedp.CSS("#advise-run")))
+	poll("the what-if's error", `(document.querySelector('#advice .advise-error') || {}).textContent?.includes('sideways')`)
 
 	// A split shows without reloading: 50,000 RU/s needs 5 partitions,
 	// so both partitions split (one of them twice: three children).
@@ -236,10 +285,11 @@ func TestConsoleBrowser(t *testing.T) {
 	poll("the error", `document.getElementById('status').textContent.startsWith('error:')`)
 
 	if e := errs.all(); len(e) > 0 {
-		// The missing collection's 404 is the only error the browser may log.
+		// The missing collection's 404 and the bad key's 400 are the only
+		// errors the browser may log.
 		var others []string
 		for _, s := range e {
-			if !strings.Contains(s, "404") {
+			if !strings.Contains(s, "404") && !(strings.Contains(s, "400") && strings.Contains(s, "sideways")) {
 				others = append(others, s)
 			}
 		}

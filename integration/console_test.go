@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -318,6 +319,65 @@ func TestConsoleAPI(t *testing.T) {
 	for i, p := range ps.Partitions {
 		if got := page.Stats.Partitions[i]; got.ID != p.ID || got.Docs != p.DocumentCount {
 			t.Errorf("partition %d: API %+v, GetPartitionStats %s with %d documents", i, got, p.ID, p.DocumentCount)
+		}
+	}
+
+	// /api/advise is AnalyzePartitionKey's reply: bad requests are 400,
+	// a missing collection 404.
+	for _, c := range []struct {
+		query  string
+		status int
+	}{
+		{"db=apidb&collection=users", http.StatusBadRequest},
+		{"db=apidb&collection=users&key=k&throughput=x", http.StatusBadRequest},
+		{"db=apidb&collection=users&key=k&throughput=4000&autoscaleMax=4000", http.StatusBadRequest},
+		{"db=apidb&collection=users&key=" + url.QueryEscape(`{"k": 1`), http.StatusBadRequest},
+		{"db=apidb&collection=users&key=" + url.QueryEscape(`{"k": "sideways"}`), http.StatusBadRequest},
+		{"db=apidb&collection=none&key=k", http.StatusNotFound},
+	} {
+		if status, body := httpGet(t, con.URL+"/api/advise?"+c.query, "", ""); status != c.status || !bytes.Contains(body, []byte(`"error"`)) {
+			t.Errorf("/api/advise?%s: %d %s, want %d and an error", c.query, status, body, c.status)
+		}
+	}
+	status, body = httpGet(t, con.URL+"/api/advise?db=apidb&collection=users&key=k&key="+url.QueryEscape(`{"_id": 1}`)+"&throughput=40000", "", "")
+	if status != http.StatusOK {
+		t.Fatalf("/api/advise: %d %s", status, body)
+	}
+	var advice struct {
+		Candidates []struct {
+			Key        string `json:"key"`
+			Partitions int    `json:"physicalPartitions"`
+			Verdict    string `json:"verdict"`
+			Parts      []struct {
+				ID    string `json:"partitionKeyRangeId"`
+				Docs  int64  `json:"documentCount"`
+				Bytes int64  `json:"dataBytes"`
+			} `json:"partitions"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal(body, &advice); err != nil {
+		t.Fatal(err)
+	}
+	raw := runOK(t, client.Database("apidb"), bson.D{{Key: "customAction", Value: "AnalyzePartitionKey"}, {Key: "collection", Value: "users"},
+		{Key: "keys", Value: bson.A{"k", bson.D{{Key: "_id", Value: 1}}}}, {Key: "offerThroughput", Value: 40000}})
+	cands, _ := mustLookup(t, raw, "candidates").Array().Values()
+	if len(advice.Candidates) != 2 || len(cands) != 2 {
+		t.Fatalf("/api/advise: %d candidates, the command %d", len(advice.Candidates), len(cands))
+	}
+	for i, v := range cands {
+		want, got := v.Document(), advice.Candidates[i]
+		if got.Key != want.Lookup("key").StringValue() || int64(got.Partitions) != intOf(t, want.Lookup("physicalPartitions")) ||
+			got.Verdict != want.Lookup("verdict").StringValue() || got.Partitions != 7 {
+			t.Errorf("candidate %d: API %s, %d partitions, %s; the command %s", i, got.Key, got.Partitions, got.Verdict, want)
+		}
+		parts, _ := want.Lookup("partitions").Array().Values()
+		if len(parts) != len(got.Parts) {
+			t.Fatalf("candidate %s: %d partitions in the API, %d in the command", got.Key, len(got.Parts), len(parts))
+		}
+		for j, p := range parts {
+			if d := p.Document(); got.Parts[j].ID != d.Lookup("partitionKeyRangeId").StringValue() || got.Parts[j].Docs != intOf(t, d.Lookup("documentCount")) || got.Parts[j].Bytes != intOf(t, d.Lookup("dataBytes")) {
+				t.Errorf("candidate %s partition %d: API %+v, the command %s", got.Key, j, got.Parts[j], d)
+			}
 		}
 	}
 

@@ -40,6 +40,10 @@
     if (typeof v === "string") return JSON.stringify(v);
     return typeof v === "object" ? JSON.stringify(v) : String(v);
   }
+  // pattern writes a key pattern as the shell does: {a: 1, b: "hashed"}.
+  function pattern(k) {
+    return "{" + Object.entries(k).map(([f, v]) => f + ": " + (typeof v === "string" ? JSON.stringify(v) : num(v))).join(", ") + "}";
+  }
   function time(t) { return new Date(t).toLocaleTimeString("en-GB"); }
   function card(label, value, id) {
     return `<div class="card"${id ? ` id="${id}"` : ""}><div class="label">${esc(label)}</div><div class="value">${esc(value)}</div></div>`;
@@ -75,6 +79,7 @@
       const db = decodeURIComponent(m[1]), coll = decodeURIComponent(m[2]);
       crumbs.innerHTML = `<a href="#/">server</a> / <span>${esc(db)}</span> / <span>${esc(coll)}</span>`;
       page.innerHTML = collectionSkeleton(db, coll);
+      wireAdvisor(db, coll);
       poll((g) => refreshCollection(db, coll, g));
     } else {
       crumbs.innerHTML = `<span>server</span>`;
@@ -126,7 +131,7 @@
       for (const c of d.collections) {
         rows += `<tr class="collection" data-ns="${esc(d.name + "." + c.name)}">
           <td><a href="#/c/${encodeURIComponent(d.name)}/${encodeURIComponent(c.name)}">${esc(d.name)}.${esc(c.name)}</a></td>
-          <td>${c.shardKey ? "<code>" + esc(c.shardKey) + "</code> hashed" : '<span class="muted">unsharded</span>'}</td>
+          <td>${c.shardKey ? "<code>" + esc(c.shardKey) + "</code>" : '<span class="muted">unsharded</span>'}</td>
           <td>${esc(c.throughput)}</td><td class="num">${count(c.partitions)}</td><td class="num">${count(c.documents)}</td>
           <td class="num">${bytes(c.storageBytes)}</td><td class="num">${ru(c.ruPerSecond)}</td>
           <td class="num">${pct(c.normalizedRUConsumption)}</td><td class="num">${count(c.throttled)}</td></tr>`;
@@ -164,7 +169,83 @@
         <div class="panel"><h2>Top logical partitions by storage</h2><div id="top-storage"></div></div>
         <div class="panel"><h2>Top logical partitions by RU</h2><div id="top-ru"></div></div>
       </div>
-      <div class="panel"><h2>Splits</h2><div id="splits"></div></div>`;
+      <div class="panel"><h2>Splits</h2><div id="splits"></div></div>
+      <div class="panel" id="advisor"><h2>Choosing a partition key: what if</h2>
+        <form id="advise-form" class="advise-form">
+          <label class="keys">Candidate keys, one per line: a path (hashed, as Cosmos DB's partition key) or a key pattern such as <code>{"ts": 1}</code>
+            <textarea id="advise-keys" rows="3" spellcheck="false"></textarea></label>
+          <label>Throughput
+            <select id="advise-mode"><option value="">the collection's own</option><option value="throughput">manual, RU/s</option><option value="autoscaleMax">autoscale max, RU/s</option></select>
+            <input id="advise-rus" type="number" min="0" step="100" placeholder="RU/s"></label>
+          <button type="submit" id="advise-run">Analyze</button>
+        </form>
+        <div id="advice"><p class="empty-note">Compare candidate keys: how this collection would spread over Cosmos DB's physical partitions, from a sample of its documents and the queries configureQueryAnalyzer recorded.</p></div>
+      </div>`;
+  }
+
+  // ---------- partition-key what-if (AnalyzePartitionKey) ----------
+  function wireAdvisor(db, coll) {
+    const form = document.getElementById("advise-form");
+    const out = document.getElementById("advice");
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const g = generation;
+      const keys = document.getElementById("advise-keys").value.split("\n").map((k) => k.trim()).filter((k) => k);
+      const q = new URLSearchParams({ db, collection: coll });
+      for (const k of keys) q.append("key", k);
+      const mode = document.getElementById("advise-mode").value, rus = document.getElementById("advise-rus").value.trim();
+      if (mode && rus) q.set(mode, rus);
+      const button = document.getElementById("advise-run");
+      button.disabled = true;
+      out.innerHTML = '<p class="empty-note">Sampling the collection…</p>';
+      try {
+        const r = await getJSON("/api/advise?" + q);
+        if (g === generation) out.innerHTML = adviceTable(r);
+      } catch (e) {
+        if (g === generation) out.innerHTML = `<p class="advise-error">${esc(e.message)}</p>`;
+      } finally {
+        button.disabled = false;
+      }
+    });
+  }
+
+  // adviceTable puts the candidates side by side, then each one's
+  // partitions: storage and RU/s against the per-partition budget.
+  function adviceTable(r) {
+    const cands = r.candidates || [];
+    const row = (label, cls, cell) => `<tr class="${cls}"><th>${esc(label)}</th>` + cands.map((c) => `<td class="num">${cell(c)}</td>`).join("") + "</tr>";
+    const maxOf = (c, f) => Math.max(0, ...(c.partitions || []).map((p) => num(p[f])));
+    const largest = (c) => {
+      const l = (c.largestLogicalPartitions || [])[0];
+      if (!l) return "—";
+      return esc(keyString(l.shardKey)) + " · " + bytes(l.dataBytes) + (l.limitShare !== undefined ? " (" + num(l.limitShare).toFixed(1) + "% of the limit)" : "");
+    };
+    let html = `<table class="advice"><thead><tr><th></th>${cands.map((c) => `<th class="num candidate"><code>${esc(c.key)}</code></th>`).join("")}</tr></thead><tbody>` +
+      row("verdict", "verdict", (c) => `<span class="verdict ${esc(c.verdict)}">${esc(c.verdict)}</span>`) +
+      row("physical partitions", "partitions", (c) => count(c.physicalPartitions)) +
+      row("RU/s budget per partition", "budget", (c) => ru(c.partitionBudgetRUs)) +
+      row("distinct values (sampled)", "distinct", (c) => count(c.numDistinctValues)) +
+      row("documents missing the key", "missing", (c) => count(c.numDocsMissingShardKey)) +
+      row("largest partition's storage", "storage-share", (c) => num(maxOf(c, "dataShare")).toFixed(1) + "%") +
+      row("busiest partition's budget", "budget-share", (c) => num(c.maxBudgetShare).toFixed(1) + "%") +
+      row("largest logical partition", "largest", largest) +
+      row("queries fanning out", "fanout", (c) => num(c.workload && c.workload.fanOutPercent).toFixed(1) + "%") +
+      row("predicted 16500 (throttled)", "throttled", (c) => num(c.predictedThrottledPercent).toFixed(2) + "%") +
+      "</tbody></table>";
+    for (const c of cands) {
+      const parts = c.partitions || [];
+      const maxBytes = Math.max(1, ...parts.map((p) => num(p.dataBytes)));
+      html += `<div class="candidate-detail" data-key="${esc(c.key)}"><h3><code>${esc(c.key)}</code>: <span class="verdict ${esc(c.verdict)}">${esc(c.verdict)}</span></h3>
+        <p class="advice-text">${esc(c.advice)}</p>
+        <p class="legend">per partition: storage (green), RU/s against its budget of ${ru(c.partitionBudgetRUs)} RU/s (blue)</p>` +
+        parts.map((p) => `<div class="partition what-if" data-id="${esc(p.partitionKeyRangeId)}" data-bytes="${num(p.dataBytes)}" data-budget-share="${num(p.budgetShare)}">
+          <span class="pid">${esc(p.partitionKeyRangeId)}</span>
+          <div class="bars"><div class="bar"><div class="fill data" style="width:${(num(p.dataBytes) / maxBytes) * 100}%"></div></div>
+            <div class="bar thin"><div class="fill ru${num(p.budgetShare) > 100 ? " over" : ""}" style="width:${Math.min(100, num(p.budgetShare))}%"></div></div></div>
+          <span class="figures">${count(p.documentCount)} docs · ${bytes(p.dataBytes)} · ${ru(p.ruPerSecond)} / ${ru(p.budgetRUs)} RU/s</span>
+        </div>`).join("") + "</div>";
+    }
+    return html;
   }
 
   async function refreshCollection(db, coll, g) {
@@ -173,13 +254,13 @@
     if (g !== generation) return; // the page changed meanwhile
     const st = c.stats;
     const parts = st.partitions || [];
-    const key = st.shardKey ? Object.keys(st.shardKey)[0] : null;
+    const key = st.shardKey ? pattern(st.shardKey) : null;
     const tp = st.sharedThroughput ? "shared with the database"
       : st.autoScaleSettings ? "autoscale max " + count(st.autoScaleSettings.maxThroughput) + " RU/s"
       : count(st.provisionedThroughput) + " RU/s";
     const over = st.rateLimiting ? num(st.throttledRequests) : num(st.wouldHaveBeenThrottledRequests);
     document.getElementById("coll-cards").innerHTML =
-      card("Shard key", key ? "{" + key + ": hashed}" : "unsharded", "shard-key") +
+      card("Shard key", key || "unsharded", "shard-key") +
       card("Throughput", tp) +
       card("Physical partitions", count(parts.length), "coll-partition-count") +
       card("Documents", count(st.documentCount)) +
