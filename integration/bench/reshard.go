@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,13 @@ import (
 //	              to {g: "hashed"} copies; goal: ops/s during the copy >=
 //	              reshardForegroundGoal x before
 //
+//	switch        writers paced at reshardSwitchRate writes/s in all (inserts
+//	              and updates by the full shard key) while reshardCollection
+//	              to {tenant: "hashed"} runs start to end: the longest a
+//	              write took (the critical section blocks writes; MongoDB
+//	              bounds it at 2 s) and the rate reached; goal: longest
+//	              write <= reshardSwitchGoal
+//
 //	badger alone  the same number of documents of the same size, each
 //	              with two index entries, written straight into a Badger
 //	              of its own in scattered key order (the copy's floor)
@@ -44,6 +52,8 @@ const (
 	reshardBefore         = 3 * time.Second
 	reshardCopyGoal       = 50_000.0
 	reshardForegroundGoal = 0.6
+	reshardSwitchRate     = 1000
+	reshardSwitchGoal     = 2 * time.Second
 )
 
 // reshardReport is the section's figures.
@@ -63,6 +73,13 @@ type reshardReport struct {
 	// at its start.
 	LoadedCopied int64 `json:"copied_under_load"`
 	LoadedToCopy int64 `json:"to_copy_under_load"`
+	// The switch: the longest write and the 99th percentile while a
+	// resharding ran under SwitchRate paced writes a second (the rate
+	// reached), and how long that resharding took.
+	SwitchLongestMS float64 `json:"switch_longest_write_ms"`
+	SwitchP99MS     float64 `json:"switch_p99_write_ms"`
+	SwitchRate      float64 `json:"switch_writes_per_s"`
+	SwitchSeconds   float64 `json:"switch_reshard_seconds"`
 }
 
 func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
@@ -71,7 +88,7 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 		return err
 	}
 	defer stop(&err)
-	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()).SetMaxPoolSize(reshardWorkers + 4))
+	client, err := mongo.Connect(options.Client().ApplyURI(srv.URI()).SetMaxPoolSize(40)) // the switch's 32 writers, the load's 8, the polls
 	if err != nil {
 		return err
 	}
@@ -204,7 +221,90 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	}
 	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s and copied %d documents of the %d there were when it began",
 		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy, loadedCopied, loadedToCopy)
+	if err := reshardSwitch(ctx, client, out); err != nil {
+		return err
+	}
 	rep.Reshard = out
+	return nil
+}
+
+// reshardSwitch reshards bench.reshard to {tenant: "hashed"} while
+// 32 writers write at reshardSwitchRate a second in all, and
+// records how long each write took.
+func reshardSwitch(ctx context.Context, client *mongo.Client, out *reshardReport) error {
+	// Each writer's pace leaves room for a write of 32 ms (the bench's
+	// p99 is 50 ms), so slow writes do not drop the rate far below the
+	// goal's.
+	const writers = 32
+	coll := client.Database("bench").Collection("reshard")
+	wctx, stopWrites := context.WithCancel(ctx)
+	defer stopWrites()
+	var wg sync.WaitGroup
+	lat := make([][]time.Duration, writers)
+	errs := make([]error, writers)
+	var next atomic.Int64
+	next.Store(1 << 41)
+	pad := strings.Repeat("y", 150)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pace := time.NewTicker(time.Second * writers / reshardSwitchRate)
+			defer pace.Stop()
+			rng := rand.New(rand.NewSource(int64(100 + w)))
+			for i := 0; ; i++ {
+				select {
+				case <-wctx.Done():
+					return
+				case <-pace.C:
+				}
+				start := time.Now()
+				var err error
+				if i%2 == 0 {
+					id := next.Add(1)
+					_, err = coll.InsertOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: id % 1000}, {Key: "k", Value: id}, {Key: "g", Value: id % 5000}, {Key: "pad", Value: pad}})
+				} else {
+					id := rng.Int63n(reshardDocs)
+					_, err = coll.UpdateOne(wctx, bson.D{{Key: "tenant", Value: id % 1000}, {Key: "k", Value: id}, {Key: "g", Value: id % 5000}, {Key: "_id", Value: id}},
+						bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+				}
+				if err != nil {
+					if wctx.Err() == nil {
+						errs[w] = err
+					}
+					return
+				}
+				lat[w] = append(lat[w], time.Since(start))
+			}
+		}()
+	}
+	time.Sleep(time.Second) // the writers reach their pace
+	start := time.Now()
+	_, cmdSecs, _, _, err := timeReshard(ctx, client, bson.D{{Key: "tenant", Value: "hashed"}}, nil)
+	took := time.Since(start)
+	time.Sleep(500 * time.Millisecond) // writes the switch held back end
+	stopWrites()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	var all []time.Duration
+	for w := range writers {
+		if errs[w] != nil {
+			return fmt.Errorf("reshard: paced writes: %w", errs[w])
+		}
+		all = append(all, lat[w]...)
+	}
+	if len(all) == 0 {
+		return fmt.Errorf("reshard: no paced write was acknowledged")
+	}
+	slices.Sort(all)
+	out.SwitchLongestMS = float64(all[len(all)-1]) / 1e6
+	out.SwitchP99MS = float64(all[len(all)*99/100]) / 1e6
+	out.SwitchRate = float64(len(all)) / (took + 1500*time.Millisecond).Seconds()
+	out.SwitchSeconds = cmdSecs
+	progress("reshard: under %.0f paced writes/s (%d writes), a resharding took %.2f s; the longest write %.0f ms, p99 %.1f ms",
+		out.SwitchRate, len(all), cmdSecs, out.SwitchLongestMS, out.SwitchP99MS)
 	return nil
 }
 
@@ -301,4 +401,10 @@ func reshardGoals(rep *report) {
 	rep.Goals = append(rep.Goals, atLeast(g))
 	g = goal{Name: fmt.Sprintf("reshard: foreground ops during the copy >= %.1f x before", reshardForegroundGoal), Workload: reshardWorkload, Clients: reshardWorkers, Min: reshardForegroundGoal, Ratio: r.ForegroundRatio}
 	rep.Goals = append(rep.Goals, atLeast(g))
+	if r.SwitchLongestMS > 0 {
+		// As a ratio: the bound over the longest write, at least 1.
+		g = goal{Name: fmt.Sprintf("reshard: longest write at %d writes/s <= %v (bound / longest)", reshardSwitchRate, reshardSwitchGoal), Workload: reshardWorkload, Min: 1,
+			Ratio: float64(reshardSwitchGoal/time.Millisecond) / r.SwitchLongestMS}
+		rep.Goals = append(rep.Goals, atLeast(g))
+	}
 }
