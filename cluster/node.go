@@ -17,7 +17,6 @@ import (
 	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/logger"
-	"github.com/lni/dragonboat/v4/plugin/tan"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"github.com/lni/vfs"
 )
@@ -185,7 +184,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	// entry again, a sixth of a follower's CPU under inserts. A node whose
 	// logs an earlier Parsec kept in pebble keeps them there: dragonboat
 	// refuses to open one kind as the other.
-	nh, err := start(tan.Factory)
+	nh, err := start(tanFactory{})
 	if err != nil && strings.Contains(err.Error(), errLogDBTypeChanged) {
 		nh, err = start(nil)
 	}

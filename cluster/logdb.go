@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"sync"
+
+	"github.com/lni/dragonboat/v4/config"
+	"github.com/lni/dragonboat/v4/plugin/tan"
+	"github.com/lni/dragonboat/v4/raftio"
+	pb "github.com/lni/dragonboat/v4/raftpb"
+)
+
+// tanFactory makes tan log stores that are told the Raft state of every
+// update they save.
+//
+// dragonboat leaves an update's State empty when the replica's term, vote
+// and commit index have not changed since its last update. tan compares
+// each update's State with the last one it wrote to decide what to write
+// and whether to fsync, and takes an empty State for a change to term 0:
+// it writes a record, fsyncs, and remembers the zero state, so that the
+// next update carrying the real state fsyncs again. Under inserts a
+// follower fsynced its log about twice per entry where once is needed
+// (an update with the entry, then one with the commit index, then one with
+// only messages, each synced). tan reads the state back on restart from
+// the last record whose State is not empty, so the extra records cost
+// time, not safety.
+//
+// The store handed out fills an empty State with the replica's last one
+// (the state dragonboat's empty State stands for) before tan sees it: an
+// update then fsyncs only when it saves entries or a snapshot or changes
+// the term or the vote, as tan means it to. (tan's SaveSnapshots writes
+// an update of its own with an empty State: after a snapshot is saved the
+// next update fsyncs once more.)
+type tanFactory struct{}
+
+var _ config.LogDBFactory = tanFactory{}
+
+func (tanFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback, dirs, lowLatencyDirs []string) (raftio.ILogDB, error) {
+	db, err := tan.Factory.Create(cfg, cb, dirs, lowLatencyDirs)
+	if err != nil {
+		return nil, err
+	}
+	return &stateLogDB{ILogDB: db, states: map[raftio.NodeInfo]pb.State{}}, nil
+}
+
+// Name is tan's: dragonboat records the log store's kind in the node's
+// directory and refuses to open it as another.
+func (tanFactory) Name() string { return tan.Factory.Name() }
+
+// stateLogDB is a log store that fills updates' empty States.
+type stateLogDB struct {
+	raftio.ILogDB
+
+	mu     sync.Mutex
+	states map[raftio.NodeInfo]pb.State // each replica's last non-empty State
+}
+
+// withStates returns updates with every empty State replaced by the
+// replica's last one, copying the slice only when one is; it records the
+// non-empty ones.
+func (l *stateLogDB) withStates(updates []pb.Update) []pb.Update {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := updates
+	for i := range updates {
+		ni := raftio.NodeInfo{ShardID: updates[i].ShardID, ReplicaID: updates[i].ReplicaID}
+		if !pb.IsEmptyState(updates[i].State) {
+			l.states[ni] = updates[i].State
+			continue
+		}
+		st, ok := l.states[ni]
+		if !ok {
+			continue // nothing known yet: as tan would have it
+		}
+		if &out[0] == &updates[0] {
+			out = append([]pb.Update(nil), updates...) // dragonboat goes on using its own
+		}
+		out[i].State = st
+	}
+	return out
+}
+
+func (l *stateLogDB) SaveRaftState(updates []pb.Update, shardID uint64) error {
+	return l.ILogDB.SaveRaftState(l.withStates(updates), shardID)
+}
+
+// ReadRaftState is where a restarted replica's state comes from: it is the
+// one an empty State stands for until the replica saves another.
+func (l *stateLogDB) ReadRaftState(shardID, replicaID, lastIndex uint64) (raftio.RaftState, error) {
+	rs, err := l.ILogDB.ReadRaftState(shardID, replicaID, lastIndex)
+	if err == nil && !pb.IsEmptyState(rs.State) {
+		l.mu.Lock()
+		l.states[raftio.NodeInfo{ShardID: shardID, ReplicaID: replicaID}] = rs.State
+		l.mu.Unlock()
+	}
+	return rs, err
+}
+
+func (l *stateLogDB) RemoveNodeData(shardID, replicaID uint64) error {
+	l.mu.Lock()
+	delete(l.states, raftio.NodeInfo{ShardID: shardID, ReplicaID: replicaID})
+	l.mu.Unlock()
+	return l.ILogDB.RemoveNodeData(shardID, replicaID)
+}
