@@ -244,6 +244,12 @@ func (s *Server) apiPartitions(w http.ResponseWriter, r *http.Request) {
 		top = n
 	}
 	raw, err := s.eng.PartitionStatsDocument(r.Context(), db, q.Get("collection"), top)
+	writeReply(w, raw, err)
+}
+
+// writeReply writes a command's reply as relaxed extended JSON (as the
+// shell prints it), or its error.
+func writeReply(w http.ResponseWriter, raw bson.Raw, err error) {
 	if err != nil {
 		writeError(w, err)
 		return
@@ -289,16 +295,7 @@ func (s *Server) apiAdvise(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	raw, err := s.eng.Advise(r.Context(), req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	js, err := bson.MarshalExtJSON(raw, false, false)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeBody(w, js)
+	writeReply(w, raw, err)
 }
 
 func (s *Server) apiHeatmap(w http.ResponseWriter, r *http.Request) {

@@ -119,15 +119,7 @@ func TestReshardingResumesAndSwitches(t *testing.T) {
 		t.Fatal(err)
 	}
 	want[500] = 500
-	for {
-		done, err := s.CopyResharding(r, 30)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if done {
-			break
-		}
-	}
+	copyAll(t, s, r, 30)
 	if r.Phase != ReshardApplying {
 		t.Fatalf("phase after the copy: %s", r.Phase)
 	}
@@ -151,16 +143,7 @@ func TestReshardingResumesAndSwitches(t *testing.T) {
 	if s.Collection("db", r.TempName) != nil {
 		t.Errorf("the temporary collection is still in the catalog")
 	}
-	got := docsOf(t, s, c)
-	if len(got) != len(want) {
-		t.Errorf("%d documents, want %d", len(got), len(want))
-	}
-	for id, b := range want {
-		if got[id] != b {
-			t.Errorf("document %d: b = %d, want %d", id, got[id], b)
-		}
-	}
-	checkExact(t, s, c, int64(len(want)))
+	checkDocs(t, s, c, want)
 	// The _id index of the new layout finds every document.
 	for id := range want {
 		err := s.View(func(tx *Txn) error {
@@ -399,35 +382,11 @@ func TestReshardingRangesResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	want[1000] = 1000
-	for {
-		done, err := s.CopyResharding(r, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if done {
-			break
-		}
-	}
+	copyAll(t, s, r, 64)
 	if r.Phase != ReshardApplying || r.Copied < 400 || len(r.Ranges) != 0 {
 		t.Fatalf("after the copy: %+v", r)
 	}
-	c, err := s.SwitchResharding(r, func() error {
-		_, err := s.ApplyResharding(r, s.LastChangeTime(), 100)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := docsOf(t, s, c)
-	if len(got) != len(want) {
-		t.Errorf("%d documents, want %d", len(got), len(want))
-	}
-	for id, b := range want {
-		if got[id] != b {
-			t.Errorf("document %d: b = %d, want %d", id, got[id], b)
-		}
-	}
-	checkExact(t, s, c, int64(len(want)))
+	switchAndCheck(t, s, r, want)
 	if err := s.FinishResharding(r); err != nil {
 		t.Fatal(err)
 	}
@@ -618,15 +577,7 @@ func TestReshardingCopyReadsItsStart(t *testing.T) {
 	want[150] = -1
 	delete(want, 151)
 	r.Ranges = ranges
-	for {
-		done, err := s.CopyResharding(r, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if done {
-			break
-		}
-	}
+	copyAll(t, s, r, 64)
 	if r.Copied != 300 {
 		t.Errorf("the copy copied %d documents; 300 were there when it began", r.Copied)
 	}
@@ -636,6 +587,13 @@ func TestReshardingCopyReadsItsStart(t *testing.T) {
 	if left != 0 {
 		t.Errorf("%d snapshots open after the copy", left)
 	}
+	switchAndCheck(t, s, r, want)
+}
+
+// switchAndCheck applies r's last changes and switches it, then checks
+// the collection (checkDocs).
+func switchAndCheck(t *testing.T, s *Store, r *Resharding, want map[int32]int32) *Collection {
+	t.Helper()
 	c, err := s.SwitchResharding(r, func() error {
 		_, err := s.ApplyResharding(r, s.LastChangeTime(), 100)
 		return err
@@ -643,6 +601,27 @@ func TestReshardingCopyReadsItsStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkDocs(t, s, c, want)
+	return c
+}
+
+// copyAll copies r's documents in batches of n until the copy is done.
+func copyAll(t *testing.T, s *Store, r *Resharding, n int) {
+	t.Helper()
+	for {
+		done, err := s.CopyResharding(r, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			return
+		}
+	}
+}
+
+// checkDocs checks that c holds want (_id -> b) and counts it exactly.
+func checkDocs(t *testing.T, s *Store, c *Collection, want map[int32]int32) {
+	t.Helper()
 	got := docsOf(t, s, c)
 	if len(got) != len(want) {
 		t.Errorf("%d documents, want %d", len(got), len(want))
