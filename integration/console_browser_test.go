@@ -205,7 +205,14 @@ func TestConsoleBrowser(t *testing.T) {
 	poll("heat-map cells", `document.querySelectorAll('#heatmap .cell:not(.empty)').length >= 4`)
 	poll("RU consumed on the page", `[...document.querySelectorAll('#ru-bars .figures')].some(e => !e.textContent.startsWith('0.00 /'))`)
 	poll("top logical partitions", `document.querySelectorAll('#top-storage tr.top-storage').length > 0 && document.querySelectorAll('#top-ru tr.top-ru').length > 0`)
-	poll("the RU chart", `document.querySelector('#ru-chart canvas') !== null`)
+	poll("the RU chart", `document.querySelector('#ru-chart canvas') !== null && document.getElementById('ru-chart').dataset.span !== undefined`)
+	// Its time axis spans the samples, at most the hour the console
+	// keeps (with samples of one second uPlot stretched it to 1,000 days).
+	var span float64
+	eval("reading the chart's time axis", `+document.getElementById('ru-chart').dataset.span`, &span)
+	if span <= 0 || span > 3600 {
+		t.Errorf("the RU chart's time axis spans %v s", span)
+	}
 	screenshot("console-collection.png")
 
 	// The partition-key what-if: two candidates at 40,000 RU/s, side by

@@ -338,7 +338,16 @@
 
   function drawRUChart(h) {
     const el = document.getElementById("ru-chart");
-    if (typeof uPlot === "undefined" || !h.times.length) return;
+    if (typeof uPlot === "undefined") return;
+    if (!h.times.length || h.times[h.times.length - 1] === h.times[0]) {
+      // One second of samples: uPlot would stretch the time axis over
+      // a thousand days.
+      if (charts.ru) charts.ru.destroy();
+      delete charts.ru;
+      ruChartKey = "";
+      el.innerHTML = '<p class="empty-note">The chart starts once samples span a second.</p>';
+      return;
+    }
     const data = [h.times, ...h.ruPerSecond, h.throttled.map((v, i) => (i ? Math.max(0, v - h.throttled[i - 1]) : 0))];
     const key = h.partitions.join(",");
     if (charts.ru && ruChartKey === key) {
@@ -346,6 +355,7 @@
       return;
     }
     if (charts.ru) charts.ru.destroy();
+    el.innerHTML = "";
     const palette = ["#2f6fde", "#3f8f6b", "#c4320a", "#7a4cc2", "#b08900", "#1a9bb0", "#d6457a", "#5c6b7a"];
     const series = [{}];
     h.partitions.forEach((id, i) => series.push({ label: "partition " + id, stroke: palette[i % palette.length], width: 1.5, spanGaps: false }));
@@ -354,6 +364,9 @@
       width: Math.max(320, el.clientWidth - 4), height: 220, series,
       scales: { x: { time: true } },
       axes: [{}, { label: "RU/s" }, { side: 1, scale: "n", label: "throttles" }],
+      // The time axis drawn, in seconds, for a look from outside (the
+      // browser test).
+      hooks: { setScale: [(u, k) => { if (k === "x") el.dataset.span = u.scales.x.max - u.scales.x.min; }] },
     }, data, el);
     ruChartKey = key;
   }
