@@ -87,11 +87,14 @@ func (l *stateLogDB) SaveRaftState(updates []pb.Update, shardID uint64) error {
 // one an empty State stands for until the replica saves another.
 func (l *stateLogDB) ReadRaftState(shardID, replicaID, lastIndex uint64) (raftio.RaftState, error) {
 	rs, err := l.ILogDB.ReadRaftState(shardID, replicaID, lastIndex)
+	ni := raftio.NodeInfo{ShardID: shardID, ReplicaID: replicaID}
+	l.mu.Lock()
 	if err == nil && !pb.IsEmptyState(rs.State) {
-		l.mu.Lock()
-		l.states[raftio.NodeInfo{ShardID: shardID, ReplicaID: replicaID}] = rs.State
-		l.mu.Unlock()
+		l.states[ni] = rs.State
+	} else {
+		delete(l.states, ni) // a replica starting afresh: no state of an earlier one
 	}
+	l.mu.Unlock()
 	return rs, err
 }
 

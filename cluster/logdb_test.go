@@ -107,3 +107,79 @@ func TestLogStoreSyncsEntriesOnly(t *testing.T) {
 	}
 	t.Logf("fsyncs for 50 entries: %d; tan alone: %d", got, run(t, tan.Factory))
 }
+
+// recordingLogDB keeps what it is asked to save; ReadRaftState answers
+// read, readErr.
+type recordingLogDB struct {
+	raftio.ILogDB
+	saved   []pb.Update
+	read    raftio.RaftState
+	readErr error
+}
+
+func (r *recordingLogDB) SaveRaftState(updates []pb.Update, _ uint64) error {
+	r.saved = append(r.saved, updates...)
+	return nil
+}
+
+func (r *recordingLogDB) ReadRaftState(uint64, uint64, uint64) (raftio.RaftState, error) {
+	return r.read, r.readErr
+}
+
+func (r *recordingLogDB) RemoveNodeData(uint64, uint64) error { return nil }
+
+// The state an empty State is given is the replica's own, and never one
+// of a replica whose data was removed or that starts afresh; dragonboat's
+// own updates are left as they were.
+func TestLogStoreFillsOnlyItsReplicasState(t *testing.T) {
+	inner := &recordingLogDB{}
+	l := &stateLogDB{ILogDB: inner, states: map[raftio.NodeInfo]pb.State{}}
+	st := pb.State{Term: 3, Vote: 1, Commit: 7}
+	save := func(u pb.Update) pb.State {
+		t.Helper()
+		ud := []pb.Update{u}
+		if err := l.SaveRaftState(ud, u.ShardID); err != nil {
+			t.Fatal(err)
+		}
+		return inner.saved[len(inner.saved)-1].State
+	}
+	entries := []pb.Entry{{Index: 8, Term: 3}}
+	if got := save(pb.Update{ShardID: 2, ReplicaID: 2, State: st}); got != st {
+		t.Fatalf("a state saved as %+v", got)
+	}
+	ud := []pb.Update{{ShardID: 2, ReplicaID: 2, EntriesToSave: entries}}
+	if err := l.SaveRaftState(ud, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := inner.saved[len(inner.saved)-1].State; got != st {
+		t.Errorf("an empty State saved as %+v, want the replica's %+v", got, st)
+	}
+	if !pb.IsEmptyState(ud[0].State) {
+		t.Errorf("dragonboat's update was changed: %+v", ud[0].State)
+	}
+	if got := save(pb.Update{ShardID: 3, ReplicaID: 2, EntriesToSave: entries}); !pb.IsEmptyState(got) {
+		t.Errorf("another group's empty State saved as %+v", got)
+	}
+	if err := l.RemoveNodeData(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := save(pb.Update{ShardID: 2, ReplicaID: 2, EntriesToSave: entries}); !pb.IsEmptyState(got) {
+		t.Errorf("after its data was removed, an empty State saved as %+v", got)
+	}
+	// A restart reads the state back; a replica with no saved log starts
+	// with none.
+	inner.read = raftio.RaftState{State: st}
+	if _, err := l.ReadRaftState(2, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := save(pb.Update{ShardID: 2, ReplicaID: 2}); got != st {
+		t.Errorf("after a restart, an empty State saved as %+v, want %+v", got, st)
+	}
+	inner.read, inner.readErr = raftio.RaftState{}, raftio.ErrNoSavedLog
+	if _, err := l.ReadRaftState(2, 2, 0); err != raftio.ErrNoSavedLog {
+		t.Fatal(err)
+	}
+	if got := save(pb.Update{ShardID: 2, ReplicaID: 2}); !pb.IsEmptyState(got) {
+		t.Errorf("a replica starting afresh: an empty State saved as %+v", got)
+	}
+}
