@@ -60,7 +60,7 @@ type stateLogDB struct {
 func (l *stateLogDB) withStates(updates []pb.Update) []pb.Update {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := updates
+	out, copied := updates, false
 	for i := range updates {
 		ni := raftio.NodeInfo{ShardID: updates[i].ShardID, ReplicaID: updates[i].ReplicaID}
 		if !pb.IsEmptyState(updates[i].State) {
@@ -71,8 +71,8 @@ func (l *stateLogDB) withStates(updates []pb.Update) []pb.Update {
 		if !ok {
 			continue // nothing known yet: as tan would have it
 		}
-		if &out[0] == &updates[0] {
-			out = append([]pb.Update(nil), updates...) // dragonboat goes on using its own
+		if !copied {
+			out, copied = append([]pb.Update(nil), updates...), true // dragonboat goes on using its own
 		}
 		out[i].State = st
 	}

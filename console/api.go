@@ -191,10 +191,12 @@ func (s *Server) apiServer(w http.ResponseWriter, r *http.Request) {
 // reply (relaxed extended JSON, as the shell prints it), its splits in
 // the history window, and the warnings the page shows.
 type collectionPage struct {
-	Stats    json.RawMessage `json:"stats"`
-	Splits   []splitView     `json:"splits"`
-	Warnings []string        `json:"warnings"`
-	Window   float64         `json:"windowSeconds"`
+	Stats json.RawMessage `json:"stats"`
+	// ShardKey is the key's pattern as the shell writes it ("": unsharded).
+	ShardKey string      `json:"shardKey"`
+	Splits   []splitView `json:"splits"`
+	Warnings []string    `json:"warnings"`
+	Window   float64     `json:"windowSeconds"`
 }
 
 func (s *Server) apiCollection(w http.ResponseWriter, r *http.Request) {
@@ -220,6 +222,7 @@ func (s *Server) apiCollection(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, collectionPage{
 		Stats:    js,
+		ShardKey: cs.shardKeyPattern(),
 		Splits:   splitsView(s.eng.Splits(time.Now().Add(-s.opts.History)), db, coll),
 		Warnings: warnings(&cs),
 		Window:   s.opts.History.Seconds(),
@@ -275,7 +278,11 @@ func (s *Server) apiAdvise(w http.ResponseWriter, r *http.Request) {
 			req.Keys = append(req.Keys, k)
 		}
 	}
-	for name, to := range map[string]*int64{"throughput": &req.Throughput, "autoscaleMax": &req.AutoscaleMax, "sampleSize": &req.SampleSize} {
+	for _, f := range []struct {
+		name string
+		to   *int64
+	}{{"throughput", &req.Throughput}, {"autoscaleMax", &req.AutoscaleMax}, {"sampleSize", &req.SampleSize}} {
+		name, to := f.name, f.to
 		v := strings.TrimSpace(q.Get(name))
 		if v == "" {
 			continue

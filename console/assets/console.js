@@ -40,10 +40,6 @@
     if (typeof v === "string") return JSON.stringify(v);
     return typeof v === "object" ? JSON.stringify(v) : String(v);
   }
-  // pattern writes a key pattern as the shell does: {a: 1, b: "hashed"}.
-  function pattern(k) {
-    return "{" + Object.entries(k).map(([f, v]) => f + ": " + (typeof v === "string" ? JSON.stringify(v) : num(v))).join(", ") + "}";
-  }
   function time(t) { return new Date(t).toLocaleTimeString("en-GB"); }
   function card(label, value, id) {
     return `<div class="card"${id ? ` id="${id}"` : ""}><div class="label">${esc(label)}</div><div class="value">${esc(value)}</div></div>`;
@@ -254,13 +250,12 @@
     if (g !== generation) return; // the page changed meanwhile
     const st = c.stats;
     const parts = st.partitions || [];
-    const key = st.shardKey ? pattern(st.shardKey) : null;
     const tp = st.sharedThroughput ? "shared with the database"
       : st.autoScaleSettings ? "autoscale max " + count(st.autoScaleSettings.maxThroughput) + " RU/s"
       : count(st.provisionedThroughput) + " RU/s";
     const over = st.rateLimiting ? num(st.throttledRequests) : num(st.wouldHaveBeenThrottledRequests);
     document.getElementById("coll-cards").innerHTML =
-      card("Shard key", key || "unsharded", "shard-key") +
+      card("Shard key", c.shardKey || "unsharded", "shard-key") +
       card("Throughput", tp) +
       card("Physical partitions", count(parts.length), "coll-partition-count") +
       card("Documents", count(st.documentCount)) +

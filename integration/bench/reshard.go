@@ -221,7 +221,7 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	}
 	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s and copied %d documents of the %d there were when it began",
 		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy, loadedCopied, loadedToCopy)
-	if err := reshardSwitch(ctx, client, out); err != nil {
+	if err := reshardSwitch(ctx, client, doc, out); err != nil {
 		return err
 	}
 	rep.Reshard = out
@@ -231,7 +231,7 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 // reshardSwitch reshards bench.reshard to {tenant: "hashed"} while
 // 32 writers write at reshardSwitchRate a second in all, and
 // records how long each write took.
-func reshardSwitch(ctx context.Context, client *mongo.Client, out *reshardReport) error {
+func reshardSwitch(ctx context.Context, client *mongo.Client, doc func(int64) bson.D, out *reshardReport) error {
 	// Each writer's pace leaves room for a write of 32 ms (the bench's
 	// p99 is 50 ms), so slow writes do not drop the rate far below the
 	// goal's.
@@ -244,7 +244,6 @@ func reshardSwitch(ctx context.Context, client *mongo.Client, out *reshardReport
 	errs := make([]error, writers)
 	var next atomic.Int64
 	next.Store(1 << 41)
-	pad := strings.Repeat("y", 150)
 	for w := range writers {
 		wg.Add(1)
 		go func() {
@@ -261,8 +260,7 @@ func reshardSwitch(ctx context.Context, client *mongo.Client, out *reshardReport
 				start := time.Now()
 				var err error
 				if i%2 == 0 {
-					id := next.Add(1)
-					_, err = coll.InsertOne(wctx, bson.D{{Key: "_id", Value: id}, {Key: "tenant", Value: id % 1000}, {Key: "k", Value: id}, {Key: "g", Value: id % 5000}, {Key: "pad", Value: pad}})
+					_, err = coll.InsertOne(wctx, doc(next.Add(1)))
 				} else {
 					id := rng.Int63n(reshardDocs)
 					_, err = coll.UpdateOne(wctx, bson.D{{Key: "tenant", Value: id % 1000}, {Key: "k", Value: id}, {Key: "g", Value: id % 5000}, {Key: "_id", Value: id}},
