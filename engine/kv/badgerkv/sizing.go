@@ -63,13 +63,23 @@ func sizeFor(memLimit, fsSize int64) Sizes {
 	// 1/256 of the filesystem, since the reserve is a multiple of it.
 	z.MemTable = clamp(min(memLimit/16, fsSize/256), 1*mib, 64*mib) &^ (mib - 1)
 	z.numMemtables = 3
-	z.baseTable = min(2*mib, z.MemTable/2)
-	z.baseLevel = min(10*mib, 4*z.MemTable)
 	// Level 0 may stall flushes at l0Stall tables of MemTable bytes
 	// (Badger's default is 15); on a small disk fewer, so that compacting
 	// them into the base level fits a reserve of a few percent of it.
 	z.l0Stall = int(clamp(fsSize/(64*z.MemTable), 4, 10))
-	z.l0 = max(2, z.l0Stall/3)
+	z.l0 = max(2, z.l0Stall/2)
+	// The base level holds about what level 0 holds when it is compacted
+	// into it. Badger's 10 MiB (against five 64 MiB tables of level 0)
+	// made every level-0 compaction merge into a level a thirtieth its
+	// size, which then overflowed into the next ones at once: copying a
+	// million documents in scattered key order (a resharding) wrote 4.4
+	// KB per 380-byte document and ran at 31,000-34,500 documents a
+	// second; with the base level at level 0's size and 8 MiB tables,
+	// 1.5 KB and 64,000-68,800 (BenchmarkReshardCopy, PARSEC_BENCH_DOCS=
+	// 1000000). On a small disk the base level stays within 1/512 of it
+	// (the reserve holds it twice), and never below Badger's size.
+	z.baseTable = min(8*mib, max(z.MemTable/8, min(2*mib, z.MemTable/2)))
+	z.baseLevel = max(min(int64(z.l0)*z.MemTable, fsSize/512), min(10*mib, 4*z.MemTable))
 	// Badger takes a transaction of up to 15 % of a memtable, and a value
 	// below the threshold must fit one.
 	z.valueThreshold = min(1*mib, z.MemTable/8)
