@@ -143,6 +143,19 @@ type Item interface {
 	ValueSize() int64
 }
 
+// ReadVersioner is a Txn that tells the version it reads at: every
+// commit it sees has a version at or below it, every later commit one
+// above (Badger's read timestamp).
+type ReadVersioner interface {
+	ReadVersion() uint64
+}
+
+// VersionedItem is an Item that tells the version of the commit that
+// wrote it, comparable with ReadVersioner's (Badger's commit timestamp).
+type VersionedItem interface {
+	Version() uint64
+}
+
 // WriteBatch is a batch of blind writes.
 type WriteBatch interface {
 	Set(key, value []byte) error

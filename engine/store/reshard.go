@@ -452,26 +452,24 @@ func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) 
 	// The batch's documents and keys, one after the other: Badger keeps
 	// what a transaction sets until it commits.
 	var raws, keys []byte
-	err = s.viewCopy(r, i, func(tx *Txn) error {
-		return tx.ScanRange(src, start, cr.End, func(key, raw []byte) (bool, error) {
-			if len(batch) == n {
-				next = bytes.Clone(key)
-				return false, nil
-			}
-			if raws == nil {
-				raws = make([]byte, 0, n*(len(raw)+len(raw)/4))
-				keys = make([]byte, 0, n*(len(key)+len(key)/2+16))
-			}
-			kat := len(keys)
-			var err error
-			if keys, err = appendReshardKey(keys, tmp, spec, raw); err != nil {
-				return false, err
-			}
-			at := len(raws)
-			raws = append(raws, raw...)
-			batch = append(batch, doc{keys[kat:len(keys):len(keys)], raws[at:len(raws):len(raws)]})
-			return true, nil
-		})
+	err = s.scanCopy(r, i, src, start, cr.End, func(key, raw []byte) (bool, error) {
+		if len(batch) == n {
+			next = bytes.Clone(key)
+			return false, nil
+		}
+		if raws == nil {
+			raws = make([]byte, 0, n*(len(raw)+len(raw)/4))
+			keys = make([]byte, 0, n*(len(key)+len(key)/2+16))
+		}
+		kat := len(keys)
+		var err error
+		if keys, err = appendReshardKey(keys, tmp, spec, raw); err != nil {
+			return false, err
+		}
+		at := len(raws)
+		raws = append(raws, raw...)
+		batch = append(batch, doc{keys[kat:len(keys):len(keys)], raws[at:len(raws):len(raws)]})
+		return true, nil
 	})
 	if err != nil {
 		return err

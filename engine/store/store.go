@@ -42,7 +42,7 @@ type Options struct {
 // Store is one node's Badger database with Parsec's catalog on top.
 type Store struct {
 	locks writeLocks // document keys written by open transactions (transaction.go)
-	// copySnaps are the read transactions reshardings' copies read
+	// copySnaps are the versions reshardings' copies read at
 	// (copysnapshot.go).
 	copySnaps copySnapshots
 	// onePartition keeps transactions' writes in one physical partition

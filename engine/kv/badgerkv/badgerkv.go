@@ -194,6 +194,11 @@ func (t txn) Delete(key []byte) error     { return mapErr(t.t.Delete(key)) }
 func (t txn) Commit() error               { return mapErr(t.t.Commit()) }
 func (t txn) Discard()                    { t.t.Discard() }
 
+// ReadVersion is the transaction's read timestamp (kv.ReadVersioner);
+// the items it reads are *badger.Item, whose Version is the commit
+// timestamp that wrote them (kv.VersionedItem).
+func (t txn) ReadVersion() uint64 { return t.t.ReadTs() }
+
 func (t txn) NewIterator(o kv.IterOptions) kv.Iterator {
 	if !o.Reverse || len(o.Prefix) == 0 {
 		return iter{t.t.NewIterator(badger.IteratorOptions{Prefix: o.Prefix, PrefetchValues: o.Prefetch})}
