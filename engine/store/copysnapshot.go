@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"sync"
 
 	"github.com/parsecdb/parsec/engine/kv"
@@ -69,25 +68,10 @@ func (s *Store) scanCopy(r *Resharding, i int, src *Collection, start, end []byt
 			cs.versions[k] = at
 		}
 		cs.mu.Unlock()
-		prefix := DocPrefix(src.ID)
-		it := tx.t.NewIterator(kv.IterOptions{Prefix: prefix})
-		defer it.Close()
-		if bytes.Compare(start, prefix) < 0 {
-			start = prefix
-		}
-		for it.Seek(start); it.Valid(); it.Next() {
-			item := it.Item()
-			if end != nil && bytes.Compare(item.Key(), end) >= 0 {
-				return nil
-			}
-			if v, ok := item.(kv.VersionedItem); ok && v.Version() > at {
-				continue // written since the copy began: the change log has it
-			}
-			if more, err := visitItem(item, fn); err != nil || !more {
-				return err
-			}
-		}
-		return nil
+		return tx.scanItems(src, start, end, func(item kv.Item) bool {
+			v, ok := item.(kv.VersionedItem)
+			return ok && v.Version() > at // written since the copy began: the change log has it
+		}, fn)
 	})
 }
 

@@ -618,6 +618,12 @@ func (t *Txn) Delete(c *Collection, key []byte, oldSize int) error {
 // start is nil) in key order, until fn returns false or an error. key and
 // doc are valid only during the call.
 func (t *Txn) Scan(c *Collection, start []byte, fn func(key, doc []byte) (bool, error)) error {
+	return t.scanItems(c, start, nil, nil, fn)
+}
+
+// scanItems visits the documents of c from start up to end (nil: to the
+// last), passing over the items skip (if any) tells it to.
+func (t *Txn) scanItems(c *Collection, start, end []byte, skip func(kv.Item) bool, fn func(key, doc []byte) (bool, error)) error {
 	prefix := DocPrefix(c.ID)
 	// No value prefetching: Badger prefetches each value on a goroutine of
 	// its own, while documents are stored inline in the LSM tree (they are
@@ -629,7 +635,14 @@ func (t *Txn) Scan(c *Collection, start []byte, fn func(key, doc []byte) (bool, 
 		start = prefix
 	}
 	for it.Seek(start); it.Valid(); it.Next() {
-		if more, err := visitItem(it.Item(), fn); err != nil || !more {
+		item := it.Item()
+		if end != nil && bytes.Compare(item.Key(), end) >= 0 {
+			return nil
+		}
+		if skip != nil && skip(item) {
+			continue
+		}
+		if more, err := visitItem(item, fn); err != nil || !more {
 			return err
 		}
 	}
@@ -650,15 +663,7 @@ func visitItem(item kv.Item, fn func(key, doc []byte) (bool, error)) (more bool,
 // key order (end nil: to the end of c's documents), as Scan does: one
 // physical partition, or what is left of one.
 func (t *Txn) ScanRange(c *Collection, start, end []byte, fn func(key, doc []byte) (bool, error)) error {
-	if end == nil {
-		return t.Scan(c, start, fn)
-	}
-	return t.Scan(c, start, func(key, doc []byte) (bool, error) {
-		if bytes.Compare(key, end) >= 0 {
-			return false, nil
-		}
-		return fn(key, doc)
-	})
+	return t.scanItems(c, start, end, nil, fn)
 }
 
 // KeyRange is a range [Start, End) of document keys; End nil: to the
