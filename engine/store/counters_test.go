@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parsecdb/parsec/engine/kv"
+	"github.com/parsecdb/parsec/engine/value"
 	"github.com/parsecdb/parsec/shard"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
@@ -654,5 +655,114 @@ func TestAccountAlternating(t *testing.T) {
 				t.Errorf("%s: partition %d's cell holds %+v, its documents add up to %+v", c.Namespace(), i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// readCountingDB counts the keys each committed read-write transaction
+// read through iterators, and keeps the most.
+type readCountingDB struct {
+	kv.DB
+	most atomic.Int64
+}
+
+func (d *readCountingDB) NewTransaction(update bool) kv.Txn {
+	return &readCountingTxn{Txn: d.DB.NewTransaction(update), db: d, update: update}
+}
+
+type readCountingTxn struct {
+	kv.Txn
+	db     *readCountingDB
+	update bool
+	reads  int64
+}
+
+func (t *readCountingTxn) NewIterator(o kv.IterOptions) kv.Iterator {
+	return &readCountingIter{Iterator: t.Txn.NewIterator(o), txn: t}
+}
+
+func (t *readCountingTxn) Commit() error {
+	if t.update {
+		for {
+			m := t.db.most.Load()
+			if t.reads <= m || t.db.most.CompareAndSwap(m, t.reads) {
+				break
+			}
+		}
+	}
+	return t.Txn.Commit()
+}
+
+type readCountingIter struct {
+	kv.Iterator
+	txn *readCountingTxn
+}
+
+func (it *readCountingIter) Item() kv.Item {
+	it.txn.reads++
+	return it.Iterator.Item()
+}
+
+// TestFoldReadsFewKeysPerTransaction: folding the counters of a
+// collection with many logical partitions reads them in transactions of
+// at most foldReads keys (and the logical partition under way), however
+// few of them have deltas. Badger checks each read against every commit
+// made meanwhile while holding its commit lock, so one transaction over
+// all of them stopped every reader and writer.
+func TestFoldReadsFewKeysPerTransaction(t *testing.T) {
+	s := openMem(t)
+	c := mustCreate(t, s, "db", "c")
+	counting := &readCountingDB{DB: s.db}
+	s.db = counting
+	const n = 6000
+	lp := func(i int) []byte {
+		return value.EncodeKey(binary.BigEndian.AppendUint64(nil, uint64(i)<<32), bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, int64(i))})
+	}
+	var want Counts
+	for start := 0; start < n; start += 1000 {
+		err := s.update(func(txn kv.Txn) error {
+			for i := start; i < start+1000; i++ {
+				one := Counts{Docs: 2, Bytes: 10, KeyBytes: 4}
+				if err := txn.Set(lpBaseKey(c.ID, lp(i)), encodeCounts(one)); err != nil {
+					return err
+				}
+				want.add(one)
+				if i%500 == 0 { // a few deltas, far apart
+					d := Counts{Docs: 1, Bytes: 5, KeyBytes: 2}
+					if err := txn.Set(s.lpDeltaKey(c.ID, lp(i)), encodeCounts(d)); err != nil {
+						return err
+					}
+					want.add(d)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	counting.most.Store(0)
+	if err := s.foldLogical(c.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if most := counting.most.Load(); most > foldReads+2 || most >= n/2 || most == 0 {
+		t.Errorf("a fold transaction read %d keys of %d, want at most %d", most, n, foldReads+2)
+	}
+	bases, deltas := lpCounterKeys(t, s, c.ID)
+	if bases != n || deltas != 0 {
+		t.Errorf("after the fold: %d bases and %d deltas, want %d and 0", bases, deltas, n)
+	}
+	var got Counts
+	err := s.db.View(func(txn kv.Txn) error {
+		_, err := scanLogical(txn, c.ID, 0, ^uint64(0), func(p LogicalPartition) error {
+			got.add(p.Counts)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("folded counts %+v, want %+v", got, want)
 	}
 }

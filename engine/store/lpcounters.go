@@ -132,13 +132,26 @@ func scanLogical(txn kv.Txn, id uint32, from, to uint64, fn func(LogicalPartitio
 
 // foldLogical sums the deltas of collection id's logical partitions
 // (those of one partition when lp is not nil) into their bases and deletes
-// them, in transactions of at most 10,000 deltas. A logical partition left
+// them, in transactions that read at most foldReads keys (bases and
+// deltas; one logical partition is never split). A logical partition left
 // with no documents and no bytes loses its base too. Writers never read
 // these keys except in the logical-partition size check, whose
 // transaction then conflicts with the fold and is retried.
 func (s *Store) foldLogical(id uint32, lp []byte) error {
 	return s.foldLogicalRange(id, lp, 0, math.MaxUint64)
 }
+
+// foldReads bounds the keys one fold transaction reads. Badger checks a
+// committing transaction's reads against every transaction committed
+// since it began, one by one, while it holds the lock that every other
+// commit and every new transaction's read time need. A fold that read all
+// the bases of a collection with a million logical partitions (a key
+// unique per document) stopped the whole server for 35 s at its commit,
+// under 4 writers (bench -only '^reshard$', whose reshardCollection
+// counts the collection, which starts a fold). Bases are read to find the
+// deltas, so they count too; a thousand keys take about a millisecond to
+// read, so few commits land meanwhile to check them against.
+const foldReads = 1000
 
 // foldLogicalRange folds like foldLogical, the logical partitions at
 // points lo..hi only when lp is nil: what one physical partition owns.
@@ -163,7 +176,7 @@ func (s *Store) foldLogicalRange(id uint32, lp []byte, lo, hi uint64) error {
 				deltas int
 			}
 			var g *group
-			dead := 0
+			read := 0
 			finish := func() error {
 				if g == nil || g.deltas == 0 {
 					return nil
@@ -198,7 +211,7 @@ func (s *Store) foldLogicalRange(id uint32, lp []byte, lo, hi uint64) error {
 					if err := finish(); err != nil {
 						return err
 					}
-					if dead >= 10000 { // keep the transaction small; go on from this partition
+					if read >= foldReads { // keep the transaction small; go on from this partition
 						more, next = true, append([]byte(nil), item.Key()...)
 						g = nil
 						return nil
@@ -207,8 +220,8 @@ func (s *Store) foldLogicalRange(id uint32, lp []byte, lo, hi uint64) error {
 				}
 				if delta {
 					g.deltas++
-					dead++
 				}
+				read++
 				g.keys = append(g.keys, item.KeyCopy(nil))
 				if err := item.Value(func(v []byte) error {
 					c, err := decodeCounts(v)
