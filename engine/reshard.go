@@ -76,9 +76,13 @@ const (
 	reshardApplyBatch     = 1000
 	reshardSmallLag       = 200
 	reshardQuickRound     = 200 * time.Millisecond
-	// reshardCatchUpLimit bounds the rounds before the critical section.
-	reshardCatchUpLimit = 5 * time.Second
-	reshardMaxRounds    = 50
+	// reshardCatchUpLimit bounds the rounds before the critical section
+	// while they stop shrinking (writers as fast as the apply), once a
+	// round is no longer than reshardBlockingRound: the critical section
+	// then applies about one round's changes with writes blocked.
+	reshardCatchUpLimit  = 5 * time.Second
+	reshardBlockingRound = time.Second
+	reshardMaxRounds     = 50
 	// reshardYield is the copy's pause after a batch while the server
 	// serves reads or writes, in multiples of the batch's time (2: the
 	// copy takes a third of the time; reads and writes kept 0.61-0.66 of
@@ -368,10 +372,14 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 		// Few changes, or a round quick enough that the critical
 		// section's last one (the changes made meanwhile) is too.
 		// A catch-up that does not shrink (writers as fast as the
-		// apply) stops after a while: the critical section then
-		// applies about one round's changes.
-		if n < reshardSmallLag || time.Since(roundStart) < reshardQuickRound || committed || round >= reshardMaxRounds ||
-			time.Since(rs.applyStart) > reshardCatchUpLimit {
+		// apply) stops after a while, but only at a round short
+		// enough to block writes for: after a long copy under load
+		// the first rounds bring over minutes of changes, and
+		// stopping at the first of them left the critical section
+		// those minutes' changes.
+		took := time.Since(roundStart)
+		if n < reshardSmallLag || took < reshardQuickRound || committed || round >= reshardMaxRounds ||
+			(time.Since(rs.applyStart) > reshardCatchUpLimit && took <= reshardBlockingRound) {
 			break
 		}
 	}
