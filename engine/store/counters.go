@@ -94,7 +94,7 @@ func (s *Store) fold(id uint32) error {
 
 // foldRange sums collection id's counter cells at points lo..hi (and,
 // when lo is 0, the cells of the layout before points) into a base at lo
-// and deletes the others, in transactions of at most 10,000 cells: what
+// and deletes the others, in transactions of at most foldReads cells: what
 // one physical partition [lo, hi] does with the cells it owns.
 func (s *Store) foldRange(id uint32, lo, hi uint64) error {
 	s.foldMu.Lock()
@@ -131,7 +131,7 @@ func (s *Store) foldRange(id uint32, lo, hi uint64) error {
 					break
 				}
 				if !bytes.Equal(item.Key(), base) {
-					if len(dead) >= 10000 { // keep the transaction small
+					if len(dead) >= foldReads { // keep the transaction small (lpcounters.go)
 						more = true
 						break
 					}
