@@ -34,7 +34,17 @@ import (
 //	              (findOne by the full shard key of any layout) for
 //	              reshardBefore, then the same load while reshardCollection
 //	              to {g: "hashed"} copies; goal: ops/s during the copy >=
-//	              reshardForegroundGoal x before
+//	              reshardForegroundGoal x before. The load pauses by
+//	              itself, copy or not: every 25-30 s Badger compacts level
+//	              0 into the base level (a rewrite of all of it, the keys
+//	              being scattered), and for 2-7 s its builder goroutines
+//	              (up to 13 a compaction) leave the requests' goroutines
+//	              few turns. Per-second rates over 150 s of the load alone:
+//	              mean 18,112 ops/s, median 20,907, 9 seconds under a
+//	              tenth of it; a 3 s window saw 20,894 at the median, a 30
+//	              s one 18,340. So "before" is 30 s, and the section
+//	              counts the seconds under a tenth of the before rate in
+//	              both windows.
 //
 //	switch        writers paced at reshardSwitchRate writes/s in all (inserts
 //	              and updates by the full shard key) while reshardCollection
@@ -53,7 +63,7 @@ const (
 	reshardWorkload       = "reshard"
 	reshardDocs           = 1_000_000
 	reshardWorkers        = 8
-	reshardBefore         = 3 * time.Second
+	reshardBefore         = 30 * time.Second
 	reshardCopyGoal       = 50_000.0
 	reshardForegroundGoal = 0.6
 	reshardSwitchRate     = 1000
@@ -72,7 +82,11 @@ type reshardReport struct {
 	ForegroundBefore    float64 `json:"foreground_ops_per_s_before"`
 	ForegroundDuring    float64 `json:"foreground_ops_per_s_during_copy"`
 	ForegroundRatio     float64 `json:"foreground_ratio"`
-	LoadedCopySeconds   float64 `json:"copy_seconds_under_load"`
+	// Seconds of each window in which the load ran at under a tenth of
+	// the before rate.
+	SlowSecondsBefore float64 `json:"foreground_slow_seconds_before"`
+	SlowSecondsDuring float64 `json:"foreground_slow_seconds_during_copy"`
+	LoadedCopySeconds float64 `json:"copy_seconds_under_load"`
 	// LoadedCopied is what that copy copied, of LoadedToCopy documents
 	// at its start.
 	LoadedCopied int64 `json:"copied_under_load"`
@@ -181,6 +195,7 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 		}()
 	}
 	time.Sleep(500 * time.Millisecond) // warm up
+	perSecond := samplePerSecond(fctx, &ops)
 	// With -cpuprofile the load before and during the copy are profiled
 	// too (reshard-before, reshard-during).
 	profile, err = startCPUProfile(profilePath(cfg.CPUProfile, "reshard-before", 0))
@@ -190,20 +205,25 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 		return err
 	}
 	n0, r0, t0 := ops.Load(), reads.Load(), time.Now()
+	beforeFrom := perSecond.mark()
 	time.Sleep(reshardBefore)
 	profile()
+	beforeTo := perSecond.mark()
 	secs := time.Since(t0).Seconds()
 	out.ForegroundBefore = float64(ops.Load()-n0) / secs
 	readsBefore := float64(reads.Load()-r0) / secs
 	var during, readsDuring float64
+	var duringFrom, duringTo int
 	loadedCopy, _, loadedCopied, loadedToCopy, err := timeReshard(ctx, client, bson.D{{Key: "g", Value: "hashed"}}, func(start bool) {
 		if start {
 			n0, r0, t0 = ops.Load(), reads.Load(), time.Now()
+			duringFrom = perSecond.mark()
 			if stop, perr := startCPUProfile(profilePath(cfg.CPUProfile, "reshard-during", 0)); perr == nil {
 				profile = stop
 			}
 		} else {
 			profile()
+			duringTo = perSecond.mark()
 			secs := time.Since(t0).Seconds()
 			during = float64(ops.Load()-n0) / secs
 			readsDuring = float64(reads.Load()-r0) / secs
@@ -223,8 +243,12 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 	if out.ForegroundBefore > 0 {
 		out.ForegroundRatio = during / out.ForegroundBefore
 	}
-	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s and copied %d documents of the %d there were when it began",
-		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy, loadedCopied, loadedToCopy)
+	slow := int64(out.ForegroundBefore / 10)
+	out.SlowSecondsBefore = float64(perSecond.under(beforeFrom, beforeTo, slow))
+	out.SlowSecondsDuring = float64(perSecond.under(duringFrom, duringTo, slow))
+	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s and copied %d documents of the %d there were when it began; seconds under %d ops: %.0f of %d before, %.0f of %d during",
+		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy, loadedCopied, loadedToCopy,
+		slow, out.SlowSecondsBefore, beforeTo-beforeFrom, out.SlowSecondsDuring, duringTo-duringFrom)
 	if err := reshardSwitch(ctx, client, doc, out); err != nil {
 		return err
 	}
@@ -409,4 +433,55 @@ func reshardGoals(rep *report) {
 			Ratio: float64(reshardSwitchGoal/time.Millisecond) / r.SwitchLongestMS}
 		rep.Goals = append(rep.Goals, atLeast(g))
 	}
+}
+
+// perSecondOps are the operations counted in each second since a
+// sampler started.
+type perSecondOps struct {
+	mu   sync.Mutex
+	secs []int64
+}
+
+// samplePerSecond counts what n grows by in each second until ctx ends.
+func samplePerSecond(ctx context.Context, n *atomic.Int64) *perSecondOps {
+	p := &perSecondOps{}
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last := n.Load()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			now := n.Load()
+			p.mu.Lock()
+			p.secs = append(p.secs, now-last)
+			p.mu.Unlock()
+			last = now
+		}
+	}()
+	return p
+}
+
+// mark is the number of whole seconds counted so far.
+func (p *perSecondOps) mark() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.secs)
+}
+
+// under counts the seconds from..to (marks) with fewer than least
+// operations.
+func (p *perSecondOps) under(from, to int, least int64) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, ops := range p.secs[from:min(to, len(p.secs))] {
+		if ops < least {
+			n++
+		}
+	}
+	return n
 }
