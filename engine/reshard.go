@@ -369,17 +369,7 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 			committed = true
 		default:
 		}
-		// Few changes, or a round quick enough that the critical
-		// section's last one (the changes made meanwhile) is too.
-		// A catch-up that does not shrink (writers as fast as the
-		// apply) stops after a while, but only at a round short
-		// enough to block writes for: after a long copy under load
-		// the first rounds bring over minutes of changes, and
-		// stopping at the first of them left the critical section
-		// those minutes' changes.
-		took := time.Since(roundStart)
-		if n < reshardSmallLag || took < reshardQuickRound || committed || round >= reshardMaxRounds ||
-			(time.Since(rs.applyStart) > reshardCatchUpLimit && took <= reshardBlockingRound) {
+		if caughtUp(round, n, time.Since(roundStart), time.Since(rs.applyStart), committed) {
 			break
 		}
 	}
@@ -528,6 +518,22 @@ func (e *Engine) copyResharding(rst reshardStore, rs *resharding, r *store.Resha
 		return err
 	}
 	return rst.EndReshardingCopy(r, ranges)
+}
+
+// caughtUp says whether the catch-up stops after its round number round,
+// which brought over n changes in took, since it began: few changes, or a
+// round quick enough that the critical section's last one (the changes
+// made meanwhile) is too, or commitReshardCollection. A catch-up that
+// does not shrink (writers as fast as the apply) stops after a while,
+// but only at a round short enough to block writes for: after a long
+// copy under load the first rounds bring over minutes of changes, and
+// stopping at the first of them left the critical section the next
+// round's minutes.
+func caughtUp(round, n int, took, since time.Duration, committed bool) bool {
+	if n < reshardSmallLag || took < reshardQuickRound || committed || round >= reshardMaxRounds {
+		return true
+	}
+	return since > reshardCatchUpLimit && took <= reshardBlockingRound
 }
 
 // foregroundOps counts the reads and writes the server has served (its
