@@ -76,10 +76,7 @@ const (
 	reshardApplyBatch     = 1000
 	reshardSmallLag       = 200
 	reshardQuickRound     = 200 * time.Millisecond
-	// reshardCatchUpLimit bounds the rounds before the critical section
-	// while they stop shrinking (writers as fast as the apply), once a
-	// round is no longer than reshardBlockingRound: the critical section
-	// then applies about one round's changes with writes blocked.
+	// When the catch-up stops without having caught up (caughtUp).
 	reshardCatchUpLimit  = 5 * time.Second
 	reshardBlockingRound = time.Second
 	reshardMaxRounds     = 50

@@ -84,8 +84,8 @@ type reshardReport struct {
 	ForegroundRatio     float64 `json:"foreground_ratio"`
 	// Seconds of each window in which the load ran at under a tenth of
 	// the before rate.
-	SlowSecondsBefore float64 `json:"foreground_slow_seconds_before"`
-	SlowSecondsDuring float64 `json:"foreground_slow_seconds_during_copy"`
+	SlowSecondsBefore int     `json:"foreground_slow_seconds_before"`
+	SlowSecondsDuring int     `json:"foreground_slow_seconds_during_copy"`
 	LoadedCopySeconds float64 `json:"copy_seconds_under_load"`
 	// LoadedCopied is what that copy copied, of LoadedToCopy documents
 	// at its start.
@@ -244,9 +244,9 @@ func reshardPhase(ctx context.Context, cfg config, rep *report) (err error) {
 		out.ForegroundRatio = during / out.ForegroundBefore
 	}
 	slow := int64(out.ForegroundBefore / 10)
-	out.SlowSecondsBefore = float64(perSecond.under(beforeFrom, beforeTo, slow))
-	out.SlowSecondsDuring = float64(perSecond.under(duringFrom, duringTo, slow))
-	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s and copied %d documents of the %d there were when it began; seconds under %d ops: %.0f of %d before, %.0f of %d during",
+	out.SlowSecondsBefore = perSecond.under(beforeFrom, beforeTo, slow)
+	out.SlowSecondsDuring = perSecond.under(duringFrom, duringTo, slow)
+	progress("reshard: foreground %.0f ops/s before (%.0f point reads), %.0f during the copy (%.0f point reads): %.2f x; that copy took %.2f s and copied %d documents of the %d there were when it began; seconds under %d ops: %d of %d before, %d of %d during",
 		out.ForegroundBefore, readsBefore, during, readsDuring, out.ForegroundRatio, loadedCopy, loadedCopied, loadedToCopy,
 		slow, out.SlowSecondsBefore, beforeTo-beforeFrom, out.SlowSecondsDuring, duringTo-duringFrom)
 	if err := reshardSwitch(ctx, client, doc, out); err != nil {
@@ -478,7 +478,7 @@ func (p *perSecondOps) under(from, to int, least int64) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
-	for _, ops := range p.secs[from:min(to, len(p.secs))] {
+	for _, ops := range p.secs[from:to] {
 		if ops < least {
 			n++
 		}
