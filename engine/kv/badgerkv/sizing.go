@@ -107,7 +107,13 @@ func sizeFor(memLimit, fsSize int64) Sizes {
 	// flush writes a table before it removes its log.
 	z.compactors = 2
 	z.Reserve = 2*z.MemTable + top + deep + 2*mib
-	z.DeleteReserve = max(4*mib, 2*z.MemTable)
+	// The delete reserve is what a full disk keeps for deletes: a few
+	// memtables of tombstones, and what a restart after a crash writes
+	// before it frees anything (the memtables replayed from their logs
+	// are flushed to tables while the logs are still on disk). With only
+	// the first part, a 64 MB disk refused a delete after a kill -9 and
+	// restart: the restart took 2.6 MiB of the 2.9 left above the reserve.
+	z.DeleteReserve = max(4*mib, 2*z.MemTable) + int64(z.numMemtables)*z.MemTable
 	return z
 }
 
