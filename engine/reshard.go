@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/parsecdb/parsec/engine/store"
@@ -71,7 +70,8 @@ type reshardStore interface {
 // apply transaction; and the lag (events brought over in one round)
 // under which the critical section starts.
 const (
-	reshardCopyBatch      = 32
+	reshardCopyBatch      = 16
+	reshardCopyBatchLight = 64
 	reshardCopyBatchAlone = 256
 	reshardApplyBatch     = 1000
 	reshardSmallLag       = 200
@@ -82,13 +82,77 @@ const (
 	reshardMaxRounds     = 50
 	// reshardYield is the copy's pause after a batch while the server
 	// serves reads or writes, in multiples of the batch's time (2: the
-	// copy takes a third of the time; reads and writes kept 0.61-0.66 of
-	// their rate in `bench -only reshard` with batches of 32, 0.49-0.57
-	// with batches of 64, and a pause of 3 gave no more); it counts as
-	// serving them until reshardQuietAfter after the last.
+	// copy takes a third of the time; with 3, reads and writes during
+	// the copy of `bench -only reshard` ran at 10,800-11,000 a second
+	// against 9,100-10,800 with 2, and a resharding under a light load
+	// took twice as long); it counts as serving them until
+	// reshardQuietAfter after the last.
 	reshardYield      = 2
 	reshardQuietAfter = 250 * time.Millisecond
+	// While the server serves reads and writes, a batch is
+	// reshardCopyBatch at reshardHeavyLoad operations a second or more,
+	// and larger under a lighter load, up to reshardCopyBatchLight
+	// (pacedBatch); the load is measured over reshardLoadWindow.
+	reshardHeavyLoad  = 5000
+	reshardLoadWindow = 250 * time.Millisecond
 )
+
+// pacedBatch is the copy's batch while the server serves rate reads and
+// writes a second (rate < 0: not measured yet). Each commit of the copy
+// makes every read begun meanwhile wait until it is written (Badger's
+// read time waits for the commits before it), so what a read loses to
+// the copy grows with the batch: with batches of 64, 32 and 16, reads
+// and inserts kept 0.49-0.57, 0.58-0.71 and 0.76 of their rate in
+// `bench -only reshard` (8 clients, about 15,000 operations a second).
+// But small batches make a copy under a light load slow for nothing: a
+// resharding of 1.2 million documents under 1,000 writes a second took
+// 545 s with batches of 16 and 237-243 s with 32. So the batch shrinks
+// as the load grows.
+func pacedBatch(rate float64) int {
+	if rate < 0 || rate >= reshardHeavyLoad {
+		return reshardCopyBatch
+	}
+	if rate*reshardCopyBatchLight <= reshardHeavyLoad*reshardCopyBatch {
+		return reshardCopyBatchLight
+	}
+	return int(reshardHeavyLoad * reshardCopyBatch / rate)
+}
+
+// copyLoad follows the server's reads and writes for the copy's pacing.
+type copyLoad struct {
+	ops func() int64 // reads and writes served so far
+
+	mu        sync.Mutex
+	last      int64     // ops at the last look
+	busyUntil time.Time // paced until then
+	windowOps int64     // ops at the start of the current window
+	windowAt  time.Time
+	rate      float64 // ops a second over the last whole window; -1 before one
+}
+
+func newCopyLoad(ops func() int64, now time.Time) *copyLoad {
+	n := ops()
+	return &copyLoad{ops: ops, last: n, windowOps: n, windowAt: now, rate: -1}
+}
+
+// look reports whether the server served reads or writes lately, and
+// their rate. A batch during which none started proves nothing (they may
+// all wait for the copy's commits), so the copy stays paced for
+// reshardQuietAfter after the last one it saw.
+func (l *copyLoad) look(now time.Time) (busy bool, rate float64) {
+	n := l.ops()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n != l.last {
+		l.last = n
+		l.busyUntil = now.Add(reshardQuietAfter)
+	}
+	if d := now.Sub(l.windowAt); d >= reshardLoadWindow {
+		l.rate = float64(n-l.windowOps) / d.Seconds()
+		l.windowOps, l.windowAt = n, now
+	}
+	return now.Before(l.busyUntil), l.rate
+}
 
 // Coordinator states, as MongoDB's $currentOp names them.
 const (
@@ -424,35 +488,22 @@ func (e *Engine) runResharding(rst reshardStore, rs *resharding, r *store.Reshar
 // are done. Alone, the workers run side by side, in batches of
 // reshardCopyBatchAlone: while one's batch commits through the store's
 // one write path, the other reads and keys its next one. While the
-// server serves reads and writes, the copy leaves them half the time:
-// one worker at a time copies a batch of reshardCopyBatch, then pauses
-// as long as the batch took (each commit makes every new read wait
-// until it is written, and the copy competes for the same cores).
+// server serves reads and writes, the copy leaves them two thirds of the
+// time: one worker at a time copies a batch (pacedBatch: smaller as the
+// load grows), then pauses twice as long as the batch took (each commit
+// makes every new read wait until it is written, and the copy competes
+// for the same cores).
 func (e *Engine) copyResharding(rst reshardStore, rs *resharding, r *store.Resharding, check func() error) error {
 	ranges := r.CopyRanges()
 	var (
-		turn      sync.Mutex // held for a batch and its pause while the server is busy
-		lastOps   atomic.Int64
-		busyUntil atomic.Int64 // Unix nanoseconds: paced until then
-		quit      = make(chan struct{})
-		once      sync.Once
-		errMu     sync.Mutex
-		first     error
-		wg        sync.WaitGroup
+		turn  sync.Mutex // held for a batch and its pause while the server is busy
+		load  = newCopyLoad(e.foregroundOps, time.Now())
+		quit  = make(chan struct{})
+		once  sync.Once
+		errMu sync.Mutex
+		first error
+		wg    sync.WaitGroup
 	)
-	// busy reports whether the server served reads or writes lately: a
-	// batch during which none started proves nothing (they may all wait
-	// for the copy's commits), so the copy stays paced for
-	// reshardQuietAfter after the last one it saw.
-	lastOps.Store(e.foregroundOps())
-	busy := func() bool {
-		now := time.Now()
-		if ops := e.foregroundOps(); lastOps.Swap(ops) != ops {
-			busyUntil.Store(now.Add(reshardQuietAfter).UnixNano())
-			return true
-		}
-		return now.UnixNano() < busyUntil.Load()
-	}
 	failed := func(err error) {
 		errMu.Lock()
 		if first == nil {
@@ -478,10 +529,11 @@ func (e *Engine) copyResharding(rst reshardStore, rs *resharding, r *store.Resha
 					failed(err)
 					return
 				}
-				paced, batch := busy(), reshardCopyBatchAlone
+				paced, rate := load.look(time.Now())
+				batch := reshardCopyBatchAlone
 				if paced {
 					turn.Lock()
-					batch = reshardCopyBatch
+					batch = pacedBatch(rate)
 				}
 				began := time.Now()
 				copied, bytesCopied := cr.Copied, cr.CopiedBytes
