@@ -70,7 +70,7 @@ type reshardStore interface {
 // apply transaction; and the lag (events brought over in one round)
 // under which the critical section starts.
 const (
-	reshardCopyBatch      = 16
+	reshardCopyBatch      = 8
 	reshardCopyBatchLight = 64
 	reshardCopyBatchAlone = 256
 	reshardApplyBatch     = 1000
@@ -93,7 +93,7 @@ const (
 	// reshardCopyBatch at reshardHeavyLoad operations a second or more,
 	// and larger under a lighter load, up to reshardCopyBatchLight
 	// (pacedBatch); the load is measured over reshardLoadWindow.
-	reshardHeavyLoad  = 5000
+	reshardHeavyLoad  = 10000
 	reshardLoadWindow = 250 * time.Millisecond
 )
 
@@ -101,13 +101,14 @@ const (
 // writes a second (rate < 0: not measured yet). Each commit of the copy
 // makes every read begun meanwhile wait until it is written (Badger's
 // read time waits for the commits before it), so what a read loses to
-// the copy grows with the batch: with batches of 64, 32 and 16, reads
-// and inserts kept 0.49-0.57, 0.58-0.71 and 0.76 of their rate in
-// `bench -only reshard` (8 clients, about 15,000 operations a second).
-// But small batches make a copy under a light load slow for nothing: a
-// resharding of 1.2 million documents under 1,000 writes a second took
-// 545 s with batches of 16 and 237-243 s with 32. So the batch shrinks
-// as the load grows.
+// the copy grows with the batch. In `bench -only reshard` (8 clients,
+// 14,000-20,500 operations a second before the copy) reads and inserts
+// kept 0.58-0.71 of their rate during the copy with batches of 32 (four
+// runs), 0.61-0.76 with 16 (three) and 0.79 with 8, where the copy took
+// 211 s instead of 141-206 s. But small batches make a copy under a
+// light load slow for nothing: a resharding of 1.2 million documents
+// under 1,000 writes a second took 545 s with batches of 16, 237-243 s
+// with 32 and 190-200 s with 64. So the batch shrinks as the load grows.
 func pacedBatch(rate float64) int {
 	if rate < 0 || rate >= reshardHeavyLoad {
 		return reshardCopyBatch
