@@ -104,11 +104,12 @@ const (
 // the copy grows with the batch. In `bench -only reshard` (8 clients,
 // 14,000-20,500 operations a second before the copy) reads and inserts
 // kept 0.58-0.71 of their rate during the copy with batches of 32 (four
-// runs), 0.61-0.76 with 16 (three) and 0.79 with 8, where the copy took
-// 211 s instead of 141-206 s. But small batches make a copy under a
-// light load slow for nothing: a resharding of 1.2 million documents
-// under 1,000 writes a second took 545 s with batches of 16, 237-243 s
-// with 32 and 190-200 s with 64. So the batch shrinks as the load grows.
+// runs), 0.61-0.76 with 16 (three) and 0.76-0.79 with 8 (two), where
+// the copy took 211-244 s instead of 141-206 s. But small batches make a
+// copy under a light load slow for nothing: a resharding of 1.2 million
+// documents under 1,000 writes a second took 545 s with batches of 16,
+// 237-243 s with 32 and 190-316 s with 64. So the batch shrinks as the
+// load grows.
 func pacedBatch(rate float64) int {
 	if rate < 0 || rate >= reshardHeavyLoad {
 		return reshardCopyBatch
