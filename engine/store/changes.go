@@ -931,12 +931,17 @@ func (s *Store) keepPurgedVersions(id uint32) error {
 			return err
 		}
 		// Markers of documents in another group than the first's go in
-		// the next transaction (Txn.Plan).
+		// the next transaction (Txn.Plan). Each marker keeps a copy of
+		// its document, so a transaction the store cannot hold (Badger
+		// takes a sixth of a memtable: 150 KB on a small disk) is tried
+		// again with half as many markers.
+		limit := len(markers)
 		for pending := markers; len(pending) > 0; {
 			var later [][]byte
+			take := pending[:min(limit, len(pending))]
 			err := s.Update(func(tx *Txn) error {
 				later = later[:0]
-				for _, mk := range pending {
+				for _, mk := range take {
 					docKey := mk[len(changeRefPrefix):]
 					if !tx.planKey(docKey) {
 						later = append(later, mk)
@@ -963,10 +968,14 @@ func (s *Store) keepPurgedVersions(id uint32) error {
 				}
 				return nil
 			})
+			if errors.Is(err, ErrTooLarge) && len(take) > 1 {
+				limit = len(take) / 2
+				continue
+			}
 			if err != nil {
 				return err
 			}
-			pending = later
+			pending = append(later, pending[len(take):]...)
 		}
 		if len(markers) < 1000 {
 			return nil

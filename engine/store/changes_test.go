@@ -2,6 +2,7 @@ package store
 
 import (
 	"github.com/parsecdb/parsec/engine/kv"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,5 +281,41 @@ func TestRecentChanges(t *testing.T) {
 	r.add([]*ChangeEvent{ev(10, 5)}) // older than the floor: storage has it
 	if len(r.evs[r.head:]) != 3 {
 		t.Fatalf("an event below the floor entered: %v", r.evs[r.head:])
+	}
+}
+
+// Dropping a collection whose inserts the change log still names keeps
+// a copy of each document for its event, in transactions the store can
+// hold: 500 documents of 1 KB are 500 KB, where a store with 1 MiB
+// memtables takes about 150 KB in one transaction.
+func TestDropKeepsVersionsInTransactionsThatFit(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir(), SyncInterval: -1, MemoryLimit: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	c, err := s.CreateCollection("db", "c", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("p", 1000)
+	const n = 500
+	for i := range int32(n) {
+		raw, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "v", Value: pad}})
+		if err := s.Update(func(tx *Txn) error { return tx.Insert(c, idKey(c, i), raw) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DropCollection("db", "c"); err != nil {
+		t.Fatalf("drop: %v", err)
+	}
+	full := 0
+	for _, ev := range readAllChanges(t, s) {
+		if ev.Op == ChangeInsert && ev.FullDocument.Lookup("v").StringValue() == pad {
+			full++
+		}
+	}
+	if full != n {
+		t.Fatalf("after the drop %d insert events show their document, want %d", full, n)
 	}
 }
