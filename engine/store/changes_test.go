@@ -27,7 +27,19 @@ func readAllChanges(t *testing.T, s *Store) []*ChangeEvent {
 // to make its documents {_id, v} and their keys.
 func changeTestStore(t *testing.T) (*Store, *Collection, func(int32, string) []byte, func(int32) []byte) {
 	t.Helper()
-	s, err := Open(Options{InMemory: true})
+	s, c := openWithCollection(t, Options{InMemory: true})
+	doc := func(id int32, v string) []byte {
+		b, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "v", Value: v}})
+		return b
+	}
+	return s, c, doc, func(id int32) []byte { return idKey(c, id) }
+}
+
+// openWithCollection opens a store with opts, closed when the test ends,
+// and creates db.c in it.
+func openWithCollection(t *testing.T, opts Options) (*Store, *Collection) {
+	t.Helper()
+	s, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +48,7 @@ func changeTestStore(t *testing.T) (*Store, *Collection, func(int32, string) []b
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := func(id int32, v string) []byte {
-		b, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "v", Value: v}})
-		return b
-	}
-	return s, c, doc, func(id int32) []byte { return idKey(c, id) }
+	return s, c
 }
 
 // A write's events are written with it, in order, at one commit time;
@@ -289,15 +297,7 @@ func TestRecentChanges(t *testing.T) {
 // hold: 500 documents of 1 KB are 500 KB, where a store with 1 MiB
 // memtables takes about 150 KB in one transaction.
 func TestDropKeepsVersionsInTransactionsThatFit(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir(), SyncInterval: -1, MemoryLimit: 16 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	c, err := s.CreateCollection("db", "c", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := openWithCollection(t, Options{Dir: t.TempDir(), SyncInterval: -1, MemoryLimit: 16 << 20})
 	pad := strings.Repeat("p", 1000)
 	const n = 500
 	for i := range int32(n) {
