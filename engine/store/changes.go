@@ -933,7 +933,7 @@ func (s *Store) keepPurgedVersions(id uint32) error {
 		// Markers of documents in another group than the first's go in
 		// the next transaction (Txn.Plan). Each marker keeps a copy of
 		// its document, so a transaction the store cannot hold (Badger
-		// takes a sixth of a memtable: 150 KB on a small disk) is tried
+		// takes 15 % of a memtable: 150 KB on a small disk) is tried
 		// again with half as many markers.
 		limit := len(markers)
 		for pending := markers; len(pending) > 0; {

@@ -1,11 +1,11 @@
 package store
 
 import (
-	"github.com/parsecdb/parsec/engine/kv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parsecdb/parsec/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
