@@ -63,6 +63,8 @@ type clusterOptions struct {
 	// (groups.go); groupsExplicit says the flag was given (else a data
 	// directory keeps the layout it was made with).
 	partitionGroups, groupsExplicit bool
+	// raftSyncInterval is cluster.NodeConfig.LogSyncInterval.
+	raftSyncInterval time.Duration
 }
 
 // clustered is whether serve runs as a node of a cluster.
@@ -245,7 +247,7 @@ func serveCluster(ctx context.Context, o *serveOptions, argv []string, logger *s
 	}
 	cluster.QuietLogs()
 
-	node, err := cluster.NewNode(cluster.NodeConfig{RaftAddress: members[o.cluster.nodeID], Dir: dataDir, DB: db.Badger(), Sync: db.Sync, Logger: logger})
+	node, err := cluster.NewNode(cluster.NodeConfig{RaftAddress: members[o.cluster.nodeID], Dir: dataDir, DB: db.Badger(), Sync: db.Sync, LogSyncInterval: o.cluster.raftSyncInterval, Logger: logger})
 	if err != nil {
 		_ = ln.Close()
 		_ = db.Close()

@@ -143,6 +143,7 @@ in flight finish (up to --shutdown-grace), and closes the store cleanly.`,
 	f.StringVar(&o.cluster.join, "join", "", "join a running cluster as a new node, through any of its nodes' client address (host:port), with --node-id (an id no member has) and --raft-address; it catches up from the others")
 	f.BoolVar(&o.cluster.partitionGroups, "partition-groups", true, "with --initial-members: make each physical partition a Raft group of its own, and the catalog one more (false: one group holds everything); a node's data directory keeps the layout it was made with")
 	f.StringVar(&o.cluster.initialMembers, "initial-members", "", "run as a node of a cluster of these members, \"1=host:port,2=host:port,3=host:port\" (node ids and Raft addresses); every node listens for clients on the same port, at its Raft host")
+	f.DurationVar(&o.cluster.raftSyncInterval, "raft-sync-interval", 100*time.Millisecond, "with --initial-members or --join: how long an entry in a node's Raft log may wait for its fsync, at most 1s. A write is acknowledged once a majority of its partition's replicas hold it in their logs (which survives their processes being killed, not their machines losing power) and is on their disks within this interval; a write with j: true waits for a majority's fsync. 0 fsyncs every log append before it counts")
 	f.StringVar(&o.defaultConsistency, "default-consistency", "session", "Cosmos DB consistency level of reads that give no readConcern: strong (confirmed with a majority of the cluster, charged twice), bounded (charged twice), session, prefix or eventual")
 	f.BoolVar(&o.auth, "auth", false, "access control: every command but the handshake needs an authenticated user (SCRAM-SHA-1/256) whose built-in roles allow it; while no user exists, a client on localhost may create the first one in admin")
 	f.StringVar(&o.rootUser, "root-user", "", "make sure admin.<name> exists with role root and --root-password (reset at every start); implies --auth")
@@ -176,6 +177,8 @@ func (o *serveOptions) validate() error {
 		return fmt.Errorf("--tls-cert-file and --tls-key-file go together")
 	case o.tlsSelfSigned && o.tlsCertFile != "":
 		return fmt.Errorf("--tls-self-signed and --tls-cert-file exclude each other")
+	case o.cluster.raftSyncInterval < 0 || o.cluster.raftSyncInterval > time.Second:
+		return fmt.Errorf("--raft-sync-interval must be between 0 and 1s")
 	case o.advertise != "" && o.replicaSet == "":
 		return fmt.Errorf("--advertise needs --replica-set")
 	case engine.ValidConsistency(o.defaultConsistency) != nil:

@@ -36,6 +36,8 @@ type testNode struct {
 	dir  string
 	db   *badger.DB
 	node *Node
+	// logSync is the node's NodeConfig.LogSyncInterval.
+	logSync time.Duration
 }
 
 func (tn *testNode) start() {
@@ -43,7 +45,7 @@ func (tn *testNode) start() {
 	tn.db = openBadger(tn.t, filepath.Join(tn.dir, "badger"), func(o *badger.Options) {
 		o.MemTableSize = 8 << 20
 	})
-	n, err := NewNode(NodeConfig{RaftAddress: tn.addr, Dir: tn.dir, DB: tn.db})
+	n, err := NewNode(NodeConfig{RaftAddress: tn.addr, Dir: tn.dir, DB: tn.db, LogSyncInterval: tn.logSync})
 	if err != nil {
 		tn.db.Close()
 		tn.t.Fatal(err)
@@ -78,10 +80,14 @@ type testCluster struct {
 	nodes []*testNode
 }
 
-func newTestCluster(t *testing.T) *testCluster {
+func newTestCluster(t *testing.T) *testCluster { return newTestClusterSyncing(t, 0) }
+
+// newTestClusterSyncing is newTestCluster with the nodes' Raft logs
+// fsynced every logSync (NodeConfig.LogSyncInterval).
+func newTestClusterSyncing(t *testing.T, logSync time.Duration) *testCluster {
 	c := &testCluster{t: t}
 	for i := 1; i <= 3; i++ {
-		tn := &testNode{t: t, addr: freeAddr(t, fmt.Sprintf("127.0.0.%d", i)), dir: filepath.Join(t.TempDir(), fmt.Sprintf("node%d", i))}
+		tn := &testNode{t: t, addr: freeAddr(t, fmt.Sprintf("127.0.0.%d", i)), dir: filepath.Join(t.TempDir(), fmt.Sprintf("node%d", i)), logSync: logSync}
 		tn.start()
 		c.nodes = append(c.nodes, tn)
 	}

@@ -14,6 +14,14 @@ import (
 // only once every node understands it.
 const entryVersion = 1
 
+// durableEntryVersion is an entry of the same format that every replica
+// fsyncs its log for before it acknowledges it (logsync.go), with all that
+// its log holds before it: a majority has it on disk once it commits.
+const durableEntryVersion = 2
+
+// durableEntry is whether cmd is a durable entry.
+func durableEntry(cmd []byte) bool { return len(cmd) > 0 && cmd[0] == durableEntryVersion }
+
 // Op kinds, one byte each in an entry.
 const (
 	OpPut        = 'p' // uvarint(len) key, uvarint(len) value
@@ -47,6 +55,13 @@ type Batch struct {
 
 // NewBatch is an empty batch.
 func NewBatch() *Batch { return &Batch{buf: []byte{entryVersion}} }
+
+// DurableBarrier is an empty durable entry: once it commits, a majority
+// of the group's replicas has fsynced its log up to it.
+func DurableBarrier() *Batch { return &Batch{buf: []byte{durableEntryVersion}} }
+
+// Durable is whether the batch is a durable entry.
+func (b *Batch) Durable() bool { return durableEntry(b.buf) }
 
 // Put sets key to value.
 func (b *Batch) Put(key, value []byte) {
@@ -152,7 +167,7 @@ func decodeBatchInto(ops []Op, entry []byte) ([]Op, error) {
 	if len(entry) == 0 {
 		return nil, fmt.Errorf("%w: empty", errMalformed)
 	}
-	if entry[0] != entryVersion {
+	if entry[0] != entryVersion && entry[0] != durableEntryVersion {
 		return nil, fmt.Errorf("%w: unknown version %d", errMalformed, entry[0])
 	}
 	p := entry[1:]

@@ -58,6 +58,11 @@ type Replicated struct {
 	// a commit fails because another writer's claim replaced the fence,
 	// before the commit returns kv.ErrFenced.
 	OnFenced func()
+
+	// proposed is when this store last proposed to each group: Sync
+	// makes those of the last moments durable.
+	proposedMu sync.Mutex
+	proposed   map[uint64]time.Time
 	// Far, when set on a routed store, reaches the groups this node
 	// holds no replica of (Far).
 	Far Far
@@ -151,6 +156,14 @@ func (k *Replicated) ClaimGroup(ctx context.Context, shardID uint64, key, value 
 // ProposeTo proposes b to group shardID, here or through Far (a routed
 // store: a group this node holds no replica of).
 func (k *Replicated) ProposeTo(ctx context.Context, shardID uint64, b *Batch) error {
+	if k.n.logs.lazy() && !b.Durable() {
+		k.proposedMu.Lock()
+		if k.proposed == nil {
+			k.proposed = map[uint64]time.Time{}
+		}
+		k.proposed[shardID] = time.Now()
+		k.proposedMu.Unlock()
+	}
 	if k.far(shardID) {
 		return k.Far.Propose(ctx, shardID, b)
 	}
@@ -214,7 +227,10 @@ func (k *Replicated) guard(shardID uint64, b *Batch) {
 	}
 }
 
-var _ kv.DB = (*Replicated)(nil)
+var (
+	_ kv.DB        = (*Replicated)(nil)
+	_ kv.Journaler = (*Replicated)(nil)
+)
 
 // KV is the key-value seam over the node's replica of group shardID.
 func (n *Node) KV(shardID uint64) (*Replicated, error) {
@@ -245,9 +261,61 @@ func (k *Replicated) View(fn func(kv.Txn) error) error {
 // at most kvBatchBytes.
 func (k *Replicated) NewWriteBatch() kv.WriteBatch { return &kvBatch{k: k, b: NewBatch()} }
 
-// Sync makes applied entries durable in the node's Badger (the Raft log
-// already is: dragonboat syncs it before a proposal commits).
-func (k *Replicated) Sync() error { return k.n.sync() }
+// Sync makes applied entries durable in the node's Badger, and the
+// node's Raft log files when their fsyncs are deferred.
+func (k *Replicated) Sync() error {
+	if k.n.logs.lazy() {
+		if err := k.n.logs.syncDirty(); err != nil {
+			return err
+		}
+	}
+	return k.n.sync()
+}
+
+// Journal makes this store's acknowledged writes durable on a majority of
+// their groups' replicas (kv.Journaler: the write concern j: true). When
+// the node fsyncs its Raft log before every entry counts, they already
+// are, and Journal syncs the node's Badger as Sync does. When the log's
+// fsyncs are deferred (NodeConfig.LogSyncInterval), Journal commits a
+// durable barrier in each group this store proposed to within
+// durableWindow: a majority of the group's replicas fsynced its log up to
+// the barrier, so past every write committed before it.
+func (k *Replicated) Journal() error {
+	if !k.n.logs.lazy() {
+		return k.n.sync()
+	}
+	since := time.Now().Add(-durableWindow(k.n.logs.interval))
+	k.proposedMu.Lock()
+	var groups []uint64
+	for g, at := range k.proposed {
+		if at.After(since) {
+			groups = append(groups, g)
+		} else {
+			delete(k.proposed, g)
+		}
+	}
+	k.proposedMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
+	defer cancel()
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := k.ProposeTo(ctx, g, DurableBarrier()); err != nil {
+				errs[i] = fmt.Errorf("cluster: make group %d's log durable: %w", g, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// durableWindow is how long after its proposal a write may still be
+// waiting for a replica's deferred fsync: the interval, and time to spare
+// for a slow disk or a follower that received the entry late.
+func durableWindow(interval time.Duration) time.Duration { return 10*interval + 5*time.Second }
 
 func (k *Replicated) Size() (tables, valueLog int64) { return k.n.db.Size() }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +185,71 @@ func TestReplicatedKVFence(t *testing.T) {
 	c.converge(4)
 	if got := c.sameState(4, "k/"); !strings.HasPrefix(got, `"k/a"="v"`+"\n"+`"k/c"="v"`+"\n") {
 		t.Errorf("replicas hold:\n%s", got)
+	}
+}
+
+// With the Raft logs' fsyncs deferred, commits fsync nothing until the
+// syncer's pass; Journal (j: true) returns once a majority of the group's
+// replicas, its leader among them, fsynced its log.
+func TestJournalFsyncsAMajority(t *testing.T) {
+	c := newTestClusterSyncing(t, time.Hour) // no pass of the syncer during the test
+	const shard = 4
+	c.startGroup(GroupConfig{ShardID: shard, Spans: allSpans})
+	li := c.leader(shard)
+	lead := c.nodes[li]
+	store, err := lead.node.KV(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(i int) {
+		t.Helper()
+		txn := store.NewTransaction(true)
+		if err := txn.Set(fmt.Appendf(nil, "j/%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0)
+	c.converge(shard)
+	fsyncs := func() []uint64 {
+		var out []uint64
+		for _, tn := range c.nodes {
+			out = append(out, tn.node.LogFsyncs())
+		}
+		return out
+	}
+	before := fsyncs()
+	for i := 1; i <= 20; i++ {
+		write(i)
+	}
+	if after := fsyncs(); !slices.Equal(after, before) {
+		t.Errorf("20 commits fsynced the logs: %v -> %v", before, after)
+	}
+	if err := store.Journal(); err != nil {
+		t.Fatal(err)
+	}
+	after := fsyncs()
+	synced := 0
+	for i := range after {
+		if after[i] > before[i] {
+			synced++
+		}
+	}
+	if synced < 2 || after[li] == before[li] {
+		t.Errorf("after Journal the logs' fsyncs went %v -> %v (leader node %d): want the leader's and another's", before, after, li+1)
+	}
+	// A store that proposed nothing lately has nothing to journal.
+	idle, err := c.nodes[(li+1)%3].node.KV(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = fsyncs()
+	if err := idle.Journal(); err != nil {
+		t.Fatal(err)
+	}
+	if after := fsyncs(); !slices.Equal(after, before) {
+		t.Errorf("Journal of a store that wrote nothing fsynced: %v -> %v", before, after)
 	}
 }

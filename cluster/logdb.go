@@ -30,16 +30,20 @@ import (
 // the term or the vote, as tan means it to. (tan's SaveSnapshots writes
 // an update of its own with an empty State: after a snapshot is saved the
 // next update fsyncs once more.)
-type tanFactory struct{}
+//
+// With a lazy syncer (logsync.go) the store also fsyncs, before it
+// returns, the updates that must be on disk then, and after every other
+// change it makes (snapshots, compactions, removals) what they wrote.
+type tanFactory struct{ syncer *logSyncer }
 
 var _ config.LogDBFactory = tanFactory{}
 
-func (tanFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback, dirs, lowLatencyDirs []string) (raftio.ILogDB, error) {
+func (f tanFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback, dirs, lowLatencyDirs []string) (raftio.ILogDB, error) {
 	db, err := tan.Factory.Create(cfg, cb, dirs, lowLatencyDirs)
 	if err != nil {
 		return nil, err
 	}
-	return &stateLogDB{ILogDB: db, states: map[raftio.NodeInfo]pb.State{}}, nil
+	return &stateLogDB{ILogDB: db, syncer: f.syncer, states: map[raftio.NodeInfo]pb.State{}}, nil
 }
 
 // Name is tan's: dragonboat records the log store's kind in the node's
@@ -49,6 +53,7 @@ func (tanFactory) Name() string { return tan.Factory.Name() }
 // stateLogDB is a log store that fills updates' empty States.
 type stateLogDB struct {
 	raftio.ILogDB
+	syncer *logSyncer // nil or not lazy: tan's own fsyncs are real
 
 	mu     sync.Mutex
 	states map[raftio.NodeInfo]pb.State // each replica's last non-empty State
@@ -56,18 +61,20 @@ type stateLogDB struct {
 
 // withStates returns updates with every empty State replaced by the
 // replica's last one, copying the slice only when one is; it records the
-// non-empty ones.
-func (l *stateLogDB) withStates(updates []pb.Update) []pb.Update {
+// non-empty ones. must is whether one of the updates has to be on disk
+// before the store returns (mustSync).
+func (l *stateLogDB) withStates(updates []pb.Update) (out []pb.Update, must bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out, copied := updates, false
 	for i := range updates {
 		ni := raftio.NodeInfo{ShardID: updates[i].ShardID, ReplicaID: updates[i].ReplicaID}
+		st, ok := l.states[ni]
+		must = must || mustSync(&updates[i], st, ok)
 		if !pb.IsEmptyState(updates[i].State) {
 			l.states[ni] = updates[i].State
 			continue
 		}
-		st, ok := l.states[ni]
 		if !ok {
 			continue // nothing known yet: as tan would have it
 		}
@@ -76,11 +83,43 @@ func (l *stateLogDB) withStates(updates []pb.Update) []pb.Update {
 		}
 		out[i].State = st
 	}
-	return out
+	return out, must
 }
 
 func (l *stateLogDB) SaveRaftState(updates []pb.Update, shardID uint64) error {
-	return l.ILogDB.SaveRaftState(l.withStates(updates), shardID)
+	out, must := l.withStates(updates)
+	if err := l.ILogDB.SaveRaftState(out, shardID); err != nil {
+		return err
+	}
+	if must {
+		return l.synced(nil)
+	}
+	return nil
+}
+
+// synced is err, after an fsync of the log files a lazy syncer left
+// dirty.
+func (l *stateLogDB) synced(err error) error {
+	if err != nil || !l.syncer.lazy() {
+		return err
+	}
+	return l.syncer.syncDirty()
+}
+
+func (l *stateLogDB) SaveBootstrapInfo(shardID, replicaID uint64, bs pb.Bootstrap) error {
+	return l.synced(l.ILogDB.SaveBootstrapInfo(shardID, replicaID, bs))
+}
+
+func (l *stateLogDB) SaveSnapshots(updates []pb.Update) error {
+	return l.synced(l.ILogDB.SaveSnapshots(updates))
+}
+
+func (l *stateLogDB) RemoveEntriesTo(shardID, replicaID, index uint64) error {
+	return l.synced(l.ILogDB.RemoveEntriesTo(shardID, replicaID, index))
+}
+
+func (l *stateLogDB) ImportSnapshot(snapshot pb.Snapshot, replicaID uint64) error {
+	return l.synced(l.ILogDB.ImportSnapshot(snapshot, replicaID))
 }
 
 // ReadRaftState is where a restarted replica's state comes from: it is the
@@ -102,5 +141,5 @@ func (l *stateLogDB) RemoveNodeData(shardID, replicaID uint64) error {
 	l.mu.Lock()
 	delete(l.states, raftio.NodeInfo{ShardID: shardID, ReplicaID: replicaID})
 	l.mu.Unlock()
-	return l.ILogDB.RemoveNodeData(shardID, replicaID)
+	return l.synced(l.ILogDB.RemoveNodeData(shardID, replicaID))
 }

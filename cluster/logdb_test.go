@@ -3,6 +3,7 @@ package cluster
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/plugin/tan"
@@ -181,5 +182,82 @@ func TestLogStoreFillsOnlyItsReplicasState(t *testing.T) {
 	}
 	if got := save(pb.Update{ShardID: 2, ReplicaID: 2}); !pb.IsEmptyState(got) {
 		t.Errorf("a replica starting afresh: an empty State saved as %+v", got)
+	}
+}
+
+// With deferred fsyncs the log store fsyncs no update of plain entries
+// itself, but does before it returns for a durable entry, a membership
+// change or a new term; what it deferred is on disk after the syncer's
+// pass and after a restart.
+func TestLazyLogStoreSyncsWhatMustBeDurable(t *testing.T) {
+	var syncs atomic.Int64
+	dir := t.TempDir()
+	logs := newLogSyncer(time.Hour) // the loop never runs: every fsync below is forced
+	defer logs.close()
+	cfg := config.NodeHostConfig{NodeHostDir: dir, WALDir: dir, RTTMillisecond: 10, RaftAddress: "127.0.0.1:1",
+		Expert: config.GetDefaultExpertConfig()}
+	cfg.Expert.LogDB = config.GetTinyMemLogDBConfig()
+	cfg.Expert.LogDB.KVWriteBufferSize = 1 << 16
+	cfg.Expert.FS = logFS{IFS: syncCountingFS{vfs.Default, &syncs}, s: logs}
+	open := func() raftio.ILogDB {
+		db, err := tanFactory{syncer: logs}.Create(cfg, nil, []string{dir}, []string{dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := open()
+	save := func(what string, u pb.Update, wantSync bool) {
+		t.Helper()
+		before := syncs.Load()
+		if err := db.SaveRaftState([]pb.Update{u}, 2); err != nil {
+			t.Fatal(err)
+		}
+		if synced := syncs.Load() > before; synced != wantSync {
+			t.Errorf("%s: fsynced %v, want %v", what, synced, wantSync)
+		}
+	}
+	save("the first state", pb.Update{ShardID: 2, ReplicaID: 2, State: pb.State{Term: 2, Vote: 1}}, true)
+	for _, ud := range followerUpdates(50) {
+		save("an entry or commit index", ud[0], false)
+	}
+	before := syncs.Load()
+	if err := logs.syncDirty(); err != nil || syncs.Load() != before+1 {
+		t.Fatalf("the syncer's pass: %d fsyncs, %v; want 1", syncs.Load()-before, err)
+	}
+	if err := logs.syncDirty(); err != nil || syncs.Load() != before+1 {
+		t.Fatalf("a pass over clean files fsynced (%d), %v", syncs.Load()-before-1, err)
+	}
+	entry := func(i uint64, typ pb.EntryType, cmd []byte) pb.Update {
+		return pb.Update{ShardID: 2, ReplicaID: 2, EntriesToSave: []pb.Entry{{Index: i, Term: 2, Type: typ, Cmd: cmd}}}
+	}
+	// As dragonboat encodes a proposal: a header byte, then the command.
+	encoded := func(b *Batch) []byte { return append([]byte{0}, b.Encoded()...) }
+	save("an entry", entry(51, pb.EncodedEntry, encoded(NewBatch())), false)
+	save("a durable barrier", entry(52, pb.EncodedEntry, encoded(DurableBarrier())), true)
+	save("a leader's empty entry", entry(53, pb.ApplicationEntry, nil), false)
+	save("a compressed entry", entry(54, pb.EncodedEntry, []byte{1 << 1, 7, 7}), true)
+	save("a membership change", entry(55, pb.ConfigChangeEntry, nil), true)
+	save("a commit index", pb.Update{ShardID: 2, ReplicaID: 2, State: pb.State{Term: 2, Vote: 1, Commit: 54}}, false)
+	save("an entry", entry(56, pb.EncodedEntry, encoded(NewBatch())), false)
+	save("a new term", pb.Update{ShardID: 2, ReplicaID: 2, State: pb.State{Term: 3, Vote: 2, Commit: 54}}, true)
+	save("an entry", entry(57, pb.EncodedEntry, encoded(NewBatch())), false)
+	save("a vote", pb.Update{ShardID: 2, ReplicaID: 2, State: pb.State{Term: 3, Vote: 3, Commit: 54}}, true)
+	save("an entry", entry(58, pb.EncodedEntry, encoded(NewBatch())), false)
+	before = syncs.Load()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if syncs.Load() == before {
+		t.Error("closing the log store left an entry unsynced")
+	}
+	db = open()
+	defer db.Close()
+	rs, err := db.ReadRaftState(2, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (pb.State{Term: 3, Vote: 3, Commit: 54}); rs.State != want || rs.EntryCount != 58 {
+		t.Errorf("after a restart: state %+v with %d entries, want %+v with 58", rs.State, rs.EntryCount, want)
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// cmdFsync flushes every acknowledged write to disk. The lock form
+// cmdFsync flushes every acknowledged write to disk (on a cluster's node,
+// the writes it took, on a majority of their replicas). The lock form
 // (db.fsyncLock) is refused: Parsec has no global write lock.
 func (e *Engine) cmdFsync(_ context.Context, req *request) ([]byte, error) {
 	if v, err := req.body.LookupErr("lock"); err == nil {
@@ -18,7 +19,7 @@ func (e *Engine) cmdFsync(_ context.Context, req *request) ([]byte, error) {
 			return nil, errorf(ErrCommandNotSupported, "fsync with lock is not supported by Parsec: it has no global write lock (a backup may copy the data directory of a stopped server)")
 		}
 	}
-	if err := e.store.Sync(); err != nil {
+	if err := e.store.Journal(); err != nil {
 		return nil, err
 	}
 	return okReply(bson.E{Key: "numFiles", Value: int32(1)})

@@ -354,7 +354,7 @@ func parseWriteCommand(req *request, field string, allowLet bool) (writeCommand,
 // concern asks for j and the command changed something.
 func (e *Engine) journal(wc writeConcern, changed bool) error {
 	if wc.journal && changed {
-		return e.store.Sync()
+		return e.store.Journal()
 	}
 	return nil
 }

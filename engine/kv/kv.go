@@ -85,6 +85,15 @@ type EachCommitter interface {
 	CommitEach() error
 }
 
+// Journaler is a DB whose writes are durable further than Sync makes
+// them: Journal returns once every write committed before the call is
+// durable where the store judges durability (a replicated store: on a
+// majority of the replicas of the groups it wrote to). The write concern
+// j: true waits for it; a DB without it is journaled by Sync.
+type Journaler interface {
+	Journal() error
+}
+
 // DB is a key-value store.
 type DB interface {
 	// NewTransaction begins a transaction, read-only unless update.

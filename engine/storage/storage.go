@@ -252,6 +252,9 @@ type ChangeFeed interface {
 // the limits and hooks the engine sets at start.
 type Node interface {
 	Sync() error
+	// Journal makes every committed write durable as j: true means it
+	// (store.Store.Journal).
+	Journal() error
 	InMemory() bool
 	DiskStatus() store.DiskStatus
 	EngineStats() store.EngineStats

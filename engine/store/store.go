@@ -253,6 +253,16 @@ func (s *Store) Sync() error {
 	return s.syncErr
 }
 
+// Journal makes every write committed before the call durable as the
+// write concern j: true means it: Sync, or the kv.DB's Journal when it
+// has one (a cluster's: on a majority of replicas).
+func (s *Store) Journal() error {
+	if j, ok := s.db.(kv.Journaler); ok && !s.inMem {
+		return j.Journal()
+	}
+	return s.Sync()
+}
+
 func (s *Store) syncLoop(every time.Duration) {
 	defer s.wg.Done()
 	t := time.NewTicker(every)
