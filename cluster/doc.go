@@ -168,18 +168,29 @@
 // against 920 us on average) and its inserts 0.22-0.31 against
 // 0.22-0.26 times the single server's.
 //
-// Every Raft update that saves entries is fsynced on every replica
-// before it counts (dragonboat's tan log store syncs each update that
-// carries entries or changes the term or vote; it has no per-entry
-// choice), and the three nodes of the bench share one disk. With the log
-// files' fsync made a no-op, as a measurement only, the cluster's
-// inserts reached 0.31-0.35 times the single server's in three runs
-// (0.22-0.26 with it, in runs beside them): the fsync is about a third
-// of the gap, and what is left is CPU per write on two shared cores.
-// Acknowledging writes before their fsync (as MongoDB does without j:
-// true) would need the log store to sync entries lazily while votes and
-// term changes stay synchronous, which dragonboat's log stores do not
-// offer.
+// tan fsyncs every Raft update that saves entries or changes the term or
+// vote (it has no per-entry choice), and the three nodes of the bench
+// share one disk. With the log files' fsync made a no-op, as a
+// measurement, the cluster's inserts at 16 clients went from 0.25-0.26 to
+// 0.36-0.41 times the single server's in three alternating pairs of runs,
+// and the cluster's CPU per insert from 369-453 to 294-329 us: without
+// the wait for the disk, more entries share each update. So the log's
+// fsync of entries is deferred (logsync.go, NodeConfig.LogSyncInterval,
+// serve's --raft-sync-interval, 100 ms): tan still writes every update to
+// its file before the node answers for it, which a killed process does not
+// lose; the file's Sync only marks it dirty, and a loop fsyncs dirty log
+// files once per interval. The log store (logdb.go) fsyncs before it
+// returns whatever Raft's safety needs on disk: a new term or vote, a
+// snapshot, a membership change. A write with j: true is made durable by
+// a durable barrier (an entry of version 2, empty) in the groups its store
+// proposed to lately: a replica fsyncs its log before it saves one, so
+// when the barrier commits a majority has the write on disk. The single
+// server acknowledges before its fsync too (Badger's log, fsynced every
+// 100 ms), so both now compare alike. After a power loss a node's Badger
+// may hold entries applied from a log suffix the log lost (Badger writes
+// tables on its own schedule); dragonboat's on-disk state machine skips
+// the entries up to the index Open returns (rsm's entryInInitDiskSM), so
+// the leader's sending them again applies nothing twice.
 //
 // tan, though, fsynced more than that: dragonboat leaves an update's
 // State empty when term, vote and commit index are unchanged, and tan

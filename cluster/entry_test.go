@@ -54,7 +54,8 @@ func TestBatchRoundTrip(t *testing.T) {
 func TestDecodeBatchMalformed(t *testing.T) {
 	for name, in := range map[string][]byte{
 		"empty":            {},
-		"version 2":        {2, 'd', 1, 'k'},
+		"version 3":        {3, 'd', 1, 'k'},
+		"durable, bad op":  {2, 'z', 1, 'k'},
 		"unknown op":       {1, 'z', 1, 'k'},
 		"empty key":        {1, 'd', 0},
 		"short digest":     {1, 'h', 1, 'k', 1, 1, 2, 3},
@@ -144,4 +145,21 @@ func FuzzDecodeBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A durable barrier is an entry of no writes that says so, and stays one
+// when a node proposes it for another.
+func TestDurableBarrier(t *testing.T) {
+	b := DurableBarrier()
+	if !b.Durable() || NewBatch().Durable() {
+		t.Fatalf("Durable: barrier %v, plain batch %v", b.Durable(), NewBatch().Durable())
+	}
+	ops, err := DecodeBatch(b.Encoded())
+	if err != nil || len(ops) != 0 {
+		t.Fatalf("decoded barrier: %v, %v", ops, err)
+	}
+	again, err := BatchFrom(b.Encoded())
+	if err != nil || !again.Durable() {
+		t.Fatalf("BatchFrom a barrier: durable %v, %v", again != nil && again.Durable(), err)
+	}
 }
