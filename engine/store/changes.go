@@ -932,50 +932,38 @@ func (s *Store) keepPurgedVersions(id uint32) error {
 		}
 		// Markers of documents in another group than the first's go in
 		// the next transaction (Txn.Plan). Each marker keeps a copy of
-		// its document, so a transaction the store cannot hold (Badger
-		// takes 15 % of a memtable: 150 KB on a small disk) is tried
-		// again with half as many markers.
-		limit := len(markers)
-		for pending := markers; len(pending) > 0; {
+		// its document, so as many go in one as fit (updateFitting).
+		err = updateFitting(s, markers, func(tx *Txn, part [][]byte) ([][]byte, error) {
 			var later [][]byte
-			take := pending[:min(limit, len(pending))]
-			err := s.Update(func(tx *Txn) error {
-				later = later[:0]
-				for _, mk := range take {
-					docKey := mk[len(changeRefPrefix):]
-					if !tx.planKey(docKey) {
-						later = append(later, mk)
-						continue
-					}
-					marker, err := tx.t.Get(mk)
-					if errors.Is(err, kv.ErrNotFound) {
-						continue // moved meanwhile
-					}
-					if err != nil {
-						return err
-					}
-					var doc []byte
-					if item, err := tx.t.Get(docKey); err == nil {
-						if doc, err = item.ValueCopy(nil); err != nil {
-							return err
-						}
-					} else if !errors.Is(err, kv.ErrNotFound) {
-						return err
-					}
-					if err := tx.keepMarked(marker, doc); err != nil {
-						return err
-					}
+			for _, mk := range part {
+				docKey := mk[len(changeRefPrefix):]
+				if !tx.planKey(docKey) {
+					later = append(later, mk)
+					continue
 				}
-				return nil
-			})
-			if errors.Is(err, ErrTooLarge) && len(take) > 1 {
-				limit = len(take) / 2
-				continue
+				marker, err := tx.t.Get(mk)
+				if errors.Is(err, kv.ErrNotFound) {
+					continue // moved meanwhile
+				}
+				if err != nil {
+					return nil, err
+				}
+				var doc []byte
+				if item, err := tx.t.Get(docKey); err == nil {
+					if doc, err = item.ValueCopy(nil); err != nil {
+						return nil, err
+					}
+				} else if !errors.Is(err, kv.ErrNotFound) {
+					return nil, err
+				}
+				if err := tx.keepMarked(marker, doc); err != nil {
+					return nil, err
+				}
 			}
-			if err != nil {
-				return err
-			}
-			pending = append(later, pending[len(take):]...)
+			return later, nil
+		})
+		if err != nil {
+			return err
 		}
 		if len(markers) < 1000 {
 			return nil

@@ -501,10 +501,11 @@ func (s *Store) matcherFn() Matcher {
 }
 
 // backfill writes the entries of indexes ids for every document of c, in
-// transactions of a bounded number of documents.
+// transactions of at most 256 documents, and fewer once a transaction was
+// larger than the kv commits at once (documents with many entries).
 func (s *Store) backfill(ctx context.Context, c *Collection, ids []uint32, p *BuildProgress) error {
 	var resume []byte
-	const chunk = 256
+	chunk := 256
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -555,6 +556,10 @@ func (s *Store) backfill(ctx context.Context, c *Collection, ids []uint32, p *Bu
 				return true, nil
 			})
 		})
+		if errors.Is(err, ErrTooLarge) && chunk > 1 {
+			chunk /= 2
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -620,30 +625,27 @@ func (s *Store) removeEntries(c *Collection, id uint32) error {
 			return err
 		}
 		// Entries of documents in other physical partitions than the
-		// first's go in the next transaction (Txn.Plan).
-		for pending := batch; len(pending) > 0; {
+		// first's go in the next transaction (Txn.Plan), and as many as
+		// fit in each.
+		err = updateFitting(s, batch, func(tx *Txn, part []entry) ([]entry, error) {
 			var later []entry
-			err = s.Update(func(tx *Txn) error {
-				later = later[:0]
-				for _, e := range pending {
-					docKey := append(DocPrefix(c.ID), e.suffix...)
-					if !tx.Plan(c, docKey) {
-						later = append(later, e)
-						continue
-					}
-					if err := tx.del(e.k); err != nil {
-						return err
-					}
-					if err := tx.account(c, docKey, Counts{IndexBytes: -int64(len(e.k) + len(e.suffix))}); err != nil {
-						return err
-					}
+			for _, e := range part {
+				docKey := append(DocPrefix(c.ID), e.suffix...)
+				if !tx.Plan(c, docKey) {
+					later = append(later, e)
+					continue
 				}
-				return nil
-			})
-			if err != nil {
-				return err
+				if err := tx.del(e.k); err != nil {
+					return nil, err
+				}
+				if err := tx.account(c, docKey, Counts{IndexBytes: -int64(len(e.k) + len(e.suffix))}); err != nil {
+					return nil, err
+				}
 			}
-			pending = later
+			return later, nil
+		})
+		if err != nil {
+			return err
 		}
 		from = append(bytes.Clone(batch[len(batch)-1].k), 0)
 	}

@@ -647,18 +647,20 @@ func (s *Store) purgeLogged(id uint32, ns string) {
 }
 
 // replace copies from's documents into to (a sharded collection not yet
-// in the catalog), each under the key of its shard-key value, in
-// transactions of at most chunkDocs documents.
+// in the catalog), each under the key of its shard-key value, read
+// chunkDocs documents or chunkBytes at a time and written in
+// transactions that fit (updateFitting).
 func (s *Store) replace(from, to *Collection, spec shard.Spec) error {
 	var resume []byte
-	const chunk = 1000
+	const chunkDocs, chunkBytes = 1000, 16 << 20
 	for {
 		type moved struct{ key, doc []byte }
 		var batch []moved
 		var next []byte
+		size := 0
 		err := s.View(func(tx *Txn) error {
 			return tx.Scan(from, resume, func(key, doc []byte) (bool, error) {
-				if len(batch) == chunk {
+				if len(batch) == chunkDocs || size >= chunkBytes {
 					next = append([]byte(nil), key...)
 					return false, nil
 				}
@@ -670,6 +672,7 @@ func (s *Store) replace(from, to *Collection, spec shard.Spec) error {
 				idEnc := key[14:] // unsharded: d/<id:4><hash 0:8><_id>
 				k := DocKey(to.ID, spec.Point(sk), value.EncodeKey(nil, sk), idEnc)
 				batch = append(batch, moved{k, append([]byte(nil), doc...)})
+				size += len(doc)
 				return true, nil
 			})
 		})
@@ -677,26 +680,22 @@ func (s *Store) replace(from, to *Collection, spec shard.Spec) error {
 			return err
 		}
 		// Documents of another group than the first's go in the next
-		// transaction (Txn.Plan).
-		for pending := batch; len(pending) > 0; {
+		// transaction (Txn.Plan), and as many as fit in each.
+		err = updateFitting(s, batch, func(tx *Txn, part []moved) ([]moved, error) {
 			var later []moved
-			err := s.Update(func(tx *Txn) error {
-				later = later[:0]
-				for _, m := range pending {
-					if !tx.Plan(to, m.key) {
-						later = append(later, m)
-						continue
-					}
-					if err := tx.insertUnchecked(to, m.key, m.doc); err != nil {
-						return err
-					}
+			for _, m := range part {
+				if !tx.Plan(to, m.key) {
+					later = append(later, m)
+					continue
 				}
-				return nil
-			})
-			if err != nil {
-				return err
+				if err := tx.insertUnchecked(to, m.key, m.doc); err != nil {
+					return nil, err
+				}
 			}
-			pending = later
+			return later, nil
+		})
+		if err != nil {
+			return err
 		}
 		if next == nil {
 			return nil

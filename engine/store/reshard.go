@@ -123,6 +123,9 @@ type CopyRange struct {
 	Done        bool   `bson:"done"`
 	Copied      int64  `bson:"copied"`
 	CopiedBytes int64  `bson:"copiedBytes"`
+	// fit, above 0, is the most documents of the range one transaction
+	// takes, learned when a larger batch did not fit (ErrTooLarge).
+	fit int
 }
 
 // Resharding is one resharding's record.
@@ -432,8 +435,24 @@ func (s *Store) CopyResharding(r *Resharding, n int) (done bool, err error) {
 // cr, range i of r's copy, into the temporary collection, with cr's
 // progress in the same transaction; cr is updated in place, and Done
 // once the range is copied. Different ranges may be copied at the same
-// time (each its own caller's); r is only read.
+// time (each its own caller's); r is only read. A batch larger than one
+// transaction holds is copied as half as many documents, and the range's
+// later batches take no more than that.
 func (s *Store) CopyReshardingRange(r *Resharding, i int, cr *CopyRange, n int) error {
+	for {
+		if cr.fit > 0 {
+			n = min(n, cr.fit)
+		}
+		err := s.copyReshardingBatch(r, i, cr, n)
+		if errors.Is(err, ErrTooLarge) && n > 1 {
+			cr.fit = n / 2
+			continue
+		}
+		return err
+	}
+}
+
+func (s *Store) copyReshardingBatch(r *Resharding, i int, cr *CopyRange, n int) error {
 	if cr.Done {
 		return nil
 	}
