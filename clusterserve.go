@@ -475,6 +475,7 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 	}
 	cfg.ReplicaSet, cfg.Advertise, cfg.ElectionTerm, cfg.NodeID = h.setName, h.view.Load().clients[h.self], term, h.self
 	cfg.Members = func() []string { return h.view.Load().hosts }
+	cfg.MajorityJournaled = h.o.cluster.raftSyncInterval == 0
 	cfg.AddNode, cfg.RemoveNode = h.addNode, h.removeNode
 	if h.groups != nil {
 		cfg.Balancer = h.groups.bal

@@ -101,6 +101,10 @@ type Config struct {
 	// newer (0: the server's start time).
 	Members      func() []string
 	ElectionTerm uint64
+	// MajorityJournaled is whether every acknowledged write is on disk
+	// (a cluster whose nodes fsync their Raft logs before a write counts):
+	// replSetGetConfig's writeConcernMajorityJournalDefault.
+	MajorityJournaled bool
 	// NodeID is this node's id in a cluster (0: a single server): the
 	// shard name explain, listShards and config.chunks give is node<id>.
 	NodeID uint64

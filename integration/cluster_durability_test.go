@@ -48,6 +48,13 @@ func TestClusterAcknowledgedWritesSurviveKillingEveryNode(t *testing.T) {
 	if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "fsync", Value: 1}}).Err(); err != nil {
 		t.Fatalf("fsync: %v", err)
 	}
+	// rs.conf() names the three nodes, and says that w: "majority" does
+	// not wait for the journal.
+	conf := runOK(t, cl.Database("admin"), bson.D{{Key: "replSetGetConfig", Value: 1}})
+	if hosts, _ := mustLookup(t, conf, "config", "members").Array().Values(); len(hosts) != 3 ||
+		mustLookup(t, conf, "config", "writeConcernMajorityJournalDefault").Boolean() {
+		t.Errorf("replSetGetConfig: %v", conf)
+	}
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "last"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,10 @@ func TestCosmosConnectionString(t *testing.T) {
 	if got := mustLookup(t, raw, "config", "_id").StringValue(); got != "globaldb" {
 		t.Fatalf("replSetGetConfig: %v", raw)
 	}
+	// w: "majority" is acknowledged before the fsync; only j: true waits.
+	if mustLookup(t, raw, "config", "writeConcernMajorityJournalDefault").Boolean() {
+		t.Errorf("replSetGetConfig: writeConcernMajorityJournalDefault true: %v", raw)
+	}
 	// Cosmos DB's extension commands work through it.
 	runOK(t, c.Database("shop"), bson.D{{Key: "customAction", Value: "CreateCollection"}, {Key: "collection", Value: "carts"}, {Key: "shardKey", Value: "user"}})
 
