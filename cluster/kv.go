@@ -59,8 +59,8 @@ type Replicated struct {
 	// before the commit returns kv.ErrFenced.
 	OnFenced func()
 
-	// proposed is when this store last proposed to each group: Sync
-	// makes those of the last moments durable.
+	// proposed is when this store last proposed to each group: Journal
+	// makes the groups of the last moments durable.
 	proposedMu sync.Mutex
 	proposed   map[uint64]time.Time
 	// Far, when set on a routed store, reaches the groups this node
