@@ -192,7 +192,7 @@ func TestLogStoreFillsOnlyItsReplicasState(t *testing.T) {
 func TestLazyLogStoreSyncsWhatMustBeDurable(t *testing.T) {
 	var syncs atomic.Int64
 	dir := t.TempDir()
-	logs := newLogSyncer(time.Hour) // the loop never runs: every fsync below is forced
+	logs := newLogSyncer(time.Hour, nil) // the loop never runs: every fsync below is forced
 	defer logs.close()
 	cfg := config.NodeHostConfig{NodeHostDir: dir, WALDir: dir, RTTMillisecond: 10, RaftAddress: "127.0.0.1:1",
 		Expert: config.GetDefaultExpertConfig()}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -32,6 +33,7 @@ import (
 // so a majority has fsynced it when it commits.
 type logSyncer struct {
 	interval time.Duration
+	logger   *slog.Logger
 
 	mu    sync.Mutex
 	files map[*lazyFile]struct{} // the open log files
@@ -42,8 +44,11 @@ type logSyncer struct {
 	fsyncs atomic.Uint64 // of deferred log files, by the loop or forced
 }
 
-func newLogSyncer(interval time.Duration) *logSyncer {
-	s := &logSyncer{interval: interval, files: map[*lazyFile]struct{}{}}
+func newLogSyncer(interval time.Duration, logger *slog.Logger) *logSyncer {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &logSyncer{interval: interval, logger: logger, files: map[*lazyFile]struct{}{}}
 	if interval > 0 {
 		s.stop, s.done = make(chan struct{}), make(chan struct{})
 		go s.loop()
@@ -63,7 +68,12 @@ func (s *logSyncer) loop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			_ = s.syncDirty()
+			if err := s.syncDirty(); err != nil {
+				// Every later save of the log fails with it, and
+				// dragonboat stops the node.
+				s.logger.Error("Raft log fsync failed: the node stops taking writes", "err", err)
+				return
+			}
 		}
 	}
 }

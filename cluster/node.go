@@ -156,7 +156,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		dep = 1
 	}
 	dir := filepath.Join(cfg.Dir, "raft")
-	logs := newLogSyncer(cfg.LogSyncInterval)
+	logs := newLogSyncer(cfg.LogSyncInterval, cfg.Logger)
 	start := func(logDB config.LogDBFactory) (*dragonboat.NodeHost, error) {
 		expert := config.GetDefaultExpertConfig()
 		// The default log store reserves up to 8 GB of write buffers; the
@@ -195,7 +195,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	nh, err := start(tanFactory{syncer: logs})
 	if err != nil && strings.Contains(err.Error(), errLogDBTypeChanged) {
 		logs.close()
-		logs = newLogSyncer(0) // pebble syncs every update itself
+		logs = newLogSyncer(0, nil) // pebble syncs every update itself
 		nh, err = start(nil)
 	}
 	if err != nil {
