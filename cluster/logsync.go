@@ -69,9 +69,9 @@ func (s *logSyncer) loop() {
 			return
 		case <-t.C:
 			if err := s.syncDirty(); err != nil {
-				// Every later save of the log fails with it, and
-				// dragonboat stops the node.
-				s.logger.Error("Raft log fsync failed: the node stops taking writes", "err", err)
+				// Every later save of the log fails with it, which
+				// dragonboat takes as fatal.
+				s.logger.Error("Raft log fsync failed: the node can save no more of its log", "err", err)
 				return
 			}
 		}
