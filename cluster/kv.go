@@ -279,7 +279,11 @@ func (k *Replicated) Sync() error {
 // fsyncs are deferred (NodeConfig.LogSyncInterval), Journal commits a
 // durable barrier in each group this store proposed to within
 // durableWindow: a majority of the group's replicas fsynced its log up to
-// the barrier, so past every write committed before it.
+// the barrier, so past every write committed before it. (A write another
+// store proposed, such as one a new writer answers a retry of from its
+// record, was committed before the failover that made this store the
+// writer: longer ago than the interval, so every replica holding it has
+// fsynced it since.)
 func (k *Replicated) Journal() error {
 	if !k.n.logs.lazy() {
 		return k.n.sync()
