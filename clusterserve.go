@@ -499,7 +499,8 @@ func (h *clusterHandler) takeOver(ctx context.Context, term uint64) error {
 // replica's applied index, and each other node's from a hello over its
 // client port (a node that does not answer is reported unhealthy).
 func (h *clusterHandler) status(ctx context.Context, term uint64) engine.ClusterStatus {
-	st := engine.ClusterStatus{NodeID: h.self, Term: term, Group: dataGroup}
+	st := engine.ClusterStatus{NodeID: h.self, Term: term, Group: dataGroup,
+		LogSyncInterval: h.o.cluster.raftSyncInterval, LogFsyncs: h.node.LogFsyncs()}
 	if h.groups != nil {
 		st.Groups = h.groups.status(ctx)
 	}

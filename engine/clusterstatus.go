@@ -19,6 +19,11 @@ type ClusterStatus struct {
 	// Groups are the partition groups (a cluster started with
 	// --partition-groups): each physical partition's own Raft group.
 	Groups []GroupStatus
+	// LogSyncInterval is how long this node's Raft log entries may wait
+	// for their fsync (0: every append is fsynced before it counts);
+	// LogFsyncs counts the fsyncs of the deferred log files so far.
+	LogSyncInterval time.Duration
+	LogFsyncs       uint64
 }
 
 // GroupStatus is one partition group: collection Coll's points

@@ -135,6 +135,10 @@ func (e *Engine) parsecSection(ctx context.Context, now time.Time) bson.D {
 			{Key: "role", Value: "writer"},
 			{Key: "term", Value: int64(st.Term)},
 			{Key: "groups", Value: groups},
+			{Key: "raftLog", Value: bson.D{
+				{Key: "syncIntervalMillis", Value: st.LogSyncInterval.Milliseconds()},
+				{Key: "deferredFsyncs", Value: int64(st.LogFsyncs)},
+			}},
 		}})
 	}
 	return d

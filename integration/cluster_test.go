@@ -576,6 +576,22 @@ func TestClusterStatus(t *testing.T) {
 	if role := mustLookup(t, ss, "parsec", "cluster", "role").StringValue(); role != "writer" {
 		t.Errorf("serverStatus' cluster role %q", role)
 	}
+	// The Raft log's entries are fsynced every 100 ms (the default), by
+	// the node's own loop once the writes above made the log dirty.
+	if ms := mustLookup(t, ss, "parsec", "cluster", "raftLog", "syncIntervalMillis").Int64(); ms != 100 {
+		t.Errorf("serverStatus' raftLog.syncIntervalMillis %d, want 100", ms)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if err := cl.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&ss); err != nil {
+			t.Fatal(err)
+		}
+		if mustLookup(t, ss, "parsec", "cluster", "raftLog", "deferredFsyncs").Int64() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no deferred fsync of the Raft log in 5 s: %v", mustLookup(t, ss, "parsec", "cluster", "raftLog"))
+		}
+	}
 	// Each partition is a group of its own, led by one of its three
 	// replicas (not necessarily the writer's node); config.chunks names
 	// that node as the chunk's shard, and parsec stats shows it.
