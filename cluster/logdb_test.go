@@ -43,6 +43,24 @@ func (f countingFile) Sync() error {
 	return f.File.Sync()
 }
 
+// logStoreOpener opens factory's log store on a directory of the test's,
+// through fs, each time it is called.
+func logStoreOpener(t *testing.T, factory config.LogDBFactory, fs config.IFS) func() raftio.ILogDB {
+	dir := t.TempDir()
+	cfg := config.NodeHostConfig{NodeHostDir: dir, WALDir: dir, RTTMillisecond: 10, RaftAddress: "127.0.0.1:1",
+		Expert: config.GetDefaultExpertConfig()}
+	cfg.Expert.LogDB = config.GetTinyMemLogDBConfig()
+	cfg.Expert.LogDB.KVWriteBufferSize = 1 << 16
+	cfg.Expert.FS = fs
+	return func() raftio.ILogDB {
+		db, err := factory.Create(cfg, nil, []string{dir}, []string{dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+}
+
 // followerUpdates are what dragonboat hands a follower's log store for
 // n entries arriving one by one: the entry (its State empty: unchanged),
 // then the commit index moving, then an update carrying only messages.
@@ -63,19 +81,7 @@ func followerUpdates(n int) [][]pb.Update {
 func TestLogStoreSyncsEntriesOnly(t *testing.T) {
 	run := func(t *testing.T, factory config.LogDBFactory) int64 {
 		var syncs atomic.Int64
-		dir := t.TempDir()
-		cfg := config.NodeHostConfig{NodeHostDir: dir, WALDir: dir, RTTMillisecond: 10, RaftAddress: "127.0.0.1:1",
-			Expert: config.GetDefaultExpertConfig()}
-		cfg.Expert.LogDB = config.GetTinyMemLogDBConfig()
-		cfg.Expert.LogDB.KVWriteBufferSize = 1 << 16
-		cfg.Expert.FS = syncCountingFS{vfs.Default, &syncs}
-		open := func() raftio.ILogDB {
-			db, err := factory.Create(cfg, nil, []string{dir}, []string{dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}
+		open := logStoreOpener(t, factory, syncCountingFS{vfs.Default, &syncs})
 		db := open()
 		// The replica's state before the entries: term 2, voted for 1.
 		if err := db.SaveRaftState([]pb.Update{{ShardID: 2, ReplicaID: 2, State: pb.State{Term: 2, Vote: 1}}}, 2); err != nil {
@@ -191,21 +197,9 @@ func TestLogStoreFillsOnlyItsReplicasState(t *testing.T) {
 // pass and after a restart.
 func TestLazyLogStoreSyncsWhatMustBeDurable(t *testing.T) {
 	var syncs atomic.Int64
-	dir := t.TempDir()
 	logs := newLogSyncer(time.Hour, nil) // the loop never runs: every fsync below is forced
 	defer logs.close()
-	cfg := config.NodeHostConfig{NodeHostDir: dir, WALDir: dir, RTTMillisecond: 10, RaftAddress: "127.0.0.1:1",
-		Expert: config.GetDefaultExpertConfig()}
-	cfg.Expert.LogDB = config.GetTinyMemLogDBConfig()
-	cfg.Expert.LogDB.KVWriteBufferSize = 1 << 16
-	cfg.Expert.FS = logFS{IFS: syncCountingFS{vfs.Default, &syncs}, s: logs}
-	open := func() raftio.ILogDB {
-		db, err := tanFactory{syncer: logs}.Create(cfg, nil, []string{dir}, []string{dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
-	}
+	open := logStoreOpener(t, tanFactory{syncer: logs}, logFS{IFS: syncCountingFS{vfs.Default, &syncs}, s: logs})
 	db := open()
 	save := func(what string, u pb.Update, wantSync bool) {
 		t.Helper()
