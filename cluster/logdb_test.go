@@ -61,6 +61,21 @@ func logStoreOpener(t *testing.T, factory config.LogDBFactory, fs config.IFS) fu
 	}
 }
 
+// checkReopened opens the log store again and checks the state and the
+// number of entries it reads back for replica 2 of group 2.
+func checkReopened(t *testing.T, open func() raftio.ILogDB, want pb.State, entries uint64) {
+	t.Helper()
+	db := open()
+	defer db.Close()
+	rs, err := db.ReadRaftState(2, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.State != want || rs.EntryCount != entries {
+		t.Errorf("after a restart: state %+v with %d entries, want %+v with %d", rs.State, rs.EntryCount, want, entries)
+	}
+}
+
 // followerUpdates are what dragonboat hands a follower's log store for
 // n entries arriving one by one: the entry (its State empty: unchanged),
 // then the commit index moving, then an update carrying only messages.
@@ -97,15 +112,7 @@ func TestLogStoreSyncsEntriesOnly(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		db = open()
-		defer db.Close()
-		rs, err := db.ReadRaftState(2, 2, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := (pb.State{Term: 2, Vote: 1, Commit: 50}); rs.State != want || rs.EntryCount != 50 {
-			t.Errorf("after a restart: state %+v with %d entries, want %+v with 50", rs.State, rs.EntryCount, want)
-		}
+		checkReopened(t, open, pb.State{Term: 2, Vote: 1, Commit: 50}, 50)
 		return n
 	}
 	got := run(t, tanFactory{})
@@ -245,13 +252,5 @@ func TestLazyLogStoreSyncsWhatMustBeDurable(t *testing.T) {
 	if syncs.Load() == before {
 		t.Error("closing the log store left an entry unsynced")
 	}
-	db = open()
-	defer db.Close()
-	rs, err := db.ReadRaftState(2, 2, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (pb.State{Term: 3, Vote: 3, Commit: 54}); rs.State != want || rs.EntryCount != 58 {
-		t.Errorf("after a restart: state %+v with %d entries, want %+v with 58", rs.State, rs.EntryCount, want)
-	}
+	checkReopened(t, open, pb.State{Term: 3, Vote: 3, Commit: 54}, 58)
 }
